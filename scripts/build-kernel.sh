@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Build the test kernel (bzImage + modules) with LLVM=-19 from allnoconfig
+# plus rsiw's config fragments, in a cache outside the repository keyed by
+# source, fragments and toolchain. A rebuild happens only when one of those
+# changes. Prints the build directory (the KDIR for the module) on stdout.
+#
+#   RSIW_KERNEL_TARBALL   local linux-source tarball (else Debian's package)
+#   RSIW_KERNEL_FLAVOUR   lean (default) or debug (adds KASAN, lockdep, kmemleak)
+#   RSIW_JOBS             make -j (default: cores + 1)
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+fragments=("$RSIW_ROOT/scripts/kconfig/rsiw.config")
+case "$RSIW_KERNEL_FLAVOUR" in
+lean) ;;
+debug) fragments+=("$RSIW_ROOT/scripts/kconfig/debug.config") ;;
+*) die "unknown RSIW_KERNEL_FLAVOUR=$RSIW_KERNEL_FLAVOUR (lean or debug)" ;;
+esac
+
+tarball=$("$RSIW_ROOT/scripts/fetch-kernel-source.sh")
+# Hashing 166 MB costs a second; the name+size+mtime would be cheaper but a
+# content key survives copies between machines.
+src_key=$(sha256sum "$tarball" | cut -c1-16)
+src_dir="$RSIW_CACHE/src/$src_key"
+if [ ! -f "$src_dir/.rsiw-unpacked" ]; then
+	log "unpacking $(basename "$tarball")"
+	rm -rf "$src_dir"
+	mkdir -p "$src_dir"
+	tar -xJf "$tarball" -C "$src_dir" --strip-components=1
+	touch "$src_dir/.rsiw-unpacked"
+fi
+version=$(make -s -C "$src_dir" kernelversion)
+
+# Everything that changes the build output: fragments, compilers, bindgen.
+toolchain=$(rustc --version; bindgen --version; "clang$RSIW_LLVM" --version | head -1)
+cfg_key=$( (cat "${fragments[@]}"; echo "$toolchain"; echo "$RSIW_LLVM") | sha256sum | cut -c1-12)
+build_dir="$RSIW_CACHE/build/linux-$version-$RSIW_KERNEL_FLAVOUR-$src_key-$cfg_key"
+
+if [ -f "$build_dir/.rsiw-built" ]; then
+	log "test kernel $version ($RSIW_KERNEL_FLAVOUR) is up to date: $build_dir"
+else
+	jobs=${RSIW_JOBS:-$(($(nproc) + 1))}
+	mk=(make -s -C "$src_dir" O="$build_dir" LLVM="$RSIW_LLVM" -j"$jobs")
+	mkdir -p "$build_dir"
+	log "configuring linux $version ($RSIW_KERNEL_FLAVOUR) in $build_dir"
+	"${mk[@]}" allnoconfig >/dev/null
+	(cd "$build_dir" && "$src_dir/scripts/kconfig/merge_config.sh" -m -O "$build_dir" \
+		.config "${fragments[@]}" >/dev/null)
+	"${mk[@]}" olddefconfig >/dev/null
+	# Options that did not stick are worth a warning, not an error: some
+	# depend on others the fragment does not spell out.
+	missing=0
+	for f in "${fragments[@]}"; do
+		while IFS= read -r line; do
+			case "$line" in CONFIG_*=[ym]) ;; *) continue ;; esac
+			grep -qx "$line" "$build_dir/.config" || { log "note: $line did not stick"; missing=1; }
+		done <"$f"
+	done
+	grep -qx 'CONFIG_RUST=y' "$build_dir/.config" || die "CONFIG_RUST did not stick: is the Rust toolchain usable? (make rustavailable)"
+	log "building linux $version with -j$jobs (about 11 minutes on 2 cores)"
+	start=$(date +%s)
+	"${mk[@]}" bzImage modules 2>&1 | grep -v '^$' >&2 || die "kernel build failed"
+	"${mk[@]}" modules_prepare >/dev/null
+	log "kernel built in $(($(date +%s) - start)) s"
+	touch "$build_dir/.rsiw-built"
+fi
+
+mkdir -p "$RSIW_CACHE"
+echo "$build_dir" >"$(kernel_dir_file)"
+echo "$build_dir"

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Print the path of a linux-source-7.3 tarball, fetching it if needed.
+#
+# RSIW_KERNEL_TARBALL names a local copy (CI points it at shared/cache).
+# Otherwise Debian's newest `linux-source-7.3` package is downloaded from
+# trixie-backports on the same mirror the machine's apt sources use, through
+# a private apt configuration: the machine's own apt setup is not touched.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+KERNEL_SERIES=${RSIW_KERNEL_SERIES:-7.3}
+SUITE=${RSIW_KERNEL_SUITE:-trixie-backports}
+
+if [ -n "${RSIW_KERNEL_TARBALL:-}" ]; then
+	[ -r "$RSIW_KERNEL_TARBALL" ] || die "RSIW_KERNEL_TARBALL=$RSIW_KERNEL_TARBALL is not readable"
+	echo "$RSIW_KERNEL_TARBALL"
+	exit 0
+fi
+
+# The Debian mirror this machine already uses (deb822 or one-line sources).
+debian_mirror() {
+	local uri
+	uri=$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null |
+		awk '/^URIs:/ { for (i = 2; i <= NF; i++) print $i }' |
+		grep -v -- '-security' | grep -m1 '/debian/\?$' || true)
+	if [ -z "$uri" ]; then
+		uri=$(grep -hE '^deb ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
+			sed -E 's/^deb (\[[^]]*\] )?//' | awk '{print $1}' |
+			grep -v -- '-security' | grep -m1 '/debian/\?$' || true)
+	fi
+	[ -n "$uri" ] || die "cannot find a Debian mirror in the apt sources"
+	echo "${uri%/}"
+}
+
+apt_dir="$RSIW_CACHE/apt"
+mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial" "$apt_dir/pool"
+mirror=$(debian_mirror)
+echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror $SUITE main" >"$apt_dir/sources.list"
+apt_opts=(
+	-o "Dir::Etc::SourceList=$apt_dir/sources.list"
+	-o "Dir::Etc::SourceParts=$apt_dir/none"
+	-o "Dir::State::Lists=$apt_dir/lists"
+	-o "Dir::Cache=$apt_dir/cache"
+	-o "APT::Get::List-Cleanup=0"
+)
+log "looking up linux-source-$KERNEL_SERIES in $SUITE"
+apt-get -qq "${apt_opts[@]}" update >&2
+version=$(apt-cache "${apt_opts[@]}" policy "linux-source-$KERNEL_SERIES" | awk '/Candidate:/ {print $2}')
+[ -n "$version" ] && [ "$version" != "(none)" ] || die "linux-source-$KERNEL_SERIES is not in $SUITE"
+tarball="$apt_dir/pool/linux-source-$KERNEL_SERIES-$version.tar.xz"
+if [ ! -s "$tarball" ]; then
+	log "downloading linux-source-$KERNEL_SERIES $version"
+	work=$(mktemp -d)
+	trap 'rm -rf "$work"' EXIT
+	(cd "$work" && apt-get -qq "${apt_opts[@]}" download "linux-source-$KERNEL_SERIES=$version" >&2)
+	dpkg-deb -x "$work"/linux-source-*.deb "$work/x"
+	mv "$work/x/usr/src/linux-source-$KERNEL_SERIES.tar.xz" "$tarball.part"
+	mv "$tarball.part" "$tarball"
+fi
+echo "$tarball"

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Install everything rsiw needs to build the test kernel, the module and the
+# host crates, and to run the VM tests. Idempotent: a second run only checks.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+BINDGEN_VERSION=0.73.2   # kernel 7.3 needs >= 0.71.1
+LIBCLANG_MIN=17
+
+APT_PACKAGES=(
+	# kernel build with LLVM=-19
+	clang-19 lld-19 llvm-19 libclang-19-dev
+	make flex bison bc libelf-dev libssl-dev cpio xz-utils kmod python3
+	# VM and guest userspace (the guest sees the host root read-only)
+	qemu-system-x86 busybox-static iproute2
+	rdma-core ibverbs-utils rdmacm-utils perftest libibverbs-dev librdmacm-dev
+	nvme-cli ndctl
+)
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	log "installing Debian packages: ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	as_root apt-get update -qq
+	as_root apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+else
+	log "Debian packages: all present"
+fi
+
+command -v rustup >/dev/null || die "rustup not found: rsiw needs the rustup toolchain (rustc >= 1.85)"
+if ! rustup component list --installed 2>/dev/null | grep -q '^rust-src'; then
+	log "adding rust-src"
+	rustup component add rust-src
+fi
+
+have_bindgen=$(bindgen --version 2>/dev/null | awk '{print $2}' || true)
+if [ "$have_bindgen" != "$BINDGEN_VERSION" ]; then
+	log "installing bindgen-cli $BINDGEN_VERSION (about 2 minutes)"
+	cargo install --locked --quiet bindgen-cli --version "$BINDGEN_VERSION"
+fi
+
+# Version checks the kernel would make for an in-tree build but not for M= builds.
+clang_major=$("clang$RSIW_LLVM" --version | sed -n 's/.*clang version \([0-9]*\).*/\1/p' | head -1)
+[ "${clang_major:-0}" -ge "$LIBCLANG_MIN" ] || die "clang$RSIW_LLVM is ${clang_major:-missing}; need >= $LIBCLANG_MIN"
+[ -e "$LIBCLANG_PATH/libclang.so" ] || ls "$LIBCLANG_PATH"/libclang*.so* >/dev/null 2>&1 ||
+	die "no libclang under LIBCLANG_PATH=$LIBCLANG_PATH (install libclang${RSIW_LLVM}-dev)"
+bg=$(bindgen --version | awk '{print $2}')
+if ! printf '0.71.1\n%s\n' "$bg" | sort -V -C; then
+	die "bindgen $bg is older than the kernel's minimum 0.71.1"
+fi
+rustc_v=$(rustc --version | awk '{print $2}')
+printf '1.85.0\n%s\n' "$rustc_v" | sort -V -C || die "rustc $rustc_v is older than 1.85.0"
+log "toolchain ok: rustc $rustc_v, bindgen $bg, clang/libclang $clang_major"
