@@ -1,0 +1,566 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Incremental FPDU receiver (RFC 5044 sections 4.1 to 4.4 and 6).
+//!
+//! [`Rx`] is fed one direction's TCP byte stream in chunks of any size,
+//! down to one octet, and turns it into [`Event`]s. It never copies
+//! payload: it buffers only ULPDU_LENGTH, the first few ULPDU octets the
+//! upper layer asked for (at most [`MAX_HEADER`]), a marker and the CRC
+//! field. It strips markers and pad, checks markers (FPDUPTR) and the CRC
+//! incrementally through [`Crc32c`], and fails with a [`TermError`].
+//!
+//! # Driving it
+//!
+//! ```text
+//! let mut off = 0;
+//! while off < chunk.len() {
+//!     let step = rx.poll(&crc, &chunk[off..])?;        // Err: send Terminate
+//!     match step.event {
+//!         Some(Event::Header { ulpdu_len }) => {
+//!             // rx.header(): the first min(ulpdu_len, header_len) octets.
+//!             // If the upper layer needs more (e.g. the opcode says the
+//!             // header is longer), call rx.extend_header(n) now.
+//!         }
+//!         Some(Event::Payload(r)) => { /* copy chunk[off..][r] to its target */ }
+//!         Some(Event::Complete) => { /* FPDU done, CRC (if on) good */ }
+//!         Some(Event::Marker { .. }) | None => {}
+//!     }
+//!     off += step.consumed;
+//! }
+//! ```
+//!
+//! Each `poll` stops at the first event, so payload ranges are always
+//! sub-ranges of the slice given to that call; `event == None` means all
+//! of it was consumed and more stream is needed. In the kernel the chunks
+//! are the linear pieces of the skbs `tcp_read_sock` hands over; payload
+//! goes straight from the skb to the destination pages (one copy). The host
+//! endpoint feeds what `read()` returned.
+//!
+//! After an error every further `poll` returns the same error.
+
+use core::ops::Range;
+
+use crate::crc::Crc32c;
+use crate::error::{llp, TermError};
+use crate::mpa::markers;
+use crate::wire::fpdu::{pad_len, CRC_LEN, MARKER_LEN};
+
+/// The most ULPDU header octets [`Rx`] buffers: DDP untagged header (18)
+/// plus the largest RDMAP header, the RFC 7306 Atomic Request (52), is 70;
+/// rounded up with room to spare.
+pub const MAX_HEADER: usize = 96;
+
+/// Receiver settings for one direction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RxConfig {
+    /// CRC negotiated on: check the CRC field (otherwise it is ignored).
+    pub crc: bool,
+    /// We asked for markers (our M bit): expect and strip them.
+    pub markers: bool,
+    /// ULPDU octets to buffer before [`Event::Header`] (clamped to
+    /// [`MAX_HEADER`]); [`Rx::extend_header`] can raise it per FPDU.
+    pub header_len: usize,
+}
+
+/// What [`Rx::poll`] found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// A new FPDU's ULPDU_LENGTH and its first octets are known; read them
+    /// with [`Rx::header`]. Payload (if any) follows.
+    Header {
+        /// ULPDU_LENGTH.
+        ulpdu_len: u16,
+    },
+    /// The next ULPDU octets after the header are `input[range]`.
+    Payload(Range<usize>),
+    /// A marker was checked and skipped.
+    Marker {
+        /// Its FPDUPTR.
+        fpduptr: u16,
+    },
+    /// The FPDU ended; its CRC matched (or CRC is off).
+    Complete,
+}
+
+/// Result of one [`Rx::poll`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Step {
+    /// Input octets consumed (the next call starts after them).
+    pub consumed: usize,
+    /// The event, or `None` when all input was consumed without one.
+    pub event: Option<Event>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// Collecting ULPDU_LENGTH (`have` octets so far).
+    Len { have: u8 },
+    /// Collecting header octets.
+    Header,
+    /// Header event given; payload not started yet.
+    HeaderReady,
+    /// Passing payload octets through.
+    Payload,
+    /// Skipping pad octets.
+    Pad,
+    /// Collecting the CRC field.
+    Crc,
+}
+
+/// The incremental receiver; see the module docs.
+#[derive(Clone, Debug)]
+pub struct Rx {
+    cfg: RxConfig,
+    state: State,
+    /// Stream offset of the next input octet.
+    pos: u32,
+    /// Stream offset where the current FPDU started.
+    fpdu_start: u32,
+    crc: u32,
+    len_buf: [u8; 2],
+    ulpdu_len: u16,
+    hdr: [u8; MAX_HEADER],
+    hdr_have: usize,
+    hdr_want: usize,
+    body_left: usize,
+    pad_left: usize,
+    tail: [u8; 4],
+    tail_have: usize,
+    /// Octets of a marker collected so far; `Some` while inside one.
+    marker: Option<usize>,
+    mbuf: [u8; 4],
+    error: Option<TermError>,
+}
+
+impl Rx {
+    /// A receiver at the start of full operation phase (stream offset 0 is
+    /// the first octet after the peer's MPA Request/Reply).
+    pub fn new(cfg: RxConfig) -> Self {
+        Self::at(cfg, 0)
+    }
+
+    /// A receiver whose next octet has stream offset `pos` and starts an FPDU.
+    pub fn at(cfg: RxConfig, pos: u32) -> Self {
+        let cfg = RxConfig { header_len: cfg.header_len.min(MAX_HEADER), ..cfg };
+        Rx {
+            cfg,
+            state: State::Len { have: 0 },
+            pos,
+            fpdu_start: pos,
+            crc: 0,
+            len_buf: [0; 2],
+            ulpdu_len: 0,
+            hdr: [0; MAX_HEADER],
+            hdr_have: 0,
+            hdr_want: 0,
+            body_left: 0,
+            pad_left: 0,
+            tail: [0; 4],
+            tail_have: 0,
+            marker: None,
+            mbuf: [0; 4],
+            error: None,
+        }
+    }
+
+    /// The settings.
+    pub fn config(&self) -> RxConfig {
+        self.cfg
+    }
+
+    /// Stream offset of the next octet expected.
+    pub fn position(&self) -> u32 {
+        self.pos
+    }
+
+    /// ULPDU_LENGTH of the current FPDU (valid from [`Event::Header`]).
+    pub fn ulpdu_len(&self) -> u16 {
+        self.ulpdu_len
+    }
+
+    /// The header octets buffered for the current FPDU.
+    pub fn header(&self) -> &[u8] {
+        self.hdr.get(..self.hdr_have).unwrap_or(&[])
+    }
+
+    /// Whether the receiver sits between FPDUs (a clean place to stop).
+    pub fn at_boundary(&self) -> bool {
+        self.state == State::Len { have: 0 } && self.marker.is_none()
+    }
+
+    /// The error that stopped the receiver, if any.
+    pub fn error(&self) -> Option<TermError> {
+        self.error
+    }
+
+    /// Right after [`Event::Header`]: buffer the first `total` ULPDU octets
+    /// (capped by ULPDU_LENGTH) before payload starts; another
+    /// [`Event::Header`] follows when they are in. Returns `false` (and
+    /// changes nothing) if called at any other time or with `total` above
+    /// [`MAX_HEADER`].
+    pub fn extend_header(&mut self, total: usize) -> bool {
+        if self.state != State::HeaderReady || total > MAX_HEADER {
+            return false;
+        }
+        let want = total.min(usize::from(self.ulpdu_len));
+        if want > self.hdr_have {
+            self.hdr_want = want;
+            self.state = State::Header;
+        }
+        true
+    }
+
+    fn fail(&mut self, e: TermError) -> Result<Step, TermError> {
+        self.error = Some(e);
+        Err(e)
+    }
+
+    fn add_crc<C: Crc32c + ?Sized>(&mut self, crc: &C, bytes: &[u8]) {
+        if self.cfg.crc {
+            self.crc = crc.append(self.crc, bytes);
+        }
+    }
+
+    /// Consumes input up to the first event; see the module docs.
+    pub fn poll<C: Crc32c + ?Sized>(&mut self, crc: &C, input: &[u8]) -> Result<Step, TermError> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        let mut i = 0usize;
+        loop {
+            // Leaving HeaderReady needs no input.
+            if self.state == State::HeaderReady {
+                self.state = if self.body_left > 0 { State::Payload } else { State::Pad };
+                self.pad_left = pad_len(usize::from(self.ulpdu_len));
+            }
+            let Some(rest) = input.get(i..) else {
+                return Ok(Step { consumed: input.len(), event: None });
+            };
+            if self.state == State::Pad && self.pad_left == 0 {
+                self.state = State::Crc;
+                self.tail_have = 0;
+            }
+            if rest.is_empty() {
+                return Ok(Step { consumed: i, event: None });
+            }
+
+            // Markers come first: one is due at every 512th octet.
+            if self.cfg.markers && (self.marker.is_some() || markers::is_marker_pos(self.pos)) {
+                let have = self.marker.unwrap_or(0);
+                let n = (MARKER_LEN - have).min(rest.len());
+                let (Some(src), Some(dst)) = (rest.get(..n), self.mbuf.get_mut(have..have + n)) else {
+                    return self.fail(llp::MARKER);
+                };
+                dst.copy_from_slice(src);
+                self.crc_marker(crc, have, n);
+                self.pos = self.pos.wrapping_add(n as u32);
+                i += n;
+                if have + n < MARKER_LEN {
+                    self.marker = Some(have + n);
+                    continue;
+                }
+                self.marker = None;
+                let at = self.pos.wrapping_sub(MARKER_LEN as u32);
+                match markers::check(self.mbuf, at, self.fpdu_start) {
+                    Ok(fpduptr) => {
+                        return Ok(Step { consumed: i, event: Some(Event::Marker { fpduptr }) });
+                    }
+                    Err(e) => return self.fail(e),
+                }
+            }
+            let room = if self.cfg.markers { markers::to_next_marker(self.pos) as usize } else { usize::MAX };
+            let avail = rest.len().min(room);
+
+            match self.state {
+                State::Len { have } => {
+                    let have = usize::from(have);
+                    let n = (2 - have).min(avail);
+                    if let (Some(src), Some(dst)) = (rest.get(..n), self.len_buf.get_mut(have..have + n)) {
+                        dst.copy_from_slice(src);
+                    }
+                    self.consume_crc(crc, rest, n);
+                    i += n;
+                    if have + n < 2 {
+                        self.state = State::Len { have: (have + n) as u8 };
+                        continue;
+                    }
+                    self.ulpdu_len = u16::from_be_bytes(self.len_buf);
+                    self.hdr_have = 0;
+                    self.hdr_want = self.cfg.header_len.min(usize::from(self.ulpdu_len));
+                    self.state = State::Header;
+                    if self.hdr_want == 0 {
+                        return Ok(self.header_ready(i));
+                    }
+                }
+                State::Header => {
+                    let n = (self.hdr_want - self.hdr_have).min(avail);
+                    if let (Some(src), Some(dst)) = (rest.get(..n), self.hdr.get_mut(self.hdr_have..self.hdr_have + n)) {
+                        dst.copy_from_slice(src);
+                    }
+                    self.consume_crc(crc, rest, n);
+                    self.hdr_have += n;
+                    i += n;
+                    if self.hdr_have == self.hdr_want {
+                        return Ok(self.header_ready(i));
+                    }
+                }
+                State::Payload => {
+                    let n = self.body_left.min(avail);
+                    self.consume_crc(crc, rest, n);
+                    self.body_left -= n;
+                    if self.body_left == 0 {
+                        self.state = State::Pad;
+                    }
+                    let start = i;
+                    i += n;
+                    return Ok(Step { consumed: i, event: Some(Event::Payload(start..i)) });
+                }
+                State::Pad => {
+                    // RFC 5044 4.1: pad is ignored on receipt, except for the CRC.
+                    let n = self.pad_left.min(avail);
+                    self.consume_crc(crc, rest, n);
+                    self.pad_left -= n;
+                    i += n;
+                }
+                State::Crc => {
+                    let n = (CRC_LEN - self.tail_have).min(avail);
+                    if let (Some(src), Some(dst)) = (rest.get(..n), self.tail.get_mut(self.tail_have..self.tail_have + n)) {
+                        dst.copy_from_slice(src);
+                    }
+                    self.tail_have += n;
+                    self.pos = self.pos.wrapping_add(n as u32);
+                    i += n;
+                    if self.tail_have < CRC_LEN {
+                        continue;
+                    }
+                    if self.cfg.crc && u32::from_le_bytes(self.tail) != self.crc {
+                        return self.fail(llp::CRC);
+                    }
+                    self.state = State::Len { have: 0 };
+                    self.fpdu_start = self.pos;
+                    self.crc = 0;
+                    return Ok(Step { consumed: i, event: Some(Event::Complete) });
+                }
+                State::HeaderReady => {}
+            }
+        }
+    }
+
+    fn header_ready(&mut self, consumed: usize) -> Step {
+        self.body_left = usize::from(self.ulpdu_len) - self.hdr_have;
+        self.state = State::HeaderReady;
+        Step { consumed, event: Some(Event::Header { ulpdu_len: self.ulpdu_len }) }
+    }
+
+    /// Feeds `rest[..n]` to the CRC and advances the stream offset.
+    fn consume_crc<C: Crc32c + ?Sized>(&mut self, crc: &C, rest: &[u8], n: usize) {
+        if let Some(b) = rest.get(..n) {
+            self.add_crc(crc, b);
+        }
+        self.pos = self.pos.wrapping_add(n as u32);
+    }
+
+    fn crc_marker<C: Crc32c + ?Sized>(&mut self, crc: &C, have: usize, n: usize) {
+        let m = self.mbuf;
+        if let Some(b) = m.get(have..have + n) {
+            self.add_crc(crc, b);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crc::SoftCrc32c;
+    use crate::mpa::tx::tests::stream;
+    use proptest::prelude::*;
+    use std::vec;
+    use std::vec::Vec;
+
+    /// Received FPDU: header octets + payload octets, per FPDU.
+    type Got = Vec<(u16, Vec<u8>)>;
+
+    /// Feeds `s` to an Rx in chunks of the given sizes (cycled).
+    fn run(cfg: RxConfig, s: &[u8], chunks: &[usize]) -> Result<(Got, usize), TermError> {
+        let mut rx = Rx::new(cfg);
+        let mut got: Got = Vec::new();
+        let mut markers = 0;
+        let mut at = 0;
+        let mut k = 0;
+        let mut cur = Vec::new();
+        while at < s.len() {
+            let n = chunks[k % chunks.len()].clamp(1, s.len() - at);
+            k += 1;
+            let chunk = &s[at..at + n];
+            let mut off = 0;
+            while off < chunk.len() {
+                let step = rx.poll(&SoftCrc32c, &chunk[off..])?;
+                assert!(step.consumed <= chunk.len() - off);
+                match step.event {
+                    Some(Event::Header { ulpdu_len }) => {
+                        assert!(rx.header().len() <= cfg.header_len.min(MAX_HEADER));
+                        cur = rx.header().to_vec();
+                        assert_eq!(ulpdu_len, rx.ulpdu_len());
+                    }
+                    Some(Event::Payload(r)) => {
+                        assert!(!r.is_empty());
+                        cur.extend_from_slice(&chunk[off..][r]);
+                    }
+                    Some(Event::Complete) => {
+                        assert_eq!(cur.len(), usize::from(rx.ulpdu_len()));
+                        got.push((rx.ulpdu_len(), core::mem::take(&mut cur)));
+                    }
+                    Some(Event::Marker { .. }) => markers += 1,
+                    None => assert_eq!(step.consumed, chunk.len() - off),
+                }
+                off += step.consumed;
+            }
+            at += n;
+        }
+        assert!(rx.at_boundary());
+        Ok((got, markers))
+    }
+
+    fn cfg(crc: bool, markers: bool, header_len: usize) -> RxConfig {
+        RxConfig { crc, markers, header_len }
+    }
+
+    #[test]
+    fn one_byte_at_a_time_with_markers() {
+        let msgs: Vec<Vec<u8>> = (0..5).map(|i| vec![i as u8; 300 + 97 * i]).collect();
+        let s = stream(true, true, &msgs);
+        let (got, markers) = run(cfg(true, true, 28), &s, &[1]).unwrap();
+        assert_eq!(got.iter().map(|g| g.1.clone()).collect::<Vec<_>>(), msgs);
+        assert_eq!(markers, s.len().div_ceil(512));
+    }
+
+    #[test]
+    fn crc_error_is_reported_and_sticky() {
+        let msgs = vec![vec![1u8; 40], vec![2u8; 40]];
+        let mut s = stream(true, false, &msgs);
+        s[10] ^= 0x80;
+        assert_eq!(run(cfg(true, false, 8), &s, &[7]), Err(llp::CRC));
+        // CRC off: the same corruption passes through.
+        let (got, _) = run(cfg(false, false, 8), &s, &[7]).unwrap();
+        assert_eq!(got.len(), 2);
+        let mut rx = Rx::new(cfg(true, false, 8));
+        let mut off = 0;
+        let e = loop {
+            match rx.poll(&SoftCrc32c, &s[off..]) {
+                Ok(st) => off += st.consumed,
+                Err(e) => break e,
+            }
+        };
+        assert_eq!(e, llp::CRC);
+        assert_eq!(rx.poll(&SoftCrc32c, &s), Err(llp::CRC));
+        assert_eq!(rx.error(), Some(llp::CRC));
+    }
+
+    #[test]
+    fn marker_mismatch() {
+        let msgs = vec![vec![9u8; 1000]];
+        let mut s = stream(false, true, &msgs);
+        s[512 + 3] ^= 4; // FPDUPTR of the second marker
+        assert_eq!(run(cfg(false, true, 8), &s, &[64]), Err(llp::MARKER));
+        // Low 2 bits and RESERVED are ignored.
+        let mut s = stream(false, true, &msgs);
+        s[512 + 3] |= 3;
+        s[512] = 0xFF;
+        assert!(run(cfg(false, true, 8), &s, &[64]).is_ok());
+        // With CRC on, a changed RESERVED fails the CRC (markers are covered).
+        let mut s = stream(true, true, &msgs);
+        s[512] = 0xFF;
+        assert_eq!(run(cfg(true, true, 8), &s, &[64]), Err(llp::CRC));
+    }
+
+    #[test]
+    fn zero_length_ulpdu_and_short_ulpdu() {
+        let msgs = vec![vec![], vec![5u8; 3], vec![6u8; 100]];
+        let s = stream(true, false, &msgs);
+        let (got, _) = run(cfg(true, false, 28), &s, &[3, 1, 5]).unwrap();
+        assert_eq!(got, vec![(0, vec![]), (3, vec![5; 3]), (100, vec![6; 100])]);
+    }
+
+    #[test]
+    fn extend_header() {
+        let msg: Vec<u8> = (0..200u8).collect();
+        let s = stream(true, true, &[msg.clone()]);
+        let mut rx = Rx::new(cfg(true, true, 2));
+        assert!(!rx.extend_header(10));
+        let mut off = 0;
+        let mut headers = Vec::new();
+        let mut payload = Vec::new();
+        loop {
+            let st = rx.poll(&SoftCrc32c, &s[off..]).unwrap();
+            match st.event {
+                Some(Event::Header { .. }) => {
+                    headers.push(rx.header().to_vec());
+                    if rx.header().len() == 2 {
+                        assert!(!rx.extend_header(MAX_HEADER + 1));
+                        assert!(rx.extend_header(18));
+                    }
+                }
+                Some(Event::Payload(r)) => payload.extend_from_slice(&s[off..][r]),
+                Some(Event::Complete) => break,
+                _ => {}
+            }
+            off += st.consumed;
+        }
+        assert_eq!(headers, vec![msg[..2].to_vec(), msg[..18].to_vec()]);
+        assert_eq!(payload, msg[18..]);
+        assert_eq!(rx.position() as usize, s.len());
+    }
+
+    #[test]
+    fn empty_input() {
+        let mut rx = Rx::new(cfg(true, true, 8));
+        assert_eq!(rx.poll(&SoftCrc32c, &[]), Ok(Step { consumed: 0, event: None }));
+        assert!(rx.at_boundary());
+        assert_eq!(rx.config().header_len, 8);
+        assert_eq!(Rx::new(cfg(true, true, 1000)).config().header_len, MAX_HEADER);
+    }
+
+    proptest! {
+        #[test]
+        fn rx_over_any_chunking_reproduces_tx(
+            msgs in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..1200), 1..6),
+            chunks in proptest::collection::vec(1usize..700, 1..10),
+            crc: bool, markers: bool, header_len in 0usize..120,
+        ) {
+            let s = stream(crc, markers, &msgs);
+            let (got, nm) = run(cfg(crc, markers, header_len), &s, &chunks).unwrap();
+            prop_assert_eq!(got.into_iter().map(|g| g.1).collect::<Vec<_>>(), msgs);
+            prop_assert_eq!(nm, if markers { s.len().div_ceil(512) } else { 0 });
+        }
+
+        #[test]
+        fn rx_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..3000),
+                           chunks in proptest::collection::vec(1usize..300, 1..6),
+                           crc: bool, markers: bool, header_len in 0usize..200, ext in 0usize..200) {
+            let mut rx = Rx::new(cfg(crc, markers, header_len));
+            let mut at = 0;
+            let mut k = 0;
+            'outer: while at < bytes.len() {
+                let n = chunks[k % chunks.len()].min(bytes.len() - at);
+                k += 1;
+                let chunk = &bytes[at..at + n];
+                let mut off = 0;
+                while off < chunk.len() {
+                    match rx.poll(&SoftCrc32c, &chunk[off..]) {
+                        Ok(st) => {
+                            if let Some(Event::Payload(r)) = &st.event {
+                                prop_assert!(r.end <= chunk.len() - off);
+                            }
+                            if let Some(Event::Header { .. }) = st.event {
+                                rx.extend_header(ext);
+                            }
+                            prop_assert!(st.consumed <= chunk.len() - off);
+                            off += st.consumed;
+                        }
+                        Err(_) => break 'outer,
+                    }
+                }
+                at += n;
+            }
+        }
+    }
+}

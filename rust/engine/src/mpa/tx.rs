@@ -1,0 +1,416 @@
+// SPDX-License-Identifier: GPL-2.0
+//! FPDU emission (RFC 5044 sections 4.1 to 4.4), zero-copy and zero-alloc.
+//!
+//! [`Tx`] keeps one direction's stream offset (for markers) and the
+//! negotiated CRC/marker settings. [`Tx::fpdu`] plans one FPDU around the
+//! caller's ULPDU (a header slice plus any number of payload slices) and
+//! returns an [`FpduWriter`], an iterator of [`Segment`]s in wire order:
+//! borrowed [`Segment::Data`] slices of the caller's buffers (send them as
+//! they are: iovec/bvec entries pointing at the payload pages) and small
+//! [`Segment::Inline`] pieces the engine made (ULPDU_LENGTH, markers, pad,
+//! CRC; at most 4 octets each, copy them somewhere that lives until the
+//! send completes). The CRC is computed while the segments are produced, so
+//! the trailer comes last, as on the wire.
+//!
+//! [`Tx::write`] is the one-copy variant that writes the whole FPDU into a
+//! caller buffer (host endpoint, tests).
+//!
+//! The stream offset advances when the FPDU is planned: every planned FPDU
+//! must then be sent completely, in order.
+
+use crate::crc::Crc32c;
+use crate::mpa::markers;
+use crate::wire::fpdu::{self, CRC_LEN, HEADER_LEN, MAX_ULPDU};
+
+/// Why an FPDU could not be planned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TxError {
+    /// The ULPDU is longer than 65535 octets.
+    TooLong,
+    /// The output buffer of [`Tx::write`] is too short.
+    BufferTooSmall,
+}
+
+/// One direction's sender state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tx {
+    crc: bool,
+    markers: bool,
+    pos: u32,
+}
+
+impl Tx {
+    /// A sender at the start of full operation phase (stream offset 0, the
+    /// first octet after our MPA Request/Reply). `crc`: negotiated CRC;
+    /// `markers`: the peer asked for markers (its M bit).
+    pub const fn new(crc: bool, markers: bool) -> Self {
+        Tx { crc, markers, pos: 0 }
+    }
+
+    /// Offset of the next octet in the stream, relative to the marker
+    /// origin, modulo 2^32.
+    pub const fn position(&self) -> u32 {
+        self.pos
+    }
+
+    /// Whether CRC is on.
+    pub const fn crc(&self) -> bool {
+        self.crc
+    }
+
+    /// Whether markers are inserted.
+    pub const fn markers(&self) -> bool {
+        self.markers
+    }
+
+    /// On-wire length of the next FPDU for a ULPDU of `ulpdu_len` octets.
+    pub const fn wire_len(&self, ulpdu_len: usize) -> usize {
+        let len = fpdu::fpdu_len(ulpdu_len);
+        if self.markers {
+            markers::wire_len(self.pos, len)
+        } else {
+            len
+        }
+    }
+
+    /// MULPDU for an effective MSS of `emss` ([`fpdu::mulpdu`]).
+    pub const fn mulpdu(&self, emss: usize) -> usize {
+        fpdu::mulpdu(emss, self.markers)
+    }
+
+    /// Plans the next FPDU carrying `header` followed by the `payload`
+    /// slices, and advances the stream offset past it.
+    pub fn fpdu<'a>(&mut self, header: &'a [u8], payload: &'a [&'a [u8]]) -> Result<FpduWriter<'a>, TxError> {
+        let mut ulpdu_len = header.len();
+        for p in payload {
+            ulpdu_len = ulpdu_len.saturating_add(p.len());
+        }
+        if ulpdu_len > MAX_ULPDU {
+            return Err(TxError::TooLong);
+        }
+        let wire_len = self.wire_len(ulpdu_len);
+        let start = self.pos;
+        // wire_len < 2^17: the cast is exact, the add wraps like TCP.
+        self.pos = self.pos.wrapping_add(wire_len as u32);
+        Ok(FpduWriter {
+            header,
+            payload,
+            ulpdu_len: ulpdu_len as u16,
+            wire_len,
+            crc_on: self.crc,
+            markers: self.markers,
+            start,
+            pos: start,
+            crc: 0,
+            phase: Phase::Len,
+            part: 0,
+            off: 0,
+        })
+    }
+
+    /// Writes the next FPDU (markers, pad and CRC included) into `out`,
+    /// returning its length. Nothing is written and the offset is kept when
+    /// `out` is too short.
+    pub fn write<C: Crc32c + ?Sized>(
+        &mut self,
+        crc: &C,
+        header: &[u8],
+        payload: &[&[u8]],
+        out: &mut [u8],
+    ) -> Result<usize, TxError> {
+        let mut ulpdu_len = header.len();
+        for p in payload {
+            ulpdu_len = ulpdu_len.saturating_add(p.len());
+        }
+        if ulpdu_len > MAX_ULPDU {
+            return Err(TxError::TooLong);
+        }
+        if out.len() < self.wire_len(ulpdu_len) {
+            return Err(TxError::BufferTooSmall);
+        }
+        let mut w = self.fpdu(header, payload)?;
+        let mut at = 0;
+        while let Some(seg) = w.next_segment(crc) {
+            let b = seg.bytes();
+            let Some(dst) = out.get_mut(at..at + b.len()) else {
+                return Err(TxError::BufferTooSmall);
+            };
+            dst.copy_from_slice(b);
+            at += b.len();
+        }
+        Ok(at)
+    }
+}
+
+/// A piece of an FPDU in wire order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Segment<'a> {
+    /// Octets made by the engine (at most 4).
+    Inline(Inline),
+    /// A sub-slice of the caller's header or payload.
+    Data(&'a [u8]),
+}
+
+impl Segment<'_> {
+    /// The octets of this segment.
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            Segment::Inline(i) => i.bytes(),
+            Segment::Data(d) => d,
+        }
+    }
+}
+
+/// Up to 4 octets made by the engine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Inline {
+    buf: [u8; 4],
+    len: u8,
+}
+
+impl Inline {
+    fn new(buf: [u8; 4], len: usize) -> Self {
+        Inline { buf, len: len.min(4) as u8 }
+    }
+
+    /// The octets.
+    pub fn bytes(&self) -> &[u8] {
+        self.buf.get(..usize::from(self.len)).unwrap_or(&[])
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Len,
+    Body,
+    Pad,
+    Crc,
+    Done,
+}
+
+/// Produces one FPDU's segments; see the module docs.
+#[derive(Clone, Debug)]
+pub struct FpduWriter<'a> {
+    header: &'a [u8],
+    payload: &'a [&'a [u8]],
+    ulpdu_len: u16,
+    wire_len: usize,
+    crc_on: bool,
+    markers: bool,
+    start: u32,
+    pos: u32,
+    crc: u32,
+    phase: Phase,
+    /// 0: header, n: payload[n - 1].
+    part: usize,
+    off: usize,
+}
+
+impl<'a> FpduWriter<'a> {
+    /// Total on-wire length of this FPDU.
+    pub fn wire_len(&self) -> usize {
+        self.wire_len
+    }
+
+    /// ULPDU_LENGTH of this FPDU.
+    pub fn ulpdu_len(&self) -> u16 {
+        self.ulpdu_len
+    }
+
+    /// Stream offset of this FPDU's first octet.
+    pub fn start(&self) -> u32 {
+        self.start
+    }
+
+    fn part(&self, i: usize) -> Option<&'a [u8]> {
+        if i == 0 {
+            Some(self.header)
+        } else {
+            self.payload.get(i - 1).copied()
+        }
+    }
+
+    fn emit<C: Crc32c + ?Sized>(&mut self, crc: &C, bytes: &[u8]) {
+        if self.crc_on {
+            self.crc = crc.append(self.crc, bytes);
+        }
+        self.pos = self.pos.wrapping_add(bytes.len() as u32);
+    }
+
+    /// The next segment, `None` once the CRC field has been produced.
+    pub fn next_segment<C: Crc32c + ?Sized>(&mut self, crc: &C) -> Option<Segment<'a>> {
+        if self.phase == Phase::Done {
+            return None;
+        }
+        if self.markers && markers::is_marker_pos(self.pos) {
+            let m = markers::encode(self.pos, self.start);
+            self.emit(crc, &m);
+            return Some(Segment::Inline(Inline::new(m, 4)));
+        }
+        let room = if self.markers { markers::to_next_marker(self.pos) as usize } else { usize::MAX };
+        match self.phase {
+            Phase::Len => {
+                let [a, b] = self.ulpdu_len.to_be_bytes();
+                let v = [a, b, 0, 0];
+                self.emit(crc, &[a, b]);
+                self.phase = Phase::Body;
+                Some(Segment::Inline(Inline::new(v, HEADER_LEN)))
+            }
+            Phase::Body => {
+                while let Some(p) = self.part(self.part) {
+                    let rest = p.get(self.off..).unwrap_or(&[]);
+                    if rest.is_empty() {
+                        self.part += 1;
+                        self.off = 0;
+                        continue;
+                    }
+                    let n = rest.len().min(room);
+                    let chunk = rest.get(..n).unwrap_or(&[]);
+                    self.off += n;
+                    self.emit(crc, chunk);
+                    return Some(Segment::Data(chunk));
+                }
+                self.phase = Phase::Pad;
+                self.next_segment(crc)
+            }
+            Phase::Pad => {
+                self.phase = Phase::Crc;
+                let n = fpdu::pad_len(usize::from(self.ulpdu_len));
+                if n == 0 {
+                    return self.next_segment(crc);
+                }
+                let z = [0u8; 4];
+                self.emit(crc, z.get(..n).unwrap_or(&[]));
+                Some(Segment::Inline(Inline::new(z, n)))
+            }
+            Phase::Crc => {
+                self.phase = Phase::Done;
+                let v = if self.crc_on { self.crc } else { 0 };
+                self.pos = self.pos.wrapping_add(CRC_LEN as u32);
+                Some(Segment::Inline(Inline::new(v.to_le_bytes(), CRC_LEN)))
+            }
+            Phase::Done => None,
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::crc::SoftCrc32c;
+    use crate::wire::fpdu::{Frame, Repr};
+    use proptest::prelude::*;
+    use std::vec;
+    use std::vec::Vec;
+
+    #[test]
+    fn no_markers_matches_wire_repr() {
+        let mut tx = Tx::new(true, false);
+        let mut out = [0u8; 64];
+        let n = tx.write(&SoftCrc32c, b"hdr", &[b"pay", b"", b"load"], &mut out).unwrap();
+        let mut want = [0u8; 64];
+        Repr { ulpdu: b"hdrpayload" }.emit(&mut Frame::new_unchecked(&mut want[..]), Some(&SoftCrc32c)).unwrap();
+        assert_eq!(n, 16);
+        assert_eq!(&out[..n], &want[..16]);
+        assert_eq!(tx.position(), 16);
+    }
+
+    /// Golden vector with markers, worked out by hand (RFC 5044 sections
+    /// 4.1-4.3): at stream offset 0 an FPDU with a 510-octet ULPDU of 0x11.
+    /// Unmarked length 2 + 510 + 0 pad + 4 = 516. Layout on the wire:
+    /// `[0..4]` marker 00 00 00 00 (FPDUPTR 0, the FPDU starts here),
+    /// `[4..6]` length 01 FE, `[6..512]` the first 506 ULPDU octets,
+    /// `[512..516]` marker 00 00 02 00 (512 octets from the FPDU start),
+    /// `[516..520]` the last 4 ULPDU octets, `[520..524]` CRC over
+    /// octets 0..520 (markers included), little-endian. Total 524.
+    #[test]
+    fn golden_with_markers() {
+        let ulpdu = [0x11u8; 510];
+        let mut tx = Tx::new(true, true);
+        assert_eq!(tx.wire_len(510), 524);
+        let mut out = [0u8; 524];
+        assert_eq!(tx.write(&SoftCrc32c, &ulpdu, &[], &mut out), Ok(524));
+        let mut want = [0x11u8; 524];
+        want[..4].copy_from_slice(&[0, 0, 0, 0]);
+        want[4..6].copy_from_slice(&[0x01, 0xFE]);
+        want[512..516].copy_from_slice(&[0, 0, 0x02, 0x00]);
+        let c = crc32c::crc32c(&want[..520]);
+        want[520..].copy_from_slice(&c.to_le_bytes());
+        assert_eq!(out, want);
+        assert_eq!(tx.position(), 524);
+    }
+
+    #[test]
+    fn segments_are_zero_copy() {
+        let payload = [7u8; 1000];
+        let parts: [&[u8]; 1] = [&payload];
+        let mut tx = Tx::new(false, true);
+        let mut w = tx.fpdu(b"0123456789abcdef", &parts).unwrap();
+        let mut n_data = 0;
+        let mut total = 0;
+        while let Some(s) = w.next_segment(&SoftCrc32c) {
+            if let Segment::Data(d) = s {
+                // Every data segment points into the caller's buffers.
+                let inside = |buf: &[u8]| {
+                    let r = buf.as_ptr_range();
+                    r.start <= d.as_ptr() && d.as_ptr_range().end <= r.end
+                };
+                assert!(inside(&payload) || inside(b"0123456789abcdef"));
+                n_data += 1;
+            }
+            total += s.bytes().len();
+        }
+        assert_eq!(total, w.wire_len());
+        assert!(n_data >= 3);
+        assert_eq!(w.next_segment(&SoftCrc32c), None);
+    }
+
+    #[test]
+    fn errors() {
+        let big = vec![0u8; 65536];
+        let mut tx = Tx::new(false, false);
+        assert_eq!(tx.fpdu(&big, &[]).err(), Some(TxError::TooLong));
+        let mut out = [0u8; 11];
+        assert_eq!(tx.write(&SoftCrc32c, b"abc", &[], &mut out), Err(TxError::BufferTooSmall));
+        assert_eq!(tx.position(), 0);
+        assert_eq!(tx.mulpdu(1460), 1454);
+        assert!(!tx.crc() && !tx.markers());
+    }
+
+    /// Writes FPDUs for `msgs` starting at `pos` and returns the stream.
+    pub(crate) fn stream(crc: bool, markers: bool, msgs: &[Vec<u8>]) -> Vec<u8> {
+        let mut tx = Tx::new(crc, markers);
+        let mut out = Vec::new();
+        for m in msgs {
+            let mut buf = vec![0u8; tx.wire_len(m.len())];
+            let n = tx.write(&SoftCrc32c, m, &[], &mut buf).unwrap();
+            assert_eq!(n, buf.len());
+            out.extend_from_slice(&buf);
+        }
+        out
+    }
+
+    proptest! {
+        #[test]
+        fn wire_len_and_positions(msgs in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..1500), 1..8), markers: bool, crc: bool) {
+            let s = stream(crc, markers, &msgs);
+            let mut tx = Tx::new(crc, markers);
+            let mut total = 0usize;
+            for m in &msgs {
+                total += tx.wire_len(m.len());
+                let w = tx.fpdu(m, &[]).unwrap();
+                prop_assert_eq!(w.start() as usize + w.wire_len(), total);
+            }
+            prop_assert_eq!(s.len(), total);
+            prop_assert_eq!(s.len() % 4, 0);
+            if markers {
+                // Every 512th octet starts a marker whose FPDUPTR is a
+                // multiple of 4 below 64 KiB.
+                for at in (0..s.len()).step_by(512) {
+                    prop_assert_eq!(&s[at..at + 2], &[0, 0]);
+                    prop_assert_eq!(s[at + 3] & 3, 0);
+                }
+            }
+        }
+    }
+}
