@@ -483,7 +483,7 @@ mod tests {
     #[test]
     fn extend_header() {
         let msg: Vec<u8> = (0..200u8).collect();
-        let s = stream(true, true, &[msg.clone()]);
+        let s = stream(true, true, core::slice::from_ref(&msg));
         let mut rx = Rx::new(cfg(true, true, 2));
         assert!(!rx.extend_header(10));
         let mut off = 0;

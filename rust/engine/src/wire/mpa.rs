@@ -840,7 +840,9 @@ mod tests {
         assert_eq!(rb.emit_bytes(&mut out), Err(Error::BadEnhanced));
     }
 
-    fn arb_repr() -> impl Strategy<Value = (Kind, bool, bool, bool, u8, Option<(u16, u16, bool, u8)>, Vec<u8>)> {
+    type ArbRepr = (Kind, bool, bool, bool, u8, Option<(u16, u16, bool, u8)>, Vec<u8>);
+
+    fn arb_repr() -> impl Strategy<Value = ArbRepr> {
         (
             prop_oneof![Just(Kind::Request), Just(Kind::Reply)],
             any::<bool>(),
