@@ -1,0 +1,22 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# Out-of-tree build of rsiw.ko. KDIR defaults to the cached test kernel
+# built by scripts/build-kernel.sh; any kernel build tree with CONFIG_RUST=y,
+# built by the same rustc and clang, works.
+
+LLVM ?= -19
+KDIR ?= $(shell . scripts/lib.sh && resolve_kdir)
+
+all: modules
+
+modules:
+	$(MAKE) -C $(KDIR) M=$(CURDIR) LLVM=$(LLVM) modules
+
+clean:
+	$(MAKE) -C $(KDIR) M=$(CURDIR) LLVM=$(LLVM) clean
+	rm -f rust/ffi/sys_generated.rs
+
+host-test:
+	cargo test --workspace
+
+.PHONY: all modules clean host-test

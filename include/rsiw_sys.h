@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The C API rsiw uses, fed to bindgen at build time (see Kbuild). The
+ * generated Rust lands in rust/ffi/sys.rs's private module and is only used
+ * by the thin layer under rust/ffi/.
+ *
+ * Static inlines and macros bindgen cannot see are wrapped by the small
+ * functions declared at the end and defined in rust/helpers.c.
+ */
+#ifndef RSIW_SYS_H
+#define RSIW_SYS_H
+
+#include <linux/etherdevice.h>
+#include <linux/netdevice.h>
+#include <linux/if_arp.h>
+#include <net/net_namespace.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/iw_cm.h>
+#include <rdma/rdma_netlink.h>
+#include <rdma/ib_umem.h>
+#include <linux/crc32.h>
+
+/* Driver id reported to userspace; not one of the in-tree ids. */
+#define RSIW_DRIVER_ID 0x7273
+
+struct net *rsiw_dev_net(struct net_device *ndev);
+void rsiw_dev_put(struct net_device *ndev);
+enum ib_port_state rsiw_port_state(struct net_device *ndev);
+enum ib_mtu rsiw_mtu_int_to_enum(int mtu);
+void rsiw_mark_name_assigned_by_user(struct ib_device *ibdev);
+unsigned int rsiw_num_possible_cpus(void);
+struct net_device *rsiw_notifier_dev(void *info);
+void rsiw_random_mac(u8 *mac);
+
+#endif /* RSIW_SYS_H */

@@ -1,0 +1,261 @@
+// SPDX-License-Identifier: GPL-2.0
+//! One rsiw device: the RNIC bound to one net_device, its identity and the
+//! limits it enforces. Safe Rust; `ffi::device` owns the `ib_device` around it.
+
+use core::sync::atomic::{AtomicU32, Ordering};
+
+use kernel::prelude::*;
+
+/// Limits the device reports through `query_device` and enforces. Keep the
+/// two in one place so they cannot drift apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Limits {
+    pub(crate) max_qp: u32,
+    pub(crate) max_qp_wr: u32,
+    pub(crate) max_ord: u32,
+    pub(crate) max_ird: u32,
+    pub(crate) max_sge: u32,
+    pub(crate) max_sge_rd: u32,
+    pub(crate) max_cq: u32,
+    pub(crate) max_cqe: u32,
+    pub(crate) max_mr: u32,
+    pub(crate) max_pd: u32,
+    pub(crate) max_srq: u32,
+    pub(crate) max_srq_wr: u32,
+    pub(crate) max_inline: u32,
+    pub(crate) max_fast_reg_page_list_len: u32,
+}
+
+/// The defaults: generous for a software device, small enough that a
+/// runaway consumer hits a limit before it exhausts memory.
+pub(crate) const DEFAULT_LIMITS: Limits = Limits {
+    max_qp: 16 * 1024,
+    max_qp_wr: 16 * 1024,
+    max_ord: 128,
+    max_ird: 128,
+    max_sge: 6,
+    max_sge_rd: 1,
+    max_cq: 32 * 1024,
+    max_cqe: 64 * 1024,
+    max_mr: 256 * 1024,
+    max_pd: 16 * 1024,
+    max_srq: 4 * 1024,
+    max_srq_wr: 16 * 1024,
+    max_inline: 128,
+    max_fast_reg_page_list_len: 256,
+};
+
+/// Vendor id reported in `query_device` (none is registered for rsiw; 0 says
+/// "no hardware vendor", as for other software devices' ids in sysfs).
+pub(crate) const VENDOR_ID: u32 = 0x0;
+
+/// What `query_device` reports, in Rust terms.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct DeviceAttrs {
+    pub(crate) limits: Limits,
+    /// EUI-64 derived from the MAC, in network byte order.
+    pub(crate) sys_image_guid: [u8; 8],
+    pub(crate) vendor_id: u32,
+    pub(crate) vendor_part_id: u32,
+}
+
+/// Link state of the port, mirroring the net_device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PortState {
+    Down,
+    Active,
+}
+
+/// What `query_port` reports, in Rust terms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PortAttrs {
+    pub(crate) state: PortState,
+    /// Current and largest MTU of the net_device in bytes.
+    pub(crate) mtu: u32,
+    pub(crate) max_mtu: u32,
+    pub(crate) gid_tbl_len: u32,
+}
+
+/// rsiw's per-device state.
+pub(crate) struct Device {
+    /// The MAC the GID and GUIDs derive from (random for devices without one).
+    mac: [u8; 6],
+    vendor_part_id: u32,
+    limits: Limits,
+    pds: ObjectCount,
+    ucontexts: ObjectCount,
+}
+
+impl Device {
+    pub(crate) fn new(mac: [u8; 6], vendor_part_id: u32) -> Self {
+        Self {
+            mac,
+            vendor_part_id,
+            limits: DEFAULT_LIMITS,
+            pds: ObjectCount::new(),
+            ucontexts: ObjectCount::new(),
+        }
+    }
+
+    pub(crate) fn mac(&self) -> [u8; 6] {
+        self.mac
+    }
+
+    /// The node GUID: EUI-64 from the MAC, as siw and Ethernet RDMA devices do.
+    pub(crate) fn node_guid(&self) -> [u8; 8] {
+        eui64_from_mac(self.mac)
+    }
+
+    pub(crate) fn attrs(&self) -> DeviceAttrs {
+        DeviceAttrs {
+            limits: self.limits,
+            sys_image_guid: self.node_guid(),
+            vendor_id: VENDOR_ID,
+            vendor_part_id: self.vendor_part_id,
+        }
+    }
+
+    /// The one GID of the port: the MAC in the first six bytes, zero after,
+    /// as iWARP devices report it (the address itself is in the IP layer).
+    pub(crate) fn gid(&self, index: u32) -> Result<[u8; 16]> {
+        if index != 0 {
+            return Err(EINVAL);
+        }
+        let mut gid = [0u8; 16];
+        gid[..6].copy_from_slice(&self.mac);
+        Ok(gid)
+    }
+
+    /// Accounts for a new protection domain, within `max_pd`.
+    pub(crate) fn alloc_pd(&self) -> Result {
+        self.pds.get(self.limits.max_pd)
+    }
+
+    pub(crate) fn dealloc_pd(&self) {
+        self.pds.put();
+    }
+
+    pub(crate) fn alloc_ucontext(&self) -> Result {
+        // One per open uverbs file; bounded like PDs so a process cannot pin
+        // unbounded kernel memory.
+        self.ucontexts.get(self.limits.max_pd)
+    }
+
+    pub(crate) fn dealloc_ucontext(&self) {
+        self.ucontexts.put();
+    }
+
+    pub(crate) fn pd_count(&self) -> u32 {
+        self.pds.count()
+    }
+}
+
+/// A bounded object counter.
+struct ObjectCount(AtomicU32);
+
+impl ObjectCount {
+    const fn new() -> Self {
+        Self(AtomicU32::new(0))
+    }
+
+    fn get(&self, max: u32) -> Result {
+        self.0
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| (n < max).then(|| n + 1))
+            .map(|_| ())
+            .map_err(|_| ENOMEM)
+    }
+
+    fn put(&self) {
+        let prev = self.0.fetch_sub(1, Ordering::Relaxed);
+        if prev == 0 {
+            kernel::pr_warn_once!("rsiw: object count underflow\n");
+            self.0.store(0, Ordering::Relaxed);
+        }
+    }
+
+    fn count(&self) -> u32 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// Modified EUI-64 from a 48-bit MAC (RFC 4291 appendix A): insert FF:FE in
+/// the middle and flip the universal/local bit.
+pub(crate) fn eui64_from_mac(mac: [u8; 6]) -> [u8; 8] {
+    [mac[0] ^ 0x02, mac[1], mac[2], 0xFF, 0xFE, mac[3], mac[4], mac[5]]
+}
+
+/// The MAC a device uses: the net_device's, or a random locally
+/// administered unicast one when it has none (loopback, tun): connection
+/// management needs a unique GID.
+pub(crate) fn device_mac(dev_addr: Option<[u8; 6]>, random: [u8; 6]) -> [u8; 6] {
+    match dev_addr {
+        Some(mac) if mac != [0u8; 6] => mac,
+        _ => {
+            let mut mac = random;
+            mac[0] = (mac[0] & 0xFE) | 0x02;
+            mac
+        }
+    }
+}
+
+/// MTU in bytes to the IB MTU enum's value (IB_MTU_256 = 1 .. IB_MTU_4096 = 5),
+/// rounding down as `ib_mtu_int_to_enum` does.
+pub(crate) fn ib_mtu_enum(mtu: u32) -> u32 {
+    match mtu {
+        4096.. => 5,
+        2048.. => 4,
+        1024.. => 3,
+        512.. => 2,
+        _ => 1,
+    }
+}
+
+#[kunit_tests(rsiw_device)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn eui64_flips_universal_local_bit() {
+        let guid = eui64_from_mac([0x52, 0x54, 0x00, 0x12, 0x34, 0x56]);
+        assert_eq!(guid, [0x50, 0x54, 0x00, 0xFF, 0xFE, 0x12, 0x34, 0x56]);
+    }
+
+    #[test]
+    fn missing_mac_becomes_local_unicast() {
+        let mac = device_mac(Some([0; 6]), [0xFF, 1, 2, 3, 4, 5]);
+        assert_eq!(mac, [0xFE, 1, 2, 3, 4, 5]);
+        assert_eq!(mac[0] & 0x01, 0); // unicast
+        assert_eq!(mac[0] & 0x02, 0x02); // locally administered
+        let real = [0x02, 0xAA, 0xBB, 0xCC, 0xDD, 0xEE];
+        assert_eq!(device_mac(Some(real), [9; 6]), real);
+        assert_eq!(device_mac(None, [0; 6]), [2, 0, 0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn gid_is_mac_then_zero() {
+        let dev = Device::new([1, 2, 3, 4, 5, 6], 1);
+        assert_eq!(dev.gid(0), Ok([1, 2, 3, 4, 5, 6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]));
+        assert_eq!(dev.gid(1), Err(EINVAL));
+    }
+
+    #[test]
+    fn pd_count_is_bounded() {
+        let mut dev = Device::new([2, 0, 0, 0, 0, 1], 1);
+        dev.limits.max_pd = 2;
+        assert_eq!(dev.alloc_pd(), Ok(()));
+        assert_eq!(dev.alloc_pd(), Ok(()));
+        assert_eq!(dev.alloc_pd(), Err(ENOMEM));
+        dev.dealloc_pd();
+        assert_eq!(dev.pd_count(), 1);
+        assert_eq!(dev.alloc_pd(), Ok(()));
+    }
+
+    #[test]
+    fn mtu_rounds_down_to_ib_enum() {
+        assert_eq!(ib_mtu_enum(1500), 3);
+        assert_eq!(ib_mtu_enum(9000), 5);
+        assert_eq!(ib_mtu_enum(65536), 5);
+        assert_eq!(ib_mtu_enum(2048), 4);
+        assert_eq!(ib_mtu_enum(68), 1);
+    }
+}

@@ -1,0 +1,14 @@
+// SPDX-License-Identifier: GPL-2.0
+//! The thin unsafe layer between rsiw and the kernel's C APIs.
+//!
+//! Everything that touches a raw pointer or a generated binding lives
+//! here, with a `// SAFETY:` comment on every `unsafe` block. Above it the
+//! driver is safe Rust over the typed wrappers this module exports.
+
+mod sys;
+
+pub(crate) mod crc;
+pub(crate) mod device;
+pub(crate) mod link;
+pub(crate) mod netdev;
+pub(crate) mod object;

@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Driver objects the RDMA core allocates for us.
+//!
+//! The core allocates `ib_device`, `ib_pd`, `ib_ucontext`, ... with the size
+//! the driver declares (`size_ib_pd`, `_ib_alloc_device(size)`), zeroed, and
+//! requires its own struct at offset 0. [`CoreObj`] is that layout: the C
+//! struct first, rsiw's Rust state after it. The core owns the allocation;
+//! rsiw initialises and drops only its part, in the create and destroy
+//! callbacks.
+
+use core::{mem::size_of, ptr};
+
+use kernel::types::Opaque;
+
+/// A core-allocated object: C base `B` at offset 0, Rust data `T` after it.
+///
+/// # Invariants
+///
+/// Between [`CoreObj::init`] and [`CoreObj::drop_data`] on the same base
+/// pointer, `data` is initialised. The base is only reached through
+/// `Opaque`, because the C side mutates it concurrently.
+#[repr(C)]
+pub(crate) struct CoreObj<B, T> {
+    base: Opaque<B>,
+    data: T,
+}
+
+impl<B, T> CoreObj<B, T> {
+    /// The size to give the core for its allocation.
+    pub(crate) const SIZE: usize = size_of::<Self>();
+
+    /// Writes the Rust part of a freshly allocated object.
+    ///
+    /// # Safety
+    ///
+    /// `base` must point to an allocation of at least [`Self::SIZE`] bytes
+    /// made for this type by the core, whose Rust part is not initialised.
+    pub(crate) unsafe fn init(base: *mut B, data: T) {
+        let obj = base.cast::<Self>();
+        // SAFETY: per the function's contract `obj` is valid for writes of
+        // `Self`; `addr_of_mut!` creates no reference to the C part.
+        unsafe { ptr::write(ptr::addr_of_mut!((*obj).data), data) };
+    }
+
+    /// The Rust part of an object.
+    ///
+    /// # Safety
+    ///
+    /// `base` must point to an object of this type initialised with
+    /// [`Self::init`] and not yet dropped, that outlives `'a`.
+    pub(crate) unsafe fn data<'a>(base: *mut B) -> &'a T {
+        let obj = base.cast::<Self>();
+        // SAFETY: per the contract `data` is initialised and lives for `'a`;
+        // only the Rust part is borrowed, never the C part.
+        unsafe { &*ptr::addr_of!((*obj).data) }
+    }
+
+    /// Drops the Rust part before the core frees the object.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Self::data`]; afterwards no reference to the data may
+    /// remain and the data must not be used again.
+    pub(crate) unsafe fn drop_data(base: *mut B) {
+        let obj = base.cast::<Self>();
+        // SAFETY: per the contract the data is initialised and unaliased.
+        unsafe { ptr::drop_in_place(ptr::addr_of_mut!((*obj).data)) };
+    }
+}

@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Out-of-line wrappers for the static inlines and macros rsiw's Rust code
+ * needs. Nothing here holds logic: each is one call.
+ */
+#include "rsiw_sys.h"
+
+struct net *rsiw_dev_net(struct net_device *ndev)
+{
+	return dev_net(ndev);
+}
+
+void rsiw_dev_put(struct net_device *ndev)
+{
+	dev_put(ndev);
+}
+
+enum ib_port_state rsiw_port_state(struct net_device *ndev)
+{
+	return ib_get_curr_port_state(ndev);
+}
+
+enum ib_mtu rsiw_mtu_int_to_enum(int mtu)
+{
+	return ib_mtu_int_to_enum(mtu);
+}
+
+void rsiw_mark_name_assigned_by_user(struct ib_device *ibdev)
+{
+	ib_mark_name_assigned_by_user(ibdev);
+}
+
+unsigned int rsiw_num_possible_cpus(void)
+{
+	return num_possible_cpus();
+}
+
+struct net_device *rsiw_notifier_dev(void *info)
+{
+	return netdev_notifier_info_to_dev(info);
+}
+
+void rsiw_random_mac(u8 *mac)
+{
+	eth_random_addr(mac);
+}

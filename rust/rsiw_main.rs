@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: GPL-2.0
+//! rsiw: a software iWARP RNIC. Turns any net_device into an RDMA device
+//! of node type RNIC that speaks MPA/DDP/RDMAP over in-kernel TCP.
+//!
+//! Layout: `ffi/` is the only place with raw bindings and `unsafe`;
+//! `device`, `verbs` and the rest are safe Rust over its wrappers; the wire
+//! protocol is the pure `engine` shared with the host tools.
+
+use kernel::prelude::*;
+
+mod device;
+mod ffi;
+mod selftest;
+mod verbs;
+
+/// The sans-IO protocol engine, compiled from the same sources as the host
+/// crate `rsiw-engine` (rust/engine). Not all of it is used by the driver yet.
+#[allow(dead_code, unreachable_pub, unused_imports)]
+#[path = "engine/src/lib.rs"]
+mod engine;
+// The engine's own paths are `crate::wire`, `crate::error`, ...: make them
+// resolve here as they do in the host crate, where the engine is the root.
+#[allow(unused_imports)]
+use engine::*;
+
+module! {
+    type: RsiwModule,
+    name: "rsiw",
+    authors: ["rsiw developers"],
+    description: "Software iWARP RDMA device (RNIC) over any netdev, in Rust",
+    license: "GPL",
+    alias: ["rdma-link-rsiw"],
+}
+
+struct RsiwModule {
+    _registration: ffi::link::Registration,
+}
+
+impl kernel::Module for RsiwModule {
+    fn init(_module: &'static ThisModule) -> Result<Self> {
+        let registration = ffi::link::Registration::new()?;
+        pr_info!("rsiw: software iWARP RNIC loaded (link type \"rsiw\")\n");
+        Ok(Self { _registration: registration })
+    }
+}
+
+impl Drop for RsiwModule {
+    fn drop(&mut self) {
+        pr_info!("rsiw: unloading\n");
+    }
+}

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The whole test suite, from a fresh machine: toolchain, host tests, test
+# kernel, module build, and the VM tests (KUnit suites on insmod, device
+# create/delete). Logs go to out/test/. Ends with "rsiw: N passed, N failed".
+#
+#   scripts/test.sh            everything
+#   RSIW_SKIP_HOST=1 ...       skip the host cargo tests
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+cd "$RSIW_ROOT"
+
+logs="$RSIW_ROOT/out/test"
+rm -rf "$logs"
+mkdir -p "$logs"
+total_pass=0
+total_fail=0
+summary=()
+
+# record NAME PASSED FAILED
+record() {
+	total_pass=$((total_pass + $2))
+	total_fail=$((total_fail + $3))
+	summary+=("$(printf '%-28s %5d passed, %d failed' "$1" "$2" "$3")")
+}
+
+fatal() {
+	record "$1" 0 1
+	log "FAILED: $1 (log: $2)"
+	tail -40 "$2" >&2
+	finish
+}
+
+finish() {
+	echo
+	echo "==== rsiw test summary ===="
+	printf '%s\n' "${summary[@]}"
+	echo "rsiw: $total_pass passed, $total_fail failed"
+	[ "$total_fail" = 0 ] && exit 0
+	exit 1
+}
+
+log "== toolchain"
+scripts/setup-toolchain.sh >"$logs/toolchain.log" 2>&1 || fatal "toolchain setup" "$logs/toolchain.log"
+
+if [ "${RSIW_SKIP_HOST:-0}" != 1 ]; then
+	log "== host tests (cargo test)"
+	cargo test --workspace 2>&1 | tee "$logs/host.log" | grep -E '^test result|^error|panicked' || true
+	hp=$(grep -oE '[0-9]+ passed' "$logs/host.log" | awk '{s += $1} END {print s + 0}')
+	hf=$(grep -oE '[0-9]+ failed' "$logs/host.log" | awk '{s += $1} END {print s + 0}')
+	if ! grep -q '^test result' "$logs/host.log" || grep -qE '^error(\[|:)' "$logs/host.log"; then
+		hf=$((hf + 1))
+	fi
+	record "host (cargo test)" "$hp" "$hf"
+fi
+
+log "== test kernel"
+kdir=$(scripts/build-kernel.sh 2>"$logs/kernel.log") || fatal "test kernel build" "$logs/kernel.log"
+tail -1 "$logs/kernel.log" >&2
+
+log "== module"
+make -s KDIR="$kdir" >"$logs/module.log" 2>&1 || fatal "module build" "$logs/module.log"
+grep -iE 'warning' "$logs/module.log" >&2 || true
+record "module build" 1 0
+
+log "== VM: foundation (KUnit on insmod, device lifecycle)"
+scripts/vm-run.sh --quiet --timeout 600 --out "$logs/vm-foundation" -- tools/vmtest/foundation.sh
+vrc=$?
+vm_out="$logs/vm-foundation/output.log"
+if [ -f "$vm_out" ]; then
+	cat "$vm_out"
+	vp=$(grep -c '^ok - ' "$vm_out")
+	vf=$(grep -c '^not ok - ' "$vm_out")
+else
+	vp=0
+	vf=0
+fi
+[ "$vrc" = 0 ] || [ "$vf" -gt 0 ] || vf=1
+record "VM foundation checks" "$vp" "$vf"
+
+log "== KUnit"
+if [ -f "$logs/vm-foundation/kunit-dmesg.txt" ]; then
+	scripts/kunit-check.sh "$logs/vm-foundation/kunit-dmesg.txt" | tee "$logs/kunit.log"
+	kp=$(sed -n 's/^kunit: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p' "$logs/kunit.log")
+	kf=$(sed -n 's/^kunit: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p' "$logs/kunit.log")
+	record "KUnit (in the VM)" "${kp:-0}" "${kf:-1}"
+else
+	record "KUnit (in the VM)" 0 1
+fi
+
+finish

@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Boot the test kernel under QEMU with the host's root filesystem shared
+# read-only over 9p, run one command inside as root, copy its output, exit
+# status and the guest's dmesg out, and always end within a timeout.
+#
+#   scripts/vm-run.sh [options] -- COMMAND [ARGS...]
+#
+# Options:
+#   --timeout SECONDS   whole-run limit (default 600); the guest command gets
+#                       this minus 30 s, QEMU is killed at the limit
+#   --out DIR           where console.log, output.log, dmesg.txt and status
+#                       go (default: a fresh directory under $RSIW_CACHE/vm)
+#   --mem SIZE          guest memory (default 2G)
+#   --smp N             guest CPUs (default 2)
+#   --append ARGS       extra kernel command line (e.g. memmap=256M!1G)
+#   --nic listen:PORT | connect:PORT
+#                       add a virtio-net NIC joined to another guest through
+#                       a QEMU socket on 127.0.0.1:PORT (two-guest tests); the
+#                       guest gets 10.99.1.1 (listen) or 10.99.1.2 (connect)
+#   --quiet             do not echo the guest console
+#
+# The command runs with the working directory of the caller (the same path
+# in the guest), HOME=/tmp, and RSIW_VM_OUT pointing at the shared output
+# directory (writable). Exit status: the command's, 124 on timeout, 125 if
+# the guest never ran it. KVM is used only with RSIW_KVM=1 (under TCG here).
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+timeout_s=600
+out=""
+mem=2G
+smp=2
+append=""
+nic=""
+quiet=0
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--timeout) timeout_s=$2; shift 2 ;;
+	--out) out=$2; shift 2 ;;
+	--mem) mem=$2; shift 2 ;;
+	--smp) smp=$2; shift 2 ;;
+	--append) append="$append $2"; shift 2 ;;
+	--nic) nic=$2; shift 2 ;;
+	--quiet) quiet=1; shift ;;
+	--) shift; break ;;
+	*) die "unknown option $1 (see the header of $0)" ;;
+	esac
+done
+[ $# -gt 0 ] || die "usage: $0 [options] -- COMMAND [ARGS...]"
+
+kdir=$(resolve_kdir)
+kernel="$kdir/arch/x86/boot/bzImage"
+[ -f "$kernel" ] || die "no kernel image at $kernel: run scripts/build-kernel.sh"
+
+if [ -z "$out" ]; then
+	mkdir -p "$RSIW_CACHE/vm"
+	out=$(mktemp -d "$RSIW_CACHE/vm/run.XXXXXX")
+fi
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+rm -f "$out/status" "$out/output.log" "$out/dmesg.txt" "$out/console.log"
+
+# The command and its environment, for the guest's init to run.
+{
+	echo "cd $(printf %q "$PWD")"
+	echo "export RSIW_VM_OUT=/tmp/out KDIR=$(printf %q "$kdir")"
+	echo "export RSIW_ROOT=$(printf %q "$RSIW_ROOT")"
+	printf '%q ' "$@"
+	echo
+} >"$out/cmd.sh"
+echo $((timeout_s - 30)) >"$out/guest-timeout"
+
+accel=tcg
+cpu=max
+if [ "${RSIW_KVM:-0}" = 1 ] && [ -w /dev/kvm ]; then accel=kvm; cpu=host; fi
+
+net_args=()
+case "$nic" in
+"") ;;
+listen:*)
+	net_args=(-netdev "socket,id=n0,listen=127.0.0.1:${nic#listen:}"
+		-device "virtio-net-pci,netdev=n0,mac=52:54:00:99:01:01")
+	append="$append rsiw.vm_ip=10.99.1.1/24" ;;
+connect:*)
+	net_args=(-netdev "socket,id=n0,connect=127.0.0.1:${nic#connect:}"
+		-device "virtio-net-pci,netdev=n0,mac=52:54:00:99:01:02")
+	append="$append rsiw.vm_ip=10.99.1.2/24" ;;
+*) die "--nic takes listen:PORT or connect:PORT" ;;
+esac
+
+modroot="$kdir/modroot"
+cmdline="console=ttyS0 root=/dev/root rootfstype=9p"
+cmdline+=" rootflags=trans=virtio,version=9p2000.L,msize=1048576 ro"
+cmdline+=" init=$RSIW_ROOT/scripts/vm-init.sh panic=-1 oops=panic"
+cmdline+=" rsiw.modroot=$modroot $append"
+
+qemu=(qemu-system-x86_64 -machine q35 -accel "$accel" -cpu "$cpu" -smp "$smp" -m "$mem"
+	-kernel "$kernel" -append "$cmdline"
+	-nographic -no-reboot -serial mon:stdio -nodefaults
+	-fsdev local,id=root,path=/,security_model=none,readonly=on,multidevs=remap
+	-device virtio-9p-pci,fsdev=root,mount_tag=/dev/root
+	-fsdev "local,id=out,path=$out,security_model=none"
+	-device virtio-9p-pci,fsdev=out,mount_tag=rsiwout
+	-device virtio-rng-pci
+	"${net_args[@]}")
+
+log "booting $(basename "$kdir") ($accel), timeout ${timeout_s}s, output in $out"
+start=$(date +%s)
+set +e
+if [ "$quiet" = 1 ]; then
+	timeout --kill-after=10 "$timeout_s" "${qemu[@]}" </dev/null >"$out/console.log" 2>&1
+else
+	timeout --kill-after=10 "$timeout_s" "${qemu[@]}" </dev/null 2>&1 | tee "$out/console.log"
+fi
+qrc=${PIPESTATUS[0]}
+set -e
+elapsed=$(($(date +%s) - start))
+
+if [ -f "$out/status" ]; then
+	rc=$(cat "$out/status")
+	log "guest command exited with $rc after ${elapsed}s"
+elif [ "$qrc" = 124 ] || [ "$qrc" = 137 ]; then
+	rc=124
+	log "timeout: the VM did not finish within ${timeout_s}s"
+else
+	rc=125
+	log "the guest did not run the command (qemu exit $qrc); see $out/console.log"
+fi
+exit "$rc"

@@ -1,0 +1,74 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Guest side of the foundation tests: load rsiw.ko (its KUnit suites run on
+# load), create devices with `rdma link add`, check what rdma, sysfs and the
+# port state say, remove them every way there is, unload, and check dmesg.
+set -u
+. "$(dirname "$0")/lib.sh"
+
+ko=$RSIW_ROOT/rsiw.ko
+dmesg -C
+
+# --- load: KUnit runs at MODULE_STATE_LIVE, inside insmod ---
+check "insmod rsiw.ko" insmod "$ko"
+dmesg >"$OUT/kunit-dmesg.txt"
+
+ip link add veth0 type veth peer name veth1
+ip link set veth0 up
+ip link set veth1 up
+mac0=$(cat /sys/class/net/veth0/address)
+
+# --- create ---
+check "rdma link add rsiw0 on veth0" rdma link add rsiw0 type rsiw netdev veth0
+echo "# rdma dev show:"; rdma dev show | sed 's/^/#   /'
+echo "# rdma link show:"; rdma link show | sed 's/^/#   /'
+rdma dev show rsiw0 >"$OUT/rdma-dev-show.txt" 2>&1
+rdma link show >"$OUT/rdma-link-show.txt" 2>&1
+check "rdma dev show lists rsiw0 as an RNIC" grep -q 'rsiw0: node_type rnic' "$OUT/rdma-dev-show.txt"
+check "rdma link show binds rsiw0/1 to veth0" grep -qE 'link rsiw0/1 .*netdev veth0' "$OUT/rdma-link-show.txt"
+
+sys=/sys/class/infiniband/rsiw0
+expect_eq "sysfs node_type" "4: RNIC" "$(cat $sys/node_type)"
+expect_eq "sysfs port state active" "4: ACTIVE" "$(cat $sys/ports/1/state)"
+expect_eq "sysfs link_layer" "Ethernet" "$(cat $sys/ports/1/link_layer)"
+# GID: the MAC in the first six bytes.
+gid_mac=$(cut -d: -f1-3 $sys/ports/1/gids/0 | tr -d :)
+expect_eq "GID derived from the MAC" "$(echo "$mac0" | tr -d : | cut -c1-12)" "$gid_mac"
+# node_guid: modified EUI-64 of the MAC.
+IFS=: read -r m0 m1 m2 m3 m4 m5 <<<"$mac0"
+eui=$(printf '%02x%02x:%02xff:fe%02x:%02x%02x' $((0x$m0 ^ 2)) 0x$m1 0x$m2 0x$m3 0x$m4 0x$m5)
+expect_eq "node_guid is EUI-64 of the MAC" "$eui" "$(cat $sys/node_guid)"
+check "sysfs node_desc set" grep -q rsiw $sys/node_desc
+
+# --- the port follows the net_device ---
+ip link set veth0 down
+check "port goes DOWN with the netdev" wait_for 5 grep -q '1: DOWN' $sys/ports/1/state
+ip link set veth0 up
+check "port comes back ACTIVE" wait_for 5 grep -q '4: ACTIVE' $sys/ports/1/state
+
+# --- several devices, one per netdev ---
+check "rdma link add rsiw1 on veth1" rdma link add rsiw1 type rsiw netdev veth1
+check "a second device on veth0 is refused" bash -c '! rdma link add rsiw9 type rsiw netdev veth0 2>/dev/null'
+check "two rsiw devices listed" test "$(rdma dev show | grep -c 'node_type rnic')" = 2
+
+# --- removal: rdma link delete, netdev removal, rmmod ---
+check "rdma link delete rsiw1" rdma link delete rsiw1
+check "rsiw1 is gone" wait_for 5 test ! -e /sys/class/infiniband/rsiw1
+ip link add dummy0 type dummy 2>/dev/null && ip link set dummy0 up &&
+	check "rdma link add rsiw2 on a dummy netdev" rdma link add rsiw2 type rsiw netdev dummy0
+ip link del dummy0 2>/dev/null
+check "removing the netdev removes rsiw2" wait_for 10 test ! -e /sys/class/infiniband/rsiw2
+check "rdma link add rsiw1 on veth1 again" rdma link add rsiw1 type rsiw netdev veth1
+check "rmmod with two live devices" rmmod rsiw
+check "no rsiw device left" test -z "$(ls /sys/class/infiniband 2>/dev/null | grep rsiw)"
+check "module gone" bash -c '! grep -q "^rsiw " /proc/modules'
+
+# --- reload works after unload ---
+check "insmod again" insmod "$ko"
+check "rdma link add after reload" rdma link add rsiw0 type rsiw netdev veth0
+check "rmmod again" rmmod rsiw
+
+dmesg >"$OUT/dmesg-final.txt"
+check_dmesg_clean "dmesg has no warnings, oopses or leaks"
+finish
