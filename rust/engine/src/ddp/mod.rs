@@ -12,8 +12,8 @@ mod tagged;
 mod untagged;
 
 pub use segment::Segmenter;
-pub use tagged::{validate_tagged, Access, Region, StagTable, TaggedPlacement};
 pub(crate) use tagged::{check_region, ProtectionCodes};
+pub use tagged::{validate_tagged, Access, Region, StagTable, TaggedPlacement};
 pub use untagged::{RecvQueues, UntaggedPlacement, UntaggedRx, INITIAL_MSN};
 
 #[cfg(test)]

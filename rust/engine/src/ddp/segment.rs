@@ -28,11 +28,23 @@ impl Segmenter {
     /// Errors: MULPDU too small for a header and one octet is a local
     /// error (`ddp::LOCAL_CATA`); a message whose last octet's TO would
     /// pass 2^64 - 1 is `T_TO_WRAP` (RFC 5041 section 7.2).
-    pub fn tagged(ulp_ctrl: u8, stag: u32, to: u64, msg_len: u32, mulpdu: usize) -> Result<Self, TermError> {
+    pub fn tagged(
+        ulp_ctrl: u8,
+        stag: u32,
+        to: u64,
+        msg_len: u32,
+        mulpdu: usize,
+    ) -> Result<Self, TermError> {
         if msg_len > 0 && to.checked_add(u64::from(msg_len) - 1).is_none() {
             return Err(error::ddp::T_TO_WRAP);
         }
-        Self::new(ulp_ctrl, Model::Tagged { stag, to }, msg_len, mulpdu, TAGGED_HEADER_LEN)
+        Self::new(
+            ulp_ctrl,
+            Model::Tagged { stag, to },
+            msg_len,
+            mulpdu,
+            TAGGED_HEADER_LEN,
+        )
     }
 
     /// Segments an untagged message on `qn` with `msn` (`rsvd_ulp` is
@@ -45,13 +57,40 @@ impl Segmenter {
         msg_len: u32,
         mulpdu: usize,
     ) -> Result<Self, TermError> {
-        Self::new(ulp_ctrl, Model::Untagged { rsvd_ulp, qn, msn, mo: 0 }, msg_len, mulpdu, UNTAGGED_HEADER_LEN)
+        Self::new(
+            ulp_ctrl,
+            Model::Untagged {
+                rsvd_ulp,
+                qn,
+                msn,
+                mo: 0,
+            },
+            msg_len,
+            mulpdu,
+            UNTAGGED_HEADER_LEN,
+        )
     }
 
-    fn new(ulp_ctrl: u8, first: Model, msg_len: u32, mulpdu: usize, hdr: usize) -> Result<Self, TermError> {
-        let max_payload = mulpdu.checked_sub(hdr).filter(|&m| m > 0).ok_or(error::ddp::LOCAL_CATA)?;
+    fn new(
+        ulp_ctrl: u8,
+        first: Model,
+        msg_len: u32,
+        mulpdu: usize,
+        hdr: usize,
+    ) -> Result<Self, TermError> {
+        let max_payload = mulpdu
+            .checked_sub(hdr)
+            .filter(|&m| m > 0)
+            .ok_or(error::ddp::LOCAL_CATA)?;
         let msg_len = usize::try_from(msg_len).map_err(|_| error::ddp::LOCAL_CATA)?;
-        Ok(Self { ulp_ctrl, first, msg_len, max_payload, offset: 0, done: false })
+        Ok(Self {
+            ulp_ctrl,
+            first,
+            msg_len,
+            max_payload,
+            offset: 0,
+            done: false,
+        })
     }
 
     /// Number of segments the message takes.
@@ -75,14 +114,29 @@ impl Iterator for Segmenter {
         // `start` < 2^32 (msg_len is a u32) and, for tagged, to + start
         // cannot wrap (checked in the constructor).
         let model = match self.first {
-            Model::Tagged { stag, to } => Model::Tagged { stag, to: to.wrapping_add(start as u64) },
-            Model::Untagged { rsvd_ulp, qn, msn, .. } => {
-                Model::Untagged { rsvd_ulp, qn, msn, mo: u32::try_from(start).unwrap_or(u32::MAX) }
-            }
+            Model::Tagged { stag, to } => Model::Tagged {
+                stag,
+                to: to.wrapping_add(start as u64),
+            },
+            Model::Untagged {
+                rsvd_ulp, qn, msn, ..
+            } => Model::Untagged {
+                rsvd_ulp,
+                qn,
+                msn,
+                mo: u32::try_from(start).unwrap_or(u32::MAX),
+            },
         };
         self.offset = end;
         self.done = last;
-        Some((Repr { last, ulp_ctrl: self.ulp_ctrl, model }, start..end))
+        Some((
+            Repr {
+                last,
+                ulp_ctrl: self.ulp_ctrl,
+                model,
+            },
+            start..end,
+        ))
     }
 }
 
@@ -94,17 +148,27 @@ mod tests {
 
     #[test]
     fn tagged_three_segments() {
-        let s: Vec<_> = Segmenter::tagged(0x40, 7, 0x1000, 25, 14 + 10).unwrap().collect();
+        let s: Vec<_> = Segmenter::tagged(0x40, 7, 0x1000, 25, 14 + 10)
+            .unwrap()
+            .collect();
         assert_eq!(s.len(), 3);
         assert_eq!(s[0].1, 0..10);
         assert_eq!(s[2].1, 20..25);
-        assert_eq!(s[1].0.model, Model::Tagged { stag: 7, to: 0x100A });
+        assert_eq!(
+            s[1].0.model,
+            Model::Tagged {
+                stag: 7,
+                to: 0x100A
+            }
+        );
         assert!(!s[0].0.last && !s[1].0.last && s[2].0.last);
     }
 
     #[test]
     fn zero_length_is_one_segment() {
-        let s: Vec<_> = Segmenter::untagged(0x43, 0, 0, 1, 0, 100).unwrap().collect();
+        let s: Vec<_> = Segmenter::untagged(0x43, 0, 0, 1, 0, 100)
+            .unwrap()
+            .collect();
         assert_eq!(s.len(), 1);
         assert!(s[0].0.last);
         assert_eq!(s[0].1, 0..0);
@@ -112,9 +176,18 @@ mod tests {
 
     #[test]
     fn errors() {
-        assert_eq!(Segmenter::tagged(0, 0, 0, 1, 14).err(), Some(error::ddp::LOCAL_CATA));
-        assert_eq!(Segmenter::untagged(0, 0, 0, 1, 1, 18).err(), Some(error::ddp::LOCAL_CATA));
-        assert_eq!(Segmenter::tagged(0, 0, u64::MAX, 2, 100).err(), Some(error::ddp::T_TO_WRAP));
+        assert_eq!(
+            Segmenter::tagged(0, 0, 0, 1, 14).err(),
+            Some(error::ddp::LOCAL_CATA)
+        );
+        assert_eq!(
+            Segmenter::untagged(0, 0, 0, 1, 1, 18).err(),
+            Some(error::ddp::LOCAL_CATA)
+        );
+        assert_eq!(
+            Segmenter::tagged(0, 0, u64::MAX, 2, 100).err(),
+            Some(error::ddp::T_TO_WRAP)
+        );
         // The last octet at 2^64 - 1 is not a wrap.
         assert!(Segmenter::tagged(0, 0, u64::MAX, 1, 100).is_ok());
     }

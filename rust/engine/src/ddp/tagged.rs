@@ -118,7 +118,10 @@ pub(crate) fn check_region<S: StagTable + ?Sized>(
     need: Access,
     codes: &ProtectionCodes,
 ) -> Result<Region, TermError> {
-    let region = table.lookup(stag).filter(|r| r.valid).ok_or(codes.invalid_stag)?;
+    let region = table
+        .lookup(stag)
+        .filter(|r| r.valid)
+        .ok_or(codes.invalid_stag)?;
     if region.pd != pd {
         return Err(codes.not_assoc);
     }
@@ -147,7 +150,15 @@ pub fn validate_tagged<S: StagTable + ?Sized>(
     len: u32,
     need: Access,
 ) -> Result<TaggedPlacement, TermError> {
-    check_region(table, pd, stag, to, u64::from(len), need, &ProtectionCodes::DDP)?;
+    check_region(
+        table,
+        pd,
+        stag,
+        to,
+        u64::from(len),
+        need,
+        &ProtectionCodes::DDP,
+    )?;
     Ok(TaggedPlacement { stag, to, len })
 }
 
@@ -165,14 +176,30 @@ pub(crate) mod tests {
     impl StagTable for Table {
         fn lookup(&self, stag: u32) -> Option<Region> {
             let rw = Access::REMOTE_WRITE | Access::REMOTE_READ | Access::LOCAL_WRITE;
-            let r = |base_to, len, access, pd, valid| Region { base_to, len, access, pd, valid, durable: false };
+            let r = |base_to, len, access, pd, valid| Region {
+                base_to,
+                len,
+                access,
+                pd,
+                valid,
+                durable: false,
+            };
             Some(match stag {
                 0x100 => r(0x1000, 0x1000, rw, PD, true),
                 0x200 => r(0x1000, 0x1000, rw, PD, false),
                 0x300 => r(0x1000, 0x1000, rw, 2, true),
                 0x400 => r(0x1000, 0x1000, Access::REMOTE_READ, PD, true),
-                0x500 => r(u64::MAX - 0xFFF, 0x1000, rw | Access::REMOTE_ATOMIC, PD, true),
-                0x600 => Region { durable: true, ..r(0x8000, 0x100, rw | Access::REMOTE_ATOMIC, PD, true) },
+                0x500 => r(
+                    u64::MAX - 0xFFF,
+                    0x1000,
+                    rw | Access::REMOTE_ATOMIC,
+                    PD,
+                    true,
+                ),
+                0x600 => Region {
+                    durable: true,
+                    ..r(0x8000, 0x100, rw | Access::REMOTE_ATOMIC, PD, true)
+                },
                 _ => return None,
             })
         }
@@ -183,18 +210,47 @@ pub(crate) mod tests {
     #[test]
     fn every_tagged_error() {
         let t = Table;
-        assert_eq!(validate_tagged(&t, PD, 0x100, 0x1000, 0x1000, W).unwrap().len, 0x1000);
-        assert_eq!(validate_tagged(&t, PD, 0x999, 0x1000, 1, W), Err(error::ddp::T_INVALID_STAG));
-        assert_eq!(validate_tagged(&t, PD, 0x200, 0x1000, 1, W), Err(error::ddp::T_INVALID_STAG));
-        assert_eq!(validate_tagged(&t, PD, 0x300, 0x1000, 1, W), Err(error::ddp::T_STAG_NOT_ASSOC));
-        assert_eq!(validate_tagged(&t, PD, 0x400, 0x1000, 1, W), Err(error::rdmap::ACCESS));
-        assert_eq!(validate_tagged(&t, PD, 0x100, 0xFFF, 1, W), Err(error::ddp::T_BASE_BOUNDS));
-        assert_eq!(validate_tagged(&t, PD, 0x100, 0x1FFF, 2, W), Err(error::ddp::T_BASE_BOUNDS));
-        assert_eq!(validate_tagged(&t, PD, 0x500, u64::MAX, 2, W), Err(error::ddp::T_TO_WRAP));
+        assert_eq!(
+            validate_tagged(&t, PD, 0x100, 0x1000, 0x1000, W)
+                .unwrap()
+                .len,
+            0x1000
+        );
+        assert_eq!(
+            validate_tagged(&t, PD, 0x999, 0x1000, 1, W),
+            Err(error::ddp::T_INVALID_STAG)
+        );
+        assert_eq!(
+            validate_tagged(&t, PD, 0x200, 0x1000, 1, W),
+            Err(error::ddp::T_INVALID_STAG)
+        );
+        assert_eq!(
+            validate_tagged(&t, PD, 0x300, 0x1000, 1, W),
+            Err(error::ddp::T_STAG_NOT_ASSOC)
+        );
+        assert_eq!(
+            validate_tagged(&t, PD, 0x400, 0x1000, 1, W),
+            Err(error::rdmap::ACCESS)
+        );
+        assert_eq!(
+            validate_tagged(&t, PD, 0x100, 0xFFF, 1, W),
+            Err(error::ddp::T_BASE_BOUNDS)
+        );
+        assert_eq!(
+            validate_tagged(&t, PD, 0x100, 0x1FFF, 2, W),
+            Err(error::ddp::T_BASE_BOUNDS)
+        );
+        assert_eq!(
+            validate_tagged(&t, PD, 0x500, u64::MAX, 2, W),
+            Err(error::ddp::T_TO_WRAP)
+        );
         // Last octet exactly at 2^64 - 1 and zero-length at the very end.
         assert!(validate_tagged(&t, PD, 0x500, u64::MAX, 1, W).is_ok());
         assert!(validate_tagged(&t, PD, 0x100, 0x2000, 0, W).is_ok());
-        assert_eq!(validate_tagged(&t, PD, 0x100, 0x2001, 0, W), Err(error::ddp::T_BASE_BOUNDS));
+        assert_eq!(
+            validate_tagged(&t, PD, 0x100, 0x2001, 0, W),
+            Err(error::ddp::T_BASE_BOUNDS)
+        );
     }
 
     #[test]
@@ -202,10 +258,25 @@ pub(crate) mod tests {
         let c = &ProtectionCodes::RDMAP;
         let t = Table;
         let need = Access::REMOTE_READ;
-        assert_eq!(check_region(&t, PD, 0x999, 0, 1, need, c), Err(error::rdmap::INVALID_STAG));
-        assert_eq!(check_region(&t, PD, 0x300, 0x1000, 1, need, c), Err(error::rdmap::STAG_NOT_ASSOC));
-        assert_eq!(check_region(&t, PD, 0x100, 0, 1, need, c), Err(error::rdmap::BASE_BOUNDS));
-        assert_eq!(check_region(&t, PD, 0x500, u64::MAX, 9, need, c), Err(error::rdmap::TO_WRAP));
-        assert_eq!(check_region(&t, PD, 0x100, 0x1000, 1, Access::REMOTE_ATOMIC, c), Err(error::rdmap::ACCESS));
+        assert_eq!(
+            check_region(&t, PD, 0x999, 0, 1, need, c),
+            Err(error::rdmap::INVALID_STAG)
+        );
+        assert_eq!(
+            check_region(&t, PD, 0x300, 0x1000, 1, need, c),
+            Err(error::rdmap::STAG_NOT_ASSOC)
+        );
+        assert_eq!(
+            check_region(&t, PD, 0x100, 0, 1, need, c),
+            Err(error::rdmap::BASE_BOUNDS)
+        );
+        assert_eq!(
+            check_region(&t, PD, 0x500, u64::MAX, 9, need, c),
+            Err(error::rdmap::TO_WRAP)
+        );
+        assert_eq!(
+            check_region(&t, PD, 0x100, 0x1000, 1, Access::REMOTE_ATOMIC, c),
+            Err(error::rdmap::ACCESS)
+        );
     }
 }

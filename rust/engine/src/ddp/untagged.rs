@@ -61,7 +61,12 @@ impl Default for UntaggedRx {
 impl UntaggedRx {
     /// Fresh stream: every queue expects MSN 1 at MO 0.
     pub const fn new() -> Self {
-        Self { queues: [Queue { expected_msn: INITIAL_MSN, received: 0 }; qn::COUNT] }
+        Self {
+            queues: [Queue {
+                expected_msn: INITIAL_MSN,
+                received: 0,
+            }; qn::COUNT],
+        }
     }
 
     /// The MSN the next segment on `qn` must carry.
@@ -85,7 +90,10 @@ impl UntaggedRx {
         let Model::Untagged { qn, msn, mo, .. } = hdr.model else {
             return Err(error::ddp::LOCAL_CATA);
         };
-        let q = self.queues.get_mut(qn as usize).ok_or(error::ddp::U_INVALID_QN)?;
+        let q = self
+            .queues
+            .get_mut(qn as usize)
+            .ok_or(error::ddp::U_INVALID_QN)?;
         if msn != q.expected_msn {
             return Err(error::ddp::U_MSN_RANGE);
         }
@@ -94,14 +102,23 @@ impl UntaggedRx {
             return Err(error::ddp::U_INVALID_MO);
         }
         let len = u32::try_from(payload_len).map_err(|_| error::ddp::U_TOO_LONG)?;
-        let end = mo.checked_add(len).filter(|&e| e <= cap).ok_or(error::ddp::U_TOO_LONG)?;
+        let end = mo
+            .checked_add(len)
+            .filter(|&e| e <= cap)
+            .ok_or(error::ddp::U_TOO_LONG)?;
         if hdr.last {
             q.expected_msn = q.expected_msn.wrapping_add(1);
             q.received = 0;
         } else {
             q.received = end;
         }
-        Ok(UntaggedPlacement { qn, msn, mo, len, last: hdr.last })
+        Ok(UntaggedPlacement {
+            qn,
+            msn,
+            mo,
+            len,
+            last: hdr.last,
+        })
     }
 }
 
@@ -118,7 +135,16 @@ mod tests {
     }
 
     fn seg(qn: u32, msn: u32, mo: u32, last: bool) -> Repr {
-        Repr { last, ulp_ctrl: 0x43, model: Model::Untagged { rsvd_ulp: 0, qn, msn, mo } }
+        Repr {
+            last,
+            ulp_ctrl: 0x43,
+            model: Model::Untagged {
+                rsvd_ulp: 0,
+                qn,
+                msn,
+                mo,
+            },
+        }
     }
 
     #[test]
@@ -126,7 +152,16 @@ mod tests {
         let b = Bufs([Some(100), None, None, None]);
         let mut rx = UntaggedRx::new();
         let p = rx.accept(&seg(0, 1, 0, false), 60, &b).unwrap();
-        assert_eq!(p, UntaggedPlacement { qn: 0, msn: 1, mo: 0, len: 60, last: false });
+        assert_eq!(
+            p,
+            UntaggedPlacement {
+                qn: 0,
+                msn: 1,
+                mo: 0,
+                len: 60,
+                last: false
+            }
+        );
         assert!(rx.accept(&seg(0, 1, 60, true), 40, &b).unwrap().last);
         assert_eq!(rx.expected_msn(0), Some(2));
         assert!(rx.accept(&seg(0, 2, 0, true), 0, &b).is_ok());
@@ -136,15 +171,37 @@ mod tests {
     fn every_untagged_error() {
         let b = Bufs([Some(100), None, Some(64), Some(12)]);
         let mut rx = UntaggedRx::new();
-        assert_eq!(rx.accept(&seg(4, 1, 0, true), 1, &b), Err(error::ddp::U_INVALID_QN));
-        assert_eq!(rx.accept(&seg(u32::MAX, 1, 0, true), 1, &b), Err(error::ddp::U_INVALID_QN));
-        assert_eq!(rx.accept(&seg(0, 2, 0, true), 1, &b), Err(error::ddp::U_MSN_RANGE));
-        assert_eq!(rx.accept(&seg(1, 1, 0, true), 1, &b), Err(error::ddp::U_NO_BUFFER));
-        assert_eq!(rx.accept(&seg(0, 1, 4, true), 1, &b), Err(error::ddp::U_INVALID_MO));
-        assert_eq!(rx.accept(&seg(0, 1, 0, true), 101, &b), Err(error::ddp::U_TOO_LONG));
+        assert_eq!(
+            rx.accept(&seg(4, 1, 0, true), 1, &b),
+            Err(error::ddp::U_INVALID_QN)
+        );
+        assert_eq!(
+            rx.accept(&seg(u32::MAX, 1, 0, true), 1, &b),
+            Err(error::ddp::U_INVALID_QN)
+        );
+        assert_eq!(
+            rx.accept(&seg(0, 2, 0, true), 1, &b),
+            Err(error::ddp::U_MSN_RANGE)
+        );
+        assert_eq!(
+            rx.accept(&seg(1, 1, 0, true), 1, &b),
+            Err(error::ddp::U_NO_BUFFER)
+        );
+        assert_eq!(
+            rx.accept(&seg(0, 1, 4, true), 1, &b),
+            Err(error::ddp::U_INVALID_MO)
+        );
+        assert_eq!(
+            rx.accept(&seg(0, 1, 0, true), 101, &b),
+            Err(error::ddp::U_TOO_LONG)
+        );
         // Nothing above changed the state.
         assert_eq!(rx, UntaggedRx::new());
-        let tagged = Repr { last: true, ulp_ctrl: 0x40, model: Model::Tagged { stag: 1, to: 0 } };
+        let tagged = Repr {
+            last: true,
+            ulp_ctrl: 0x40,
+            model: Model::Tagged { stag: 1, to: 0 },
+        };
         assert_eq!(rx.accept(&tagged, 0, &b), Err(error::ddp::LOCAL_CATA));
     }
 

@@ -34,7 +34,10 @@ impl<'a> CommitPlan<'a> {
     /// succeeded; regions registered without the durability attribute need
     /// nothing, section 3.1: a commit of a non-durable region does not
     /// require durability).
-    pub fn flushes<'s, S: StagTable + ?Sized>(&'s self, table: &'s S) -> impl Iterator<Item = Region> + 's {
+    pub fn flushes<'s, S: StagTable + ?Sized>(
+        &'s self,
+        table: &'s S,
+    ) -> impl Iterator<Item = Region> + 's {
         let ok = self.status == Status::Success;
         self.request
             .regions()
@@ -48,7 +51,10 @@ impl<'a> CommitPlan<'a> {
             Status::Success if !flushed_ok => Status::NotDurable,
             s => s,
         };
-        ResponseRepr { request_id: self.request_id, status }
+        ResponseRepr {
+            request_id: self.request_id,
+            status,
+        }
     }
 }
 
@@ -70,13 +76,27 @@ pub fn validate_commit<'a, S: StagTable + ?Sized, const N: usize>(
         req.regions()
             .find_map(|r| {
                 let codes = &ProtectionCodes::RDMAP;
-                match check_region(table, pd, r.stag, r.to, u64::from(r.len), Access::REMOTE_WRITE, codes) {
+                match check_region(
+                    table,
+                    pd,
+                    r.stag,
+                    r.to,
+                    u64::from(r.len),
+                    Access::REMOTE_WRITE,
+                    codes,
+                ) {
                     Ok(_) => None,
-                    Err(e) if e == error::rdmap::BASE_BOUNDS || e == error::rdmap::TO_WRAP => Some(Status::Bounds),
+                    Err(e) if e == error::rdmap::BASE_BOUNDS || e == error::rdmap::TO_WRAP => {
+                        Some(Status::Bounds)
+                    }
                     Err(_) => Some(Status::Access),
                 }
             })
             .unwrap_or(Status::Success)
     };
-    Ok(CommitPlan { request_id, status, request: *req })
+    Ok(CommitPlan {
+        request_id,
+        status,
+        request: *req,
+    })
 }

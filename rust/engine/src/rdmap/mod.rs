@@ -19,7 +19,8 @@ mod queue;
 mod read;
 
 pub use atomic::{
-    atomic_execute, cmp_swap_masked, fetch_add_masked, validate_atomic, AtomicPlan, OPERAND_LEN, UNSUPPORTED_AOPCODE,
+    atomic_execute, cmp_swap_masked, fetch_add_masked, fetch_add_masked_rfc, validate_atomic,
+    AtomicPlan, OPERAND_LEN, UNSUPPORTED_AOPCODE,
 };
 pub use commit::{validate_commit, CommitPlan};
 pub use queue::{InboundRequest, Irq, Orq, OutboundRequest, RequestQueue};
@@ -85,7 +86,11 @@ impl Inbound<'_> {
 /// optional one) before the caller invalidates it (RFC 5040 5.4, 7.2): an
 /// STag of another protection domain is "STag not associated with RDMAP
 /// Stream"; unknown or already invalid is "STag cannot be Invalidated".
-pub fn validate_invalidate<S: crate::ddp::StagTable + ?Sized>(table: &S, pd: u32, stag: u32) -> Result<u32, TermError> {
+pub fn validate_invalidate<S: crate::ddp::StagTable + ?Sized>(
+    table: &S,
+    pd: u32,
+    stag: u32,
+) -> Result<u32, TermError> {
     let r = table.lookup(stag).ok_or(error::rdmap::CANT_INVALIDATE)?;
     if r.pd != pd {
         return Err(error::rdmap::STAG_NOT_ASSOC);
@@ -120,42 +125,64 @@ pub fn decode(segment: &[u8]) -> Result<Inbound<'_>, TermError> {
     let opcode = Opcode::from_u8(ctrl.opcode).ok_or(error::rdmap::UNEXPECTED_OPCODE)?;
     match ddp.model {
         Model::Tagged { .. } if !opcode.tagged() => return Err(error::rdmap::UNEXPECTED_OPCODE),
-        Model::Untagged { qn, .. } if opcode.queue() != Some(qn) => return Err(error::rdmap::UNEXPECTED_OPCODE),
-        Model::Untagged { mo, .. } if opcode.single_segment() && (mo != 0 || !ddp.last) => return Err(MALFORMED),
+        Model::Untagged { qn, .. } if opcode.queue() != Some(qn) => {
+            return Err(error::rdmap::UNEXPECTED_OPCODE)
+        }
+        Model::Untagged { mo, .. } if opcode.single_segment() && (mo != 0 || !ddp.last) => {
+            return Err(MALFORMED)
+        }
         _ => {}
     }
     let rest: &[u8] = segment.get(seg.header_len()..).unwrap_or(&[]);
     let ddp_payload_len = rest.len();
-    let header_only = |body| Ok(Inbound { ddp, opcode, body, payload: &[], ddp_payload_len });
+    let header_only = |body| {
+        Ok(Inbound {
+            ddp,
+            opcode,
+            body,
+            payload: &[],
+            ddp_payload_len,
+        })
+    };
     match opcode {
         Opcode::Write
         | Opcode::ReadResponse
         | Opcode::Send
         | Opcode::SendInvalidate
         | Opcode::SendSe
-        | Opcode::SendSeInvalidate => Ok(Inbound { ddp, opcode, body: Body::Data, payload: rest, ddp_payload_len }),
+        | Opcode::SendSeInvalidate => Ok(Inbound {
+            ddp,
+            opcode,
+            body: Body::Data,
+            payload: rest,
+            ddp_payload_len,
+        }),
         Opcode::ReadRequest => {
             if rest.len() != crate::wire::rdmap::READ_REQUEST_LEN {
                 return Err(MALFORMED);
             }
-            header_only(Body::ReadRequest(ReadRequestRepr::parse(&ReadRequest::new_checked(rest)?)))
+            header_only(Body::ReadRequest(ReadRequestRepr::parse(
+                &ReadRequest::new_checked(rest)?,
+            )))
         }
-        Opcode::Terminate => {
-            header_only(Body::Terminate(terminate::Repr::parse(&terminate::Header::new_checked(rest)?)?))
+        Opcode::Terminate => header_only(Body::Terminate(terminate::Repr::parse(
+            &terminate::Header::new_checked(rest)?,
+        )?)),
+        Opcode::ImmediateData | Opcode::ImmediateDataSe => header_only(Body::Immediate(
+            immediate::Repr::parse(&immediate::Header::new_checked(rest)?),
+        )),
+        Opcode::AtomicRequest => header_only(Body::AtomicRequest(atomicw::RequestRepr::parse(
+            &atomicw::Request::new_checked(rest)?,
+        ))),
+        Opcode::AtomicResponse => header_only(Body::AtomicResponse(atomicw::ResponseRepr::parse(
+            &atomicw::Response::new_checked(rest)?,
+        ))),
+        Opcode::CommitRequest => {
+            header_only(Body::CommitRequest(commitw::Request::new_checked(rest)?))
         }
-        Opcode::ImmediateData | Opcode::ImmediateDataSe => {
-            header_only(Body::Immediate(immediate::Repr::parse(&immediate::Header::new_checked(rest)?)))
-        }
-        Opcode::AtomicRequest => {
-            header_only(Body::AtomicRequest(atomicw::RequestRepr::parse(&atomicw::Request::new_checked(rest)?)))
-        }
-        Opcode::AtomicResponse => {
-            header_only(Body::AtomicResponse(atomicw::ResponseRepr::parse(&atomicw::Response::new_checked(rest)?)))
-        }
-        Opcode::CommitRequest => header_only(Body::CommitRequest(commitw::Request::new_checked(rest)?)),
-        Opcode::CommitResponse => {
-            header_only(Body::CommitResponse(commitw::ResponseRepr::parse(&commitw::Response::new_checked(rest)?)))
-        }
+        Opcode::CommitResponse => header_only(Body::CommitResponse(commitw::ResponseRepr::parse(
+            &commitw::Response::new_checked(rest)?,
+        ))),
     }
 }
 

@@ -27,7 +27,12 @@ impl<T: Copy, const N: usize> RequestQueue<T, N> {
     /// A queue admitting `limit` outstanding requests (clamped to `N`).
     pub fn new(limit: u32) -> Self {
         let limit = usize::try_from(limit).unwrap_or(N).min(N);
-        Self { slots: [None; N], head: 0, len: 0, limit }
+        Self {
+            slots: [None; N],
+            head: 0,
+            len: 0,
+            limit,
+        }
     }
 
     /// Outstanding requests.
@@ -158,7 +163,12 @@ impl<const N: usize> RequestQueue<OutboundRequest, N> {
         len: u32,
         last: bool,
     ) -> Result<Option<OutboundRequest>, TermError> {
-        let Some(&OutboundRequest::Read { sink_stag, sink_to, len: total }) = self.front() else {
+        let Some(&OutboundRequest::Read {
+            sink_stag,
+            sink_to,
+            len: total,
+        }) = self.front()
+        else {
             return Err(error::rdmap::UNEXPECTED_OPCODE);
         };
         if stag != sink_stag {
@@ -174,7 +184,10 @@ impl<const N: usize> RequestQueue<OutboundRequest, N> {
     /// Matches an Atomic Response: the oldest request must be an Atomic
     /// (else Unexpected OpCode) with the same Request Identifier (else
     /// "Remote Operation Error, unspecified").
-    pub fn on_atomic_response(&mut self, r: &atomic::ResponseRepr) -> Result<OutboundRequest, TermError> {
+    pub fn on_atomic_response(
+        &mut self,
+        r: &atomic::ResponseRepr,
+    ) -> Result<OutboundRequest, TermError> {
         match self.front() {
             Some(&OutboundRequest::Atomic { request_id }) if request_id == r.request_id => {
                 self.pop().ok_or(error::rdmap::LOCAL_CATA)
@@ -185,7 +198,10 @@ impl<const N: usize> RequestQueue<OutboundRequest, N> {
     }
 
     /// Matches a Commit Response like [`Self::on_atomic_response`].
-    pub fn on_commit_response(&mut self, r: &commit::ResponseRepr) -> Result<OutboundRequest, TermError> {
+    pub fn on_commit_response(
+        &mut self,
+        r: &commit::ResponseRepr,
+    ) -> Result<OutboundRequest, TermError> {
         match self.front() {
             Some(&OutboundRequest::Commit { request_id }) if request_id == r.request_id => {
                 self.pop().ok_or(error::rdmap::LOCAL_CATA)
@@ -205,28 +221,68 @@ mod tests {
     #[test]
     fn shared_ord_and_in_order_matching() {
         let mut orq: Orq<4> = RequestQueue::new(3);
-        assert!(orq.try_issue(OutboundRequest::Read { sink_stag: 9, sink_to: 0x100, len: 64 }));
+        assert!(orq.try_issue(OutboundRequest::Read {
+            sink_stag: 9,
+            sink_to: 0x100,
+            len: 64
+        }));
         assert!(orq.try_issue(OutboundRequest::Atomic { request_id: 1 }));
         assert!(orq.try_issue(OutboundRequest::Commit { request_id: 2 }));
         // ORD 3 reached by three different request kinds.
         assert!(!orq.try_issue(OutboundRequest::Atomic { request_id: 3 }));
         // The atomic response may not overtake the read.
-        let ar = atomic::ResponseRepr { request_id: 1, original: 0 };
-        assert_eq!(orq.on_atomic_response(&ar), Err(error::rdmap::UNEXPECTED_OPCODE));
-        assert_eq!(orq.on_read_response(8, 0x100, 32, false), Err(error::ddp::T_INVALID_STAG));
-        assert_eq!(orq.on_read_response(9, 0xFF, 32, false), Err(error::ddp::T_BASE_BOUNDS));
-        assert_eq!(orq.on_read_response(9, 0x120, 33, false), Err(error::ddp::T_BASE_BOUNDS));
+        let ar = atomic::ResponseRepr {
+            request_id: 1,
+            original: 0,
+        };
+        assert_eq!(
+            orq.on_atomic_response(&ar),
+            Err(error::rdmap::UNEXPECTED_OPCODE)
+        );
+        assert_eq!(
+            orq.on_read_response(8, 0x100, 32, false),
+            Err(error::ddp::T_INVALID_STAG)
+        );
+        assert_eq!(
+            orq.on_read_response(9, 0xFF, 32, false),
+            Err(error::ddp::T_BASE_BOUNDS)
+        );
+        assert_eq!(
+            orq.on_read_response(9, 0x120, 33, false),
+            Err(error::ddp::T_BASE_BOUNDS)
+        );
         assert_eq!(orq.on_read_response(9, 0x100, 32, false), Ok(None));
         assert!(orq.on_read_response(9, 0x120, 32, true).unwrap().is_some());
-        let bad_id = atomic::ResponseRepr { request_id: 7, original: 0 };
-        assert_eq!(orq.on_atomic_response(&bad_id), Err(error::rdmap::OP_UNSPECIFIED));
+        let bad_id = atomic::ResponseRepr {
+            request_id: 7,
+            original: 0,
+        };
+        assert_eq!(
+            orq.on_atomic_response(&bad_id),
+            Err(error::rdmap::OP_UNSPECIFIED)
+        );
         assert!(orq.on_atomic_response(&ar).is_ok());
-        let cr = commit::ResponseRepr { request_id: 2, status: Status::Success };
-        assert_eq!(orq.on_commit_response(&commit::ResponseRepr { request_id: 5, ..cr }), Err(error::rdmap::OP_UNSPECIFIED));
+        let cr = commit::ResponseRepr {
+            request_id: 2,
+            status: Status::Success,
+        };
+        assert_eq!(
+            orq.on_commit_response(&commit::ResponseRepr {
+                request_id: 5,
+                ..cr
+            }),
+            Err(error::rdmap::OP_UNSPECIFIED)
+        );
         assert!(orq.on_commit_response(&cr).is_ok());
         assert!(orq.is_empty());
-        assert_eq!(orq.on_commit_response(&cr), Err(error::rdmap::UNEXPECTED_OPCODE));
-        assert_eq!(orq.on_read_response(9, 0x100, 1, true), Err(error::rdmap::UNEXPECTED_OPCODE));
+        assert_eq!(
+            orq.on_commit_response(&cr),
+            Err(error::rdmap::UNEXPECTED_OPCODE)
+        );
+        assert_eq!(
+            orq.on_read_response(9, 0x100, 1, true),
+            Err(error::rdmap::UNEXPECTED_OPCODE)
+        );
     }
 
     #[test]
@@ -234,11 +290,17 @@ mod tests {
         let mut irq: Irq<2> = RequestQueue::new(8); // clamped to N = 2
         assert!(irq.admit(InboundRequest::Atomic { request_id: 1 }).is_ok());
         assert!(irq.admit(InboundRequest::Commit { request_id: 2 }).is_ok());
-        assert_eq!(irq.admit(InboundRequest::Atomic { request_id: 3 }), Err(error::ddp::U_NO_BUFFER));
+        assert_eq!(
+            irq.admit(InboundRequest::Atomic { request_id: 3 }),
+            Err(error::ddp::U_NO_BUFFER)
+        );
         assert_eq!(irq.pop(), Some(InboundRequest::Atomic { request_id: 1 }));
         assert!(irq.admit(InboundRequest::Atomic { request_id: 3 }).is_ok());
         let mut zero: Irq<0> = RequestQueue::new(1);
-        assert_eq!(zero.admit(InboundRequest::Atomic { request_id: 1 }), Err(error::ddp::U_NO_BUFFER));
+        assert_eq!(
+            zero.admit(InboundRequest::Atomic { request_id: 1 }),
+            Err(error::ddp::U_NO_BUFFER)
+        );
         assert_eq!(zero.pop(), None);
     }
 

@@ -3,7 +3,9 @@
 //! 4.4, 5.3 and 7.2).
 
 use super::queue::{InboundRequest, Irq};
-use crate::ddp::{check_region, validate_tagged, Access, ProtectionCodes, Segmenter, StagTable, TaggedPlacement};
+use crate::ddp::{
+    check_region, validate_tagged, Access, ProtectionCodes, Segmenter, StagTable, TaggedPlacement,
+};
 use crate::error::{self, TermError};
 use crate::wire::rdmap::{Control, Opcode, ReadRequestRepr};
 
@@ -27,7 +29,13 @@ impl ReadResponsePlan {
     /// The Read Response's segments for `mulpdu`. For a segment with payload
     /// range `r`, the caller reads from `src_to + r.start`.
     pub fn segments(&self, mulpdu: usize) -> Result<Segmenter, TermError> {
-        Segmenter::tagged(Control::new(Opcode::ReadResponse).to_byte(), self.sink_stag, self.sink_to, self.len, mulpdu)
+        Segmenter::tagged(
+            Control::new(Opcode::ReadResponse).to_byte(),
+            self.sink_stag,
+            self.sink_to,
+            self.len,
+            mulpdu,
+        )
     }
 }
 
@@ -50,7 +58,15 @@ pub fn validate_read_request<S: StagTable + ?Sized, const N: usize>(
         return Err(error::rdmap::TO_WRAP);
     }
     if req.size > 0 {
-        check_region(table, pd, req.src_stag, req.src_to, u64::from(req.size), Access::REMOTE_READ, &ProtectionCodes::RDMAP)?;
+        check_region(
+            table,
+            pd,
+            req.src_stag,
+            req.src_to,
+            u64::from(req.size),
+            Access::REMOTE_READ,
+            &ProtectionCodes::RDMAP,
+        )?;
     }
     let plan = ReadResponsePlan {
         sink_stag: req.sink_stag,

@@ -170,7 +170,11 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Request<T> {
     /// Sets the AOpCode word (reserved bits zero).
     #[inline]
     pub fn set_op(&mut self, op: AtomicOp) {
-        be::set_u32(self.buffer.as_mut(), field::AOPCODE_WORD, u32::from(op.to_bits()));
+        be::set_u32(
+            self.buffer.as_mut(),
+            field::AOPCODE_WORD,
+            u32::from(op.to_bits()),
+        );
     }
 
     /// Sets the Request Identifier.
@@ -263,7 +267,16 @@ impl RequestRepr {
         compare: u64,
         compare_mask: u64,
     ) -> Self {
-        Self { op: AtomicOp::CmpSwap, request_id, stag, to, add_swap: swap, add_swap_mask: swap_mask, compare, compare_mask }
+        Self {
+            op: AtomicOp::CmpSwap,
+            request_id,
+            stag,
+            to,
+            add_swap: swap,
+            add_swap_mask: swap_mask,
+            compare,
+            compare_mask,
+        }
     }
 
     /// Parses a checked view.
@@ -358,7 +371,10 @@ pub struct ResponseRepr {
 impl ResponseRepr {
     /// Parses a checked view.
     pub fn parse<T: AsRef<[u8]>>(v: &Response<T>) -> Self {
-        Self { request_id: v.request_id(), original: v.original() }
+        Self {
+            request_id: v.request_id(),
+            original: v.original(),
+        }
     }
 
     /// Header octets.
@@ -383,9 +399,9 @@ mod tests {
     // 0x00ABCDEF, TO 0x1000, swap 0x1111.., swap mask all ones, compare
     // 0x2222.., compare mask 0xFFFF_FFFF_0000_0000.
     const REQ: [u8; 52] = [
-        0, 0, 0, 0x02, 0, 0, 0, 7, 0x00, 0xAB, 0xCD, 0xEF, 0, 0, 0, 0, 0, 0, 0x10, 0x00, 0x11, 0x11, 0x11, 0x11,
-        0x11, 0x11, 0x11, 0x11, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x22, 0x22, 0x22, 0x22, 0x22,
-        0x22, 0x22, 0x22, 0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0,
+        0, 0, 0, 0x02, 0, 0, 0, 7, 0x00, 0xAB, 0xCD, 0xEF, 0, 0, 0, 0, 0, 0, 0x10, 0x00, 0x11,
+        0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
+        0x22, 0x22, 0x22, 0x22, 0x22, 0x22, 0x22, 0x22, 0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0,
     ];
 
     #[test]
@@ -414,9 +430,15 @@ mod tests {
         let mut b = REQ;
         b[0] = 0xFF;
         b[3] = 0xF0; // reserved bits set, AOpCode FetchAdd
-        assert_eq!(Request::new_checked(&b[..]).unwrap().op(), AtomicOp::FetchAdd);
+        assert_eq!(
+            Request::new_checked(&b[..]).unwrap().op(),
+            AtomicOp::FetchAdd
+        );
         b[3] = 0x01; // draft-03 Swap
-        assert_eq!(Request::new_checked(&b[..]).unwrap().op(), AtomicOp::Unsupported(AtomicOp::DRAFT_SWAP));
+        assert_eq!(
+            Request::new_checked(&b[..]).unwrap().op(),
+            AtomicOp::Unsupported(AtomicOp::DRAFT_SWAP)
+        );
         for v in 0..16u8 {
             assert_eq!(AtomicOp::from_bits(v).to_bits(), v);
         }
@@ -427,7 +449,13 @@ mod tests {
         // RFC 7306 figure 6: request id 7, original 0x0123456789ABCDEF.
         let b = [0, 0, 0, 7, 0x01, 0x23, 0x45, 0x67, 0x89, 0xAB, 0xCD, 0xEF];
         let r = ResponseRepr::parse(&Response::new_checked(&b[..]).unwrap());
-        assert_eq!(r, ResponseRepr { request_id: 7, original: 0x0123_4567_89AB_CDEF });
+        assert_eq!(
+            r,
+            ResponseRepr {
+                request_id: 7,
+                original: 0x0123_4567_89AB_CDEF
+            }
+        );
         let mut out = [0u8; 12];
         r.emit(&mut Response::new_unchecked(&mut out[..]));
         assert_eq!(out, b);

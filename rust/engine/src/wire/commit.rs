@@ -112,7 +112,11 @@ pub struct Region {
 
 impl Region {
     fn parse(b: &[u8]) -> Self {
-        Self { stag: be::u32_at(b, field::R_STAG), len: be::u32_at(b, field::R_LEN), to: be::u64_at(b, field::R_TO) }
+        Self {
+            stag: be::u32_at(b, field::R_STAG),
+            len: be::u32_at(b, field::R_LEN),
+            to: be::u64_at(b, field::R_TO),
+        }
     }
 
     fn emit(&self, b: &mut [u8]) {
@@ -158,7 +162,12 @@ impl<T: AsRef<[u8]>> Request<T> {
 
     /// The regions, in order.
     pub fn regions(&self) -> impl Iterator<Item = Region> + '_ {
-        self.buffer.as_ref().get(ID_LEN..).unwrap_or(&[]).chunks_exact(REGION_LEN).map(Region::parse)
+        self.buffer
+            .as_ref()
+            .get(ID_LEN..)
+            .unwrap_or(&[])
+            .chunks_exact(REGION_LEN)
+            .map(Region::parse)
     }
 }
 
@@ -172,7 +181,11 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Request<T> {
     /// Sets region `i` (ignored if the buffer has no room for it).
     pub fn set_region(&mut self, i: usize, r: &Region) {
         let start = i.saturating_mul(REGION_LEN).saturating_add(ID_LEN);
-        if let Some(b) = self.buffer.as_mut().get_mut(start..start.saturating_add(REGION_LEN)) {
+        if let Some(b) = self
+            .buffer
+            .as_mut()
+            .get_mut(start..start.saturating_add(REGION_LEN))
+        {
             r.emit(b);
         }
     }
@@ -199,7 +212,11 @@ impl RequestRepr {
         for (dst, src) in r.iter_mut().zip(regions) {
             *dst = *src;
         }
-        Some(Self { request_id, regions: r, count: regions.len() })
+        Some(Self {
+            request_id,
+            regions: r,
+            count: regions.len(),
+        })
     }
 
     /// The regions.
@@ -218,7 +235,11 @@ impl RequestRepr {
             *dst = src;
             count += 1;
         }
-        Ok(Self { request_id: v.request_id(), regions, count })
+        Ok(Self {
+            request_id: v.request_id(),
+            regions,
+            count,
+        })
     }
 
     /// Message octets.
@@ -295,7 +316,10 @@ pub struct ResponseRepr {
 impl ResponseRepr {
     /// Parses a checked view.
     pub fn parse<T: AsRef<[u8]>>(v: &Response<T>) -> Self {
-        Self { request_id: v.request_id(), status: v.status() }
+        Self {
+            request_id: v.request_id(),
+            status: v.status(),
+        }
     }
 
     /// Message octets.
@@ -320,8 +344,8 @@ mod tests {
     // length 4096, TO 0x7F00_0000_1000; second region STag 0x99, length 8,
     // TO 0x40.
     const REQ: [u8; 36] = [
-        0, 0, 0, 0x55, 0, 0, 0x12, 0x34, 0, 0, 0x10, 0, 0, 0, 0x7F, 0, 0, 0, 0x10, 0, 0, 0, 0, 0x99, 0, 0, 0, 8,
-        0, 0, 0, 0, 0, 0, 0, 0x40,
+        0, 0, 0, 0x55, 0, 0, 0x12, 0x34, 0, 0, 0x10, 0, 0, 0, 0x7F, 0, 0, 0, 0x10, 0, 0, 0, 0,
+        0x99, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0x40,
     ];
 
     #[test]
@@ -329,7 +353,18 @@ mod tests {
         let v = Request::new_checked(&REQ[..]).unwrap();
         assert_eq!(v.region_count(), 2);
         let r = RequestRepr::parse(&v).unwrap();
-        let want = [Region { stag: 0x1234, len: 4096, to: 0x7F00_0000_1000 }, Region { stag: 0x99, len: 8, to: 0x40 }];
+        let want = [
+            Region {
+                stag: 0x1234,
+                len: 4096,
+                to: 0x7F00_0000_1000,
+            },
+            Region {
+                stag: 0x99,
+                len: 8,
+                to: 0x40,
+            },
+        ];
         assert_eq!(r, RequestRepr::new(0x55, &want).unwrap());
         let mut out = [0u8; 36];
         r.emit(&mut Request::new_unchecked(&mut out[..]));
@@ -355,14 +390,24 @@ mod tests {
         // status 3 (rsiw: access).
         let b = [0, 0, 0, 0x55, 0, 0, 0, 3];
         let r = ResponseRepr::parse(&Response::new_checked(&b[..]).unwrap());
-        assert_eq!(r, ResponseRepr { request_id: 0x55, status: Status::Access });
+        assert_eq!(
+            r,
+            ResponseRepr {
+                request_id: 0x55,
+                status: Status::Access
+            }
+        );
         let mut out = [0u8; 8];
         r.emit(&mut Response::new_unchecked(&mut out[..]));
         assert_eq!(out, b);
     }
 
     fn arb_region() -> impl Strategy<Value = Region> {
-        (any::<u32>(), any::<u32>(), any::<u64>()).prop_map(|(stag, len, to)| Region { stag, len, to })
+        (any::<u32>(), any::<u32>(), any::<u64>()).prop_map(|(stag, len, to)| Region {
+            stag,
+            len,
+            to,
+        })
     }
 
     proptest! {

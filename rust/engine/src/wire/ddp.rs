@@ -243,7 +243,11 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Segment<T> {
     #[inline]
     fn set_ctrl_bit(&mut self, bit: u8, on: bool) {
         let c = self.ctrl();
-        be::set_u8(self.buffer.as_mut(), field::CTRL, if on { c | bit } else { c & !bit });
+        be::set_u8(
+            self.buffer.as_mut(),
+            field::CTRL,
+            if on { c | bit } else { c & !bit },
+        );
     }
 
     /// Sets T. Set it before the model-specific fields.
@@ -364,11 +368,23 @@ impl Repr {
             });
         }
         let model = if tagged {
-            Model::Tagged { stag: seg.stag(), to: seg.to() }
+            Model::Tagged {
+                stag: seg.stag(),
+                to: seg.to(),
+            }
         } else {
-            Model::Untagged { rsvd_ulp: seg.rsvd_ulp32(), qn: seg.qn(), msn: seg.msn(), mo: seg.mo() }
+            Model::Untagged {
+                rsvd_ulp: seg.rsvd_ulp32(),
+                qn: seg.qn(),
+                msn: seg.msn(),
+                mo: seg.mo(),
+            }
         };
-        Ok(Self { last: seg.last(), ulp_ctrl: seg.rsvd_ulp(), model })
+        Ok(Self {
+            last: seg.last(),
+            ulp_ctrl: seg.rsvd_ulp(),
+            model,
+        })
     }
 
     /// Whether this is the tagged model.
@@ -400,7 +416,12 @@ impl Repr {
                 seg.set_stag(stag);
                 seg.set_to(to);
             }
-            Model::Untagged { rsvd_ulp, qn, msn, mo } => {
+            Model::Untagged {
+                rsvd_ulp,
+                qn,
+                msn,
+                mo,
+            } => {
                 seg.set_rsvd_ulp32(rsvd_ulp);
                 seg.set_qn(qn);
                 seg.set_msn(msn);
@@ -419,7 +440,8 @@ mod tests {
     // RFC 5040 section 4.1: T=1 L=1 Rsvd=0 DV=01 -> 0xC1; RDMAP control
     // RV=01 opcode 00000 -> 0x40; STag 0x11223344; TO 0x0102030405060708.
     const TAGGED: [u8; 16] = [
-        0xC1, 0x40, 0x11, 0x22, 0x33, 0x44, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0xAA, 0xBB,
+        0xC1, 0x40, 0x11, 0x22, 0x33, 0x44, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0xAA,
+        0xBB,
     ];
 
     // Untagged Send with Invalidate (RFC 5041 figure 4.4, RFC 5040 4.1):
@@ -435,7 +457,14 @@ mod tests {
         let r = Repr::parse(&seg).unwrap();
         assert_eq!(
             r,
-            Repr { last: true, ulp_ctrl: 0x40, model: Model::Tagged { stag: 0x1122_3344, to: 0x0102_0304_0506_0708 } }
+            Repr {
+                last: true,
+                ulp_ctrl: 0x40,
+                model: Model::Tagged {
+                    stag: 0x1122_3344,
+                    to: 0x0102_0304_0506_0708
+                }
+            }
         );
         assert_eq!(seg.payload(), &[0xAA, 0xBB]);
         let mut out = [0u8; 16];
@@ -454,7 +483,12 @@ mod tests {
             Repr {
                 last: false,
                 ulp_ctrl: 0x44,
-                model: Model::Untagged { rsvd_ulp: 0xCAFE_BABE, qn: 0, msn: 1, mo: 0x1000 }
+                model: Model::Untagged {
+                    rsvd_ulp: 0xCAFE_BABE,
+                    qn: 0,
+                    msn: 1,
+                    mo: 0x1000
+                }
             }
         );
         let mut out = [0xFFu8; 18];
@@ -473,10 +507,16 @@ mod tests {
     fn bad_version_per_model() {
         let mut t = TAGGED;
         t[0] = 0xC2; // DV = 2
-        assert_eq!(Repr::parse(&Segment::new_unchecked(&t[..])), Err(error::ddp::T_INVALID_VERSION));
+        assert_eq!(
+            Repr::parse(&Segment::new_unchecked(&t[..])),
+            Err(error::ddp::T_INVALID_VERSION)
+        );
         let mut u = UNTAGGED;
         u[0] = 0x00; // DV = 0
-        assert_eq!(Repr::parse(&Segment::new_unchecked(&u[..])), Err(error::ddp::U_INVALID_VERSION));
+        assert_eq!(
+            Repr::parse(&Segment::new_unchecked(&u[..])),
+            Err(error::ddp::U_INVALID_VERSION)
+        );
     }
 
     #[test]
@@ -488,10 +528,21 @@ mod tests {
 
     pub(crate) fn arb_repr() -> impl Strategy<Value = Repr> {
         let tagged = (any::<u32>(), any::<u64>()).prop_map(|(stag, to)| Model::Tagged { stag, to });
-        let untagged = (any::<u32>(), any::<u32>(), any::<u32>(), any::<u32>())
-            .prop_map(|(rsvd_ulp, qn, msn, mo)| Model::Untagged { rsvd_ulp, qn, msn, mo });
-        (any::<bool>(), any::<u8>(), prop_oneof![tagged, untagged])
-            .prop_map(|(last, ulp_ctrl, model)| Repr { last, ulp_ctrl, model })
+        let untagged = (any::<u32>(), any::<u32>(), any::<u32>(), any::<u32>()).prop_map(
+            |(rsvd_ulp, qn, msn, mo)| Model::Untagged {
+                rsvd_ulp,
+                qn,
+                msn,
+                mo,
+            },
+        );
+        (any::<bool>(), any::<u8>(), prop_oneof![tagged, untagged]).prop_map(
+            |(last, ulp_ctrl, model)| Repr {
+                last,
+                ulp_ctrl,
+                model,
+            },
+        )
     }
 
     proptest! {

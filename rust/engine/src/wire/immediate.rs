@@ -71,7 +71,9 @@ impl Repr {
     /// rsiw's carriage of a 32-bit verbs immediate (network-order octets).
     #[inline]
     pub const fn from_imm32(imm_be: [u8; 4]) -> Self {
-        Self { data: [imm_be[0], imm_be[1], imm_be[2], imm_be[3], 0, 0, 0, 0] }
+        Self {
+            data: [imm_be[0], imm_be[1], imm_be[2], imm_be[3], 0, 0, 0, 0],
+        }
     }
 
     /// The 32-bit verbs immediate (octets 0..4).

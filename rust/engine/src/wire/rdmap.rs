@@ -43,13 +43,19 @@ impl Control {
     /// Control octet for `op` with RV = 1.
     #[inline]
     pub const fn new(op: Opcode) -> Self {
-        Self { version: RDMAP_VERSION, opcode: op as u8 }
+        Self {
+            version: RDMAP_VERSION,
+            opcode: op as u8,
+        }
     }
 
     /// Splits the octet; the reserved bit is ignored.
     #[inline]
     pub const fn from_byte(b: u8) -> Self {
-        Self { version: (b & MASK_RV) >> SHIFT_RV, opcode: b & MASK_OPCODE }
+        Self {
+            version: (b & MASK_RV) >> SHIFT_RV,
+            opcode: b & MASK_OPCODE,
+        }
     }
 
     /// The octet, reserved bit zero.
@@ -157,13 +163,19 @@ impl Opcode {
     /// with Invalidate variants; the Commit draft also allows one).
     #[inline]
     pub const fn carries_invalidate_stag(self) -> bool {
-        matches!(self, Self::SendInvalidate | Self::SendSeInvalidate | Self::CommitRequest)
+        matches!(
+            self,
+            Self::SendInvalidate | Self::SendSeInvalidate | Self::CommitRequest
+        )
     }
 
     /// Whether the message asks for a Solicited Event.
     #[inline]
     pub const fn solicited(self) -> bool {
-        matches!(self, Self::SendSe | Self::SendSeInvalidate | Self::ImmediateDataSe)
+        matches!(
+            self,
+            Self::SendSe | Self::SendSeInvalidate | Self::ImmediateDataSe
+        )
     }
 
     /// Whether the message must be a single DDP segment (L = 1, MO = 0):
@@ -380,8 +392,20 @@ mod tests {
         assert_eq!(Control::new(Opcode::ReadRequest).to_byte(), 0x41);
         assert_eq!(Control::new(Opcode::CommitResponse).to_byte(), 0x4D);
         // The reserved bit (0x20) is ignored; opcode bit 4 (0x10) is kept.
-        assert_eq!(Control::from_byte(0x61), Control { version: 1, opcode: 1 });
-        assert_eq!(Control::from_byte(0x51), Control { version: 1, opcode: 0x11 });
+        assert_eq!(
+            Control::from_byte(0x61),
+            Control {
+                version: 1,
+                opcode: 1
+            }
+        );
+        assert_eq!(
+            Control::from_byte(0x51),
+            Control {
+                version: 1,
+                opcode: 0x11
+            }
+        );
         assert_eq!(Control::from_byte(0x81).version, 2);
     }
 
@@ -389,8 +413,8 @@ mod tests {
     // 0x1000, size 0x2000, source STag 0x01020304, source TO
     // 0xFFFF_0000_0000_0008.
     const RREQ: [u8; 28] = [
-        0x0A, 0x0B, 0x0C, 0x0D, 0, 0, 0, 0, 0, 0, 0x10, 0x00, 0, 0, 0x20, 0x00, 0x01, 0x02, 0x03, 0x04,
-        0xFF, 0xFF, 0, 0, 0, 0, 0, 0x08,
+        0x0A, 0x0B, 0x0C, 0x0D, 0, 0, 0, 0, 0, 0, 0x10, 0x00, 0, 0, 0x20, 0x00, 0x01, 0x02, 0x03,
+        0x04, 0xFF, 0xFF, 0, 0, 0, 0, 0, 0x08,
     ];
 
     #[test]

@@ -122,7 +122,10 @@ impl<T: AsRef<[u8]>> Header<T> {
     /// The copied DDP header (empty without D).
     pub fn terminated_ddp_header(&self) -> &[u8] {
         let s = field::DDP_HEADER;
-        self.buffer.as_ref().get(s..s + self.ddp_header_len()).unwrap_or(&[])
+        self.buffer
+            .as_ref()
+            .get(s..s + self.ddp_header_len())
+            .unwrap_or(&[])
     }
 
     /// The copied RDMA header, up to 28 octets (empty without R).
@@ -130,7 +133,11 @@ impl<T: AsRef<[u8]>> Header<T> {
         if !self.r() {
             return &[];
         }
-        let s = if self.d() { field::DDP_HEADER + self.ddp_header_len() } else { MIN_LEN };
+        let s = if self.d() {
+            field::DDP_HEADER + self.ddp_header_len()
+        } else {
+            MIN_LEN
+        };
         let rest = self.buffer.as_ref().get(s..).unwrap_or(&[]);
         rest.get(..RDMA_HEADER_LEN).unwrap_or(rest)
     }
@@ -195,7 +202,11 @@ impl Repr {
     ///   only RFC 5040 message with an RDMAP header of that size, and
     ///   RFC 7306 8.1 leaves the RDMA header out for its messages.
     pub fn for_error(error: TermError, offending: Option<&[u8]>) -> Self {
-        let none = Self { error, ddp: None, rdma: None };
+        let none = Self {
+            error,
+            ddp: None,
+            rdma: None,
+        };
         let Some(seg) = offending else { return none };
         let local_cata = error.etype == 0;
         let bad_version =
@@ -203,18 +214,28 @@ impl Repr {
         if error.layer == Layer::Llp || local_cata || bad_version {
             return none;
         }
-        let Ok(view) = ddpw::Segment::new_checked(seg) else { return none };
+        let Ok(view) = ddpw::Segment::new_checked(seg) else {
+            return none;
+        };
         let hlen = view.header_len();
         let header = HeaderCopy::new(seg.get(..hlen).unwrap_or(&[]));
         let segment_len = Some(u16::try_from(seg.len()).unwrap_or(u16::MAX));
         let is_rreq = !view.tagged()
             && view.qn() == super::rdmap::qn::READ_REQUEST
-            && Opcode::from_u8(Control::from_byte(view.rsvd_ulp()).opcode) == Some(Opcode::ReadRequest);
+            && Opcode::from_u8(Control::from_byte(view.rsvd_ulp()).opcode)
+                == Some(Opcode::ReadRequest);
         let rdma = match view.payload().get(..RDMA_HEADER_LEN) {
             Some(h) if is_rreq => Some(HeaderCopy::new(h)),
             _ => None,
         };
-        Self { error, ddp: Some(TerminatedDdp { segment_len, header }), rdma }
+        Self {
+            error,
+            ddp: Some(TerminatedDdp {
+                segment_len,
+                header,
+            }),
+            rdma,
+        }
     }
 
     /// Parses a checked view; an undefined layer is malformed.
@@ -228,7 +249,11 @@ impl Repr {
         } else {
             None
         };
-        let rdma = if h.r() { Some(HeaderCopy::new(h.terminated_rdma_header())) } else { None };
+        let rdma = if h.r() {
+            Some(HeaderCopy::new(h.terminated_rdma_header()))
+        } else {
+            None
+        };
         Ok(Self { error, ddp, rdma })
     }
 
@@ -274,7 +299,12 @@ impl Repr {
         let hdr = ddpw::Repr {
             last: true,
             ulp_ctrl: Control::new(Opcode::Terminate).to_byte(),
-            model: ddpw::Model::Untagged { rsvd_ulp: 0, qn: super::rdmap::qn::TERMINATE, msn, mo: 0 },
+            model: ddpw::Model::Untagged {
+                rsvd_ulp: 0,
+                qn: super::rdmap::qn::TERMINATE,
+                msn,
+                mo: 0,
+            },
         };
         let mut seg = ddpw::Segment::new_unchecked(&mut *out);
         hdr.emit(&mut seg);
@@ -295,7 +325,8 @@ mod tests {
         let mut b = [0u8; 46];
         b[..18].copy_from_slice(&[0x41, 0x41, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 5, 0, 0, 0, 0]);
         b[18..46].copy_from_slice(&[
-            0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0x10, 0, 0, 0, 0x20, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0x30,
+            0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0x10, 0, 0, 0, 0x20, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0,
+            0x30,
         ]);
         b
     }
@@ -320,7 +351,9 @@ mod tests {
     fn golden_full_segment_ddp_error() {
         // DDP untagged "invalid MSN range" (0x1203) on a tagged-less Send:
         // the whole Terminate segment, worked out from RFC 5040 4.8/7.1.
-        let send = [0x41u8, 0x43, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 0, 0xDD];
+        let send = [
+            0x41u8, 0x43, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 0, 0xDD,
+        ];
         let t = Repr::for_error(error::ddp::U_MSN_RANGE, Some(&send));
         let mut out = [0u8; 64];
         let n = t.emit_segment(1, &mut out).unwrap();
@@ -336,11 +369,18 @@ mod tests {
     #[test]
     fn which_errors_copy_what() {
         let seg = rreq();
-        for e in [error::ddp::T_INVALID_VERSION, error::llp::CRC, error::rdmap::LOCAL_CATA] {
+        for e in [
+            error::ddp::T_INVALID_VERSION,
+            error::llp::CRC,
+            error::rdmap::LOCAL_CATA,
+        ] {
             let t = Repr::for_error(e, Some(&seg));
             assert!(t.ddp.is_none() && t.rdma.is_none(), "{e:?}");
         }
-        assert_eq!(Repr::for_error(error::rdmap::CATA_STREAM, None).buffer_len(), MIN_LEN);
+        assert_eq!(
+            Repr::for_error(error::rdmap::CATA_STREAM, None).buffer_len(),
+            MIN_LEN
+        );
         let tagged = [0xC1u8, 0x40, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0];
         let t = Repr::for_error(error::ddp::T_BASE_BOUNDS, Some(&tagged));
         assert_eq!(t.ddp.unwrap().header.as_bytes(), &tagged[..]);
@@ -370,16 +410,24 @@ mod tests {
     }
 
     fn arb_repr() -> impl Strategy<Value = Repr> {
-        let err = (0u16..3, 0u16..16, any::<u8>())
-            .prop_map(|(l, t, c)| TermError::from_bits((l << 12) | (t << 8) | u16::from(c)).unwrap());
-        let ddp = proptest::option::of((any::<bool>(), proptest::option::of(any::<u16>()), any::<[u8; 18]>()))
-            .prop_map(|o| {
-                o.map(|(tagged, segment_len, mut h)| {
-                    h[0] = if tagged { h[0] | 0x80 } else { h[0] & 0x7F };
-                    let n = if tagged { 14 } else { 18 };
-                    TerminatedDdp { segment_len, header: HeaderCopy::new(&h[..n]) }
-                })
-            });
+        let err = (0u16..3, 0u16..16, any::<u8>()).prop_map(|(l, t, c)| {
+            TermError::from_bits((l << 12) | (t << 8) | u16::from(c)).unwrap()
+        });
+        let ddp = proptest::option::of((
+            any::<bool>(),
+            proptest::option::of(any::<u16>()),
+            any::<[u8; 18]>(),
+        ))
+        .prop_map(|o| {
+            o.map(|(tagged, segment_len, mut h)| {
+                h[0] = if tagged { h[0] | 0x80 } else { h[0] & 0x7F };
+                let n = if tagged { 14 } else { 18 };
+                TerminatedDdp {
+                    segment_len,
+                    header: HeaderCopy::new(&h[..n]),
+                }
+            })
+        });
         let rdma = proptest::option::of((any::<[u8; 28]>(), 0usize..=28))
             .prop_map(|o| o.map(|(b, n)| HeaderCopy::new(&b[..n])));
         (err, ddp, rdma).prop_map(|(error, ddp, rdma)| Repr { error, ddp, rdma })
