@@ -60,7 +60,7 @@ pub const fn count(start: u32, unmarked_len: usize) -> usize {
 /// On-wire length of an FPDU of `unmarked_len` octets starting at `start`.
 #[inline]
 pub const fn wire_len(start: u32, unmarked_len: usize) -> usize {
-    unmarked_len + MARKER_LEN * count(start, unmarked_len)
+    unmarked_len.saturating_add(MARKER_LEN * count(start, unmarked_len))
 }
 
 /// The marker for position `marker_pos` inside the FPDU starting at
@@ -122,6 +122,7 @@ mod tests {
         assert_eq!(wire_len(0, 1460), 1460 + 4 * 3);
         // Across the 2^32 wrap.
         assert_eq!(count(0xFFFF_FFF8, 16), 1);
+        assert_eq!(wire_len(0, usize::MAX), usize::MAX);
     }
 
     #[test]

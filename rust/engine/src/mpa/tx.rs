@@ -374,6 +374,7 @@ pub(crate) mod tests {
         assert_eq!(tx.write(&SoftCrc32c, b"abc", &[], &mut out), Err(TxError::BufferTooSmall));
         assert_eq!(tx.position(), 0);
         assert_eq!(tx.mulpdu(1460), 1454);
+        assert_eq!(Tx::new(true, true).wire_len(usize::MAX), usize::MAX);
         assert!(!tx.crc() && !tx.markers());
     }
 

@@ -76,14 +76,14 @@ pub type Result<T> = core::result::Result<T, Error>;
 /// Pad octets after a ULPDU of `ulpdu_len` (RFC 5044 section 4.1).
 #[inline]
 pub const fn pad_len(ulpdu_len: usize) -> usize {
-    (HEADER_LEN + ulpdu_len).wrapping_neg() & 3
+    ulpdu_len.wrapping_add(HEADER_LEN).wrapping_neg() & 3
 }
 
 /// Marker-free FPDU length for a ULPDU of `ulpdu_len`: header, ULPDU,
-/// pad, CRC. A multiple of 4.
+/// pad, CRC. A multiple of 4 (saturating for absurd lengths).
 #[inline]
 pub const fn fpdu_len(ulpdu_len: usize) -> usize {
-    HEADER_LEN + ulpdu_len + pad_len(ulpdu_len) + CRC_LEN
+    ulpdu_len.saturating_add(HEADER_LEN + CRC_LEN + pad_len(ulpdu_len))
 }
 
 /// The largest ULPDU that fits a TCP segment of `emss` payload octets
@@ -352,6 +352,8 @@ mod tests {
         assert_eq!(fpdu_len(2), 8);
         assert_eq!(fpdu_len(3), 12);
         assert_eq!(fpdu_len(65535), 2 + 65535 + 3 + 4);
+        assert_eq!(fpdu_len(usize::MAX), usize::MAX);
+        let _ = pad_len(usize::MAX);
         for n in 0..100 {
             assert_eq!(fpdu_len(n) % 4, 0);
         }
