@@ -18,7 +18,9 @@ impl Crc32c for HwCrc {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Some((cfg, rest)) = data.split_first_chunk::<4>() else { return };
+    let Some((cfg, rest)) = data.split_first_chunk::<4>() else {
+        return;
+    };
     let crc_on = cfg[0] & 1 != 0;
     let markers = cfg[0] & 2 != 0;
     let ext = usize::from(cfg[0] >> 2);
@@ -26,7 +28,11 @@ fuzz_target!(|data: &[u8]| {
     let chunk = |k: usize| 1 + usize::from(cfg[2 + k % 2]);
 
     // Arbitrary stream: must never panic, ranges stay inside the input.
-    let mut rx = Rx::new(RxConfig { crc: crc_on, markers, header_len });
+    let mut rx = Rx::new(RxConfig {
+        crc: crc_on,
+        markers,
+        header_len,
+    });
     let (mut at, mut k) = (0, 0);
     'outer: while at < rest.len() {
         let n = chunk(k).min(rest.len() - at);
@@ -38,7 +44,9 @@ fuzz_target!(|data: &[u8]| {
                 Ok(step) => {
                     assert!(step.consumed <= piece.len() - off);
                     match step.event {
-                        Some(Event::Payload(r)) => assert!(r.end <= piece.len() - off && !r.is_empty()),
+                        Some(Event::Payload(r)) => {
+                            assert!(r.end <= piece.len() - off && !r.is_empty())
+                        }
                         Some(Event::Header { .. }) => {
                             assert!(rx.header().len() <= usize::from(rx.ulpdu_len()));
                             rx.extend_header(ext);
@@ -64,12 +72,19 @@ fuzz_target!(|data: &[u8]| {
         k += 1;
         let m = &rest[at..at + n];
         let mut buf = vec![0u8; tx.wire_len(m.len())];
-        assert_eq!(tx.write(&HwCrc, &m[..n / 3], &[&m[n / 3..]], &mut buf), Ok(buf.len()));
+        assert_eq!(
+            tx.write(&HwCrc, &m[..n / 3], &[&m[n / 3..]], &mut buf),
+            Ok(buf.len())
+        );
         wire.extend_from_slice(&buf);
         msgs.push(m);
         at += n;
     }
-    let mut rx = Rx::new(RxConfig { crc: crc_on, markers, header_len });
+    let mut rx = Rx::new(RxConfig {
+        crc: crc_on,
+        markers,
+        header_len,
+    });
     let mut got: Vec<u8> = Vec::new();
     let mut done = 0;
     for piece in wire.chunks(chunk(0)) {

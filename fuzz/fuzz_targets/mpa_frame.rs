@@ -19,7 +19,9 @@ fn crc(b: u8) -> CrcPolicy {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Some((cfg, rest)) = data.split_first_chunk::<8>() else { return };
+    let Some((cfg, rest)) = data.split_first_chunk::<8>() else {
+        return;
+    };
     let split = usize::from(cfg[7]).min(rest.len());
     let (a, b) = rest.split_at(split);
     let rtr = |x: u8| RtrSet::from_flags(x & 1 != 0, x & 2 != 0, x & 4 != 0);

@@ -68,24 +68,38 @@ fn bench(c: &mut Criterion) {
         let mut dst = vec![0u8; size];
         g.throughput(Throughput::Bytes(size as u64));
         for markers in [false, true] {
-            let name = if markers { "tx+rx crc+markers" } else { "tx+rx crc" };
+            let name = if markers {
+                "tx+rx crc+markers"
+            } else {
+                "tx+rx crc"
+            };
             g.bench_with_input(BenchmarkId::new(name, size), &msg, |b, msg| {
                 b.iter(|| {
                     let mut tx = Tx::new(true, markers);
                     let n = build(&mut tx, msg, &mut wire);
-                    let mut rx = Rx::new(RxConfig { crc: true, markers, header_len: DDP_HDR });
+                    let mut rx = Rx::new(RxConfig {
+                        crc: true,
+                        markers,
+                        header_len: DDP_HDR,
+                    });
                     black_box(parse(&mut rx, &wire[..n], &mut dst))
                 })
             });
         }
         let mut tx = Tx::new(true, false);
         let n = build(&mut tx, &msg, &mut wire);
-        g.bench_with_input(BenchmarkId::new("crc32c x1 (reference)", size), &wire[..n], |b, w| {
-            b.iter(|| black_box(crc32c::crc32c(black_box(w))))
-        });
-        g.bench_with_input(BenchmarkId::new("crc32c x2 (reference)", size), &wire[..n], |b, w| {
-            b.iter(|| black_box(crc32c::crc32c(black_box(w)) ^ crc32c::crc32c(black_box(w))))
-        });
+        g.bench_with_input(
+            BenchmarkId::new("crc32c x1 (reference)", size),
+            &wire[..n],
+            |b, w| b.iter(|| black_box(crc32c::crc32c(black_box(w)))),
+        );
+        g.bench_with_input(
+            BenchmarkId::new("crc32c x2 (reference)", size),
+            &wire[..n],
+            |b, w| {
+                b.iter(|| black_box(crc32c::crc32c(black_box(w)) ^ crc32c::crc32c(black_box(w))))
+            },
+        );
     }
     g.finish();
 }

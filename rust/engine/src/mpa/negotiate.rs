@@ -44,8 +44,8 @@ use crate::error::{llp, TermError};
 use crate::mpa::rx::{Rx, RxConfig};
 use crate::mpa::tx::Tx;
 use crate::wire::mpa::{
-    Enhanced, Error, Kind, Repr, Rtr, RtrSet, ENHANCED_LEN, IRD_ORD_MASK, IRD_ORD_NO_AUTO, MAX_PRIVATE_DATA, REV_1,
-    REV_2,
+    Enhanced, Error, Kind, Repr, Rtr, RtrSet, ENHANCED_LEN, IRD_ORD_MASK, IRD_ORD_NO_AUTO,
+    MAX_PRIVATE_DATA, REV_1, REV_2,
 };
 
 /// What to do about CRC32c.
@@ -117,7 +117,11 @@ impl Framing {
 
     /// A receiver for the peer's direction, at stream offset 0.
     pub fn rx(&self, header_len: usize) -> Rx {
-        Rx::new(RxConfig { crc: self.crc, markers: self.markers_rx, header_len })
+        Rx::new(RxConfig {
+            crc: self.crc,
+            markers: self.markers_rx,
+            header_len,
+        })
     }
 }
 
@@ -219,16 +223,30 @@ const fn is_auto(v: u16) -> bool {
 }
 
 /// Validates the MPA Reply to the request [`request`] built from `cfg`.
-pub fn check_reply<'a>(cfg: &InitiatorConfig<'_>, rep: &Repr<'a>) -> Result<Negotiated<'a>, Refused<'a>> {
-    let fail = |error, framing, peer| Refused::Failed { error, framing, peer };
+pub fn check_reply<'a>(
+    cfg: &InitiatorConfig<'_>,
+    rep: &Repr<'a>,
+) -> Result<Negotiated<'a>, Refused<'a>> {
+    let fail = |error, framing, peer| Refused::Failed {
+        error,
+        framing,
+        peer,
+    };
     let req_rev = if cfg.enhanced { REV_2 } else { REV_1 };
     if rep.kind != Kind::Reply || rep.rev > req_rev {
         return Err(fail(llp::INVALID_REQ_RESP, None, rep.enhanced));
     }
     let crc = rep.crc || cfg.crc == CrcPolicy::Required;
-    let framing = Framing { crc, markers_tx: rep.markers, markers_rx: cfg.markers };
+    let framing = Framing {
+        crc,
+        markers_tx: rep.markers,
+        markers_rx: cfg.markers,
+    };
     if rep.reject {
-        return Err(Refused::Rejected { peer: rep.enhanced, private_data: rep.private_data });
+        return Err(Refused::Rejected {
+            peer: rep.enhanced,
+            private_data: rep.private_data,
+        });
     }
     if crc && cfg.crc == CrcPolicy::Never {
         return Err(fail(llp::LOCAL_CATA, Some(framing), rep.enhanced));
@@ -257,7 +275,8 @@ pub fn check_reply<'a>(cfg: &InitiatorConfig<'_>, rep: &Repr<'a>) -> Result<Nego
         (false, true) => return Err(fail(llp::INVALID_REQ_RESP, Some(framing), Some(peer))),
         _ => {}
     }
-    out.auto_ird_ord = is_auto(cfg.ird) && is_auto(cfg.ord) && is_auto(peer.ird) && is_auto(peer.ord);
+    out.auto_ird_ord =
+        is_auto(cfg.ird) && is_auto(cfg.ord) && is_auto(peer.ird) && is_auto(peer.ord);
     if out.auto_ird_ord {
         // "Initiator MUST set its IRD at least to Responder ORD"; we offered
         // `cfg.ird` as our maximum.
@@ -359,7 +378,10 @@ impl Rejection<'_> {
 
 /// Judges an MPA Request (parsed with [`Repr::parse`]; a parse error means
 /// closing the connection, RFC 5044 7.1.2).
-pub fn judge_request<'a>(cfg: &ResponderConfig, req: &Repr<'a>) -> Result<Offer<'a>, Rejection<'a>> {
+pub fn judge_request<'a>(
+    cfg: &ResponderConfig,
+    req: &Repr<'a>,
+) -> Result<Offer<'a>, Rejection<'a>> {
     let max_rev = cfg.max_rev.clamp(REV_1, REV_2);
     let rev = req.rev.min(max_rev);
     let crc = req.crc || cfg.crc == CrcPolicy::Required;
@@ -386,7 +408,11 @@ pub fn judge_request<'a>(cfg: &ResponderConfig, req: &Repr<'a>) -> Result<Offer<
         rej.error = llp::LOCAL_CATA;
         return Err(rej);
     }
-    let framing = Framing { crc, markers_tx: req.markers, markers_rx: cfg.markers };
+    let framing = Framing {
+        crc,
+        markers_tx: req.markers,
+        markers_rx: cfg.markers,
+    };
     let mut n = Negotiated {
         rev,
         framing,
@@ -399,7 +425,12 @@ pub fn judge_request<'a>(cfg: &ResponderConfig, req: &Repr<'a>) -> Result<Offer<
         private_data: req.private_data,
     };
     let Some(peer) = req.enhanced else {
-        return Ok(Offer { negotiated: n, rev, markers: cfg.markers, enhanced: None });
+        return Ok(Offer {
+            negotiated: n,
+            rev,
+            markers: cfg.markers,
+            enhanced: None,
+        });
     };
     n.enhanced = true;
     n.auto_ird_ord = is_auto(cfg.ird) && is_auto(cfg.ord) && is_auto(peer.ird) && is_auto(peer.ord);
@@ -407,7 +438,12 @@ pub fn judge_request<'a>(cfg: &ResponderConfig, req: &Repr<'a>) -> Result<Offer<
     if n.auto_ird_ord {
         if cfg.min_ord > peer.ird {
             rej.error = llp::INSUFFICIENT_IRD;
-            rej.enhanced = Some(Enhanced { ird, ord: cfg.min_ord.min(IRD_ORD_MASK), p2p: peer.p2p, rtr: RtrSet::EMPTY });
+            rej.enhanced = Some(Enhanced {
+                ird,
+                ord: cfg.min_ord.min(IRD_ORD_MASK),
+                p2p: peer.p2p,
+                rtr: RtrSet::EMPTY,
+            });
             return Err(rej);
         }
         // SHOULD be at least the initiator's ORD, SHOULD NOT be above it.
@@ -432,14 +468,22 @@ pub fn judge_request<'a>(cfg: &ResponderConfig, req: &Repr<'a>) -> Result<Offer<
             }
             None => {
                 rej.error = llp::NO_MATCHING_RTR;
-                rej.enhanced = Some(Enhanced { rtr: cfg.rtr, ..reply });
+                rej.enhanced = Some(Enhanced {
+                    rtr: cfg.rtr,
+                    ..reply
+                });
                 return Err(rej);
             }
         }
     }
     n.ird = ird;
     n.ord = ord;
-    Ok(Offer { negotiated: n, rev, markers: cfg.markers, enhanced: Some(reply) })
+    Ok(Offer {
+        negotiated: n,
+        rev,
+        markers: cfg.markers,
+        enhanced: Some(reply),
+    })
 }
 
 /// Largest ULP private data for a frame with (`enhanced`) or without the
@@ -489,7 +533,10 @@ mod tests {
         r: &ResponderConfig,
         rep_pd: &'a [u8],
         buf: &'a mut [u8; 600],
-    ) -> (Result<Negotiated<'static>, ()>, Result<Negotiated<'a>, Refused<'a>>) {
+    ) -> (
+        Result<Negotiated<'static>, ()>,
+        Result<Negotiated<'a>, Refused<'a>>,
+    ) {
         let req = request(i).unwrap();
         let mut rb = vec![0u8; req.buffer_len()];
         req.emit_bytes(&mut rb).unwrap();
@@ -498,7 +545,10 @@ mod tests {
             Ok(offer) => {
                 let n = offer.negotiated;
                 let reply = offer.accept(rep_pd).unwrap();
-                let n = Negotiated { private_data: &[], ..n };
+                let n = Negotiated {
+                    private_data: &[],
+                    ..n
+                };
                 (Ok(n), reply)
             }
             Err(rej) => (Err(()), rej.reply(rep_pd).unwrap()),
@@ -513,26 +563,72 @@ mod tests {
         // IRD 16, ORD 16, p2p with Write and Read, no CRC, M set:
         // byte 16 = M|S = 0x90, Rev 2, PD_Length 4 + 4,
         // IRD word 0x8000|16 = 80 10, ORD word 0x8000|0x4000|16 = C0 10.
-        let cfg = InitiatorConfig { markers: true, p2p: Some(RtrSet::one(Rtr::Write).with(Rtr::Read)), ..icfg() };
+        let cfg = InitiatorConfig {
+            markers: true,
+            p2p: Some(RtrSet::one(Rtr::Write).with(Rtr::Read)),
+            ..icfg()
+        };
         let mut out = [0u8; 28];
         assert_eq!(request(&cfg).unwrap().emit_bytes(&mut out), Ok(28));
-        assert_eq!(&out[16..], &[0x90, 0x02, 0x00, 0x08, 0x80, 0x10, 0xC0, 0x10, b'i', b'n', b'i', b't']);
+        assert_eq!(
+            &out[16..],
+            &[0x90, 0x02, 0x00, 0x08, 0x80, 0x10, 0xC0, 0x10, b'i', b'n', b'i', b't']
+        );
     }
 
     #[test]
     fn request_rules() {
         // No enhanced features: Rev 1, no S (RFC 6581 10).
-        let r = request(&InitiatorConfig { enhanced: false, ..icfg() }).unwrap();
+        let r = request(&InitiatorConfig {
+            enhanced: false,
+            ..icfg()
+        })
+        .unwrap();
         assert_eq!((r.rev, r.enhanced), (1, None));
-        assert_eq!(request(&InitiatorConfig { enhanced: false, p2p: Some(RtrSet::ALL), ..icfg() }), Err(Error::BadEnhanced));
-        assert_eq!(request(&InitiatorConfig { ird: 0x4000, ..icfg() }), Err(Error::BadEnhanced));
+        assert_eq!(
+            request(&InitiatorConfig {
+                enhanced: false,
+                p2p: Some(RtrSet::ALL),
+                ..icfg()
+            }),
+            Err(Error::BadEnhanced)
+        );
+        assert_eq!(
+            request(&InitiatorConfig {
+                ird: 0x4000,
+                ..icfg()
+            }),
+            Err(Error::BadEnhanced)
+        );
         let big = [0u8; 509];
-        assert_eq!(request(&InitiatorConfig { private_data: &big, ..icfg() }), Err(Error::PrivateDataTooLong));
-        assert!(request(&InitiatorConfig { private_data: &big[..508], ..icfg() }).is_ok());
-        assert!(request(&InitiatorConfig { enhanced: false, private_data: &big, ..icfg() }).is_ok());
+        assert_eq!(
+            request(&InitiatorConfig {
+                private_data: &big,
+                ..icfg()
+            }),
+            Err(Error::PrivateDataTooLong)
+        );
+        assert!(request(&InitiatorConfig {
+            private_data: &big[..508],
+            ..icfg()
+        })
+        .is_ok());
+        assert!(request(&InitiatorConfig {
+            enhanced: false,
+            private_data: &big,
+            ..icfg()
+        })
+        .is_ok());
         assert_eq!(max_private_data(true), 508);
         assert_eq!(max_private_data(false), 512);
-        assert!(request(&InitiatorConfig { crc: CrcPolicy::Required, ..icfg() }).unwrap().crc);
+        assert!(
+            request(&InitiatorConfig {
+                crc: CrcPolicy::Required,
+                ..icfg()
+            })
+            .unwrap()
+            .crc
+        );
     }
 
     #[test]
@@ -546,10 +642,25 @@ mod tests {
         assert_eq!((r.ird, r.ord), (8, 16));
         assert_eq!((i.ird, i.ord), (16, 8));
         assert!(i.auto_ird_ord && r.auto_ird_ord && i.enhanced);
-        assert_eq!(i.peer, Some(Enhanced { ird: 8, ord: 16, p2p: false, rtr: RtrSet::EMPTY }));
+        assert_eq!(
+            i.peer,
+            Some(Enhanced {
+                ird: 8,
+                ord: 16,
+                p2p: false,
+                rtr: RtrSet::EMPTY
+            })
+        );
         assert_eq!(i.private_data, b"resp");
         assert_eq!((i.rtr, r.rtr), (None, None));
-        assert_eq!(i.framing, Framing { crc: false, markers_tx: false, markers_rx: false });
+        assert_eq!(
+            i.framing,
+            Framing {
+                crc: false,
+                markers_tx: false,
+                markers_rx: false
+            }
+        );
     }
 
     #[test]
@@ -561,25 +672,69 @@ mod tests {
             (CrcPolicy::Required, CrcPolicy::Required, true),
         ] {
             let mut buf = [0u8; 600];
-            let (r, i) = exchange(&InitiatorConfig { crc: ic, ..icfg() }, &ResponderConfig { crc: rc, ..rcfg() }, b"", &mut buf);
+            let (r, i) = exchange(
+                &InitiatorConfig { crc: ic, ..icfg() },
+                &ResponderConfig { crc: rc, ..rcfg() },
+                b"",
+                &mut buf,
+            );
             assert_eq!(r.unwrap().framing.crc, want);
             assert_eq!(i.unwrap().framing.crc, want);
         }
         // Responder refusing CRC rejects; initiator refusing CRC fails.
         let mut buf = [0u8; 600];
-        let (r, i) = exchange(&InitiatorConfig { crc: CrcPolicy::Required, ..icfg() }, &ResponderConfig { crc: CrcPolicy::Never, ..rcfg() }, b"", &mut buf);
+        let (r, i) = exchange(
+            &InitiatorConfig {
+                crc: CrcPolicy::Required,
+                ..icfg()
+            },
+            &ResponderConfig {
+                crc: CrcPolicy::Never,
+                ..rcfg()
+            },
+            b"",
+            &mut buf,
+        );
         assert!(r.is_err());
         assert!(matches!(i, Err(Refused::Rejected { .. })));
         let mut buf = [0u8; 600];
-        let (_, i) = exchange(&InitiatorConfig { crc: CrcPolicy::Never, ..icfg() }, &ResponderConfig { crc: CrcPolicy::Required, ..rcfg() }, b"", &mut buf);
-        assert!(matches!(i, Err(Refused::Failed { error: llp::LOCAL_CATA, .. })));
+        let (_, i) = exchange(
+            &InitiatorConfig {
+                crc: CrcPolicy::Never,
+                ..icfg()
+            },
+            &ResponderConfig {
+                crc: CrcPolicy::Required,
+                ..rcfg()
+            },
+            b"",
+            &mut buf,
+        );
+        assert!(matches!(
+            i,
+            Err(Refused::Failed {
+                error: llp::LOCAL_CATA,
+                ..
+            })
+        ));
     }
 
     #[test]
     fn markers_per_direction() {
         for (im, rm) in [(false, false), (true, false), (false, true), (true, true)] {
             let mut buf = [0u8; 600];
-            let (r, i) = exchange(&InitiatorConfig { markers: im, ..icfg() }, &ResponderConfig { markers: rm, ..rcfg() }, b"", &mut buf);
+            let (r, i) = exchange(
+                &InitiatorConfig {
+                    markers: im,
+                    ..icfg()
+                },
+                &ResponderConfig {
+                    markers: rm,
+                    ..rcfg()
+                },
+                b"",
+                &mut buf,
+            );
             let (r, i) = (r.unwrap(), i.unwrap());
             assert_eq!((i.framing.markers_rx, i.framing.markers_tx), (im, rm));
             assert_eq!((r.framing.markers_rx, r.framing.markers_tx), (rm, im));
@@ -591,37 +746,99 @@ mod tests {
     #[test]
     fn rev_negotiation() {
         // Rev 1 responder, unenhanced Rev 1 request: fine.
-        let rc1 = ResponderConfig { max_rev: 1, ..rcfg() };
+        let rc1 = ResponderConfig {
+            max_rev: 1,
+            ..rcfg()
+        };
         let mut buf = [0u8; 600];
-        let (r, i) = exchange(&InitiatorConfig { enhanced: false, ..icfg() }, &rc1, b"x", &mut buf);
+        let (r, i) = exchange(
+            &InitiatorConfig {
+                enhanced: false,
+                ..icfg()
+            },
+            &rc1,
+            b"x",
+            &mut buf,
+        );
         assert_eq!(r.unwrap().rev, 1);
         let i = i.unwrap();
-        assert_eq!((i.rev, i.enhanced, i.peer, i.ird, i.ord), (1, false, None, 16, 16));
+        assert_eq!(
+            (i.rev, i.enhanced, i.peer, i.ird, i.ord),
+            (1, false, None, 16, 16)
+        );
         // Rev 1 responder, enhanced request: close, no reply.
         let req = request(&icfg()).unwrap();
         let rej = judge_request(&rc1, &req).unwrap_err();
         assert!(!rej.send_reply);
         // Rev 2 responder, Rev 1 request: Rev 1 unenhanced reply.
-        let req = request(&InitiatorConfig { enhanced: false, ..icfg() }).unwrap();
+        let req = request(&InitiatorConfig {
+            enhanced: false,
+            ..icfg()
+        })
+        .unwrap();
         let off = judge_request(&rcfg(), &req).unwrap();
         let rep = off.accept(b"").unwrap();
         assert_eq!((rep.rev, rep.enhanced), (1, None));
         // A reply with a higher Rev than the request is invalid.
         let bad = Repr { rev: 2, ..rep };
         assert!(matches!(
-            check_reply(&InitiatorConfig { enhanced: false, ..icfg() }, &bad),
-            Err(Refused::Failed { error: llp::INVALID_REQ_RESP, .. })
+            check_reply(
+                &InitiatorConfig {
+                    enhanced: false,
+                    ..icfg()
+                },
+                &bad
+            ),
+            Err(Refused::Failed {
+                error: llp::INVALID_REQ_RESP,
+                ..
+            })
         ));
         // Enhanced request answered unenhanced (and vice versa): invalid.
-        assert!(matches!(check_reply(&icfg(), &Repr { rev: 1, ..rep }), Err(Refused::Failed { error: llp::INVALID_REQ_RESP, .. })));
-        let enh = Repr { rev: 2, enhanced: Some(Enhanced::default()), ..rep };
         assert!(matches!(
-            check_reply(&InitiatorConfig { enhanced: false, ..icfg() }, &enh),
-            Err(Refused::Failed { error: llp::INVALID_REQ_RESP, .. })
+            check_reply(&icfg(), &Repr { rev: 1, ..rep }),
+            Err(Refused::Failed {
+                error: llp::INVALID_REQ_RESP,
+                ..
+            })
+        ));
+        let enh = Repr {
+            rev: 2,
+            enhanced: Some(Enhanced::default()),
+            ..rep
+        };
+        assert!(matches!(
+            check_reply(
+                &InitiatorConfig {
+                    enhanced: false,
+                    ..icfg()
+                },
+                &enh
+            ),
+            Err(Refused::Failed {
+                error: llp::INVALID_REQ_RESP,
+                ..
+            })
         ));
         // Wrong key: a request where a reply was expected, and vice versa.
-        assert!(matches!(check_reply(&icfg(), &Repr { kind: Kind::Request, ..enh }), Err(Refused::Failed { .. })));
-        let rej = judge_request(&rcfg(), &Repr { kind: Kind::Reply, ..enh }).unwrap_err();
+        assert!(matches!(
+            check_reply(
+                &icfg(),
+                &Repr {
+                    kind: Kind::Request,
+                    ..enh
+                }
+            ),
+            Err(Refused::Failed { .. })
+        ));
+        let rej = judge_request(
+            &rcfg(),
+            &Repr {
+                kind: Kind::Reply,
+                ..enh
+            },
+        )
+        .unwrap_err();
         assert_eq!((rej.error, rej.send_reply), (llp::INVALID_REQ_RESP, false));
     }
 
@@ -629,7 +846,10 @@ mod tests {
     fn responder_requires_ord() {
         // Initiator IRD 4 < responder's required ORD 6: reject carrying ORD 6.
         let i = InitiatorConfig { ird: 4, ..icfg() };
-        let r = ResponderConfig { min_ord: 6, ..rcfg() };
+        let r = ResponderConfig {
+            min_ord: 6,
+            ..rcfg()
+        };
         let req = request(&i).unwrap();
         let rej = judge_request(&r, &req).unwrap_err();
         assert_eq!(rej.error, llp::INSUFFICIENT_IRD);
@@ -639,7 +859,10 @@ mod tests {
         assert_eq!(rep.enhanced.unwrap().ord, 6);
         // The initiator passes the peer values up with the reject.
         match check_reply(&i, &rep) {
-            Err(Refused::Rejected { peer: Some(p), private_data }) => {
+            Err(Refused::Rejected {
+                peer: Some(p),
+                private_data,
+            }) => {
                 assert_eq!((p.ord, private_data), (6, &b"need more"[..]));
             }
             other => panic!("{other:?}"),
@@ -658,11 +881,20 @@ mod tests {
             crc: true,
             reject: false,
             rev: 2,
-            enhanced: Some(Enhanced { ird: 4, ord: 20, p2p: false, rtr: RtrSet::EMPTY }),
+            enhanced: Some(Enhanced {
+                ird: 4,
+                ord: 20,
+                p2p: false,
+                rtr: RtrSet::EMPTY,
+            }),
             private_data: b"",
         };
         match check_reply(&icfg(), &rep) {
-            Err(Refused::Failed { error, framing: Some(f), peer: Some(p) }) => {
+            Err(Refused::Failed {
+                error,
+                framing: Some(f),
+                peer: Some(p),
+            }) => {
                 assert_eq!(error, llp::INSUFFICIENT_IRD);
                 assert!(f.crc);
                 assert_eq!(p.ord, 20);
@@ -670,14 +902,31 @@ mod tests {
             other => panic!("{other:?}"),
         }
         // ORD 16 fits: IRD 16, ORD = min(16, 4).
-        let n = check_reply(&icfg(), &Repr { enhanced: Some(Enhanced { ord: 16, ..rep.enhanced.unwrap() }), ..rep }).unwrap();
+        let n = check_reply(
+            &icfg(),
+            &Repr {
+                enhanced: Some(Enhanced {
+                    ord: 16,
+                    ..rep.enhanced.unwrap()
+                }),
+                ..rep
+            },
+        )
+        .unwrap();
         assert_eq!((n.ird, n.ord), (16, 4));
     }
 
     #[test]
     fn no_auto_ird_ord() {
-        let i = InitiatorConfig { ird: IRD_ORD_NO_AUTO, ord: IRD_ORD_NO_AUTO, ..icfg() };
-        let r = ResponderConfig { min_ord: 100, ..rcfg() };
+        let i = InitiatorConfig {
+            ird: IRD_ORD_NO_AUTO,
+            ord: IRD_ORD_NO_AUTO,
+            ..icfg()
+        };
+        let r = ResponderConfig {
+            min_ord: 100,
+            ..rcfg()
+        };
         let mut buf = [0u8; 600];
         let (rn, inn) = exchange(&i, &r, b"", &mut buf);
         let (rn, inn) = (rn.unwrap(), inn.unwrap());
@@ -700,8 +949,14 @@ mod tests {
             (w, rd.with(Rtr::Send), None),
             (RtrSet::EMPTY, RtrSet::ALL, None),
         ] {
-            let i = InitiatorConfig { p2p: Some(offer), ..icfg() };
-            let r = ResponderConfig { rtr: accept, ..rcfg() };
+            let i = InitiatorConfig {
+                p2p: Some(offer),
+                ..icfg()
+            };
+            let r = ResponderConfig {
+                rtr: accept,
+                ..rcfg()
+            };
             let mut buf = [0u8; 600];
             let (rn, inn) = exchange(&i, &r, b"", &mut buf);
             match want {
@@ -715,45 +970,124 @@ mod tests {
                 None => {
                     assert!(rn.is_err());
                     match inn {
-                        Err(Refused::Rejected { peer: Some(p), .. }) => assert!(p.p2p && p.rtr == accept),
+                        Err(Refused::Rejected { peer: Some(p), .. }) => {
+                            assert!(p.p2p && p.rtr == accept)
+                        }
                         other => panic!("{other:?}"),
                     }
                     let req = request(&i).unwrap();
-                    assert_eq!(judge_request(&r, &req).unwrap_err().error, llp::NO_MATCHING_RTR);
+                    assert_eq!(
+                        judge_request(&r, &req).unwrap_err().error,
+                        llp::NO_MATCHING_RTR
+                    );
                 }
             }
         }
         // Read RTR needs IRD/ORD credits: initiator ORD 0 rules it out.
-        let i = InitiatorConfig { ord: 0, p2p: Some(rd), ..icfg() };
+        let i = InitiatorConfig {
+            ord: 0,
+            p2p: Some(rd),
+            ..icfg()
+        };
         let req = request(&i).unwrap();
-        assert_eq!(judge_request(&rcfg(), &req).unwrap_err().error, llp::NO_MATCHING_RTR);
+        assert_eq!(
+            judge_request(&rcfg(), &req).unwrap_err().error,
+            llp::NO_MATCHING_RTR
+        );
     }
 
     #[test]
     fn initiator_rtr_checks() {
-        let i = InitiatorConfig { p2p: Some(RtrSet::one(Rtr::Write)), ..icfg() };
+        let i = InitiatorConfig {
+            p2p: Some(RtrSet::one(Rtr::Write)),
+            ..icfg()
+        };
         let base = Repr {
             kind: Kind::Reply,
             markers: false,
             crc: false,
             reject: false,
             rev: 2,
-            enhanced: Some(Enhanced { ird: 4, ord: 4, p2p: true, rtr: RtrSet::one(Rtr::Read) }),
+            enhanced: Some(Enhanced {
+                ird: 4,
+                ord: 4,
+                p2p: true,
+                rtr: RtrSet::one(Rtr::Read),
+            }),
             private_data: b"",
         };
         // Flags, but none we can send: error 7.
-        assert!(matches!(check_reply(&i, &base), Err(Refused::Failed { error: llp::NO_MATCHING_RTR, .. })));
+        assert!(matches!(
+            check_reply(&i, &base),
+            Err(Refused::Failed {
+                error: llp::NO_MATCHING_RTR,
+                ..
+            })
+        ));
         // A set, no flags: the ULP must Send.
-        let e = Enhanced { rtr: RtrSet::EMPTY, ..base.enhanced.unwrap() };
-        assert_eq!(check_reply(&i, &Repr { enhanced: Some(e), ..base }).unwrap().rtr, Some(RtrMode::UlpSend));
+        let e = Enhanced {
+            rtr: RtrSet::EMPTY,
+            ..base.enhanced.unwrap()
+        };
+        assert_eq!(
+            check_reply(
+                &i,
+                &Repr {
+                    enhanced: Some(e),
+                    ..base
+                }
+            )
+            .unwrap()
+            .rtr,
+            Some(RtrMode::UlpSend)
+        );
         // A cleared although we asked: error 7; A set although we did not: invalid.
-        let e = Enhanced { p2p: false, rtr: RtrSet::EMPTY, ..e };
-        assert!(matches!(check_reply(&i, &Repr { enhanced: Some(e), ..base }), Err(Refused::Failed { error: llp::NO_MATCHING_RTR, .. })));
-        assert!(matches!(check_reply(&icfg(), &base), Err(Refused::Failed { error: llp::INVALID_REQ_RESP, .. })));
+        let e = Enhanced {
+            p2p: false,
+            rtr: RtrSet::EMPTY,
+            ..e
+        };
+        assert!(matches!(
+            check_reply(
+                &i,
+                &Repr {
+                    enhanced: Some(e),
+                    ..base
+                }
+            ),
+            Err(Refused::Failed {
+                error: llp::NO_MATCHING_RTR,
+                ..
+            })
+        ));
+        assert!(matches!(
+            check_reply(&icfg(), &base),
+            Err(Refused::Failed {
+                error: llp::INVALID_REQ_RESP,
+                ..
+            })
+        ));
         // Several flags: Write preferred.
-        let e = Enhanced { rtr: RtrSet::ALL, ..base.enhanced.unwrap() };
-        let i2 = InitiatorConfig { p2p: Some(RtrSet::ALL), ..icfg() };
-        assert_eq!(check_reply(&i2, &Repr { enhanced: Some(e), ..base }).unwrap().rtr, Some(RtrMode::Zero(Rtr::Write)));
+        let e = Enhanced {
+            rtr: RtrSet::ALL,
+            ..base.enhanced.unwrap()
+        };
+        let i2 = InitiatorConfig {
+            p2p: Some(RtrSet::ALL),
+            ..icfg()
+        };
+        assert_eq!(
+            check_reply(
+                &i2,
+                &Repr {
+                    enhanced: Some(e),
+                    ..base
+                }
+            )
+            .unwrap()
+            .rtr,
+            Some(RtrMode::Zero(Rtr::Write))
+        );
     }
 
     #[test]
@@ -778,20 +1112,31 @@ mod tests {
         b[..16].copy_from_slice(b"MPA ID Req Frame");
         b[16..24].copy_from_slice(&[0x50, 0x02, 0x00, 0x04, 0x80, 0x10, 0xC0, 0x10]);
         let req = Repr::parse_bytes(&b).unwrap();
-        let off = judge_request(&ResponderConfig { rtr: RtrSet::one(Rtr::Write), ..rcfg() }, &req).unwrap();
+        let off = judge_request(
+            &ResponderConfig {
+                rtr: RtrSet::one(Rtr::Write),
+                ..rcfg()
+            },
+            &req,
+        )
+        .unwrap();
         let rep = off.accept(b"").unwrap();
         let mut out = [0u8; 24];
         rep.emit_bytes(&mut out).unwrap();
         // Reply: "MPA ID Rep Frame", C|S, Rev 2, PD 4, IRD 0x8000|8,
         // ORD 0x8000 (Write RTR) | 16.
         assert_eq!(&out[..16], b"MPA ID Rep Frame");
-        assert_eq!(&out[16..], &[0x50, 0x02, 0x00, 0x04, 0x80, 0x08, 0x80, 0x10]);
+        assert_eq!(
+            &out[16..],
+            &[0x50, 0x02, 0x00, 0x04, 0x80, 0x08, 0x80, 0x10]
+        );
         assert_eq!(off.negotiated.rtr, Some(RtrMode::Zero(Rtr::Write)));
         assert!(off.negotiated.framing.crc);
     }
 
     fn arb_rtr() -> impl Strategy<Value = RtrSet> {
-        (any::<bool>(), any::<bool>(), any::<bool>()).prop_map(|(a, b, c)| RtrSet::from_flags(a, b, c))
+        (any::<bool>(), any::<bool>(), any::<bool>())
+            .prop_map(|(a, b, c)| RtrSet::from_flags(a, b, c))
     }
 
     fn arb_ird() -> impl Strategy<Value = u16> {
@@ -799,7 +1144,11 @@ mod tests {
     }
 
     fn arb_crc() -> impl Strategy<Value = CrcPolicy> {
-        prop_oneof![Just(CrcPolicy::IfPeerAsks), Just(CrcPolicy::Required), Just(CrcPolicy::Never)]
+        prop_oneof![
+            Just(CrcPolicy::IfPeerAsks),
+            Just(CrcPolicy::Required),
+            Just(CrcPolicy::Never)
+        ]
     }
 
     proptest! {

@@ -140,7 +140,10 @@ impl Rx {
 
     /// A receiver whose next octet has stream offset `pos` and starts an FPDU.
     pub fn at(cfg: RxConfig, pos: u32) -> Self {
-        let cfg = RxConfig { header_len: cfg.header_len.min(MAX_HEADER), ..cfg };
+        let cfg = RxConfig {
+            header_len: cfg.header_len.min(MAX_HEADER),
+            ..cfg
+        };
         Rx {
             cfg,
             state: State::Len { have: 0 },
@@ -229,25 +232,36 @@ impl Rx {
         loop {
             // Leaving HeaderReady needs no input.
             if self.state == State::HeaderReady {
-                self.state = if self.body_left > 0 { State::Payload } else { State::Pad };
+                self.state = if self.body_left > 0 {
+                    State::Payload
+                } else {
+                    State::Pad
+                };
                 self.pad_left = pad_len(usize::from(self.ulpdu_len));
             }
             let Some(rest) = input.get(i..) else {
-                return Ok(Step { consumed: input.len(), event: None });
+                return Ok(Step {
+                    consumed: input.len(),
+                    event: None,
+                });
             };
             if self.state == State::Pad && self.pad_left == 0 {
                 self.state = State::Crc;
                 self.tail_have = 0;
             }
             if rest.is_empty() {
-                return Ok(Step { consumed: i, event: None });
+                return Ok(Step {
+                    consumed: i,
+                    event: None,
+                });
             }
 
             // Markers come first: one is due at every 512th octet.
             if self.cfg.markers && (self.marker.is_some() || markers::is_marker_pos(self.pos)) {
                 let have = self.marker.unwrap_or(0);
                 let n = (MARKER_LEN - have).min(rest.len());
-                let (Some(src), Some(dst)) = (rest.get(..n), self.mbuf.get_mut(have..have + n)) else {
+                let (Some(src), Some(dst)) = (rest.get(..n), self.mbuf.get_mut(have..have + n))
+                else {
                     return self.fail(llp::MARKER);
                 };
                 dst.copy_from_slice(src);
@@ -262,25 +276,36 @@ impl Rx {
                 let at = self.pos.wrapping_sub(MARKER_LEN as u32);
                 match markers::check(self.mbuf, at, self.fpdu_start) {
                     Ok(fpduptr) => {
-                        return Ok(Step { consumed: i, event: Some(Event::Marker { fpduptr }) });
+                        return Ok(Step {
+                            consumed: i,
+                            event: Some(Event::Marker { fpduptr }),
+                        });
                     }
                     Err(e) => return self.fail(e),
                 }
             }
-            let room = if self.cfg.markers { markers::to_next_marker(self.pos) as usize } else { usize::MAX };
+            let room = if self.cfg.markers {
+                markers::to_next_marker(self.pos) as usize
+            } else {
+                usize::MAX
+            };
             let avail = rest.len().min(room);
 
             match self.state {
                 State::Len { have } => {
                     let have = usize::from(have);
                     let n = (2 - have).min(avail);
-                    if let (Some(src), Some(dst)) = (rest.get(..n), self.len_buf.get_mut(have..have + n)) {
+                    if let (Some(src), Some(dst)) =
+                        (rest.get(..n), self.len_buf.get_mut(have..have + n))
+                    {
                         dst.copy_from_slice(src);
                     }
                     self.consume_crc(crc, rest, n);
                     i += n;
                     if have + n < 2 {
-                        self.state = State::Len { have: (have + n) as u8 };
+                        self.state = State::Len {
+                            have: (have + n) as u8,
+                        };
                         continue;
                     }
                     self.ulpdu_len = u16::from_be_bytes(self.len_buf);
@@ -293,7 +318,10 @@ impl Rx {
                 }
                 State::Header => {
                     let n = (self.hdr_want - self.hdr_have).min(avail);
-                    if let (Some(src), Some(dst)) = (rest.get(..n), self.hdr.get_mut(self.hdr_have..self.hdr_have + n)) {
+                    if let (Some(src), Some(dst)) = (
+                        rest.get(..n),
+                        self.hdr.get_mut(self.hdr_have..self.hdr_have + n),
+                    ) {
                         dst.copy_from_slice(src);
                     }
                     self.consume_crc(crc, rest, n);
@@ -312,7 +340,10 @@ impl Rx {
                     }
                     let start = i;
                     i += n;
-                    return Ok(Step { consumed: i, event: Some(Event::Payload(start..i)) });
+                    return Ok(Step {
+                        consumed: i,
+                        event: Some(Event::Payload(start..i)),
+                    });
                 }
                 State::Pad => {
                     // RFC 5044 4.1: pad is ignored on receipt, except for the CRC.
@@ -323,7 +354,10 @@ impl Rx {
                 }
                 State::Crc => {
                     let n = (CRC_LEN - self.tail_have).min(avail);
-                    if let (Some(src), Some(dst)) = (rest.get(..n), self.tail.get_mut(self.tail_have..self.tail_have + n)) {
+                    if let (Some(src), Some(dst)) = (
+                        rest.get(..n),
+                        self.tail.get_mut(self.tail_have..self.tail_have + n),
+                    ) {
                         dst.copy_from_slice(src);
                     }
                     self.tail_have += n;
@@ -338,7 +372,10 @@ impl Rx {
                     self.state = State::Len { have: 0 };
                     self.fpdu_start = self.pos;
                     self.crc = 0;
-                    return Ok(Step { consumed: i, event: Some(Event::Complete) });
+                    return Ok(Step {
+                        consumed: i,
+                        event: Some(Event::Complete),
+                    });
                 }
                 State::HeaderReady => {}
             }
@@ -348,7 +385,12 @@ impl Rx {
     fn header_ready(&mut self, consumed: usize) -> Step {
         self.body_left = usize::from(self.ulpdu_len) - self.hdr_have;
         self.state = State::HeaderReady;
-        Step { consumed, event: Some(Event::Header { ulpdu_len: self.ulpdu_len }) }
+        Step {
+            consumed,
+            event: Some(Event::Header {
+                ulpdu_len: self.ulpdu_len,
+            }),
+        }
     }
 
     /// Feeds `rest[..n]` to the CRC and advances the stream offset.
@@ -421,7 +463,11 @@ mod tests {
     }
 
     fn cfg(crc: bool, markers: bool, header_len: usize) -> RxConfig {
-        RxConfig { crc, markers, header_len }
+        RxConfig {
+            crc,
+            markers,
+            header_len,
+        }
     }
 
     #[test]
@@ -513,10 +559,19 @@ mod tests {
     #[test]
     fn empty_input() {
         let mut rx = Rx::new(cfg(true, true, 8));
-        assert_eq!(rx.poll(&SoftCrc32c, &[]), Ok(Step { consumed: 0, event: None }));
+        assert_eq!(
+            rx.poll(&SoftCrc32c, &[]),
+            Ok(Step {
+                consumed: 0,
+                event: None
+            })
+        );
         assert!(rx.at_boundary());
         assert_eq!(rx.config().header_len, 8);
-        assert_eq!(Rx::new(cfg(true, true, 1000)).config().header_len, MAX_HEADER);
+        assert_eq!(
+            Rx::new(cfg(true, true, 1000)).config().header_len,
+            MAX_HEADER
+        );
     }
 
     proptest! {

@@ -44,7 +44,11 @@ impl Tx {
     /// first octet after our MPA Request/Reply). `crc`: negotiated CRC;
     /// `markers`: the peer asked for markers (its M bit).
     pub const fn new(crc: bool, markers: bool) -> Self {
-        Tx { crc, markers, pos: 0 }
+        Tx {
+            crc,
+            markers,
+            pos: 0,
+        }
     }
 
     /// Offset of the next octet in the stream, relative to the marker
@@ -80,7 +84,11 @@ impl Tx {
 
     /// Plans the next FPDU carrying `header` followed by the `payload`
     /// slices, and advances the stream offset past it.
-    pub fn fpdu<'a>(&mut self, header: &'a [u8], payload: &'a [&'a [u8]]) -> Result<FpduWriter<'a>, TxError> {
+    pub fn fpdu<'a>(
+        &mut self,
+        header: &'a [u8],
+        payload: &'a [&'a [u8]],
+    ) -> Result<FpduWriter<'a>, TxError> {
         let mut ulpdu_len = header.len();
         for p in payload {
             ulpdu_len = ulpdu_len.saturating_add(p.len());
@@ -170,7 +178,10 @@ pub struct Inline {
 
 impl Inline {
     fn new(buf: [u8; 4], len: usize) -> Self {
-        Inline { buf, len: len.min(4) as u8 }
+        Inline {
+            buf,
+            len: len.min(4) as u8,
+        }
     }
 
     /// The octets.
@@ -247,7 +258,11 @@ impl<'a> FpduWriter<'a> {
             self.emit(crc, &m);
             return Some(Segment::Inline(Inline::new(m, 4)));
         }
-        let room = if self.markers { markers::to_next_marker(self.pos) as usize } else { usize::MAX };
+        let room = if self.markers {
+            markers::to_next_marker(self.pos) as usize
+        } else {
+            usize::MAX
+        };
         match self.phase {
             Phase::Len => {
                 let [a, b] = self.ulpdu_len.to_be_bytes();
@@ -307,9 +322,15 @@ pub(crate) mod tests {
     fn no_markers_matches_wire_repr() {
         let mut tx = Tx::new(true, false);
         let mut out = [0u8; 64];
-        let n = tx.write(&SoftCrc32c, b"hdr", &[b"pay", b"", b"load"], &mut out).unwrap();
+        let n = tx
+            .write(&SoftCrc32c, b"hdr", &[b"pay", b"", b"load"], &mut out)
+            .unwrap();
         let mut want = [0u8; 64];
-        Repr { ulpdu: b"hdrpayload" }.emit(&mut Frame::new_unchecked(&mut want[..]), Some(&SoftCrc32c)).unwrap();
+        Repr {
+            ulpdu: b"hdrpayload",
+        }
+        .emit(&mut Frame::new_unchecked(&mut want[..]), Some(&SoftCrc32c))
+        .unwrap();
         assert_eq!(n, 16);
         assert_eq!(&out[..n], &want[..16]);
         assert_eq!(tx.position(), 16);
@@ -371,7 +392,10 @@ pub(crate) mod tests {
         let mut tx = Tx::new(false, false);
         assert_eq!(tx.fpdu(&big, &[]).err(), Some(TxError::TooLong));
         let mut out = [0u8; 11];
-        assert_eq!(tx.write(&SoftCrc32c, b"abc", &[], &mut out), Err(TxError::BufferTooSmall));
+        assert_eq!(
+            tx.write(&SoftCrc32c, b"abc", &[], &mut out),
+            Err(TxError::BufferTooSmall)
+        );
         assert_eq!(tx.position(), 0);
         assert_eq!(tx.mulpdu(1460), 1454);
         assert_eq!(Tx::new(true, true).wire_len(usize::MAX), usize::MAX);

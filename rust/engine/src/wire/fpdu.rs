@@ -173,7 +173,10 @@ impl<T: AsRef<[u8]>> Frame<T> {
     #[inline]
     pub fn pad(&self) -> &[u8] {
         let start = field::ULPDU + usize::from(self.ulpdu_len());
-        self.buffer.as_ref().get(start..self.crc_at()).unwrap_or(&[])
+        self.buffer
+            .as_ref()
+            .get(start..self.crc_at())
+            .unwrap_or(&[])
     }
 
     /// The CRC field as the finished CRC32c value.
@@ -211,7 +214,10 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Frame<T> {
     #[inline]
     pub fn ulpdu_mut(&mut self) -> &mut [u8] {
         let end = field::ULPDU + usize::from(self.ulpdu_len());
-        self.buffer.as_mut().get_mut(field::ULPDU..end).unwrap_or(&mut [])
+        self.buffer
+            .as_mut()
+            .get_mut(field::ULPDU..end)
+            .unwrap_or(&mut [])
     }
 
     /// Zeroes the pad (RFC 5044 section 4.1: pad MUST be zero when sent).
@@ -325,13 +331,17 @@ mod tests {
     fn golden_fpdu() {
         let ulpdu = [0u8; 30];
         let mut buf = [0xEEu8; 36];
-        Repr { ulpdu: &ulpdu }.emit(&mut Frame::new_unchecked(&mut buf[..]), Some(&SoftCrc32c)).unwrap();
+        Repr { ulpdu: &ulpdu }
+            .emit(&mut Frame::new_unchecked(&mut buf[..]), Some(&SoftCrc32c))
+            .unwrap();
         let mut covered = [0u8; 32];
         covered[1] = 0x1E;
         assert_eq!(&buf[..32], &covered);
         assert_eq!(&buf[32..], &crc32c::crc32c(&covered).to_le_bytes());
         // CRC off: field zero.
-        Repr { ulpdu: &ulpdu }.emit(&mut Frame::new_unchecked(&mut buf[..]), None::<&SoftCrc32c>).unwrap();
+        Repr { ulpdu: &ulpdu }
+            .emit(&mut Frame::new_unchecked(&mut buf[..]), None::<&SoftCrc32c>)
+            .unwrap();
         assert_eq!(&buf[32..], &[0, 0, 0, 0]);
     }
 
@@ -340,7 +350,9 @@ mod tests {
     #[test]
     fn golden_empty_fpdu() {
         let mut buf = [0xEEu8; 8];
-        Repr { ulpdu: &[] }.emit(&mut Frame::new_unchecked(&mut buf[..]), Some(&SoftCrc32c)).unwrap();
+        Repr { ulpdu: &[] }
+            .emit(&mut Frame::new_unchecked(&mut buf[..]), Some(&SoftCrc32c))
+            .unwrap();
         assert_eq!(buf, [0, 0, 0, 0, 0xc7, 0x4b, 0x67, 0x48]);
         assert_eq!(crc32c::crc32c(&[0u8; 4]), 0x4867_4BC7);
     }
@@ -379,7 +391,8 @@ mod tests {
         for emss in 8..5000 {
             assert!(fpdu_len(mulpdu(emss, false)) <= emss, "{emss}");
             let m = mulpdu(emss, true);
-            let worst = fpdu_len(m) + MARKER_LEN * fpdu_len(m).div_ceil(MARKER_INTERVAL - MARKER_LEN);
+            let worst =
+                fpdu_len(m) + MARKER_LEN * fpdu_len(m).div_ceil(MARKER_INTERVAL - MARKER_LEN);
             assert!(m == 0 || worst <= emss + MARKER_LEN, "{emss}");
         }
     }
@@ -397,12 +410,18 @@ mod tests {
         assert_eq!(f.ulpdu(), b"abc");
         assert!(f.check_crc(&SoftCrc32c));
         let f = Frame::new_checked(&buf[..]).unwrap();
-        assert_eq!(Repr::parse(&f, Some(&SoftCrc32c)), Ok(Repr { ulpdu: b"abc" }));
+        assert_eq!(
+            Repr::parse(&f, Some(&SoftCrc32c)),
+            Ok(Repr { ulpdu: b"abc" })
+        );
         let mut bad = buf;
         bad[3] ^= 1;
         let f = Frame::new_unchecked(&bad[..]);
         assert_eq!(Repr::parse(&f, Some(&SoftCrc32c)), Err(Error::BadCrc));
-        assert_eq!(Repr::parse(&f, None::<&SoftCrc32c>), Ok(Repr { ulpdu: b"acc" }));
+        assert_eq!(
+            Repr::parse(&f, None::<&SoftCrc32c>),
+            Ok(Repr { ulpdu: b"acc" })
+        );
         assert_eq!(Error::BadCrc.term(), crate::error::llp::CRC);
         assert!(Frame::new_checked(&buf[..11]).is_err());
         assert!(Frame::new_checked(&buf[..1]).is_err());
@@ -415,7 +434,10 @@ mod tests {
             Err(Error::TooLong)
         );
         assert_eq!(
-            Repr { ulpdu: b"abc" }.emit(&mut Frame::new_unchecked(&mut out[..11]), None::<&SoftCrc32c>),
+            Repr { ulpdu: b"abc" }.emit(
+                &mut Frame::new_unchecked(&mut out[..11]),
+                None::<&SoftCrc32c>
+            ),
             Err(Error::Truncated)
         );
     }

@@ -358,7 +358,10 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Frame<T> {
     #[inline]
     pub fn private_data_mut(&mut self) -> &mut [u8] {
         let end = self.total_len().min(self.buffer.as_ref().len());
-        self.buffer.as_mut().get_mut(field::PRIVATE_DATA..end).unwrap_or(&mut [])
+        self.buffer
+            .as_mut()
+            .get_mut(field::PRIVATE_DATA..end)
+            .unwrap_or(&mut [])
     }
 }
 
@@ -453,18 +456,28 @@ pub struct Enhanced {
 impl Enhanced {
     /// Parses the 4 bytes at the start of the private data.
     pub fn parse(bytes: &[u8]) -> Result<Self> {
-        let (Some(&[i0, i1]), Some(&[o0, o1])) = (bytes.get(field::IRD), bytes.get(field::ORD)) else {
+        let (Some(&[i0, i1]), Some(&[o0, o1])) = (bytes.get(field::IRD), bytes.get(field::ORD))
+        else {
             return Err(Error::BadEnhanced);
         };
         let ird = u16::from_be_bytes([i0, i1]);
         let ord = u16::from_be_bytes([o0, o1]);
         let p2p = ird & field::IRD_A != 0;
         let rtr = if p2p {
-            RtrSet::from_flags(ird & field::IRD_B != 0, ord & field::ORD_C != 0, ord & field::ORD_D != 0)
+            RtrSet::from_flags(
+                ird & field::IRD_B != 0,
+                ord & field::ORD_C != 0,
+                ord & field::ORD_D != 0,
+            )
         } else {
             RtrSet::EMPTY
         };
-        Ok(Enhanced { ird: ird & IRD_ORD_MASK, ord: ord & IRD_ORD_MASK, p2p, rtr })
+        Ok(Enhanced {
+            ird: ird & IRD_ORD_MASK,
+            ord: ord & IRD_ORD_MASK,
+            p2p,
+            rtr,
+        })
     }
 
     /// Writes the 4 bytes; `Err(BadEnhanced)` if IRD or ORD exceeds 14 bits.
@@ -532,7 +545,9 @@ impl<'a> Repr<'a> {
         }
         let b: &'a T = frame.buffer;
         let buf: &'a [u8] = b.as_ref();
-        let pd = buf.get(field::PRIVATE_DATA..frame.total_len()).ok_or(Error::Truncated)?;
+        let pd = buf
+            .get(field::PRIVATE_DATA..frame.total_len())
+            .ok_or(Error::Truncated)?;
         let (enhanced, private_data) = if rev >= REV_2 && frame.enhanced_flag() {
             let e = Enhanced::parse(pd)?;
             (Some(e), pd.get(ENHANCED_LEN..).unwrap_or(&[]))
@@ -563,7 +578,12 @@ impl<'a> Repr<'a> {
 
     /// PD_Length this frame will carry.
     pub fn pd_len(&self) -> usize {
-        self.private_data.len() + if self.enhanced.is_some() { ENHANCED_LEN } else { 0 }
+        self.private_data.len()
+            + if self.enhanced.is_some() {
+                ENHANCED_LEN
+            } else {
+                0
+            }
     }
 
     /// Bytes [`Repr::emit`] writes.
@@ -608,7 +628,9 @@ impl<'a> Repr<'a> {
             }
             None => pd,
         };
-        let dst = ulp.get_mut(..self.private_data.len()).ok_or(Error::BufferTooSmall)?;
+        let dst = ulp
+            .get_mut(..self.private_data.len())
+            .ok_or(Error::BufferTooSmall)?;
         dst.copy_from_slice(self.private_data);
         Ok(())
     }
@@ -630,10 +652,12 @@ mod tests {
 
     // RFC 5044 section 7.1.1 / RFC 6581 section 6 figure: the key bytes.
     const REQ_KEY_HEX: [u8; 16] = [
-        0x4D, 0x50, 0x41, 0x20, 0x49, 0x44, 0x20, 0x52, 0x65, 0x71, 0x20, 0x46, 0x72, 0x61, 0x6D, 0x65,
+        0x4D, 0x50, 0x41, 0x20, 0x49, 0x44, 0x20, 0x52, 0x65, 0x71, 0x20, 0x46, 0x72, 0x61, 0x6D,
+        0x65,
     ];
     const REP_KEY_HEX: [u8; 16] = [
-        0x4D, 0x50, 0x41, 0x20, 0x49, 0x44, 0x20, 0x52, 0x65, 0x70, 0x20, 0x46, 0x72, 0x61, 0x6D, 0x65,
+        0x4D, 0x50, 0x41, 0x20, 0x49, 0x44, 0x20, 0x52, 0x65, 0x70, 0x20, 0x46, 0x72, 0x61, 0x6D,
+        0x65,
     ];
 
     #[test]
@@ -648,7 +672,8 @@ mod tests {
     /// Byte 16 = 0b0101_0000 (C|S) = 0x50; Rev = 0x02; PD_Length = 6;
     /// IRD word = 0x8000|0x4000|16 = 0xC010; ORD word = 0x8000|8 = 0x8008.
     const GOLDEN_REQ: [u8; 26] = [
-        0x4D, 0x50, 0x41, 0x20, 0x49, 0x44, 0x20, 0x52, 0x65, 0x71, 0x20, 0x46, 0x72, 0x61, 0x6D, 0x65, //
+        0x4D, 0x50, 0x41, 0x20, 0x49, 0x44, 0x20, 0x52, 0x65, 0x71, 0x20, 0x46, 0x72, 0x61, 0x6D,
+        0x65, //
         0x50, 0x02, 0x00, 0x06, //
         0xC0, 0x10, 0x80, 0x08, //
         b'h', b'i',
@@ -714,11 +739,32 @@ mod tests {
         }
         // MPA_V2 bits.
         let mut e = [0u8; 4];
-        Enhanced { ird: 0x3FFF, ord: 0x3FFF, p2p: true, rtr: RtrSet::ALL }.emit(&mut e).unwrap();
+        Enhanced {
+            ird: 0x3FFF,
+            ord: 0x3FFF,
+            p2p: true,
+            rtr: RtrSet::ALL,
+        }
+        .emit(&mut e)
+        .unwrap();
         assert_eq!(e, [0xFF, 0xFF, 0xFF, 0xFF]);
-        Enhanced { ird: 1, ord: 2, p2p: true, rtr: RtrSet::one(Rtr::Read) }.emit(&mut e).unwrap();
+        Enhanced {
+            ird: 1,
+            ord: 2,
+            p2p: true,
+            rtr: RtrSet::one(Rtr::Read),
+        }
+        .emit(&mut e)
+        .unwrap();
         assert_eq!(e, [0x80, 0x01, 0x40, 0x02]);
-        Enhanced { ird: 1, ord: 2, p2p: true, rtr: RtrSet::one(Rtr::Write) }.emit(&mut e).unwrap();
+        Enhanced {
+            ird: 1,
+            ord: 2,
+            p2p: true,
+            rtr: RtrSet::one(Rtr::Write),
+        }
+        .emit(&mut e)
+        .unwrap();
         assert_eq!(e, [0x80, 0x01, 0x80, 0x02]);
     }
 
@@ -765,10 +811,25 @@ mod tests {
     fn a_clear_ignores_bcd() {
         // RFC 6581 section 9: B, C, D ignored on receive when A is zero.
         let e = Enhanced::parse(&[0x40, 0x05, 0xC0, 0x06]).unwrap();
-        assert_eq!(e, Enhanced { ird: 5, ord: 6, p2p: false, rtr: RtrSet::EMPTY });
+        assert_eq!(
+            e,
+            Enhanced {
+                ird: 5,
+                ord: 6,
+                p2p: false,
+                rtr: RtrSet::EMPTY
+            }
+        );
         // ... and sent as zero.
         let mut out = [0u8; 4];
-        Enhanced { ird: 5, ord: 6, p2p: false, rtr: RtrSet::ALL }.emit(&mut out).unwrap();
+        Enhanced {
+            ird: 5,
+            ord: 6,
+            p2p: false,
+            rtr: RtrSet::ALL,
+        }
+        .emit(&mut out)
+        .unwrap();
         assert_eq!(out, [0x00, 0x05, 0x00, 0x06]);
     }
 
@@ -811,7 +872,10 @@ mod tests {
         }
         assert_eq!(frame_len(&GOLDEN_REQ[..20], Kind::Request), Ok(Some(26)));
         assert_eq!(frame_len(&GOLDEN_REQ[..3], Kind::Reply), Ok(None));
-        assert_eq!(frame_len(&GOLDEN_REQ[..10], Kind::Reply), Err(Error::BadKey));
+        assert_eq!(
+            frame_len(&GOLDEN_REQ[..10], Kind::Reply),
+            Err(Error::BadKey)
+        );
         assert_eq!(frame_len(b"GET ", Kind::Request), Err(Error::BadKey));
     }
 
@@ -829,18 +893,39 @@ mod tests {
         };
         let mut out = [0u8; 600];
         assert_eq!(r.emit_bytes(&mut out), Err(Error::PrivateDataTooLong));
-        let r = Repr { private_data: &big[..508], ..r };
+        let r = Repr {
+            private_data: &big[..508],
+            ..r
+        };
         assert_eq!(r.emit_bytes(&mut out), Ok(532));
         assert_eq!(r.emit_bytes(&mut out[..531]), Err(Error::BufferTooSmall));
         let r1 = Repr { rev: 1, ..r };
         assert_eq!(r1.emit_bytes(&mut out), Err(Error::BadEnhanced));
-        let r3 = Repr { rev: 3, enhanced: None, ..r };
+        let r3 = Repr {
+            rev: 3,
+            enhanced: None,
+            ..r
+        };
         assert_eq!(r3.emit_bytes(&mut out), Err(Error::BadRevision));
-        let rb = Repr { enhanced: Some(Enhanced { ird: 0x4000, ..Enhanced::default() }), ..r };
+        let rb = Repr {
+            enhanced: Some(Enhanced {
+                ird: 0x4000,
+                ..Enhanced::default()
+            }),
+            ..r
+        };
         assert_eq!(rb.emit_bytes(&mut out), Err(Error::BadEnhanced));
     }
 
-    type ArbRepr = (Kind, bool, bool, bool, u8, Option<(u16, u16, bool, u8)>, Vec<u8>);
+    type ArbRepr = (
+        Kind,
+        bool,
+        bool,
+        bool,
+        u8,
+        Option<(u16, u16, bool, u8)>,
+        Vec<u8>,
+    );
 
     fn arb_repr() -> impl Strategy<Value = ArbRepr> {
         (
