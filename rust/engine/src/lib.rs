@@ -26,3 +26,4 @@ pub mod wire;
 pub mod ddp;
 pub mod mpa;
 pub mod rdmap;
+pub mod qp;

@@ -1,0 +1,591 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Receive side: MPA frame collection during negotiation, then FPDUs
+//! through the MPA [`Rx`](crate::mpa::Rx), DDP/RDMAP validation,
+//! streaming placement and completions.
+
+use super::{CompOp, Completion, Event, Host, IrqAux, Qp, RecvWr, State, Status, WorkQueue, RX_HDR};
+use crate::crc::Crc32c;
+use crate::ddp::RecvQueues;
+use crate::error::{self, llp, TermError};
+use crate::mpa::negotiate::{check_reply, judge_request, Refused, RtrMode};
+use crate::mpa::rx::Event as MpaEvent;
+use crate::rdmap::{self, Body, InboundRequest};
+use crate::wire::commit::Status as CommitStatus;
+use crate::wire::ddp::{Model, Segment, MALFORMED, TAGGED_HEADER_LEN, UNTAGGED_HEADER_LEN};
+use crate::wire::mpa::{frame_len, Kind, Repr as MpaRepr, Rtr};
+use crate::wire::rdmap::{Control, Opcode};
+
+/// Posted buffer lengths per queue, for [`crate::ddp::UntaggedRx::accept`].
+struct Posted([Option<u32>; 4]);
+
+impl RecvQueues for Posted {
+    fn posted_len(&self, q: u32) -> Option<u32> {
+        self.0.get(q as usize).copied().flatten()
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stage {
+    /// Waiting for the first 2 ULPDU octets.
+    Start,
+    /// Header extended; waiting for the rest of it.
+    Extended,
+    /// Header processed; payload (if any) flows.
+    Body,
+    /// This FPDU is being ignored (after an error).
+    Skip,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Action {
+    None,
+    Tagged { stag: u32, to: u64 },
+    Recv { wr: RecvWr, mo: u32 },
+}
+
+/// Per-FPDU receive state.
+#[derive(Clone, Debug)]
+pub(crate) struct RxCur {
+    hdr: [u8; RX_HDR],
+    hdr_len: usize,
+    ulpdu_len: u16,
+    stage: Stage,
+    action: Action,
+    placed: u32,
+    /// Received Send: complete the RQE at the end of this FPDU.
+    recv_last: Option<(u32, Opcode)>,
+    /// Read Response whose last segment this is.
+    read_done: Option<super::OrqAux>,
+    /// This FPDU is the RTR message.
+    rtr: bool,
+}
+
+impl RxCur {
+    pub(crate) const fn new() -> Self {
+        RxCur {
+            hdr: [0; RX_HDR],
+            hdr_len: 0,
+            ulpdu_len: 0,
+            stage: Stage::Start,
+            action: Action::None,
+            placed: 0,
+            recv_last: None,
+            read_done: None,
+            rtr: false,
+        }
+    }
+
+    /// Forgets the message in progress (the stream failed).
+    pub(crate) fn abort(&mut self) {
+        self.stage = Stage::Skip;
+        self.action = Action::None;
+        self.recv_last = None;
+        self.read_done = None;
+    }
+
+    fn hdr(&self) -> &[u8] {
+        self.hdr.get(..self.hdr_len).unwrap_or(&[])
+    }
+}
+
+fn rdmap_header_len(op: Opcode, ulpdu_len: usize, ddp_len: usize) -> usize {
+    match op {
+        Opcode::Terminate | Opcode::CommitRequest => ulpdu_len,
+        _ => ddp_len + op.header_len(),
+    }
+}
+
+impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
+    /// Takes the next chunk of the TCP byte stream. Always consumes all of
+    /// it (after a failure the rest is ignored).
+    pub fn rx<H: Host + ?Sized, C: Crc32c + ?Sized>(&mut self, host: &mut H, crc: &C, input: &[u8]) -> usize {
+        let mut off = 0;
+        if matches!(self.state, State::AwaitReply | State::AwaitRequest) {
+            off = self.rx_frame(host, input);
+        }
+        while off < input.len() {
+            if !matches!(self.state, State::Rts | State::Closing | State::AwaitRtr(_)) {
+                if self.state == State::OfferPending {
+                    // RFC 5044 7.1.2: nothing may follow the Request before
+                    // the Reply.
+                    self.state = State::Error;
+                    host.event(Event::NegotiationFailed(llp::INVALID_REQ_RESP));
+                    self.flush_all(host);
+                }
+                break;
+            }
+            let Some(rest) = input.get(off..) else { break };
+            let step = match self.mpa_rx.poll(crc, rest) {
+                Ok(s) => s,
+                Err(e) => {
+                    self.fail(host, e, None);
+                    break;
+                }
+            };
+            let no_event = step.event.is_none();
+            match step.event {
+                Some(MpaEvent::Header { ulpdu_len }) => self.on_header(host, ulpdu_len),
+                Some(MpaEvent::Payload(r)) => {
+                    if let Some(d) = rest.get(r) {
+                        self.on_payload(host, d);
+                    }
+                }
+                Some(MpaEvent::Complete) => self.on_complete(host),
+                Some(MpaEvent::Marker { .. }) | None => {}
+            }
+            off = off.saturating_add(step.consumed.max(usize::from(no_event)));
+        }
+        input.len()
+    }
+
+    /// Collects the peer's MPA frame; returns the octets it used.
+    fn rx_frame<H: Host + ?Sized>(&mut self, host: &mut H, input: &[u8]) -> usize {
+        let kind = if self.state == State::AwaitReply { Kind::Reply } else { Kind::Request };
+        let mut used = 0;
+        loop {
+            let have = self.ctl_rx_have;
+            let known = self.ctl_rx.get(..have).unwrap_or(&[]);
+            let want = match frame_len(known, kind) {
+                Ok(Some(n)) => n,
+                Ok(None) => crate::wire::mpa::HEADER_LEN,
+                Err(e) => {
+                    self.negotiation_failed(host, e.term());
+                    return input.len();
+                }
+            };
+            if have >= want {
+                break;
+            }
+            let rest = input.get(used..).unwrap_or(&[]);
+            if rest.is_empty() {
+                return used;
+            }
+            let n = (want - have).min(rest.len());
+            if let (Some(d), Some(s)) = (self.ctl_rx.get_mut(have..have + n), rest.get(..n)) {
+                d.copy_from_slice(s);
+            }
+            self.ctl_rx_have += n;
+            used += n;
+        }
+        let frame = self.ctl_rx.get(..self.ctl_rx_have).unwrap_or(&[]);
+        let repr = match MpaRepr::parse_bytes(frame) {
+            Ok(r) => r,
+            Err(e) => {
+                self.negotiation_failed(host, e.term());
+                return input.len();
+            }
+        };
+        if kind == Kind::Request {
+            let Some(cfg) = self.resp else { return input.len() };
+            match judge_request(&cfg, &repr) {
+                Ok(_) => {
+                    self.state = State::OfferPending;
+                    host.event(Event::ConnectRequest);
+                }
+                Err(rej) => {
+                    let reply = if rej.send_reply { rej.reply(&[]).ok() } else { None };
+                    let error = rej.error;
+                    if let Some(r) = reply {
+                        let _ = self.queue_frame(&r);
+                    }
+                    self.negotiation_failed(host, error);
+                }
+            }
+            return used;
+        }
+        let cfg = self.init_cfg();
+        match check_reply(&cfg, &repr) {
+            Ok(n) => {
+                let (framing, ird, ord, rtr) = (n.framing, n.ird, n.ord, n.rtr);
+                self.establish(framing, ird, ord, rtr, true);
+                host.event(Event::Established);
+                host.event(Event::Ready);
+            }
+            Err(Refused::Rejected { .. }) => {
+                self.state = State::Closed;
+                host.event(Event::Rejected);
+                self.flush_all(host);
+            }
+            Err(Refused::Failed { error, framing, .. }) => {
+                if let (Some(f), 3) = (framing, error.etype) {
+                    // RFC 6581: LLP errors 5 to 7 go out in a Terminate.
+                    self.establish(f, 0, 0, None, true);
+                    self.fail(host, error, None);
+                } else {
+                    self.negotiation_failed(host, error);
+                }
+            }
+        }
+        used
+    }
+
+    fn negotiation_failed<H: Host + ?Sized>(&mut self, host: &mut H, e: TermError) {
+        self.state = State::Error;
+        host.event(Event::NegotiationFailed(e));
+        self.flush_all(host);
+    }
+
+    fn rx_fail<H: Host + ?Sized>(&mut self, host: &mut H, e: TermError) {
+        let len = self.rxc.ulpdu_len;
+        let hdr = self.rxc.hdr;
+        let n = self.rxc.hdr_len;
+        self.rxc.abort();
+        self.fail(host, e, hdr.get(..n).map(|h| (h, len)));
+    }
+
+    fn on_header<H: Host + ?Sized>(&mut self, host: &mut H, ulpdu_len: u16) {
+        let h = self.mpa_rx.header();
+        let n = h.len().min(RX_HDR);
+        if let (Some(d), Some(s)) = (self.rxc.hdr.get_mut(..n), h.get(..n)) {
+            d.copy_from_slice(s);
+        }
+        self.rxc.hdr_len = n;
+        if self.rxc.stage != Stage::Extended {
+            // A new FPDU.
+            self.rxc.ulpdu_len = ulpdu_len;
+            self.rxc.action = Action::None;
+            self.rxc.placed = 0;
+            self.rxc.recv_last = None;
+            self.rxc.read_done = None;
+            self.rxc.rtr = false;
+            if ulpdu_len == 0 {
+                // RFC 6581 draft: a zero-length FULPDU as the RTR.
+                self.rxc.stage = Stage::Body;
+                if self.state == State::AwaitRtr(Rtr::Send) {
+                    self.rxc.rtr = true;
+                } else {
+                    self.rx_fail(host, MALFORMED);
+                }
+                return;
+            }
+            let (Some(&c0), Some(&c1)) = (h.first(), h.get(1)) else {
+                self.rxc.stage = Stage::Body;
+                self.rx_fail(host, MALFORMED);
+                return;
+            };
+            let tagged = c0 & 0x80 != 0;
+            let ddp_len = if tagged { TAGGED_HEADER_LEN } else { UNTAGGED_HEADER_LEN };
+            let want = match Opcode::from_u8(Control::from_byte(c1).opcode) {
+                Some(op) => rdmap_header_len(op, usize::from(ulpdu_len), ddp_len),
+                None => ddp_len,
+            }
+            .min(RX_HDR);
+            let reachable = want.min(usize::from(ulpdu_len));
+            if reachable > n {
+                self.mpa_rx.extend_header(want);
+                self.rxc.stage = Stage::Extended;
+                return;
+            }
+        }
+        self.rxc.stage = Stage::Body;
+        self.full_header(host);
+    }
+
+    /// The whole header (DDP + RDMAP) is in `rxc.hdr`.
+    fn full_header<H: Host + ?Sized>(&mut self, host: &mut H) {
+        let hdr = self.rxc.hdr;
+        let hdr = hdr.get(..self.rxc.hdr_len).unwrap_or(&[]);
+        let msg = match rdmap::decode(hdr) {
+            Ok(m) => m,
+            Err(e) => {
+                // A Commit Request too long to buffer is answered with Limit.
+                if self.oversize_commit() {
+                    return;
+                }
+                return self.rx_fail(host, e);
+            }
+        };
+        let ddp_len = msg.ddp.buffer_len();
+        let payload_len = usize::from(self.rxc.ulpdu_len).saturating_sub(ddp_len);
+        let payload32 = u32::try_from(payload_len).unwrap_or(u32::MAX);
+        if let State::AwaitRtr(k) = self.state {
+            let ok = match (k, msg.opcode, msg.body) {
+                (Rtr::Write, Opcode::Write, _) => payload_len == 0 && msg.ddp.last,
+                (Rtr::Send, Opcode::Send, _) => payload_len == 0 && msg.ddp.last,
+                (Rtr::Read, Opcode::ReadRequest, Body::ReadRequest(r)) => r.size == 0,
+                _ => false,
+            };
+            if !ok {
+                return self.rx_fail(host, llp::NO_MATCHING_RTR);
+            }
+            self.rxc.rtr = true;
+            if k != Rtr::Send {
+                // Send is accounted for (MSN) at the end of the FPDU.
+                return;
+            }
+        }
+        match msg.ddp.model {
+            Model::Tagged { stag, to } => {
+                if msg.opcode == Opcode::ReadResponse {
+                    match self.orq.on_read_response(stag, to, payload32, msg.ddp.last) {
+                        Ok(Some(_)) => self.rxc.read_done = self.orq_aux.pop(),
+                        Ok(None) => {}
+                        Err(e) => return self.rx_fail(host, e),
+                    }
+                    if payload_len > 0 {
+                        match rdmap::validate_read_response(host, self.cfg.pd, stag, to, payload32) {
+                            Ok(_) => self.rxc.action = Action::Tagged { stag, to },
+                            Err(e) => return self.rx_fail(host, e),
+                        }
+                    }
+                } else if payload_len > 0 {
+                    // A zero-length Write (e.g. an RTR) touches nothing.
+                    match rdmap::validate_write(host, self.cfg.pd, stag, to, payload32) {
+                        Ok(_) => self.rxc.action = Action::Tagged { stag, to },
+                        Err(e) => return self.rx_fail(host, e),
+                    }
+                }
+            }
+            Model::Untagged { .. } if matches!(msg.body, Body::Data) && !self.rxc.rtr => {
+                // Send variants: streamed into the RQ head.
+                let head = host.rq_peek();
+                let posted = Posted([head.map(|r| r.len), None, None, None]);
+                let p = match self.urx.accept(&msg.ddp, payload_len, &posted) {
+                    Ok(p) => p,
+                    Err(e) => return self.rx_fail(host, e),
+                };
+                if p.last {
+                    if let Some(stag) = msg.invalidate_stag() {
+                        if let Err(e) = rdmap::validate_invalidate(host, self.cfg.pd, stag) {
+                            return self.rx_fail(host, e);
+                        }
+                    }
+                    self.rxc.recv_last = Some((p.mo.saturating_add(p.len), msg.opcode));
+                }
+                if let Some(wr) = head {
+                    self.rxc.action = Action::Recv { wr, mo: p.mo };
+                }
+            }
+            Model::Untagged { .. } => {}
+        }
+    }
+
+    /// A Commit Request longer than the header buffer: answer Limit.
+    fn oversize_commit(&mut self) -> bool {
+        let h = self.rxc.hdr();
+        let is_commit = h.get(1).and_then(|&c| Opcode::from_u8(Control::from_byte(c).opcode)) == Some(Opcode::CommitRequest);
+        usize::from(self.rxc.ulpdu_len) > RX_HDR && is_commit && h.first().is_some_and(|&c| c & 0x80 == 0)
+    }
+
+    fn on_payload<H: Host + ?Sized>(&mut self, host: &mut H, data: &[u8]) {
+        if self.rxc.stage != Stage::Body {
+            return;
+        }
+        let off = self.rxc.placed;
+        let r = match self.rxc.action {
+            Action::None => Ok(()),
+            Action::Tagged { stag, to } => host.place_tagged(stag, to.wrapping_add(u64::from(off)), data),
+            Action::Recv { wr, mo } => host.place_recv(&wr, mo.saturating_add(off), data),
+        };
+        self.rxc.placed = off.saturating_add(u32::try_from(data.len()).unwrap_or(u32::MAX));
+        if let Err(e) = r {
+            self.rx_fail(host, e);
+        }
+    }
+
+    fn on_complete<H: Host + ?Sized>(&mut self, host: &mut H) {
+        let stage = core::mem::replace(&mut self.rxc.stage, Stage::Start);
+        if stage != Stage::Body || !matches!(self.state, State::Rts | State::Closing | State::AwaitRtr(_)) {
+            return;
+        }
+        self.complete_fpdu(host);
+        if !self.got_fpdu && matches!(self.state, State::Rts | State::Closing) {
+            self.got_fpdu = true;
+            if self.tx_gated && self.rtr_kind().is_none() {
+                self.ungate(host);
+            }
+        }
+    }
+
+    fn complete_fpdu<H: Host + ?Sized>(&mut self, host: &mut H) {
+        if self.rxc.ulpdu_len == 0 {
+            // Zero-length FULPDU RTR (checked in on_header).
+            self.ungate(host);
+            return;
+        }
+        let hdr = self.rxc.hdr;
+        let hdr = hdr.get(..self.rxc.hdr_len).unwrap_or(&[]);
+        if self.oversize_commit() {
+            let id = hdr.get(UNTAGGED_HEADER_LEN..UNTAGGED_HEADER_LEN + 4);
+            let request_id = id.map_or(0, |b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+            return self.admit_commit(host, request_id, CommitStatus::Limit);
+        }
+        let Ok(msg) = rdmap::decode(hdr) else { return };
+        let pd = self.cfg.pd;
+        if self.rxc.rtr {
+            match msg.body {
+                Body::ReadRequest(r) => {
+                    if let Err(e) = self.urx.accept(&msg.ddp, msg.ddp_payload_len, &Posted([None, Some(u32::MAX), None, None])) {
+                        return self.rx_fail(host, e);
+                    }
+                    match rdmap::validate_read_request(&r, host, pd, &mut self.irq) {
+                        Ok(_) => {
+                            let _ = self.irq_aux.push(IrqAux::Read);
+                        }
+                        Err(e) => return self.rx_fail(host, e),
+                    }
+                }
+                Body::Data if msg.opcode == Opcode::Send => {
+                    if let Err(e) = self.urx.accept(&msg.ddp, 0, &Posted([Some(0), None, None, None])) {
+                        return self.rx_fail(host, e);
+                    }
+                }
+                _ => {}
+            }
+            self.ungate(host);
+            return;
+        }
+        match msg.body {
+            Body::Data => {
+                if let Some((len, op)) = self.rxc.recv_last.take() {
+                    let mut c = Completion::new(WorkQueue::Recv, 0, CompOp::Recv, Status::Success, len);
+                    c.solicited = op.solicited();
+                    if let Some(stag) = msg.invalidate_stag() {
+                        if let Err(e) = host.invalidate(stag) {
+                            return self.rx_fail(host, e);
+                        }
+                        c.invalidated = Some(stag);
+                    }
+                    match host.rq_pop() {
+                        Some(wr) => c.wr_id = wr.wr_id,
+                        None => return self.rx_fail(host, error::ddp::U_NO_BUFFER),
+                    }
+                    host.complete(c);
+                }
+                if let Some(aux) = self.rxc.read_done.take() {
+                    self.orq_completed(host, aux, Status::Success, None);
+                }
+            }
+            Body::Immediate(imm) => {
+                let head = host.rq_peek();
+                let posted = Posted([head.map(|_| u32::MAX), None, None, None]);
+                if let Err(e) = self.urx.accept(&msg.ddp, msg.ddp_payload_len, &posted) {
+                    return self.rx_fail(host, e);
+                }
+                let Some(wr) = host.rq_pop() else { return self.rx_fail(host, error::ddp::U_NO_BUFFER) };
+                let mut c = Completion::new(WorkQueue::Recv, wr.wr_id, CompOp::RecvImm, Status::Success, 0);
+                c.imm = Some(imm.data);
+                c.solicited = msg.opcode.solicited();
+                host.complete(c);
+            }
+            Body::ReadRequest(r) => {
+                let posted = Posted([None, (!self.irq.is_full()).then_some(u32::MAX), None, None]);
+                if let Err(e) = self.urx.accept(&msg.ddp, msg.ddp_payload_len, &posted) {
+                    return self.rx_fail(host, e);
+                }
+                match rdmap::validate_read_request(&r, host, pd, &mut self.irq) {
+                    Ok(_) => {
+                        let _ = self.irq_aux.push(IrqAux::Read);
+                    }
+                    Err(e) => self.rx_fail(host, e),
+                }
+            }
+            Body::AtomicRequest(req) => {
+                let posted = Posted([None, (!self.irq.is_full()).then_some(u32::MAX), None, None]);
+                if let Err(e) = self.urx.accept(&msg.ddp, msg.ddp_payload_len, &posted) {
+                    return self.rx_fail(host, e);
+                }
+                let plan = match rdmap::validate_atomic(&req, host, pd) {
+                    Ok(p) => p,
+                    Err(e) => return self.rx_fail(host, e),
+                };
+                let original = match host.atomic(&plan) {
+                    Ok(v) => v,
+                    Err(e) => return self.rx_fail(host, e),
+                };
+                if let Err(e) = self.irq.admit(InboundRequest::Atomic { request_id: req.request_id }) {
+                    return self.rx_fail(host, e);
+                }
+                let _ = self.irq_aux.push(IrqAux::Atomic { original });
+            }
+            Body::CommitRequest(req) => {
+                let posted = Posted([None, (!self.irq.is_full()).then_some(u32::MAX), None, None]);
+                if let Err(e) = self.urx.accept(&msg.ddp, msg.ddp_payload_len, &posted) {
+                    return self.rx_fail(host, e);
+                }
+                let plan = match rdmap::validate_commit(&req, host, pd, &mut self.irq) {
+                    Ok(p) => p,
+                    Err(e) => return self.rx_fail(host, e),
+                };
+                let mut regions = [crate::wire::commit::Region::default(); crate::wire::commit::MAX_REGIONS];
+                let mut count = 0;
+                for (d, r) in regions.iter_mut().zip(plan.flushes(host)) {
+                    *d = r;
+                    count += 1;
+                }
+                let mut ok = true;
+                for r in regions.iter().take(count) {
+                    ok &= host.make_durable(r);
+                }
+                let resp = plan.response(ok);
+                if resp.status == CommitStatus::Success {
+                    if let Some(stag) = msg.invalidate_stag() {
+                        let r = rdmap::validate_invalidate(host, pd, stag).and_then(|s| host.invalidate(s));
+                        if let Err(e) = r {
+                            return self.rx_fail(host, e);
+                        }
+                    }
+                }
+                let _ = self.irq_aux.push(IrqAux::Commit { status: resp.status });
+            }
+            Body::AtomicResponse(r) => {
+                if let Err(e) = self.urx.accept(&msg.ddp, msg.ddp_payload_len, &Posted([None, None, None, Some(u32::MAX)])) {
+                    return self.rx_fail(host, e);
+                }
+                if let Err(e) = self.orq.on_atomic_response(&r) {
+                    return self.rx_fail(host, e);
+                }
+                let Some(aux) = self.orq_aux.pop() else { return self.rx_fail(host, error::rdmap::LOCAL_CATA) };
+                let status = match host.write_atomic_result(&aux.local, r.original) {
+                    Ok(()) => Status::Success,
+                    Err(e) => Status::LocalError(e),
+                };
+                self.orq_completed(host, aux, status, Some(r.original));
+            }
+            Body::CommitResponse(r) => {
+                if let Err(e) = self.urx.accept(&msg.ddp, msg.ddp_payload_len, &Posted([None, None, None, Some(u32::MAX)])) {
+                    return self.rx_fail(host, e);
+                }
+                if let Err(e) = self.orq.on_commit_response(&r) {
+                    return self.rx_fail(host, e);
+                }
+                let Some(aux) = self.orq_aux.pop() else { return self.rx_fail(host, error::rdmap::LOCAL_CATA) };
+                let status = match r.status {
+                    CommitStatus::Success => Status::Success,
+                    s => Status::CommitFailed(s),
+                };
+                self.orq_completed(host, aux, status, None);
+            }
+            Body::Terminate(t) => {
+                host.event(Event::TerminateReceived(t));
+                self.state = State::Error;
+                self.term = None;
+                self.flush_all(host);
+            }
+        }
+    }
+
+    fn admit_commit<H: Host + ?Sized>(&mut self, host: &mut H, request_id: u32, status: CommitStatus) {
+        // MSN accounting on QN 1 like any request.
+        let seg = Segment::new_unchecked(self.rxc.hdr());
+        let ddp = crate::wire::ddp::Repr::parse(&seg);
+        let posted = Posted([None, (!self.irq.is_full()).then_some(u32::MAX), None, None]);
+        let payload = usize::from(self.rxc.ulpdu_len).saturating_sub(UNTAGGED_HEADER_LEN);
+        let r = ddp.and_then(|d| self.urx.accept(&d, payload, &posted));
+        if let Err(e) = r {
+            return self.rx_fail(host, e);
+        }
+        if let Err(e) = self.irq.admit(InboundRequest::Commit { request_id }) {
+            return self.rx_fail(host, e);
+        }
+        let _ = self.irq_aux.push(IrqAux::Commit { status });
+    }
+
+    /// Responder: the RTR kind still awaited, if any.
+    pub fn awaiting_rtr(&self) -> Option<Rtr> {
+        match (self.state, self.rtr) {
+            (State::AwaitRtr(k), Some(RtrMode::Zero(_))) => Some(k),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,687 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Transmit side: the resumable FPDU encoder and the scheduler that turns
+//! the control frame, the Terminate, RTR, responses (IRQ) and send queue
+//! work into FPDUs.
+
+use super::{
+    seq_lt, sq_opcode, CompOp, Completion, CurWqe, Event, Host, IrqAux, Local, OrqAux, Qp, SendOp, State, Status,
+    WorkQueue,
+};
+use crate::crc::Crc32c;
+use crate::ddp::Segmenter;
+use crate::error::{self, TermError};
+use crate::mpa::markers;
+use crate::mpa::negotiate::RtrMode;
+use crate::rdmap::{InboundRequest, OutboundRequest};
+use crate::wire::atomic as atomicw;
+use crate::wire::commit as commitw;
+use crate::wire::ddp::{Model, Repr as DdpRepr, Segment};
+use crate::wire::fpdu::{pad_len, CRC_LEN, MARKER_LEN};
+use crate::wire::immediate;
+use crate::wire::mpa::Rtr;
+use crate::wire::rdmap::{qn, Control, Opcode, ReadRequest, ReadRequestRepr};
+
+/// Largest ULPDU header the engine sends: untagged DDP header plus a
+/// Commit Request with the most regions.
+pub const TX_HDR: usize = 18 + commitw::ID_LEN + commitw::REGION_LEN * commitw::MAX_REGIONS;
+
+/// Where an FPDU's payload comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Src {
+    /// No payload.
+    None,
+    /// A send work request's local data, from `offset`.
+    Local { local: Local, offset: u32 },
+    /// Registered memory (Read Response source).
+    Tagged { stag: u32, to: u64 },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Len,
+    Hdr,
+    Payload,
+    Pad,
+    Crc,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Cur {
+    start: u32,
+    ulpdu_len: u16,
+    hdr: [u8; TX_HDR],
+    hdr_len: usize,
+    src: Src,
+    payload_len: usize,
+    phase: Phase,
+    off: usize,
+    /// Marker octets already written (0: not inside a marker).
+    moff: usize,
+    mpos: u32,
+    crc: u32,
+}
+
+/// A resumable FPDU encoder for one direction: writes an FPDU (length,
+/// header, payload pulled from the host, markers, pad, CRC) into output
+/// buffers of any size, continuing where the last call stopped. Produces
+/// exactly the octets of [`crate::mpa::Tx::write`].
+#[derive(Clone, Debug)]
+pub struct FpduEncoder {
+    crc_on: bool,
+    markers: bool,
+    pos: u32,
+    cur: Option<Cur>,
+}
+
+/// Result of [`FpduEncoder::write`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Written {
+    /// Octets written.
+    pub len: usize,
+    /// The FPDU was completed by this call.
+    pub finished: bool,
+    /// Reading the payload failed (zeros were sent instead).
+    pub error: Option<TermError>,
+}
+
+impl FpduEncoder {
+    /// An encoder at stream offset 0.
+    pub const fn new(crc_on: bool, markers: bool) -> Self {
+        FpduEncoder { crc_on, markers, pos: 0, cur: None }
+    }
+
+    /// Whether an FPDU is in progress.
+    pub fn busy(&self) -> bool {
+        self.cur.is_some()
+    }
+
+    /// Stream offset of the next octet.
+    pub fn position(&self) -> u32 {
+        self.pos
+    }
+
+    /// Drops the FPDU in progress (the connection is gone).
+    pub fn abandon(&mut self) {
+        self.cur = None;
+    }
+
+    /// Starts an FPDU with `hdr` followed by `payload_len` octets from
+    /// `src`. `false` if one is in progress or the sizes are out of range.
+    pub(crate) fn start(&mut self, hdr: &[u8], src: Src, payload_len: usize) -> bool {
+        let total = hdr.len().saturating_add(payload_len);
+        let (Ok(ulpdu_len), false, true) = (u16::try_from(total), self.cur.is_some(), hdr.len() <= TX_HDR) else {
+            return false;
+        };
+        let mut h = [0u8; TX_HDR];
+        if let Some(d) = h.get_mut(..hdr.len()) {
+            d.copy_from_slice(hdr);
+        }
+        self.cur = Some(Cur {
+            start: self.pos,
+            ulpdu_len,
+            hdr: h,
+            hdr_len: hdr.len(),
+            src,
+            payload_len,
+            phase: Phase::Len,
+            off: 0,
+            moff: 0,
+            mpos: 0,
+            crc: 0,
+        });
+        true
+    }
+
+    /// Writes as much of the FPDU in progress as fits into `out`.
+    pub fn write<H: super::Host + ?Sized, C: Crc32c + ?Sized>(&mut self, host: &mut H, crc: &C, out: &mut [u8]) -> Written {
+        let mut res = Written { len: 0, finished: false, error: None };
+        let crc_on = self.crc_on;
+        let markers_on = self.markers;
+        let Some(cur) = self.cur.as_mut() else { return res };
+        let mut at = 0usize;
+        let mut pos = self.pos;
+        while at < out.len() {
+            if markers_on && (cur.moff > 0 || markers::is_marker_pos(pos)) {
+                if cur.moff == 0 {
+                    cur.mpos = pos;
+                }
+                let m = markers::encode(cur.mpos, cur.start);
+                let n = (MARKER_LEN - cur.moff).min(out.len() - at);
+                if let (Some(d), Some(s)) = (out.get_mut(at..at + n), m.get(cur.moff..cur.moff + n)) {
+                    d.copy_from_slice(s);
+                    if crc_on {
+                        cur.crc = crc.append(cur.crc, s);
+                    }
+                }
+                at += n;
+                pos = pos.wrapping_add(n as u32);
+                cur.moff = (cur.moff + n) % MARKER_LEN;
+                continue;
+            }
+            let room = if markers_on { markers::to_next_marker(pos) as usize } else { usize::MAX };
+            let avail = (out.len() - at).min(room);
+            let Some(dst_all) = out.get_mut(at..at + avail) else { break };
+            let n;
+            match cur.phase {
+                Phase::Len => {
+                    let b = cur.ulpdu_len.to_be_bytes();
+                    n = (2 - cur.off).min(avail);
+                    if let (Some(d), Some(s)) = (dst_all.get_mut(..n), b.get(cur.off..cur.off + n)) {
+                        d.copy_from_slice(s);
+                    }
+                    cur.off += n;
+                    if cur.off == 2 {
+                        cur.phase = Phase::Hdr;
+                        cur.off = 0;
+                    }
+                }
+                Phase::Hdr => {
+                    n = (cur.hdr_len - cur.off).min(avail);
+                    if let (Some(d), Some(s)) = (dst_all.get_mut(..n), cur.hdr.get(cur.off..cur.off + n)) {
+                        d.copy_from_slice(s);
+                    }
+                    cur.off += n;
+                    if cur.off == cur.hdr_len {
+                        cur.phase = Phase::Payload;
+                        cur.off = 0;
+                    }
+                }
+                Phase::Payload => {
+                    n = (cur.payload_len - cur.off).min(avail);
+                    if let Some(d) = dst_all.get_mut(..n) {
+                        if n > 0 {
+                            let off32 = u32::try_from(cur.off).unwrap_or(u32::MAX);
+                            let r = match cur.src {
+                                Src::None => Err(error::rdmap::LOCAL_CATA),
+                                Src::Local { local, offset } => {
+                                    host.read_source(&local, offset.saturating_add(off32), d)
+                                }
+                                Src::Tagged { stag, to } => host.read_tagged(stag, to.wrapping_add(u64::from(off32)), d),
+                            };
+                            if let Err(e) = r {
+                                d.fill(0);
+                                res.error.get_or_insert(e);
+                            }
+                        }
+                    }
+                    cur.off += n;
+                    if cur.off == cur.payload_len {
+                        cur.phase = Phase::Pad;
+                        cur.off = 0;
+                    }
+                }
+                Phase::Pad => {
+                    let pad = pad_len(usize::from(cur.ulpdu_len));
+                    n = (pad - cur.off).min(avail);
+                    if let Some(d) = dst_all.get_mut(..n) {
+                        d.fill(0);
+                    }
+                    cur.off += n;
+                    if cur.off == pad {
+                        cur.phase = Phase::Crc;
+                        cur.off = 0;
+                    }
+                }
+                Phase::Crc => {
+                    let v = if crc_on { cur.crc } else { 0 }.to_le_bytes();
+                    n = (CRC_LEN - cur.off).min(avail);
+                    if let (Some(d), Some(s)) = (dst_all.get_mut(..n), v.get(cur.off..cur.off + n)) {
+                        d.copy_from_slice(s);
+                    }
+                    cur.off += n;
+                    at += n;
+                    pos = pos.wrapping_add(n as u32);
+                    if cur.off == CRC_LEN {
+                        res.finished = true;
+                        break;
+                    }
+                    continue;
+                }
+            }
+            if crc_on && n > 0 {
+                if let Some(d) = dst_all.get(..n) {
+                    cur.crc = crc.append(cur.crc, d);
+                }
+            }
+            at += n;
+            pos = pos.wrapping_add(n as u32);
+        }
+        self.pos = pos;
+        if res.finished {
+            self.cur = None;
+        }
+        res.len = at;
+        res
+    }
+}
+
+/// What to do when the FPDU in flight is complete.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub(crate) enum Done {
+    #[default]
+    Nothing,
+    /// The control frame (not an FPDU).
+    Terminate,
+    /// The send queue entry's message segment; `last`: its last FPDU.
+    Sq { last: bool },
+    /// An IRQ response segment; `last`: pop the IRQ.
+    Resp { last: bool },
+}
+
+/// The message being segmented (messages are never interleaved).
+#[derive(Clone, Debug)]
+pub(crate) enum Msg {
+    Sq(Segmenter, Src),
+    Resp(Segmenter, u32, u64),
+}
+
+/// Transmit-side state kept in [`Qp`] beyond the encoder.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct TxState {
+    pub(crate) done: Done,
+    pub(crate) msg: Option<Msg>,
+}
+
+fn ddp_header(buf: &mut [u8], repr: &DdpRepr) -> usize {
+    let n = repr.buffer_len();
+    if let Some(b) = buf.get_mut(..n) {
+        repr.emit(&mut Segment::new_unchecked(b));
+    }
+    n
+}
+
+fn untagged(op: Opcode, rsvd_ulp: u32, q: u32, msn: u32) -> DdpRepr {
+    DdpRepr { last: true, ulp_ctrl: Control::new(op).to_byte(), model: Model::Untagged { rsvd_ulp, qn: q, msn, mo: 0 } }
+}
+
+impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
+    fn next_msn(&mut self, q: u32) -> u32 {
+        match self.msn.get_mut(q as usize) {
+            Some(m) => {
+                let v = *m;
+                *m = m.wrapping_add(1);
+                v
+            }
+            None => 0,
+        }
+    }
+
+    /// Fills `out` with the next octets to send; returns how many. All of
+    /// them must be sent, in order.
+    pub fn tx<H: Host + ?Sized, C: Crc32c + ?Sized>(&mut self, host: &mut H, crc: &C, out: &mut [u8]) -> usize {
+        let mut at = 0;
+        // The MPA frame first.
+        if self.ctl_tx_off < self.ctl_tx_len {
+            let src = self.ctl_tx.get(self.ctl_tx_off..self.ctl_tx_len).unwrap_or(&[]);
+            let n = src.len().min(out.len());
+            if let (Some(d), Some(s)) = (out.get_mut(..n), src.get(..n)) {
+                d.copy_from_slice(s);
+            }
+            self.ctl_tx_off += n;
+            at += n;
+        }
+        while at < out.len() && self.ctl_tx_off >= self.ctl_tx_len {
+            if !self.enc.busy() && !self.plan(host) {
+                break;
+            }
+            let Some(rest) = out.get_mut(at..) else { break };
+            let w = self.enc.write(host, crc, rest);
+            at += w.len;
+            if let (Some(e), Done::Sq { .. }, Some(c)) = (w.error, self.txs.done, self.cur.as_mut()) {
+                // The request whose data could not be read completes with
+                // the error once its FPDU is out; the stream terminates.
+                c.error = Some(e);
+            }
+            if w.finished {
+                self.fpdu_done(host);
+            }
+            if w.error.is_some() {
+                self.fail(host, error::rdmap::LOCAL_CATA, None);
+            }
+        }
+        at
+    }
+
+    /// Like [`Qp::tx`] over several buffers, filled in order.
+    pub fn tx_vectored<H: Host + ?Sized, C: Crc32c + ?Sized>(
+        &mut self,
+        host: &mut H,
+        crc: &C,
+        outs: &mut [&mut [u8]],
+    ) -> usize {
+        let mut total = 0;
+        for o in outs.iter_mut() {
+            let n = self.tx(host, crc, o);
+            total += n;
+            if n < o.len() {
+                break;
+            }
+        }
+        total
+    }
+
+    fn fpdu_done<H: Host + ?Sized>(&mut self, host: &mut H) {
+        let done = core::mem::take(&mut self.txs.done);
+        match done {
+            Done::Nothing => {}
+            Done::Terminate => {
+                self.term_sent = true;
+                self.state = State::Error;
+            }
+            Done::Sq { last } => {
+                if let Some(c) = self.cur.as_ref().and_then(|c| c.error.map(|e| (c.wr, e))) {
+                    self.cur = None;
+                    self.txs.msg = None;
+                    host.complete(Completion::new(WorkQueue::Send, c.0.wr_id, sq_opcode(&c.0.op), Status::LocalError(c.1), 0));
+                } else if last {
+                    self.sq_wqe_sent(host);
+                }
+            }
+            Done::Resp { last } => {
+                if last {
+                    self.irq.pop();
+                    self.irq_aux.pop();
+                    self.txs.msg = None;
+                }
+            }
+        }
+        if self.flush_pending {
+            self.flush_send(host);
+        }
+        self.check_closed(host);
+    }
+
+    /// The current WQE's last FPDU is out.
+    fn sq_wqe_sent<H: Host + ?Sized>(&mut self, host: &mut H) {
+        let Some(c) = self.cur else { return };
+        self.txs.msg = None;
+        match c.wr.op {
+            SendOp::WriteImm { .. } if !c.imm_phase => {
+                if let Some(cc) = self.cur.as_mut() {
+                    cc.imm_phase = true;
+                }
+            }
+            SendOp::Read { .. } | SendOp::Atomic { .. } | SendOp::Commit { .. } => {
+                // Completes with the response.
+                self.cur = None;
+            }
+            _ => {
+                self.cur = None;
+                if c.wr.flags.contains(super::Flags::SIGNALED) {
+                    let comp = Completion::new(WorkQueue::Send, c.wr.wr_id, sq_opcode(&c.wr.op), Status::Success, c.wr.len);
+                    self.sq_complete(host, c.seq, comp);
+                }
+            }
+        }
+    }
+
+    /// Starts the next FPDU; `false` if there is nothing to send now.
+    fn plan<H: Host + ?Sized>(&mut self, host: &mut H) -> bool {
+        let mut hdr = [0u8; TX_HDR];
+        if let (Some(t), false) = (self.term, self.term_sent) {
+            let msn = self.next_msn(qn::TERMINATE);
+            let Some(n) = t.emit_segment(msn, &mut hdr) else { return false };
+            self.txs.msg = None;
+            self.txs.done = Done::Terminate;
+            return self.enc.start(hdr.get(..n).unwrap_or(&[]), Src::None, 0);
+        }
+        if !matches!(self.state, State::Rts | State::Closing) || self.tx_gated {
+            return false;
+        }
+        if let Some(k) = self.rtr_to_send.take() {
+            let n = match k {
+                Rtr::Write => ddp_header(
+                    &mut hdr,
+                    &DdpRepr { last: true, ulp_ctrl: Control::new(Opcode::Write).to_byte(), model: Model::Tagged { stag: 0, to: 0 } },
+                ),
+                Rtr::Send => {
+                    let msn = self.next_msn(qn::SEND);
+                    ddp_header(&mut hdr, &untagged(Opcode::Send, 0, qn::SEND, msn))
+                }
+                Rtr::Read => {
+                    let r = OutboundRequest::Read { sink_stag: 0, sink_to: 0, len: 0 };
+                    let aux = OrqAux { seq: self.next_seq, wr_id: 0, local: Local::default(), signaled: false, opcode: CompOp::Read, len: 0, internal: true };
+                    if !self.orq.try_issue(r) || self.orq_aux.push(aux).is_err() {
+                        self.fail(host, error::rdmap::LOCAL_CATA, None);
+                        return false;
+                    }
+                    let msn = self.next_msn(qn::READ_REQUEST);
+                    let d = ddp_header(&mut hdr, &untagged(Opcode::ReadRequest, 0, qn::READ_REQUEST, msn));
+                    let rr = ReadRequestRepr { sink_stag: 0, sink_to: 0, size: 0, src_stag: 0, src_to: 0 };
+                    if let Some(b) = hdr.get_mut(d..d + rr.buffer_len()) {
+                        rr.emit(&mut ReadRequest::new_unchecked(b));
+                    }
+                    d + rr.buffer_len()
+                }
+            };
+            self.txs.done = Done::Nothing;
+            return self.enc.start(hdr.get(..n).unwrap_or(&[]), Src::None, 0);
+        }
+        // Continue the message being segmented.
+        if let Some(m) = self.txs.msg.as_mut() {
+            let (seg, src, resp) = match m {
+                Msg::Sq(s, src) => (s.next(), *src, false),
+                Msg::Resp(s, stag, to) => (s.next(), Src::Tagged { stag: *stag, to: *to }, true),
+            };
+            let Some((repr, range)) = seg else {
+                self.txs.msg = None;
+                return self.plan(host);
+            };
+            let n = ddp_header(&mut hdr, &repr);
+            let off = u32::try_from(range.start).unwrap_or(u32::MAX);
+            let src = match src {
+                Src::Local { local, offset } => Src::Local { local, offset: offset.saturating_add(off) },
+                Src::Tagged { stag, to } => Src::Tagged { stag, to: to.wrapping_add(u64::from(off)) },
+                Src::None => Src::None,
+            };
+            self.txs.done = if resp { Done::Resp { last: repr.last } } else { Done::Sq { last: repr.last } };
+            return self.enc.start(hdr.get(..n).unwrap_or(&[]), src, range.len());
+        }
+        // Responses before new send queue work.
+        if let (Some(&front), Some(&aux)) = (self.irq.front(), self.irq_aux.front()) {
+            return self.plan_response(host, front, aux, &mut hdr);
+        }
+        self.plan_sq(host, &mut hdr)
+    }
+
+    fn plan_response<H: Host + ?Sized>(&mut self, host: &mut H, front: InboundRequest, aux: IrqAux, hdr: &mut [u8; TX_HDR]) -> bool {
+        match (front, aux) {
+            (InboundRequest::Read(plan), _) => match plan.segments(self.mulpdu) {
+                Ok(s) => {
+                    self.txs.msg = Some(Msg::Resp(s, plan.src_stag, plan.src_to));
+                    self.plan(host)
+                }
+                Err(e) => {
+                    self.fail(host, e, None);
+                    self.plan(host)
+                }
+            },
+            (InboundRequest::Atomic { request_id }, IrqAux::Atomic { original }) => {
+                let msn = self.next_msn(qn::RESPONSE);
+                let d = ddp_header(hdr, &untagged(Opcode::AtomicResponse, 0, qn::RESPONSE, msn));
+                let r = atomicw::ResponseRepr { request_id, original };
+                if let Some(b) = hdr.get_mut(d..d + r.buffer_len()) {
+                    r.emit(&mut atomicw::Response::new_unchecked(b));
+                }
+                self.txs.done = Done::Resp { last: true };
+                self.enc.start(hdr.get(..d + r.buffer_len()).unwrap_or(&[]), Src::None, 0)
+            }
+            (InboundRequest::Commit { request_id }, IrqAux::Commit { status }) => {
+                let msn = self.next_msn(qn::RESPONSE);
+                let d = ddp_header(hdr, &untagged(Opcode::CommitResponse, 0, qn::RESPONSE, msn));
+                let r = commitw::ResponseRepr { request_id, status };
+                if let Some(b) = hdr.get_mut(d..d + r.buffer_len()) {
+                    r.emit(&mut commitw::Response::new_unchecked(b));
+                }
+                self.txs.done = Done::Resp { last: true };
+                self.enc.start(hdr.get(..d + r.buffer_len()).unwrap_or(&[]), Src::None, 0)
+            }
+            _ => {
+                // IRQ and its results out of step: cannot happen.
+                self.fail(host, error::rdmap::LOCAL_CATA, None);
+                self.plan(host)
+            }
+        }
+    }
+
+    fn plan_sq<H: Host + ?Sized>(&mut self, host: &mut H, hdr: &mut [u8; TX_HDR]) -> bool {
+        if self.cur.is_none() {
+            if self.state != State::Rts || self.held.is_full() {
+                return false;
+            }
+            let Some(wr) = host.sq_next() else { return false };
+            let seq = self.next_seq;
+            self.next_seq = self.next_seq.wrapping_add(1);
+            self.cur = Some(CurWqe { wr, seq, imm_phase: false, started: false, error: None });
+        }
+        let Some(c) = self.cur else { return false };
+        let wr = c.wr;
+        let needs_credit = matches!(wr.op, SendOp::Read { .. } | SendOp::Atomic { .. } | SendOp::Commit { .. });
+        if !c.started && wr.flags.contains(super::Flags::FENCE) && !self.orq.is_empty() {
+            return false;
+        }
+        if !c.started && needs_credit && self.orq.is_full() {
+            return false;
+        }
+        if let Some(cc) = self.cur.as_mut() {
+            cc.started = true;
+        }
+        let se = wr.flags.contains(super::Flags::SOLICITED);
+        let ctrl = |op| Control::new(op).to_byte();
+        let local_err = |qp: &mut Self, host: &mut H, e: TermError| {
+            qp.cur = None;
+            host.complete(Completion::new(WorkQueue::Send, wr.wr_id, sq_opcode(&wr.op), Status::LocalError(e), 0));
+            qp.plan(host)
+        };
+        let credit = |qp: &mut Self, r: OutboundRequest, opcode: CompOp| -> bool {
+            let aux = OrqAux { seq: c.seq, wr_id: wr.wr_id, local: wr.local, signaled: wr.flags.contains(super::Flags::SIGNALED), opcode, len: wr.len, internal: false };
+            qp.orq.try_issue(r) && qp.orq_aux.push(aux).is_ok()
+        };
+        match wr.op {
+            SendOp::Send { invalidate } => {
+                let op = match (invalidate.is_some(), se) {
+                    (false, false) => Opcode::Send,
+                    (false, true) => Opcode::SendSe,
+                    (true, false) => Opcode::SendInvalidate,
+                    (true, true) => Opcode::SendSeInvalidate,
+                };
+                let msn = self.next_msn(qn::SEND);
+                match Segmenter::untagged(ctrl(op), invalidate.unwrap_or(0), qn::SEND, msn, wr.len, self.mulpdu) {
+                    Ok(s) => {
+                        self.txs.msg = Some(Msg::Sq(s, Src::Local { local: wr.local, offset: 0 }));
+                        self.plan(host)
+                    }
+                    Err(e) => local_err(self, host, e),
+                }
+            }
+            SendOp::Write { remote } | SendOp::WriteImm { remote, .. } if !c.imm_phase => {
+                match Segmenter::tagged(ctrl(Opcode::Write), remote.stag, remote.to, wr.len, self.mulpdu) {
+                    Ok(s) => {
+                        self.txs.msg = Some(Msg::Sq(s, Src::Local { local: wr.local, offset: 0 }));
+                        self.plan(host)
+                    }
+                    Err(e) => local_err(self, host, e),
+                }
+            }
+            SendOp::Immediate { data } | SendOp::WriteImm { data, .. } => {
+                let op = if se { Opcode::ImmediateDataSe } else { Opcode::ImmediateData };
+                let msn = self.next_msn(qn::SEND);
+                let d = ddp_header(hdr, &untagged(op, 0, qn::SEND, msn));
+                let r = immediate::Repr { data };
+                if let Some(b) = hdr.get_mut(d..d + r.buffer_len()) {
+                    r.emit(&mut immediate::Header::new_unchecked(b));
+                }
+                self.txs.done = Done::Sq { last: true };
+                self.enc.start(hdr.get(..d + r.buffer_len()).unwrap_or(&[]), Src::None, 0)
+            }
+            SendOp::Read { remote } => {
+                let r = OutboundRequest::Read { sink_stag: wr.local.stag, sink_to: wr.local.to, len: wr.len };
+                if !credit(self, r, CompOp::Read) {
+                    return local_err(self, host, error::rdmap::LOCAL_CATA);
+                }
+                let msn = self.next_msn(qn::READ_REQUEST);
+                let d = ddp_header(hdr, &untagged(Opcode::ReadRequest, 0, qn::READ_REQUEST, msn));
+                let rr = ReadRequestRepr { sink_stag: wr.local.stag, sink_to: wr.local.to, size: wr.len, src_stag: remote.stag, src_to: remote.to };
+                if let Some(b) = hdr.get_mut(d..d + rr.buffer_len()) {
+                    rr.emit(&mut ReadRequest::new_unchecked(b));
+                }
+                self.txs.done = Done::Sq { last: true };
+                self.enc.start(hdr.get(..d + rr.buffer_len()).unwrap_or(&[]), Src::None, 0)
+            }
+            SendOp::Atomic { op, remote, add_swap, add_swap_mask, compare, compare_mask } => {
+                let request_id = self.next_req_id;
+                self.next_req_id = self.next_req_id.wrapping_add(1);
+                if !credit(self, OutboundRequest::Atomic { request_id }, sq_opcode(&wr.op)) {
+                    return local_err(self, host, error::rdmap::LOCAL_CATA);
+                }
+                let msn = self.next_msn(qn::READ_REQUEST);
+                let d = ddp_header(hdr, &untagged(Opcode::AtomicRequest, 0, qn::READ_REQUEST, msn));
+                let r = atomicw::RequestRepr { op, request_id, stag: remote.stag, to: remote.to, add_swap, add_swap_mask, compare, compare_mask };
+                if let Some(b) = hdr.get_mut(d..d + r.buffer_len()) {
+                    r.emit(&mut atomicw::Request::new_unchecked(b));
+                }
+                self.txs.done = Done::Sq { last: true };
+                self.enc.start(hdr.get(..d + r.buffer_len()).unwrap_or(&[]), Src::None, 0)
+            }
+            SendOp::Commit { request } => {
+                let request_id = self.next_req_id;
+                self.next_req_id = self.next_req_id.wrapping_add(1);
+                let Some(r) = commitw::RequestRepr::new(request_id, request.regions()) else {
+                    return local_err(self, host, error::rdmap::LOCAL_CATA);
+                };
+                if !credit(self, OutboundRequest::Commit { request_id }, CompOp::Commit) {
+                    return local_err(self, host, error::rdmap::LOCAL_CATA);
+                }
+                let msn = self.next_msn(qn::READ_REQUEST);
+                let d = ddp_header(hdr, &untagged(Opcode::CommitRequest, 0, qn::READ_REQUEST, msn));
+                if let Some(b) = hdr.get_mut(d..d + r.buffer_len()) {
+                    r.emit(&mut commitw::Request::new_unchecked(b));
+                }
+                self.txs.done = Done::Sq { last: true };
+                self.enc.start(hdr.get(..d + r.buffer_len()).unwrap_or(&[]), Src::None, 0)
+            }
+            SendOp::Write { .. } => false,
+        }
+    }
+
+    /// Called by the RX path when an ORQ entry completed: releases the
+    /// held completions behind it.
+    pub(crate) fn orq_completed<H: Host + ?Sized>(&mut self, host: &mut H, aux: OrqAux, status: Status, original: Option<u64>) {
+        if !aux.internal && (aux.signaled || status != Status::Success) {
+            let mut c = Completion::new(WorkQueue::Send, aux.wr_id, aux.opcode, status, if aux.opcode == CompOp::Read { aux.len } else { 0 });
+            c.atomic_original = original;
+            // Older held completions go first.
+            self.release_held_before(host, aux.seq);
+            host.complete(c);
+        }
+        self.release_held(host);
+        self.check_closed(host);
+    }
+
+    fn release_held_before<H: Host + ?Sized>(&mut self, host: &mut H, seq: u32) {
+        while let Some(&(s, c)) = self.held.front() {
+            if !seq_lt(s, seq) {
+                break;
+            }
+            self.held.pop();
+            host.complete(c);
+        }
+    }
+
+    /// Called when the responder saw the initiator's first FPDU or RTR.
+    pub(crate) fn ungate<H: Host + ?Sized>(&mut self, host: &mut H) {
+        self.tx_gated = false;
+        if let State::AwaitRtr(_) = self.state {
+            self.state = State::Rts;
+            host.event(Event::Ready);
+        }
+    }
+
+    /// Whether the RTR kind needs a specific handling (used by rx).
+    pub(crate) fn rtr_kind(&self) -> Option<Rtr> {
+        match self.rtr {
+            Some(RtrMode::Zero(k)) => Some(k),
+            _ => None,
+        }
+    }
+}
