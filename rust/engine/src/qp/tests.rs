@@ -696,3 +696,15 @@ proptest! {
         prop_assert_eq!((sends, recvs), (1, 2));
     }
 }
+
+#[test]
+fn rtr_read_does_not_hold_completions() {
+    let mut p = pair_with(true, false, Some(RtrSet::one(Rtr::Read)), 1460, vec![4096]);
+    let l = p.ha.mr(0, 64, RW());
+    p.hb.post_recv(64);
+    p.hb.post_recv(64);
+    post_a(&mut p, wr(1, SendOp::Send { invalidate: None }, 8, Local { stag: l, to: 0, handle: 0 }));
+    post_a(&mut p, wr(2, SendOp::Send { invalidate: None }, 8, Local { stag: l, to: 0, handle: 0 }));
+    p.pump();
+    assert_eq!(p.ha.cq.iter().map(|c| c.wr_id).collect::<Vec<_>>(), vec![1, 2], "{:?} {:?}", p.a.orq_aux, p.a.held);
+}

@@ -1,0 +1,470 @@
+// SPDX-License-Identifier: GPL-2.0
+//! A userspace iWARP endpoint over `std::net::TcpStream`, built on the
+//! `rsiw-engine` QP state machine.
+//!
+//! Memory regions are `Vec<u8>`s with a tagged-offset base, access rights
+//! and a protection domain; an STag is `(region index + 1) << 8 | key`.
+//! Queues are `VecDeque`s, the CQ a `Vec`. The socket is non-blocking:
+//! [`Endpoint::poll`] moves whatever can move (TX from the engine to the
+//! socket, RX from the socket to the engine) and never blocks, so tests can
+//! drive two endpoints from one thread and bound every wait
+//! ([`wait_until`]).
+
+use std::collections::VecDeque;
+use std::io::{self, ErrorKind, Read, Write};
+use std::net::{TcpListener, TcpStream, ToSocketAddrs};
+use std::time::{Duration, Instant};
+
+use rsiw_engine::crc::Crc32c;
+use rsiw_engine::ddp::{Access, Region, StagTable};
+use rsiw_engine::error::{self, TermError};
+pub use rsiw_engine::mpa::negotiate::{CrcPolicy, InitiatorConfig, ResponderConfig, RtrMode};
+pub use rsiw_engine::qp::{
+    CompOp, Completion, Event, Flags, Host, Local, Qp, QpConfig, RecvWr, Remote, SendOp, SendWr, State, Status,
+    WorkQueue,
+};
+use rsiw_engine::rdmap::{atomic_execute, AtomicPlan};
+use rsiw_engine::wire::commit::Region as CommitRegion;
+pub use rsiw_engine::wire::mpa::{Rtr, RtrSet};
+
+/// Host CRC32c (the `crc32c` crate, hardware accelerated where possible).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct HostCrc;
+
+impl Crc32c for HostCrc {
+    fn append(&self, crc: u32, data: &[u8]) -> u32 {
+        crc32c::crc32c_append(crc, data)
+    }
+}
+
+/// The QP type the endpoint uses: ORD and IRD up to 16.
+pub type EpQp = Qp<16, 16>;
+
+/// A registered memory region.
+#[derive(Clone, Debug)]
+pub struct Mr {
+    /// Tagged offset of `data[0]`.
+    pub base: u64,
+    /// Contents.
+    pub data: Vec<u8>,
+    /// Rights.
+    pub access: Access,
+    /// Protection domain.
+    pub pd: u32,
+    /// False once invalidated.
+    pub valid: bool,
+    /// Registered with the durability attribute (RDMA Commit).
+    pub durable: bool,
+    /// STag key byte.
+    pub key: u8,
+}
+
+/// Everything the engine borrows: memory, queues, CQ, events.
+#[derive(Debug, Default)]
+pub struct Resources {
+    /// Regions by index.
+    pub mrs: Vec<Mr>,
+    /// Send queue.
+    pub sq: VecDeque<SendWr>,
+    /// Receive queue.
+    pub rq: VecDeque<RecvWr>,
+    /// Receive buffers by wr_id.
+    pub rbufs: Vec<Vec<u8>>,
+    /// Completions, oldest first.
+    pub cq: Vec<Completion>,
+    /// Events, oldest first.
+    pub events: Vec<Event>,
+    /// Make every Commit fail to be durable (tests).
+    pub fail_durable: bool,
+    /// The protection domain of this endpoint.
+    pub pd: u32,
+}
+
+impl Resources {
+    fn mr_of(&self, stag: u32) -> Option<(usize, &Mr)> {
+        let i = usize::try_from(stag >> 8).ok()?.checked_sub(1)?;
+        let m = self.mrs.get(i)?;
+        (m.key == (stag & 0xFF) as u8).then_some((i, m))
+    }
+
+    /// The bytes at `stag`/`to`, length `len` (no access check: local use).
+    pub fn slice_mut(&mut self, stag: u32, to: u64, len: usize) -> Result<&mut [u8], TermError> {
+        let (i, _) = self.mr_of(stag).ok_or(error::rdmap::LOCAL_CATA)?;
+        let m = &mut self.mrs[i];
+        let off = usize::try_from(to.checked_sub(m.base).ok_or(error::rdmap::LOCAL_CATA)?)
+            .map_err(|_| error::rdmap::LOCAL_CATA)?;
+        let end = off.checked_add(len).ok_or(error::rdmap::LOCAL_CATA)?;
+        m.data.get_mut(off..end).ok_or(error::rdmap::LOCAL_CATA)
+    }
+}
+
+impl StagTable for Resources {
+    fn lookup(&self, stag: u32) -> Option<Region> {
+        let (_, m) = self.mr_of(stag)?;
+        Some(Region {
+            base_to: m.base,
+            len: m.data.len() as u64,
+            access: m.access,
+            pd: m.pd,
+            valid: m.valid,
+            durable: m.durable,
+        })
+    }
+}
+
+impl Host for Resources {
+    fn sq_next(&mut self) -> Option<SendWr> {
+        self.sq.pop_front()
+    }
+    fn rq_peek(&self) -> Option<RecvWr> {
+        self.rq.front().copied()
+    }
+    fn rq_pop(&mut self) -> Option<RecvWr> {
+        self.rq.pop_front()
+    }
+    fn complete(&mut self, c: Completion) {
+        self.cq.push(c);
+    }
+    fn event(&mut self, e: Event) {
+        self.events.push(e);
+    }
+    fn read_source(&mut self, wr: &Local, offset: u32, dst: &mut [u8]) -> Result<(), TermError> {
+        let s = self.slice_mut(wr.stag, wr.to.wrapping_add(u64::from(offset)), dst.len())?;
+        dst.copy_from_slice(s);
+        Ok(())
+    }
+    fn read_tagged(&mut self, stag: u32, to: u64, dst: &mut [u8]) -> Result<(), TermError> {
+        let s = self.slice_mut(stag, to, dst.len())?;
+        dst.copy_from_slice(s);
+        Ok(())
+    }
+    fn place_tagged(&mut self, stag: u32, to: u64, data: &[u8]) -> Result<(), TermError> {
+        self.slice_mut(stag, to, data.len())?.copy_from_slice(data);
+        Ok(())
+    }
+    fn place_recv(&mut self, wr: &RecvWr, offset: u32, data: &[u8]) -> Result<(), TermError> {
+        let b = self.rbufs.get_mut(wr.wr_id as usize).ok_or(error::ddp::LOCAL_CATA)?;
+        let off = offset as usize;
+        b.get_mut(off..off + data.len()).ok_or(error::ddp::U_TOO_LONG)?.copy_from_slice(data);
+        Ok(())
+    }
+    fn atomic(&mut self, plan: &AtomicPlan) -> Result<u64, TermError> {
+        let s = self.slice_mut(plan.stag, plan.to, 8)?;
+        let mut b = [0u8; 8];
+        b.copy_from_slice(s);
+        let old = u64::from_le_bytes(b);
+        let (new, orig) = atomic_execute(old, &plan.request)?;
+        if let Some(n) = new {
+            s.copy_from_slice(&n.to_le_bytes());
+        }
+        Ok(orig)
+    }
+    fn write_atomic_result(&mut self, wr: &Local, original: u64) -> Result<(), TermError> {
+        self.slice_mut(wr.stag, wr.to, 8)?.copy_from_slice(&original.to_le_bytes());
+        Ok(())
+    }
+    fn make_durable(&mut self, _region: &CommitRegion) -> bool {
+        !self.fail_durable
+    }
+    fn invalidate(&mut self, stag: u32) -> Result<(), TermError> {
+        let (i, _) = self.mr_of(stag).ok_or(error::rdmap::CANT_INVALIDATE)?;
+        self.mrs[i].valid = false;
+        Ok(())
+    }
+}
+
+/// MPA and QP settings.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// CRC policy.
+    pub crc: CrcPolicy,
+    /// Ask for markers on what we receive.
+    pub markers: bool,
+    /// MPA Rev 2 with RFC 6581 enhanced data (initiator); highest Rev 2
+    /// (responder).
+    pub enhanced: bool,
+    /// Peer-to-peer RTR kinds offered (initiator) / accepted (responder).
+    pub p2p: Option<RtrSet>,
+    /// IRD.
+    pub ird: u16,
+    /// ORD.
+    pub ord: u16,
+    /// MPA private data.
+    pub private_data: Vec<u8>,
+    /// Effective MSS used for MULPDU (FPDU size).
+    pub emss: usize,
+    /// Protection domain.
+    pub pd: u32,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            crc: CrcPolicy::Required,
+            markers: false,
+            enhanced: true,
+            p2p: Some(RtrSet::ALL),
+            ird: 8,
+            ord: 8,
+            private_data: Vec::new(),
+            emss: 1460,
+            pd: 1,
+        }
+    }
+}
+
+/// One endpoint: socket, QP, resources.
+pub struct Endpoint {
+    /// The QP.
+    pub qp: Box<EpQp>,
+    /// Memory, queues, CQ, events.
+    pub res: Resources,
+    sock: TcpStream,
+    out: Vec<u8>,
+    out_off: usize,
+    out_len: usize,
+    eof: bool,
+    reply_pd: Vec<u8>,
+    next_wr: u64,
+    /// Bytes sent and received (including MPA frames).
+    pub bytes: (u64, u64),
+}
+
+impl Endpoint {
+    fn new(sock: TcpStream, opts: &Options) -> io::Result<Self> {
+        sock.set_nonblocking(true)?;
+        sock.set_nodelay(true)?;
+        Ok(Endpoint {
+            qp: Box::new(EpQp::new(QpConfig { pd: opts.pd, emss: opts.emss })),
+            res: Resources { pd: opts.pd, ..Resources::default() },
+            sock,
+            out: vec![0; 1 << 16],
+            out_off: 0,
+            out_len: 0,
+            eof: false,
+            reply_pd: opts.private_data.clone(),
+            next_wr: 1,
+            bytes: (0, 0),
+        })
+    }
+
+    /// Connects as MPA initiator.
+    pub fn connect<A: ToSocketAddrs>(addr: A, opts: &Options) -> io::Result<Self> {
+        let sock = TcpStream::connect(addr)?;
+        let mut ep = Self::new(sock, opts)?;
+        let cfg = InitiatorConfig {
+            crc: opts.crc,
+            markers: opts.markers,
+            enhanced: opts.enhanced,
+            ird: opts.ird,
+            ord: opts.ord,
+            p2p: if opts.enhanced { opts.p2p } else { None },
+            private_data: &opts.private_data,
+        };
+        ep.qp.connect(&cfg).map_err(|e| io::Error::other(format!("MPA request: {e:?}")))?;
+        Ok(ep)
+    }
+
+    /// Accepts one TCP connection and acts as MPA responder; the request is
+    /// accepted automatically with `opts.private_data`.
+    pub fn accept(listener: &TcpListener, opts: &Options) -> io::Result<Self> {
+        let (sock, _) = listener.accept()?;
+        Self::responder(sock, opts)
+    }
+
+    /// MPA responder on an accepted socket.
+    pub fn responder(sock: TcpStream, opts: &Options) -> io::Result<Self> {
+        let mut ep = Self::new(sock, opts)?;
+        let cfg = ResponderConfig {
+            max_rev: if opts.enhanced { 2 } else { 1 },
+            crc: opts.crc,
+            markers: opts.markers,
+            ird: opts.ird,
+            ord: opts.ord,
+            min_ord: 0,
+            rtr: opts.p2p.unwrap_or(RtrSet::ALL),
+        };
+        ep.qp.listen(&cfg).map_err(|e| io::Error::other(format!("{e:?}")))?;
+        Ok(ep)
+    }
+
+    /// Sets the private data of the (automatic) MPA Reply.
+    pub fn set_reply_private_data(&mut self, pd: &[u8]) {
+        self.reply_pd = pd.to_vec();
+    }
+
+    /// Registers a region of `len` bytes at tagged offset `base`; returns
+    /// its STag.
+    pub fn reg_mr(&mut self, base: u64, len: usize, access: Access) -> u32 {
+        let i = self.res.mrs.len();
+        let key = (0x40 + i as u8).wrapping_mul(7) | 1;
+        self.res.mrs.push(Mr {
+            base,
+            data: vec![0; len],
+            access,
+            pd: self.res.pd,
+            valid: true,
+            durable: true,
+            key,
+        });
+        ((i as u32 + 1) << 8) | u32::from(key)
+    }
+
+    /// A region's bytes.
+    pub fn mr(&mut self, stag: u32) -> &mut Mr {
+        let i = ((stag >> 8) as usize).saturating_sub(1);
+        &mut self.res.mrs[i]
+    }
+
+    /// Posts a receive of `len` bytes; returns its wr_id.
+    pub fn post_recv(&mut self, len: u32) -> u64 {
+        self.res.rbufs.push(vec![0; len as usize]);
+        let id = (self.res.rbufs.len() - 1) as u64;
+        self.res.rq.push_back(RecvWr { wr_id: id, len });
+        if self.qp.is_done() {
+            self.qp.flush(&mut self.res);
+        }
+        id
+    }
+
+    /// Posts a send work request (signaled); returns its wr_id.
+    pub fn post_send(&mut self, op: SendOp, len: u32, local: Local, flags: Flags) -> u64 {
+        let id = self.next_wr;
+        self.next_wr += 1;
+        self.res.sq.push_back(SendWr { wr_id: id, flags: flags.with(Flags::SIGNALED), op, len, local });
+        if self.qp.is_done() {
+            self.qp.flush(&mut self.res);
+        }
+        id
+    }
+
+    /// Moves what can move without blocking; `Ok(true)` if anything did.
+    pub fn poll(&mut self) -> io::Result<bool> {
+        let mut progress = false;
+        if !self.eof {
+            // TX: refill from the engine when the previous batch is out.
+            loop {
+                if self.out_off >= self.out_len {
+                    self.out_off = 0;
+                    self.out_len = self.qp.tx(&mut self.res, &HostCrc, &mut self.out);
+                    if self.out_len == 0 {
+                        break;
+                    }
+                }
+                match self.sock.write(&self.out[self.out_off..self.out_len]) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        self.bytes.0 += n as u64;
+                        self.out_off += n;
+                        progress = true;
+                    }
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                    Err(_) => {
+                        self.lost();
+                        break;
+                    }
+                }
+            }
+            // RX.
+            let mut buf = [0u8; 1 << 16];
+            loop {
+                match self.sock.read(&mut buf) {
+                    Ok(0) => {
+                        self.lost();
+                        break;
+                    }
+                    Ok(n) => {
+                        self.bytes.1 += n as u64;
+                        self.qp.rx(&mut self.res, &HostCrc, &buf[..n]);
+                        progress = true;
+                        self.handle_events();
+                    }
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                    Err(_) => {
+                        self.lost();
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(progress)
+    }
+
+    fn pending(&self) -> &[u8] {
+        self.out.get(self.out_off..self.out_len).unwrap_or(&[])
+    }
+
+    fn lost(&mut self) {
+        self.eof = true;
+        self.qp.on_connection_lost(&mut self.res);
+    }
+
+    fn handle_events(&mut self) {
+        if self.qp.state() == State::OfferPending {
+            let pd = self.reply_pd.clone();
+            let _ = self.qp.accept(&mut self.res, &pd);
+        }
+    }
+
+    /// Whether the peer closed or the connection failed.
+    pub fn is_eof(&self) -> bool {
+        self.eof
+    }
+
+    /// Whether all engine output has been written to the socket.
+    pub fn tx_idle(&self) -> bool {
+        self.pending().is_empty() && !self.qp.wants_tx()
+    }
+
+    /// Shuts the socket down (both directions).
+    pub fn shutdown(&self) {
+        let _ = self.sock.shutdown(std::net::Shutdown::Both);
+    }
+
+    /// The Terminate received from the peer, if any.
+    pub fn terminate_received(&self) -> Option<rsiw_engine::wire::terminate::Repr> {
+        self.res.events.iter().find_map(|e| match e {
+            Event::TerminateReceived(t) => Some(*t),
+            _ => None,
+        })
+    }
+
+    /// The error this side terminated the stream with, if any.
+    pub fn local_terminate(&self) -> Option<TermError> {
+        self.res.events.iter().find_map(|e| match e {
+            Event::LocalTerminate(t) => Some(*t),
+            _ => None,
+        })
+    }
+}
+
+/// Polls the endpoints until `done` holds, failing after `timeout`.
+pub fn wait_until(
+    eps: &mut [&mut Endpoint],
+    timeout: Duration,
+    mut done: impl FnMut(&mut [&mut Endpoint]) -> bool,
+) -> Result<(), String> {
+    let end = Instant::now() + timeout;
+    loop {
+        let mut progress = false;
+        for e in eps.iter_mut() {
+            progress |= e.poll().map_err(|e| e.to_string())?;
+        }
+        if done(eps) {
+            return Ok(());
+        }
+        if Instant::now() > end {
+            return Err("timed out".into());
+        }
+        if !progress {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+}
+
+/// All rights.
+pub fn all_access() -> Access {
+    Access::LOCAL_WRITE | Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC
+}
