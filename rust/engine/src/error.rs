@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 //! The Terminate error triplet: layer, error type, error code.
 //!
-//! RFC 5040 section 7.1 (Terminate Control field) with the codes of
-//! RFC 5040 section 7.2 (RDMAP and DDP), RFC 5044 section 8 (MPA, the LLP
-//! layer), RFC 6581 section 8 (enhanced connection setup) and RFC 7306
-//! section 8. Every protocol violation the engine detects becomes one of
-//! these, so the caller can send the Terminate message and fail the QP.
+//! The Terminate Control field and the RDMAP codes are RFC 5040 section
+//! 4.8 (RFC 7306 section 8.2 cites the Stream-catastrophic code "as
+//! described in Section 4.8 of RFC 5040"); the DDP codes are RFC 5041
+//! section 7.2's table; the MPA (LLP layer) codes 1 to 4 are RFC 5044
+//! section 8, codes 5 to 7 RFC 6581 section 8. Every protocol violation
+//! the engine detects becomes one of these, so the caller can send the
+//! Terminate message and fail the QP.
 
 /// Terminate layer (4 bits, RFC 5040 section 7.1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -41,6 +43,17 @@ impl TermError {
         ((self.layer as u16) << 12) | (((self.etype & 0xF) as u16) << 8) | self.code as u16
     }
 
+    /// The MPA error code if this is an LLP error, whichever error type
+    /// the peer used for it: 0 (Linux siw, Wireshark) or 3 (RFC 6581
+    /// section 8, Chelsio cxgb3/cxgb4 for every MPA code). Receivers
+    /// should compare MPA errors with this, not with `==`.
+    pub const fn llp_code(self) -> Option<u8> {
+        match (self.layer, self.etype) {
+            (Layer::Llp, 0 | 3) => Some(self.code),
+            _ => None,
+        }
+    }
+
     /// Parses the 16-bit layer/type/code; `None` for an unknown layer.
     pub const fn from_bits(bits: u16) -> Option<Self> {
         let layer = match bits >> 12 {
@@ -49,7 +62,11 @@ impl TermError {
             2 => Layer::Llp,
             _ => return None,
         };
-        Some(Self::new(layer, ((bits >> 8) & 0xF) as u8, (bits & 0xFF) as u8))
+        Some(Self::new(
+            layer,
+            ((bits >> 8) & 0xF) as u8,
+            (bits & 0xFF) as u8,
+        ))
     }
 }
 
@@ -124,9 +141,20 @@ pub mod ddp {
     pub const U_INVALID_VERSION: TermError = TermError::new(Ddp, UNTAGGED, 0x06);
 }
 
-/// LLP (MPA) errors: RFC 5044 section 8 and RFC 6581 section 8. All use
-/// error type 0 in RFC 5044's table except the RFC 6581 negotiation codes,
-/// which RFC 6581 sends with layer 2, error type 3.
+/// LLP (MPA) errors: RFC 5044 section 8 (codes 1 to 4) and RFC 6581
+/// section 8 (codes 5 to 7).
+///
+/// Error type: RFC 6581 section 8 says "MPA negotiation for RDMA
+/// connection establishment uses the following layer and error type for
+/// MPA error reporting: Layer: 0010b - LLP/MPA, Error Type: 0x3 - Lower
+/// Layer Protocol (LLP)" (0x3 is the type RFC 5041 section 7.2 reserves
+/// "for the use by the LLP"), and its section 9 requires "Layer 2, Error
+/// Type 3, Error Code 5" for local errors. So codes 5 to 7 use type 3.
+/// RFC 5044 section 8 lists codes 1 to 4 without a type; Linux siw sends
+/// them (and 5 to 7) with type 0 (`LLP_ETYPE_MPA`) and Wireshark names
+/// only type 0, Chelsio sends type 3. Codes 1 to 4 keep type 0, which
+/// the QP layer also relies on to tell code 4 (close, no Terminate) from
+/// codes 5 to 7 (Terminate). On receipt use [`TermError::llp_code`].
 pub mod llp {
     use super::{Layer::Llp, TermError};
 
@@ -152,11 +180,71 @@ mod tests {
 
     #[test]
     fn bits_round_trip() {
-        for e in [rdmap::CATA_STREAM, ddp::U_NO_BUFFER, llp::NO_MATCHING_RTR, ddp::T_TO_WRAP] {
+        for e in [
+            rdmap::CATA_STREAM,
+            ddp::U_NO_BUFFER,
+            llp::NO_MATCHING_RTR,
+            ddp::T_TO_WRAP,
+        ] {
             assert_eq!(TermError::from_bits(e.to_bits()), Some(e));
         }
         assert_eq!(llp::NO_MATCHING_RTR.to_bits(), 0x2307);
         assert_eq!(rdmap::ACCESS.to_bits(), 0x0102);
         assert_eq!(TermError::from_bits(0x3000), None);
+    }
+
+    #[test]
+    fn rfc6581_codes_use_layer_2_type_3() {
+        // RFC 6581 section 9: "MUST generate the TERM message that contains
+        // Layer 2, Error Type 3, Error Code 5"; codes 6 (insufficient IRD)
+        // and 7 (no matching RTR) likewise (sections 5 and 8).
+        assert_eq!(llp::LOCAL_CATA.to_bits(), 0x2305);
+        assert_eq!(llp::INSUFFICIENT_IRD.to_bits(), 0x2306);
+        assert_eq!(llp::NO_MATCHING_RTR.to_bits(), 0x2307);
+        // RFC 5044 section 8 codes 1 to 4, sent as siw does (type 0).
+        assert_eq!(llp::CONNECTION_LOST.to_bits(), 0x2001);
+        assert_eq!(llp::CRC.to_bits(), 0x2002);
+        assert_eq!(llp::MARKER.to_bits(), 0x2003);
+        assert_eq!(llp::INVALID_REQ_RESP.to_bits(), 0x2004);
+        // Received with either type, they are the same MPA error.
+        let siw_ird = TermError::from_bits(0x2006).unwrap();
+        let cxgb_crc = TermError::from_bits(0x2302).unwrap();
+        assert_eq!(siw_ird.llp_code(), llp::INSUFFICIENT_IRD.llp_code());
+        assert_eq!(cxgb_crc.llp_code(), llp::CRC.llp_code());
+        assert_eq!(TermError::from_bits(0x2102).unwrap().llp_code(), None);
+        assert_eq!(ddp::U_NO_BUFFER.llp_code(), None);
+    }
+
+    #[test]
+    fn ddp_codes_match_rfc5041_table() {
+        // RFC 5041 section 7.2: "0x1 Tagged Buffer Error: 0x00 Invalid STag,
+        // 0x01 Base or bounds violation, 0x02 STag not associated with DDP
+        // Stream, 0x03 TO wrap, 0x04 Invalid DDP version; 0x2 Untagged
+        // Buffer Error: 0x01 Invalid QN, 0x02 Invalid MSN - no buffer
+        // available, 0x03 Invalid MSN - MSN range is not valid, 0x04 Invalid
+        // MO, 0x05 DDP Message too long for available buffer, 0x06 Invalid
+        // DDP version; 0x3 Rsvd, Reserved for the use by the LLP".
+        let t = [
+            ddp::T_INVALID_STAG,
+            ddp::T_BASE_BOUNDS,
+            ddp::T_STAG_NOT_ASSOC,
+            ddp::T_TO_WRAP,
+            ddp::T_INVALID_VERSION,
+        ];
+        for (i, e) in t.iter().enumerate() {
+            assert_eq!(e.to_bits(), 0x1100 + i as u16);
+        }
+        let u = [
+            ddp::U_INVALID_QN,
+            ddp::U_NO_BUFFER,
+            ddp::U_MSN_RANGE,
+            ddp::U_INVALID_MO,
+            ddp::U_TOO_LONG,
+            ddp::U_INVALID_VERSION,
+        ];
+        for (i, e) in u.iter().enumerate() {
+            assert_eq!(e.to_bits(), 0x1201 + i as u16);
+        }
+        assert_eq!(ddp::LOCAL_CATA.to_bits(), 0x1000);
     }
 }

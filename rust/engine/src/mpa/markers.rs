@@ -18,9 +18,13 @@
 //! FPDUPTR is the distance back from the marker to the first octet of the
 //! FPDU it sits in (the ULPDU_LENGTH field, or the marker itself when the
 //! marker falls exactly where an FPDU starts; then FPDUPTR is 0 and the
-//! marker counts as part of that FPDU). Its 2 low bits are sent as zero
-//! and ignored on receipt; RESERVED is sent as zero and not checked. The
-//! FPDU's CRC covers the markers inside it.
+//! marker counts as part of that FPDU, like the first marker, which RFC
+//! 5044 section 4.3 places "immediately preceding the first FPDU" with
+//! FPDUPTR 0x0000). Its 2 low bits are sent as zero and ignored on
+//! receipt; RESERVED is sent as zero and not checked. The FPDU's CRC
+//! covers the markers inside it (Wireshark's dissector computes it the
+//! same way). A mismatch is error code 3 only once the CRC is known good
+//! (RFC 5044 section 8); `mpa::rx` holds it until then.
 //!
 //! Because FPDUs, markers and the grid are all 4-octet aligned, a marker
 //! never splits ULPDU_LENGTH or the CRC field.
@@ -135,6 +139,24 @@ mod tests {
         assert_eq!(check([0xAB, 0xCD, 0x02, 0x03], 512, 0), Ok(0x0203));
         assert_eq!(check([0, 0, 0x02, 0x04], 512, 0), Err(llp::MARKER));
         assert_eq!(fpduptr([1, 2, 3, 4]), 0x0304);
+    }
+
+    #[test]
+    fn first_marker_and_fpdu_start_marker() {
+        // RFC 5044 section 4.3: markers go "immediately preceding the first
+        // FPDU of full operation phase, and at every 512th octet of the TCP
+        // octet stream thereafter", so "the first MPA Marker has an FPDUPTR
+        // value of 0x0000". Same grid as Wireshark's MPA dissector (relative
+        // to the sequence number of the first FPDU octet).
+        assert!(is_marker_pos(0));
+        assert_eq!(encode(0, 0), [0, 0, 0, 0]);
+        assert_eq!(count(0, 8), 1);
+        // A later marker that falls exactly where an FPDU starts is the
+        // same case: it precedes that FPDU's ULPDU_LENGTH, FPDUPTR 0.
+        assert_eq!(encode(1024, 1024), [0, 0, 0, 0]);
+        assert_eq!(check([0, 0, 0, 0], 1024, 1024), Ok(0));
+        // A marker after the previous FPDU's last octet is not in it.
+        assert_eq!(count(1024 - 16, 16), 0);
     }
 
     proptest! {

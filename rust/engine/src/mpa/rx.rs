@@ -128,6 +128,9 @@ pub struct Rx {
     /// Octets of a marker collected so far; `Some` while inside one.
     marker: Option<usize>,
     mbuf: [u8; 4],
+    /// A marker of the current FPDU disagreed with ULPDU_LENGTH framing
+    /// while CRC is on: reported at the FPDU's end if its CRC is good.
+    marker_err: Option<TermError>,
     error: Option<TermError>,
 }
 
@@ -161,6 +164,7 @@ impl Rx {
             tail_have: 0,
             marker: None,
             mbuf: [0; 4],
+            marker_err: None,
             error: None,
         }
     }
@@ -274,11 +278,23 @@ impl Rx {
                 }
                 self.marker = None;
                 let at = self.pos.wrapping_sub(MARKER_LEN as u32);
+                // RFC 5044 section 8, code 3 applies "in the event that the
+                // CRC is valid": with CRC on, a mismatch is held until the
+                // FPDU's CRC is checked (a bad CRC is reported as code 2).
                 match markers::check(self.mbuf, at, self.fpdu_start) {
                     Ok(fpduptr) => {
                         return Ok(Step {
                             consumed: i,
                             event: Some(Event::Marker { fpduptr }),
+                        });
+                    }
+                    Err(e) if self.cfg.crc => {
+                        self.marker_err.get_or_insert(e);
+                        return Ok(Step {
+                            consumed: i,
+                            event: Some(Event::Marker {
+                                fpduptr: markers::fpduptr(self.mbuf),
+                            }),
                         });
                     }
                     Err(e) => return self.fail(e),
@@ -368,6 +384,9 @@ impl Rx {
                     }
                     if self.cfg.crc && u32::from_le_bytes(self.tail) != self.crc {
                         return self.fail(llp::CRC);
+                    }
+                    if let Some(e) = self.marker_err.take() {
+                        return self.fail(e);
                     }
                     self.state = State::Len { have: 0 };
                     self.fpdu_start = self.pos;
@@ -516,6 +535,66 @@ mod tests {
         let mut s = stream(true, true, &msgs);
         s[512] = 0xFF;
         assert_eq!(run(cfg(true, true, 8), &s, &[64]), Err(llp::CRC));
+    }
+
+    #[test]
+    fn marker_error_only_when_crc_is_valid() {
+        // RFC 5044 section 8, error code 3: "In the event that the CRC is
+        // valid, received MPA Marker (if enabled) and 'ULPDU Length' fields
+        // do not agree on the start of an FPDU."
+        let msgs = vec![vec![9u8; 1000], vec![3u8; 20]];
+        // A wrong FPDUPTR under a CRC that covers it: the CRC fails first.
+        let mut s = stream(true, true, &msgs);
+        s[512 + 3] ^= 4;
+        assert_eq!(run(cfg(true, true, 8), &s, &[64]), Err(llp::CRC));
+        // A sender that computes its CRC over the wrong FPDUPTR: CRC valid,
+        // the marker mismatch (code 3) is reported at the FPDU's end, not
+        // at the marker; the following FPDU is never started.
+        let mut s = stream(true, true, &msgs);
+        s[512 + 3] ^= 4;
+        refresh_crc(&mut s, 1000);
+        let mut rx = Rx::new(cfg(true, true, 8));
+        let (mut off, mut saw_marker_after_bad) = (0, false);
+        let e = loop {
+            match rx.poll(&SoftCrc32c, &s[off..]) {
+                Ok(st) => {
+                    if off + st.consumed == 516 {
+                        saw_marker_after_bad = matches!(st.event, Some(Event::Marker { .. }));
+                    }
+                    off += st.consumed;
+                }
+                Err(e) => break e,
+            }
+        };
+        assert!(saw_marker_after_bad);
+        assert_eq!(e, llp::MARKER);
+        assert_eq!(rx.position() as usize, wire_len_of_first(1000));
+        // CRC off: no CRC to wait for, the marker fails at once.
+        let mut s = stream(false, true, &msgs);
+        s[512 + 3] ^= 4;
+        let mut rx = Rx::new(cfg(false, true, 8));
+        let mut off = 0;
+        let e = loop {
+            match rx.poll(&SoftCrc32c, &s[off..]) {
+                Ok(st) => off += st.consumed,
+                Err(e) => break e,
+            }
+        };
+        assert_eq!((e, off), (llp::MARKER, 512));
+    }
+
+    /// Wire length of a first FPDU (starting at offset 0, markers on) with
+    /// `ulpdu` octets.
+    fn wire_len_of_first(ulpdu: usize) -> usize {
+        markers::wire_len(0, crate::wire::fpdu::fpdu_len(ulpdu))
+    }
+
+    /// Recomputes the CRC of the first FPDU of a marked stream in place
+    /// (covering its markers, RFC 5044 section 4.4), as a sender would.
+    fn refresh_crc(s: &mut [u8], ulpdu: usize) {
+        let n = wire_len_of_first(ulpdu);
+        let c = SoftCrc32c.append(0, &s[..n - CRC_LEN]);
+        s[n - CRC_LEN..n].copy_from_slice(&c.to_le_bytes());
     }
 
     #[test]

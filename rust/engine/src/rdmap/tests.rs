@@ -109,7 +109,14 @@ fn golden_read_request_and_plan() {
             len: 0x1000
         }
     );
-    // IRD 1 is used up until the response has been sent.
+    // IRD 1 is used up until the response has been sent. RFC 5040 puts
+    // Read Requests on untagged QN 1, whose "buffers" are the IRD slots;
+    // RFC 5041 section 7.1 item 2 has DDP check that "the QN and MSN have
+    // an associated buffer that allows Placement of the payload", failing
+    // with 0x2/0x02 "Invalid MSN - no buffer available" (section 7.2). The
+    // MSN itself is in sequence, so not 0x03 "MSN range is not valid".
+    // (siw sends RDMAP 0x2/0x07 "Catastrophic error, localized to RDMAP
+    // Stream"; Chelsio maps running out of RQEs to 0x2/0x02 as well.)
     assert_eq!(
         validate_read_request(&r, &Table, PD, &mut irq),
         Err(error::ddp::U_NO_BUFFER)

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
-//! Terminate message (RFC 5040 sections 4.8, 7.1 and 7.2; RFC 7306 8.1).
+//! Terminate message (RFC 5040 section 4.8 for the format and codes,
+//! section 7 for what is copied, RFC 7306 section 8.1 for its messages).
 //!
 //! After an untagged DDP header on QN 2 (opcode 0111b, L = 1, MO = 0):
 //!
@@ -197,7 +198,12 @@ impl Repr {
     /// - A bad DDP version copies nothing: the header layout is unknown
     ///   (as siw does).
     /// - Otherwise the DDP header is copied with M and D, the segment
-    ///   length being the whole DDP segment (header and payload).
+    ///   length being the whole DDP segment (header and payload): RFC 5041
+    ///   section 2 defines a DDP Segment as "the smallest unit of data
+    ///   transfer for the DDP protocol. It includes a DDP Header and ULP
+    ///   Payload (if present)", and section 7.1 asks DDP to report "the
+    ///   length of the DDP Segment" with the header. (siw reports the
+    ///   length without the DDP/RDMAP headers; receivers only display it.)
     /// - R and the 28-octet header only for a Read Request: it is the
     ///   only RFC 5040 message with an RDMAP header of that size, and
     ///   RFC 7306 8.1 leaves the RDMA header out for its messages.
@@ -385,6 +391,52 @@ mod tests {
         let t = Repr::for_error(error::ddp::T_BASE_BOUNDS, Some(&tagged));
         assert_eq!(t.ddp.unwrap().header.as_bytes(), &tagged[..]);
         assert_eq!(t.buffer_len(), MIN_LEN + 2 + 14);
+    }
+
+    #[test]
+    fn incoming_send_error_copies_ddp_header_only() {
+        // RFC 5040 section 7 (mirrored for RFC 7306 messages by RFC 7306
+        // section 8.1 item 2): for errors on an incoming Write, Read
+        // Response or Send, "the Error Type, Error Code, and Terminated DDP
+        // Header fields are included in the Terminate Message, but the
+        // Terminated RDMA Header field is set to zero"; only an incoming
+        // Read Request also carries the Terminated RDMA Header.
+        let send = [
+            0x41u8, 0x43, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 1, 2, 3, 4, 5,
+        ];
+        for e in [
+            error::rdmap::ACCESS,
+            error::ddp::U_TOO_LONG,
+            error::rdmap::CANT_INVALIDATE,
+        ] {
+            let t = Repr::for_error(e, Some(&send));
+            assert!(t.rdma.is_none(), "{e:?}");
+            let d = t.ddp.unwrap();
+            assert_eq!(d.header.as_bytes(), &send[..18]);
+            // DDP Segment Length: header and payload (RFC 5041 section 2).
+            assert_eq!(d.segment_len, Some(23));
+            let mut out = [0u8; MAX_LEN];
+            t.emit(&mut out[..t.buffer_len()]);
+            assert_eq!(out[2], 0xC0, "M|D, no R");
+        }
+        let t = Repr::for_error(error::rdmap::ACCESS, Some(&rreq()));
+        assert!(t.rdma.is_some() && t.ddp.is_some());
+    }
+
+    #[test]
+    fn no_incoming_message_copies_nothing() {
+        // RFC 7306 section 8.1 item 1 (RFC 5040 section 7 likewise): errors
+        // "not directly associated with an incoming Message": "the
+        // Terminated DDP Header and Terminated RDMA Header fields are set to
+        // zero" - sent here as absent (hdrct M, D, R clear).
+        let t = Repr::for_error(error::rdmap::CATA_STREAM, None);
+        let mut out = [0xFFu8; MIN_LEN];
+        t.emit(&mut out);
+        assert_eq!(out, [0x02, 0x07, 0x00, 0x00]);
+        // A segment too short for its own DDP header has no header to copy.
+        let t = Repr::for_error(error::rdmap::OP_UNSPECIFIED, Some(&[0x41, 0x43, 0, 0][..]));
+        assert!(t.ddp.is_none() && t.rdma.is_none());
+        assert_eq!(t.buffer_len(), MIN_LEN);
     }
 
     #[test]
