@@ -200,7 +200,6 @@ fn every_operation_every_framing_and_rtr() {
                 };
                 let r = Options { crc: CrcPolicy::IfPeerAsks, p2p: Some(RtrSet::ALL), private_data: b"resp".to_vec(), ..o.clone() };
                 o.private_data = b"init".to_vec();
-                eprintln!("crc {crc} markers {markers} rtr {rtr:?}");
                 let (mut a, mut b) = pair(&o, &r);
                 assert_eq!(a.qp.framing().crc, crc);
                 assert_eq!((a.qp.framing().markers_tx, b.qp.framing().markers_tx), (markers, markers));
@@ -226,7 +225,7 @@ fn every_operation_every_framing_and_rtr() {
 fn mpa_rev1_client_server() {
     let o = Options { enhanced: false, p2p: None, crc: CrcPolicy::IfPeerAsks, ..Options::default() };
     let (mut a, mut b) = pair(&o, &o);
-    assert_eq!(a.qp.framing().crc, false);
+    assert!(!a.qp.framing().crc);
     all_ops(&mut a, &mut b);
 }
 

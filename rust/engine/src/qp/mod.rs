@@ -511,12 +511,23 @@ pub struct Qp<const ORD: usize, const IRD: usize> {
 impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
     /// A QP in [`State::Idle`].
     pub fn new(cfg: QpConfig) -> Self {
-        let framing = Framing { crc: false, markers_tx: false, markers_rx: false };
+        let framing = Framing {
+            crc: false,
+            markers_tx: false,
+            markers_rx: false,
+        };
         Qp {
             cfg,
             state: State::Idle,
             initiator: false,
-            init: InitSettings { crc: CrcPolicy::IfPeerAsks, markers: false, enhanced: false, ird: 0, ord: 0, p2p: None },
+            init: InitSettings {
+                crc: CrcPolicy::IfPeerAsks,
+                markers: false,
+                enhanced: false,
+                ird: 0,
+                ord: 0,
+                p2p: None,
+            },
             resp: None,
             my_pd: [0; MAX_PRIVATE_DATA],
             my_pd_len: 0,
@@ -547,7 +558,11 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
             term: None,
             term_sent: false,
             flush_pending: false,
-            mpa_rx: Rx::new(crate::mpa::rx::RxConfig { crc: false, markers: false, header_len: 2 }),
+            mpa_rx: Rx::new(crate::mpa::rx::RxConfig {
+                crc: false,
+                markers: false,
+                header_len: 2,
+            }),
             urx: UntaggedRx::new(),
             rxc: rx::RxCur::new(),
             got_fpdu: false,
@@ -582,7 +597,9 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
     /// The peer's MPA private data (valid once its frame arrived).
     pub fn peer_private_data(&self) -> &[u8] {
         let frame = self.ctl_rx.get(..self.ctl_rx_have).unwrap_or(&[]);
-        crate::wire::mpa::Repr::parse_bytes(frame).map(|r| r.private_data).unwrap_or(&[])
+        crate::wire::mpa::Repr::parse_bytes(frame)
+            .map(|r| r.private_data)
+            .unwrap_or(&[])
     }
 
     /// Starts as initiator: queues the MPA Request.
@@ -621,9 +638,15 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
         Ok(())
     }
 
-    pub(crate) fn queue_frame(&mut self, repr: &crate::wire::mpa::Repr<'_>) -> Result<(), TermError> {
+    pub(crate) fn queue_frame(
+        &mut self,
+        repr: &crate::wire::mpa::Repr<'_>,
+    ) -> Result<(), TermError> {
         let len = repr.buffer_len();
-        let buf = self.ctl_tx.get_mut(..len).ok_or(crate::error::llp::LOCAL_CATA)?;
+        let buf = self
+            .ctl_tx
+            .get_mut(..len)
+            .ok_or(crate::error::llp::LOCAL_CATA)?;
         let mut frame = crate::wire::mpa::Frame::new_unchecked(buf);
         repr.emit(&mut frame).map_err(|e| e.term())?;
         self.ctl_tx_len = len;
@@ -645,7 +668,11 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
     }
 
     /// Responder: accepts the pending request with `private_data`.
-    pub fn accept<H: Host + ?Sized>(&mut self, host: &mut H, private_data: &[u8]) -> Result<(), TermError> {
+    pub fn accept<H: Host + ?Sized>(
+        &mut self,
+        host: &mut H,
+        private_data: &[u8],
+    ) -> Result<(), TermError> {
         let (Some(cfg), State::OfferPending) = (self.resp, self.state) else {
             return Err(crate::error::llp::LOCAL_CATA);
         };
@@ -666,7 +693,11 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
 
     /// Responder: rejects the pending request; the caller closes the
     /// socket once [`Qp::tx`] has returned the Reply.
-    pub fn reject<H: Host + ?Sized>(&mut self, host: &mut H, private_data: &[u8]) -> Result<(), TermError> {
+    pub fn reject<H: Host + ?Sized>(
+        &mut self,
+        host: &mut H,
+        private_data: &[u8],
+    ) -> Result<(), TermError> {
         let (Some(cfg), State::OfferPending) = (self.resp, self.state) else {
             return Err(crate::error::llp::LOCAL_CATA);
         };
@@ -684,10 +715,25 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
     /// the negotiation paths, and directly by tests and fuzzing (and by a
     /// driver whose connection manager did the MPA exchange itself).
     /// `initiator`: this end sent the MPA Request (it sends the RTR).
-    pub fn establish(&mut self, framing: Framing, ird: u16, ord: u16, rtr: Option<RtrMode>, initiator: bool) {
+    pub fn establish(
+        &mut self,
+        framing: Framing,
+        ird: u16,
+        ord: u16,
+        rtr: Option<RtrMode>,
+        initiator: bool,
+    ) {
         self.framing = framing;
-        let ird = if ird == crate::wire::mpa::IRD_ORD_NO_AUTO { IRD as u16 } else { ird };
-        let ord = if ord == crate::wire::mpa::IRD_ORD_NO_AUTO { ORD as u16 } else { ord };
+        let ird = if ird == crate::wire::mpa::IRD_ORD_NO_AUTO {
+            IRD as u16
+        } else {
+            ird
+        };
+        let ord = if ord == crate::wire::mpa::IRD_ORD_NO_AUTO {
+            ORD as u16
+        } else {
+            ord
+        };
         self.ird = ird.min(u16::try_from(IRD).unwrap_or(u16::MAX));
         self.ord = ord.min(u16::try_from(ORD).unwrap_or(u16::MAX));
         // An RTR Read needs one credit even with ORD/IRD 0.
@@ -703,7 +749,10 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
         self.initiator = initiator;
         self.tx = framing.tx();
         self.enc = FpduEncoder::new(framing.crc, framing.markers_tx);
-        self.mulpdu = self.tx.mulpdu(self.cfg.emss).min(crate::wire::fpdu::MAX_ULPDU);
+        self.mulpdu = self
+            .tx
+            .mulpdu(self.cfg.emss)
+            .min(crate::wire::fpdu::MAX_ULPDU);
         self.mpa_rx = framing.rx(2);
         self.orq = RequestQueue::new(u32::from(self.ord));
         self.orq_aux = RequestQueue::new(u32::from(self.ord));
@@ -765,7 +814,9 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
         self.ctl_tx_off < self.ctl_tx_len
             || self.enc.busy()
             || (self.term.is_some() && !self.term_sent)
-            || (!self.tx_gated && matches!(self.state, State::Rts | State::Closing) && (!self.irq.is_empty() || self.cur.is_some() || self.rtr_to_send.is_some()))
+            || (!self.tx_gated
+                && matches!(self.state, State::Rts | State::Closing)
+                && (!self.irq.is_empty() || self.cur.is_some() || self.rtr_to_send.is_some()))
     }
 
     /// Whether the stream failed or closed (the caller closes the socket
@@ -796,7 +847,13 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
         // Receives: the one being filled and the rest.
         self.rxc.abort();
         while let Some(r) = host.rq_pop() {
-            host.complete(Completion::new(WorkQueue::Recv, r.wr_id, CompOp::Recv, Status::Flushed, 0));
+            host.complete(Completion::new(
+                WorkQueue::Recv,
+                r.wr_id,
+                CompOp::Recv,
+                Status::Flushed,
+                0,
+            ));
         }
         // Inbound requests will never be answered.
         while self.irq.pop().is_some() {}
@@ -823,24 +880,47 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
                 self.orq.pop();
                 if let Some(a) = self.orq_aux.pop() {
                     if !a.internal {
-                        host.complete(Completion::new(WorkQueue::Send, a.wr_id, a.opcode, Status::Flushed, 0));
+                        host.complete(Completion::new(
+                            WorkQueue::Send,
+                            a.wr_id,
+                            a.opcode,
+                            Status::Flushed,
+                            0,
+                        ));
                     }
                 }
             }
         }
         if let Some(c) = self.cur.take() {
-            host.complete(Completion::new(WorkQueue::Send, c.wr.wr_id, sq_opcode(&c.wr.op), Status::Flushed, 0));
+            host.complete(Completion::new(
+                WorkQueue::Send,
+                c.wr.wr_id,
+                sq_opcode(&c.wr.op),
+                Status::Flushed,
+                0,
+            ));
         }
         self.rtr_to_send = None;
         while let Some(wr) = host.sq_next() {
-            host.complete(Completion::new(WorkQueue::Send, wr.wr_id, sq_opcode(&wr.op), Status::Flushed, 0));
+            host.complete(Completion::new(
+                WorkQueue::Send,
+                wr.wr_id,
+                sq_opcode(&wr.op),
+                Status::Flushed,
+                0,
+            ));
         }
     }
 
     /// Fails the stream with `err`: queue a Terminate copying the headers
     /// of `offending` (the DDP segment's header octets, of a segment that
     /// was `seg_len` long), report it, flush.
-    pub(crate) fn fail<H: Host + ?Sized>(&mut self, host: &mut H, err: TermError, offending: Option<(&[u8], u16)>) {
+    pub(crate) fn fail<H: Host + ?Sized>(
+        &mut self,
+        host: &mut H,
+        err: TermError,
+        offending: Option<(&[u8], u16)>,
+    ) {
         if matches!(self.state, State::Terminate | State::Error | State::Closed) {
             return;
         }
@@ -850,7 +930,10 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
                 d.segment_len = Some(len);
             }
         }
-        let established = !matches!(self.state, State::Idle | State::AwaitReply | State::AwaitRequest | State::OfferPending);
+        let established = !matches!(
+            self.state,
+            State::Idle | State::AwaitReply | State::AwaitRequest | State::OfferPending
+        );
         host.event(Event::LocalTerminate(err));
         if established {
             self.term = Some(t);
@@ -864,7 +947,8 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
 
     /// Delivers a send-queue completion in posting order.
     pub(crate) fn sq_complete<H: Host + ?Sized>(&mut self, host: &mut H, seq: u32, c: Completion) {
-        let must_hold = !self.held.is_empty() || self.orq_aux.front().is_some_and(|a| seq_lt(a.seq, seq));
+        let must_hold =
+            !self.held.is_empty() || self.orq_aux.front().is_some_and(|a| seq_lt(a.seq, seq));
         if must_hold {
             if let Err(c) = self.held.push((seq, c)) {
                 // Cannot happen: the SQ stalls while `held` is full.
@@ -897,8 +981,14 @@ pub(crate) fn sq_opcode(op: &SendOp) -> CompOp {
         SendOp::Send { .. } => CompOp::Send,
         SendOp::Write { .. } => CompOp::Write,
         SendOp::Read { .. } => CompOp::Read,
-        SendOp::Atomic { op: AtomicOp::FetchAdd, .. } => CompOp::FetchAdd,
-        SendOp::Atomic { op: AtomicOp::CmpSwap, .. } => CompOp::CmpSwap,
+        SendOp::Atomic {
+            op: AtomicOp::FetchAdd,
+            ..
+        } => CompOp::FetchAdd,
+        SendOp::Atomic {
+            op: AtomicOp::CmpSwap,
+            ..
+        } => CompOp::CmpSwap,
         SendOp::Atomic { .. } => CompOp::AtomicOther,
         SendOp::Immediate { .. } => CompOp::Immediate,
         SendOp::WriteImm { .. } => CompOp::WriteImm,

@@ -3,7 +3,9 @@
 //! through the MPA [`Rx`](crate::mpa::Rx), DDP/RDMAP validation,
 //! streaming placement and completions.
 
-use super::{CompOp, Completion, Event, Host, IrqAux, Qp, RecvWr, State, Status, WorkQueue, RX_HDR};
+use super::{
+    CompOp, Completion, Event, Host, IrqAux, Qp, RecvWr, State, Status, WorkQueue, RX_HDR,
+};
 use crate::crc::Crc32c;
 use crate::ddp::RecvQueues;
 use crate::error::{self, llp, TermError};
@@ -98,7 +100,12 @@ fn rdmap_header_len(op: Opcode, ulpdu_len: usize, ddp_len: usize) -> usize {
 impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
     /// Takes the next chunk of the TCP byte stream. Always consumes all of
     /// it (after a failure the rest is ignored).
-    pub fn rx<H: Host + ?Sized, C: Crc32c + ?Sized>(&mut self, host: &mut H, crc: &C, input: &[u8]) -> usize {
+    pub fn rx<H: Host + ?Sized, C: Crc32c + ?Sized>(
+        &mut self,
+        host: &mut H,
+        crc: &C,
+        input: &[u8],
+    ) -> usize {
         let mut off = 0;
         if matches!(self.state, State::AwaitReply | State::AwaitRequest) {
             off = self.rx_frame(host, input);
@@ -140,7 +147,11 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
 
     /// Collects the peer's MPA frame; returns the octets it used.
     fn rx_frame<H: Host + ?Sized>(&mut self, host: &mut H, input: &[u8]) -> usize {
-        let kind = if self.state == State::AwaitReply { Kind::Reply } else { Kind::Request };
+        let kind = if self.state == State::AwaitReply {
+            Kind::Reply
+        } else {
+            Kind::Request
+        };
         let mut used = 0;
         loop {
             let have = self.ctl_rx_have;
@@ -176,14 +187,20 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
             }
         };
         if kind == Kind::Request {
-            let Some(cfg) = self.resp else { return input.len() };
+            let Some(cfg) = self.resp else {
+                return input.len();
+            };
             match judge_request(&cfg, &repr) {
                 Ok(_) => {
                     self.state = State::OfferPending;
                     host.event(Event::ConnectRequest);
                 }
                 Err(rej) => {
-                    let reply = if rej.send_reply { rej.reply(&[]).ok() } else { None };
+                    let reply = if rej.send_reply {
+                        rej.reply(&[]).ok()
+                    } else {
+                        None
+                    };
                     let error = rej.error;
                     if let Some(r) = reply {
                         let _ = self.queue_frame(&r);
@@ -264,7 +281,11 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
                 return;
             };
             let tagged = c0 & 0x80 != 0;
-            let ddp_len = if tagged { TAGGED_HEADER_LEN } else { UNTAGGED_HEADER_LEN };
+            let ddp_len = if tagged {
+                TAGGED_HEADER_LEN
+            } else {
+                UNTAGGED_HEADER_LEN
+            };
             let want = match Opcode::from_u8(Control::from_byte(c1).opcode) {
                 Some(op) => rdmap_header_len(op, usize::from(ulpdu_len), ddp_len),
                 None => ddp_len,
@@ -317,22 +338,27 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
         match msg.ddp.model {
             Model::Tagged { stag, to } => {
                 if msg.opcode == Opcode::ReadResponse {
-                    match self.orq.on_read_response(stag, to, payload32, msg.ddp.last) {
-                        Ok(Some(_)) => self.rxc.read_done = self.orq_aux.pop(),
-                        Ok(None) => {}
-                        Err(e) => return self.rx_fail(host, e),
+                    // Validate only: the credit and the ORQ entry go when the
+                    // FPDU is complete (CRC checked), so no later completion
+                    // can overtake this Read's in between.
+                    if let Err(e) = self.orq.on_read_response(stag, to, payload32, false) {
+                        return self.rx_fail(host, e);
+                    }
+                    if msg.ddp.last {
+                        self.rxc.read_done = self.orq_aux.front().copied();
                     }
                     if payload_len > 0 {
-                        match rdmap::validate_read_response(host, self.cfg.pd, stag, to, payload32) {
+                        match rdmap::validate_read_response(host, self.cfg.pd, stag, to, payload32)
+                        {
                             Ok(_) => self.rxc.action = Action::Tagged { stag, to },
-                            Err(e) => return self.rx_fail(host, e),
+                            Err(e) => self.rx_fail(host, e),
                         }
                     }
                 } else if payload_len > 0 {
                     // A zero-length Write (e.g. an RTR) touches nothing.
                     match rdmap::validate_write(host, self.cfg.pd, stag, to, payload32) {
                         Ok(_) => self.rxc.action = Action::Tagged { stag, to },
-                        Err(e) => return self.rx_fail(host, e),
+                        Err(e) => self.rx_fail(host, e),
                     }
                 }
             }
@@ -363,8 +389,13 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
     /// A Commit Request longer than the header buffer: answer Limit.
     fn oversize_commit(&mut self) -> bool {
         let h = self.rxc.hdr();
-        let is_commit = h.get(1).and_then(|&c| Opcode::from_u8(Control::from_byte(c).opcode)) == Some(Opcode::CommitRequest);
-        usize::from(self.rxc.ulpdu_len) > RX_HDR && is_commit && h.first().is_some_and(|&c| c & 0x80 == 0)
+        let is_commit = h
+            .get(1)
+            .and_then(|&c| Opcode::from_u8(Control::from_byte(c).opcode))
+            == Some(Opcode::CommitRequest);
+        usize::from(self.rxc.ulpdu_len) > RX_HDR
+            && is_commit
+            && h.first().is_some_and(|&c| c & 0x80 == 0)
     }
 
     fn on_payload<H: Host + ?Sized>(&mut self, host: &mut H, data: &[u8]) {
@@ -374,7 +405,9 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
         let off = self.rxc.placed;
         let r = match self.rxc.action {
             Action::None => Ok(()),
-            Action::Tagged { stag, to } => host.place_tagged(stag, to.wrapping_add(u64::from(off)), data),
+            Action::Tagged { stag, to } => {
+                host.place_tagged(stag, to.wrapping_add(u64::from(off)), data)
+            }
             Action::Recv { wr, mo } => host.place_recv(&wr, mo.saturating_add(off), data),
         };
         self.rxc.placed = off.saturating_add(u32::try_from(data.len()).unwrap_or(u32::MAX));
@@ -385,7 +418,9 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
 
     fn on_complete<H: Host + ?Sized>(&mut self, host: &mut H) {
         let stage = core::mem::replace(&mut self.rxc.stage, Stage::Start);
-        if stage != Stage::Body || !matches!(self.state, State::Rts | State::Closing | State::AwaitRtr(_)) {
+        if stage != Stage::Body
+            || !matches!(self.state, State::Rts | State::Closing | State::AwaitRtr(_))
+        {
             return;
         }
         self.complete_fpdu(host);
@@ -415,7 +450,11 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
         if self.rxc.rtr {
             match msg.body {
                 Body::ReadRequest(r) => {
-                    if let Err(e) = self.urx.accept(&msg.ddp, msg.ddp_payload_len, &Posted([None, Some(u32::MAX), None, None])) {
+                    if let Err(e) = self.urx.accept(
+                        &msg.ddp,
+                        msg.ddp_payload_len,
+                        &Posted([None, Some(u32::MAX), None, None]),
+                    ) {
                         return self.rx_fail(host, e);
                     }
                     match rdmap::validate_read_request(&r, host, pd, &mut self.irq) {
@@ -426,7 +465,10 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
                     }
                 }
                 Body::Data if msg.opcode == Opcode::Send => {
-                    if let Err(e) = self.urx.accept(&msg.ddp, 0, &Posted([Some(0), None, None, None])) {
+                    if let Err(e) =
+                        self.urx
+                            .accept(&msg.ddp, 0, &Posted([Some(0), None, None, None]))
+                    {
                         return self.rx_fail(host, e);
                     }
                 }
@@ -438,7 +480,8 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
         match msg.body {
             Body::Data => {
                 if let Some((len, op)) = self.rxc.recv_last.take() {
-                    let mut c = Completion::new(WorkQueue::Recv, 0, CompOp::Recv, Status::Success, len);
+                    let mut c =
+                        Completion::new(WorkQueue::Recv, 0, CompOp::Recv, Status::Success, len);
                     c.solicited = op.solicited();
                     if let Some(stag) = msg.invalidate_stag() {
                         if let Err(e) = host.invalidate(stag) {
@@ -452,8 +495,11 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
                     }
                     host.complete(c);
                 }
-                if let Some(aux) = self.rxc.read_done.take() {
-                    self.orq_completed(host, aux, Status::Success, None);
+                if self.rxc.read_done.take().is_some() {
+                    self.orq.pop();
+                    if let Some(aux) = self.orq_aux.pop() {
+                        self.orq_completed(host, aux, Status::Success, None);
+                    }
                 }
             }
             Body::Immediate(imm) => {
@@ -462,8 +508,16 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
                 if let Err(e) = self.urx.accept(&msg.ddp, msg.ddp_payload_len, &posted) {
                     return self.rx_fail(host, e);
                 }
-                let Some(wr) = host.rq_pop() else { return self.rx_fail(host, error::ddp::U_NO_BUFFER) };
-                let mut c = Completion::new(WorkQueue::Recv, wr.wr_id, CompOp::RecvImm, Status::Success, 0);
+                let Some(wr) = host.rq_pop() else {
+                    return self.rx_fail(host, error::ddp::U_NO_BUFFER);
+                };
+                let mut c = Completion::new(
+                    WorkQueue::Recv,
+                    wr.wr_id,
+                    CompOp::RecvImm,
+                    Status::Success,
+                    0,
+                );
                 c.imm = Some(imm.data);
                 c.solicited = msg.opcode.solicited();
                 host.complete(c);
@@ -493,7 +547,9 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
                     Ok(v) => v,
                     Err(e) => return self.rx_fail(host, e),
                 };
-                if let Err(e) = self.irq.admit(InboundRequest::Atomic { request_id: req.request_id }) {
+                if let Err(e) = self.irq.admit(InboundRequest::Atomic {
+                    request_id: req.request_id,
+                }) {
                     return self.rx_fail(host, e);
                 }
                 let _ = self.irq_aux.push(IrqAux::Atomic { original });
@@ -507,7 +563,8 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
                     Ok(p) => p,
                     Err(e) => return self.rx_fail(host, e),
                 };
-                let mut regions = [crate::wire::commit::Region::default(); crate::wire::commit::MAX_REGIONS];
+                let mut regions =
+                    [crate::wire::commit::Region::default(); crate::wire::commit::MAX_REGIONS];
                 let mut count = 0;
                 for (d, r) in regions.iter_mut().zip(plan.flushes(host)) {
                     *d = r;
@@ -520,22 +577,31 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
                 let resp = plan.response(ok);
                 if resp.status == CommitStatus::Success {
                     if let Some(stag) = msg.invalidate_stag() {
-                        let r = rdmap::validate_invalidate(host, pd, stag).and_then(|s| host.invalidate(s));
+                        let r = rdmap::validate_invalidate(host, pd, stag)
+                            .and_then(|s| host.invalidate(s));
                         if let Err(e) = r {
                             return self.rx_fail(host, e);
                         }
                     }
                 }
-                let _ = self.irq_aux.push(IrqAux::Commit { status: resp.status });
+                let _ = self.irq_aux.push(IrqAux::Commit {
+                    status: resp.status,
+                });
             }
             Body::AtomicResponse(r) => {
-                if let Err(e) = self.urx.accept(&msg.ddp, msg.ddp_payload_len, &Posted([None, None, None, Some(u32::MAX)])) {
+                if let Err(e) = self.urx.accept(
+                    &msg.ddp,
+                    msg.ddp_payload_len,
+                    &Posted([None, None, None, Some(u32::MAX)]),
+                ) {
                     return self.rx_fail(host, e);
                 }
                 if let Err(e) = self.orq.on_atomic_response(&r) {
                     return self.rx_fail(host, e);
                 }
-                let Some(aux) = self.orq_aux.pop() else { return self.rx_fail(host, error::rdmap::LOCAL_CATA) };
+                let Some(aux) = self.orq_aux.pop() else {
+                    return self.rx_fail(host, error::rdmap::LOCAL_CATA);
+                };
                 let status = match host.write_atomic_result(&aux.local, r.original) {
                     Ok(()) => Status::Success,
                     Err(e) => Status::LocalError(e),
@@ -543,13 +609,19 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
                 self.orq_completed(host, aux, status, Some(r.original));
             }
             Body::CommitResponse(r) => {
-                if let Err(e) = self.urx.accept(&msg.ddp, msg.ddp_payload_len, &Posted([None, None, None, Some(u32::MAX)])) {
+                if let Err(e) = self.urx.accept(
+                    &msg.ddp,
+                    msg.ddp_payload_len,
+                    &Posted([None, None, None, Some(u32::MAX)]),
+                ) {
                     return self.rx_fail(host, e);
                 }
                 if let Err(e) = self.orq.on_commit_response(&r) {
                     return self.rx_fail(host, e);
                 }
-                let Some(aux) = self.orq_aux.pop() else { return self.rx_fail(host, error::rdmap::LOCAL_CATA) };
+                let Some(aux) = self.orq_aux.pop() else {
+                    return self.rx_fail(host, error::rdmap::LOCAL_CATA);
+                };
                 let status = match r.status {
                     CommitStatus::Success => Status::Success,
                     s => Status::CommitFailed(s),
@@ -565,7 +637,12 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
         }
     }
 
-    fn admit_commit<H: Host + ?Sized>(&mut self, host: &mut H, request_id: u32, status: CommitStatus) {
+    fn admit_commit<H: Host + ?Sized>(
+        &mut self,
+        host: &mut H,
+        request_id: u32,
+        status: CommitStatus,
+    ) {
         // MSN accounting on QN 1 like any request.
         let seg = Segment::new_unchecked(self.rxc.hdr());
         let ddp = crate::wire::ddp::Repr::parse(&seg);

@@ -47,13 +47,26 @@ impl StagTable for Mock {
             return None;
         }
         let m = self.mrs.get(((stag >> 8) as usize).checked_sub(1)?)?;
-        Some(Region { base_to: m.base, len: m.data.len() as u64, access: m.access, pd: PD, valid: m.valid, durable: m.durable })
+        Some(Region {
+            base_to: m.base,
+            len: m.data.len() as u64,
+            access: m.access,
+            pd: PD,
+            valid: m.valid,
+            durable: m.durable,
+        })
     }
 }
 
 impl Mock {
     fn mr(&mut self, base: u64, len: usize, access: Access) -> u32 {
-        self.mrs.push(Mr { base, data: (0..len).map(|i| i as u8).collect(), access, valid: true, durable: true });
+        self.mrs.push(Mr {
+            base,
+            data: (0..len).map(|i| i as u8).collect(),
+            access,
+            valid: true,
+            durable: true,
+        });
         stag(self.mrs.len() - 1)
     }
     fn slice(&mut self, stag: u32, to: u64, len: usize) -> Result<&mut [u8], TermError> {
@@ -103,8 +116,13 @@ impl Host for Mock {
         Ok(())
     }
     fn place_recv(&mut self, wr: &RecvWr, offset: u32, data: &[u8]) -> Result<(), TermError> {
-        let b = self.rbufs.get_mut(wr.wr_id as usize).ok_or(ddpe::LOCAL_CATA)?;
-        b.get_mut(offset as usize..offset as usize + data.len()).ok_or(ddpe::LOCAL_CATA)?.copy_from_slice(data);
+        let b = self
+            .rbufs
+            .get_mut(wr.wr_id as usize)
+            .ok_or(ddpe::LOCAL_CATA)?;
+        b.get_mut(offset as usize..offset as usize + data.len())
+            .ok_or(ddpe::LOCAL_CATA)?
+            .copy_from_slice(data);
         Ok(())
     }
     fn atomic(&mut self, plan: &AtomicPlan) -> Result<u64, TermError> {
@@ -117,7 +135,8 @@ impl Host for Mock {
         Ok(orig)
     }
     fn write_atomic_result(&mut self, wr: &Local, original: u64) -> Result<(), TermError> {
-        self.slice(wr.stag, wr.to, 8)?.copy_from_slice(&original.to_le_bytes());
+        self.slice(wr.stag, wr.to, 8)?
+            .copy_from_slice(&original.to_le_bytes());
         Ok(())
     }
     fn make_durable(&mut self, _region: &commitw::Region) -> bool {
@@ -191,11 +210,21 @@ impl Pair {
     }
 }
 
-fn pair_with(crc: bool, markers: bool, p2p: Option<RtrSet>, emss: usize, chunks: Vec<usize>) -> Pair {
+fn pair_with(
+    crc: bool,
+    markers: bool,
+    p2p: Option<RtrSet>,
+    emss: usize,
+    chunks: Vec<usize>,
+) -> Pair {
     let mut a = Q::new(QpConfig { pd: PD, emss });
     let mut b = Q::new(QpConfig { pd: PD, emss });
     let icfg = InitiatorConfig {
-        crc: if crc { CrcPolicy::Required } else { CrcPolicy::IfPeerAsks },
+        crc: if crc {
+            CrcPolicy::Required
+        } else {
+            CrcPolicy::IfPeerAsks
+        },
         markers,
         enhanced: true,
         ird: 4,
@@ -203,10 +232,27 @@ fn pair_with(crc: bool, markers: bool, p2p: Option<RtrSet>, emss: usize, chunks:
         p2p,
         private_data: b"init",
     };
-    let rcfg = ResponderConfig { max_rev: 2, crc: CrcPolicy::IfPeerAsks, markers, ird: 4, ord: 4, min_ord: 0, rtr: RtrSet::ALL };
+    let rcfg = ResponderConfig {
+        max_rev: 2,
+        crc: CrcPolicy::IfPeerAsks,
+        markers,
+        ird: 4,
+        ord: 4,
+        min_ord: 0,
+        rtr: RtrSet::ALL,
+    };
     a.connect(&icfg).unwrap();
     b.listen(&rcfg).unwrap();
-    let mut p = Pair { a, b, ha: Mock::default(), hb: Mock::default(), chunks, k: 0, ab: vec![], ba: vec![] };
+    let mut p = Pair {
+        a,
+        b,
+        ha: Mock::default(),
+        hb: Mock::default(),
+        chunks,
+        k: 0,
+        ab: vec![],
+        ba: vec![],
+    };
     p.pump();
     assert_eq!(p.a.state(), State::Rts);
     assert_eq!(p.b.peer_private_data(), b"init");
@@ -219,7 +265,13 @@ fn pair() -> Pair {
 }
 
 fn wr(wr_id: u64, op: SendOp, len: u32, local: Local) -> SendWr {
-    SendWr { wr_id, flags: Flags::SIGNALED, op, len, local }
+    SendWr {
+        wr_id,
+        flags: Flags::SIGNALED,
+        op,
+        len,
+        local,
+    }
 }
 
 fn post_a(p: &mut Pair, w: SendWr) {
@@ -238,19 +290,50 @@ fn send_recv_every_framing_and_rtr() {
                 assert_eq!(p.a.rtr_mode(), rtr.map(RtrMode::Zero));
                 let src = p.ha.mr(0x1000, 3000, RW());
                 let id = p.hb.post_recv(3000);
-                post_a(&mut p, wr(1, SendOp::Send { invalidate: None }, 2500, Local { stag: src, to: 0x1000, handle: 0 }));
+                post_a(
+                    &mut p,
+                    wr(
+                        1,
+                        SendOp::Send { invalidate: None },
+                        2500,
+                        Local {
+                            stag: src,
+                            to: 0x1000,
+                            handle: 0,
+                        },
+                    ),
+                );
                 p.pump();
-                assert_eq!(p.b.state(), State::Rts, "crc {crc} markers {markers} rtr {rtr:?}");
-                assert_eq!(p.hb.events.iter().filter(|e| **e == Event::Ready).count(), 1);
+                assert_eq!(
+                    p.b.state(),
+                    State::Rts,
+                    "crc {crc} markers {markers} rtr {rtr:?}"
+                );
+                assert_eq!(
+                    p.hb.events.iter().filter(|e| **e == Event::Ready).count(),
+                    1
+                );
                 assert_eq!(p.hb.cq.len(), 1, "{:?}", p.hb.events);
                 let c = p.hb.cq[0];
-                assert_eq!((c.wr_id, c.byte_len, c.opcode, c.status), (id, 2500, CompOp::Recv, Status::Success));
+                assert_eq!(
+                    (c.wr_id, c.byte_len, c.opcode, c.status),
+                    (id, 2500, CompOp::Recv, Status::Success)
+                );
                 assert_eq!(&p.hb.rbufs[0][..2500], &p.ha.mrs[0].data[..2500]);
                 assert_eq!(p.ha.cq[0].opcode, CompOp::Send);
                 // The responder can now send too (RTR / first FPDU seen).
                 let src_b = p.hb.mr(0, 100, RW());
                 p.ha.post_recv(100);
-                p.hb.sq.push_back(wr(9, SendOp::Send { invalidate: None }, 100, Local { stag: src_b, to: 0, handle: 0 }));
+                p.hb.sq.push_back(wr(
+                    9,
+                    SendOp::Send { invalidate: None },
+                    100,
+                    Local {
+                        stag: src_b,
+                        to: 0,
+                        handle: 0,
+                    },
+                ));
                 p.pump();
                 assert_eq!(p.ha.cq.len(), 2);
                 assert_eq!(p.ha.rbufs[0], p.hb.mrs[0].data);
@@ -264,31 +347,102 @@ fn responder_waits_for_first_fpdu_without_rtr() {
     let mut p = pair_with(false, false, None, 1460, vec![4096]);
     let s = p.hb.mr(0, 10, RW());
     p.ha.post_recv(10);
-    p.hb.sq.push_back(wr(1, SendOp::Send { invalidate: None }, 10, Local { stag: s, to: 0, handle: 0 }));
+    p.hb.sq.push_back(wr(
+        1,
+        SendOp::Send { invalidate: None },
+        10,
+        Local {
+            stag: s,
+            to: 0,
+            handle: 0,
+        },
+    ));
     p.pump();
-    assert!(p.ha.cq.is_empty(), "responder sent before the initiator's first FPDU");
+    assert!(
+        p.ha.cq.is_empty(),
+        "responder sent before the initiator's first FPDU"
+    );
     // A zero-length Write from the initiator opens the direction.
-    post_a(&mut p, wr(2, SendOp::Write { remote: Remote { stag: 0, to: 0 } }, 0, Local::default()));
+    post_a(
+        &mut p,
+        wr(
+            2,
+            SendOp::Write {
+                remote: Remote { stag: 0, to: 0 },
+            },
+            0,
+            Local::default(),
+        ),
+    );
     p.pump();
-    assert_eq!(p.ha.cq.iter().filter(|c| c.queue == WorkQueue::Recv).count(), 1);
+    assert_eq!(
+        p.ha.cq
+            .iter()
+            .filter(|c| c.queue == WorkQueue::Recv)
+            .count(),
+        1
+    );
 }
 
 #[test]
 fn write_read_multi_segment() {
-    let mut p = pair_with(true, true, Some(RtrSet::one(Rtr::Read)), 200, vec![13, 512, 64]);
+    let mut p = pair_with(
+        true,
+        true,
+        Some(RtrSet::one(Rtr::Read)),
+        200,
+        vec![13, 512, 64],
+    );
     assert!(p.a.mulpdu() < 200);
     let la = p.ha.mr(0x10_000, 5000, RW());
     let rb = p.hb.mr(0x20_000, 5000, RW());
     p.hb.mrs[0].data.iter_mut().for_each(|x| *x = 0);
-    post_a(&mut p, wr(1, SendOp::Write { remote: Remote { stag: rb, to: 0x20_000 + 100 } }, 4000, Local { stag: la, to: 0x10_000, handle: 0 }));
+    post_a(
+        &mut p,
+        wr(
+            1,
+            SendOp::Write {
+                remote: Remote {
+                    stag: rb,
+                    to: 0x20_000 + 100,
+                },
+            },
+            4000,
+            Local {
+                stag: la,
+                to: 0x10_000,
+                handle: 0,
+            },
+        ),
+    );
     p.pump();
     assert_eq!(&p.hb.mrs[0].data[100..4100], &p.ha.mrs[0].data[..4000]);
     // Read it back into another local region.
     let sink = p.ha.mr(0x30_000, 5000, RW());
-    post_a(&mut p, wr(2, SendOp::Read { remote: Remote { stag: rb, to: 0x20_000 + 100 } }, 4000, Local { stag: sink, to: 0x30_000 + 1, handle: 0 }));
+    post_a(
+        &mut p,
+        wr(
+            2,
+            SendOp::Read {
+                remote: Remote {
+                    stag: rb,
+                    to: 0x20_000 + 100,
+                },
+            },
+            4000,
+            Local {
+                stag: sink,
+                to: 0x30_000 + 1,
+                handle: 0,
+            },
+        ),
+    );
     p.pump();
     let c = p.ha.cq.last().unwrap();
-    assert_eq!((c.wr_id, c.opcode, c.status, c.byte_len), (2, CompOp::Read, Status::Success, 4000));
+    assert_eq!(
+        (c.wr_id, c.opcode, c.status, c.byte_len),
+        (2, CompOp::Read, Status::Success, 4000)
+    );
     let want = p.ha.mrs[0].data[..4000].to_vec();
     assert_eq!(&p.ha.mrs[1].data[1..4001], &want[..]);
     assert!(p.hb.cq.is_empty());
@@ -303,11 +457,42 @@ fn ord_limit_fence_and_completion_order() {
     let l = p.ha.mr(0, 4096, RW());
     let r = p.hb.mr(0, 4096, RW());
     p.hb.post_recv(64);
-    let loc = |to| Local { stag: l, to, handle: 0 };
-    post_a(&mut p, wr(1, SendOp::Read { remote: Remote { stag: r, to: 0 } }, 100, loc(1000)));
-    post_a(&mut p, wr(2, SendOp::Read { remote: Remote { stag: r, to: 100 } }, 100, loc(2000)));
+    let loc = |to| Local {
+        stag: l,
+        to,
+        handle: 0,
+    };
+    post_a(
+        &mut p,
+        wr(
+            1,
+            SendOp::Read {
+                remote: Remote { stag: r, to: 0 },
+            },
+            100,
+            loc(1000),
+        ),
+    );
+    post_a(
+        &mut p,
+        wr(
+            2,
+            SendOp::Read {
+                remote: Remote { stag: r, to: 100 },
+            },
+            100,
+            loc(2000),
+        ),
+    );
     post_a(&mut p, wr(3, SendOp::Send { invalidate: None }, 10, loc(0)));
-    let mut w4 = wr(4, SendOp::Write { remote: Remote { stag: r, to: 3000 } }, 10, loc(0));
+    let mut w4 = wr(
+        4,
+        SendOp::Write {
+            remote: Remote { stag: r, to: 3000 },
+        },
+        10,
+        loc(0),
+    );
     w4.flags = w4.flags.with(Flags::FENCE);
     post_a(&mut p, w4);
     // One TX pass: only the first Read goes out (ORD 1).
@@ -315,7 +500,11 @@ fn ord_limit_fence_and_completion_order() {
     let n = p.a.tx(&mut p.ha, &SoftCrc32c, &mut buf);
     assert_eq!(p.a.orq.len(), 1);
     assert_eq!(n, 2 + 18 + 28 + 4);
-    assert_eq!(p.a.tx(&mut p.ha, &SoftCrc32c, &mut buf), 0, "second Read must wait for ORD");
+    assert_eq!(
+        p.a.tx(&mut p.ha, &SoftCrc32c, &mut buf),
+        0,
+        "second Read must wait for ORD"
+    );
     p.b.rx(&mut p.hb, &SoftCrc32c, &buf[..n]);
     p.pump();
     let ids: Vec<u64> = p.ha.cq.iter().map(|c| c.wr_id).collect();
@@ -330,8 +519,34 @@ fn send_after_read_completes_after_it() {
     let l = p.ha.mr(0, 4096, RW());
     let r = p.hb.mr(0, 4096, RW());
     p.hb.post_recv(64);
-    post_a(&mut p, wr(1, SendOp::Read { remote: Remote { stag: r, to: 0 } }, 3000, Local { stag: l, to: 0, handle: 0 }));
-    post_a(&mut p, wr(2, SendOp::Send { invalidate: None }, 10, Local { stag: l, to: 0, handle: 0 }));
+    post_a(
+        &mut p,
+        wr(
+            1,
+            SendOp::Read {
+                remote: Remote { stag: r, to: 0 },
+            },
+            3000,
+            Local {
+                stag: l,
+                to: 0,
+                handle: 0,
+            },
+        ),
+    );
+    post_a(
+        &mut p,
+        wr(
+            2,
+            SendOp::Send { invalidate: None },
+            10,
+            Local {
+                stag: l,
+                to: 0,
+                handle: 0,
+            },
+        ),
+    );
     // Send goes out before the Read Response arrives: held.
     let mut buf = vec![0u8; 65536];
     let n = p.a.tx(&mut p.ha, &SoftCrc32c, &mut buf);
@@ -340,7 +555,10 @@ fn send_after_read_completes_after_it() {
     assert_eq!(p.a.held.len(), 1);
     p.b.rx(&mut p.hb, &SoftCrc32c, &buf[..n]);
     p.pump();
-    assert_eq!(p.ha.cq.iter().map(|c| c.wr_id).collect::<Vec<_>>(), vec![1, 2]);
+    assert_eq!(
+        p.ha.cq.iter().map(|c| c.wr_id).collect::<Vec<_>>(),
+        vec![1, 2]
+    );
 }
 
 #[test]
@@ -348,28 +566,129 @@ fn atomics_and_unsupported_aopcode() {
     let mut p = pair();
     let l = p.ha.mr(0, 64, RW());
     let r = p.hb.mr(0x100, 64, RW());
-    p.hb.slice(r, 0x100, 8).unwrap().copy_from_slice(&0x0000_0005_FFFF_FFFFu64.to_le_bytes());
-    let at = |op, add_swap, add_swap_mask, compare, compare_mask| SendOp::Atomic { op, remote: Remote { stag: r, to: 0x100 }, add_swap, add_swap_mask, compare, compare_mask };
-    post_a(&mut p, wr(1, at(AtomicOp::FetchAdd, 1, 0x8000_0000_8000_0000, 0, 0), 0, Local { stag: l, to: 0, handle: 0 }));
-    post_a(&mut p, wr(2, at(AtomicOp::FetchAdd, 1, 0, 0, 0), 0, Local { stag: l, to: 8, handle: 0 }));
-    post_a(&mut p, wr(3, at(AtomicOp::CmpSwap, 0xAB, 0xFF, 0x01, 0xFF), 0, Local { stag: l, to: 16, handle: 0 }));
+    p.hb.slice(r, 0x100, 8)
+        .unwrap()
+        .copy_from_slice(&0x0000_0005_FFFF_FFFFu64.to_le_bytes());
+    let at = |op, add_swap, add_swap_mask, compare, compare_mask| SendOp::Atomic {
+        op,
+        remote: Remote { stag: r, to: 0x100 },
+        add_swap,
+        add_swap_mask,
+        compare,
+        compare_mask,
+    };
+    post_a(
+        &mut p,
+        wr(
+            1,
+            at(AtomicOp::FetchAdd, 1, 0x8000_0000_8000_0000, 0, 0),
+            0,
+            Local {
+                stag: l,
+                to: 0,
+                handle: 0,
+            },
+        ),
+    );
+    post_a(
+        &mut p,
+        wr(
+            2,
+            at(AtomicOp::FetchAdd, 1, 0, 0, 0),
+            0,
+            Local {
+                stag: l,
+                to: 8,
+                handle: 0,
+            },
+        ),
+    );
+    post_a(
+        &mut p,
+        wr(
+            3,
+            at(AtomicOp::CmpSwap, 0xAB, 0xFF, 0x01, 0xFF),
+            0,
+            Local {
+                stag: l,
+                to: 16,
+                handle: 0,
+            },
+        ),
+    );
     p.pump();
-    let got: Vec<_> = p.ha.cq.iter().map(|c| (c.wr_id, c.opcode, c.status, c.atomic_original)).collect();
-    assert_eq!(got, vec![
-        (1, CompOp::FetchAdd, Status::Success, Some(0x0000_0005_FFFF_FFFF)),
-        (2, CompOp::FetchAdd, Status::Success, Some(0x0000_0005_0000_0000)),
-        (3, CompOp::CmpSwap, Status::Success, Some(0x0000_0005_0000_0001)),
-    ]);
-    assert_eq!(u64::from_le_bytes(p.hb.slice(r, 0x100, 8).unwrap().try_into().unwrap()), 0x0000_0005_0000_00AB);
-    assert_eq!(u64::from_le_bytes(p.ha.slice(l, 8, 8).unwrap().try_into().unwrap()), 0x0000_0005_0000_0000);
+    let got: Vec<_> =
+        p.ha.cq
+            .iter()
+            .map(|c| (c.wr_id, c.opcode, c.status, c.atomic_original))
+            .collect();
+    assert_eq!(
+        got,
+        vec![
+            (
+                1,
+                CompOp::FetchAdd,
+                Status::Success,
+                Some(0x0000_0005_FFFF_FFFF)
+            ),
+            (
+                2,
+                CompOp::FetchAdd,
+                Status::Success,
+                Some(0x0000_0005_0000_0000)
+            ),
+            (
+                3,
+                CompOp::CmpSwap,
+                Status::Success,
+                Some(0x0000_0005_0000_0001)
+            ),
+        ]
+    );
+    assert_eq!(
+        u64::from_le_bytes(p.hb.slice(r, 0x100, 8).unwrap().try_into().unwrap()),
+        0x0000_0005_0000_00AB
+    );
+    assert_eq!(
+        u64::from_le_bytes(p.ha.slice(l, 8, 8).unwrap().try_into().unwrap()),
+        0x0000_0005_0000_0000
+    );
     // Unsupported AOpCode: Terminate with Unexpected OpCode on both sides.
-    post_a(&mut p, wr(4, at(AtomicOp::Unsupported(1), 0, 0, 0, 0), 0, Local { stag: l, to: 0, handle: 0 }));
+    post_a(
+        &mut p,
+        wr(
+            4,
+            at(AtomicOp::Unsupported(1), 0, 0, 0, 0),
+            0,
+            Local {
+                stag: l,
+                to: 0,
+                handle: 0,
+            },
+        ),
+    );
     p.pump();
-    assert!(p.hb.events.contains(&Event::LocalTerminate(rdmape::UNEXPECTED_OPCODE)));
-    let t = p.ha.events.iter().find_map(|e| if let Event::TerminateReceived(t) = e { Some(*t) } else { None }).unwrap();
+    assert!(p
+        .hb
+        .events
+        .contains(&Event::LocalTerminate(rdmape::UNEXPECTED_OPCODE)));
+    let t =
+        p.ha.events
+            .iter()
+            .find_map(|e| {
+                if let Event::TerminateReceived(t) = e {
+                    Some(*t)
+                } else {
+                    None
+                }
+            })
+            .unwrap();
     assert_eq!(t.error, rdmape::UNEXPECTED_OPCODE);
     assert!(t.ddp.is_some());
-    assert_eq!(p.ha.cq.last().map(|c| (c.wr_id, c.status)), Some((4, Status::Flushed)));
+    assert_eq!(
+        p.ha.cq.last().map(|c| (c.wr_id, c.status)),
+        Some((4, Status::Flushed))
+    );
     assert_eq!((p.a.state(), p.b.state()), (State::Error, State::Error));
 }
 
@@ -378,54 +697,166 @@ fn terminate_case(setup: impl FnOnce(&mut Pair) -> SendWr, want: TermError) {
     p.ha.post_recv(10);
     let w = setup(&mut p);
     post_a(&mut p, w);
-    post_a(&mut p, wr(77, SendOp::Send { invalidate: None }, 0, Local::default()));
+    post_a(
+        &mut p,
+        wr(77, SendOp::Send { invalidate: None }, 0, Local::default()),
+    );
     p.pump();
-    assert!(p.hb.events.contains(&Event::LocalTerminate(want)), "{:?}", p.hb.events);
-    let t = p.ha.events.iter().find_map(|e| if let Event::TerminateReceived(t) = e { Some(*t) } else { None });
+    assert!(
+        p.hb.events.contains(&Event::LocalTerminate(want)),
+        "{:?}",
+        p.hb.events
+    );
+    let t = p.ha.events.iter().find_map(|e| {
+        if let Event::TerminateReceived(t) = e {
+            Some(*t)
+        } else {
+            None
+        }
+    });
     assert_eq!(t.map(|t| t.error), Some(want));
     // Every posted request completed exactly once; receives flushed.
-    let ids: Vec<u64> = p.ha.cq.iter().filter(|c| c.queue == WorkQueue::Send).map(|c| c.wr_id).collect();
+    let ids: Vec<u64> =
+        p.ha.cq
+            .iter()
+            .filter(|c| c.queue == WorkQueue::Send)
+            .map(|c| c.wr_id)
+            .collect();
     assert!(ids.contains(&77) && ids.len() == 2, "{:?}", p.ha.cq);
-    assert!(p.ha.cq.iter().any(|c| c.queue == WorkQueue::Recv && c.status == Status::Flushed));
+    assert!(p
+        .ha
+        .cq
+        .iter()
+        .any(|c| c.queue == WorkQueue::Recv && c.status == Status::Flushed));
     assert!(p.ha.rq.is_empty() && p.ha.sq.is_empty());
 }
 
 #[test]
 fn terminate_paths() {
     // Bad STag on Write.
-    terminate_case(|p| {
-        let l = p.ha.mr(0, 64, RW());
-        wr(1, SendOp::Write { remote: Remote { stag: 0x999, to: 0 } }, 8, Local { stag: l, to: 0, handle: 0 })
-    }, ddpe::T_INVALID_STAG);
+    terminate_case(
+        |p| {
+            let l = p.ha.mr(0, 64, RW());
+            wr(
+                1,
+                SendOp::Write {
+                    remote: Remote { stag: 0x999, to: 0 },
+                },
+                8,
+                Local {
+                    stag: l,
+                    to: 0,
+                    handle: 0,
+                },
+            )
+        },
+        ddpe::T_INVALID_STAG,
+    );
     // Bounds.
-    terminate_case(|p| {
-        let l = p.ha.mr(0, 64, RW());
-        let r = p.hb.mr(0, 16, RW());
-        wr(1, SendOp::Write { remote: Remote { stag: r, to: 10 } }, 8, Local { stag: l, to: 0, handle: 0 })
-    }, ddpe::T_BASE_BOUNDS);
+    terminate_case(
+        |p| {
+            let l = p.ha.mr(0, 64, RW());
+            let r = p.hb.mr(0, 16, RW());
+            wr(
+                1,
+                SendOp::Write {
+                    remote: Remote { stag: r, to: 10 },
+                },
+                8,
+                Local {
+                    stag: l,
+                    to: 0,
+                    handle: 0,
+                },
+            )
+        },
+        ddpe::T_BASE_BOUNDS,
+    );
     // Access.
-    terminate_case(|p| {
-        let l = p.ha.mr(0, 64, RW());
-        let r = p.hb.mr(0, 16, Access::REMOTE_READ);
-        wr(1, SendOp::Write { remote: Remote { stag: r, to: 0 } }, 8, Local { stag: l, to: 0, handle: 0 })
-    }, rdmape::ACCESS);
+    terminate_case(
+        |p| {
+            let l = p.ha.mr(0, 64, RW());
+            let r = p.hb.mr(0, 16, Access::REMOTE_READ);
+            wr(
+                1,
+                SendOp::Write {
+                    remote: Remote { stag: r, to: 0 },
+                },
+                8,
+                Local {
+                    stag: l,
+                    to: 0,
+                    handle: 0,
+                },
+            )
+        },
+        rdmape::ACCESS,
+    );
     // No posted receive.
-    terminate_case(|p| {
-        let l = p.ha.mr(0, 64, RW());
-        wr(1, SendOp::Send { invalidate: None }, 8, Local { stag: l, to: 0, handle: 0 })
-    }, ddpe::U_NO_BUFFER);
+    terminate_case(
+        |p| {
+            let l = p.ha.mr(0, 64, RW());
+            wr(
+                1,
+                SendOp::Send { invalidate: None },
+                8,
+                Local {
+                    stag: l,
+                    to: 0,
+                    handle: 0,
+                },
+            )
+        },
+        ddpe::U_NO_BUFFER,
+    );
     // Misaligned atomic.
-    terminate_case(|p| {
-        let l = p.ha.mr(0, 64, RW());
-        let r = p.hb.mr(0, 64, RW());
-        let op = SendOp::Atomic { op: AtomicOp::FetchAdd, remote: Remote { stag: r, to: 4 }, add_swap: 1, add_swap_mask: 0, compare: 0, compare_mask: 0 };
-        wr(1, op, 0, Local { stag: l, to: 0, handle: 0 })
-    }, rdmape::CATA_STREAM);
+    terminate_case(
+        |p| {
+            let l = p.ha.mr(0, 64, RW());
+            let r = p.hb.mr(0, 64, RW());
+            let op = SendOp::Atomic {
+                op: AtomicOp::FetchAdd,
+                remote: Remote { stag: r, to: 4 },
+                add_swap: 1,
+                add_swap_mask: 0,
+                compare: 0,
+                compare_mask: 0,
+            };
+            wr(
+                1,
+                op,
+                0,
+                Local {
+                    stag: l,
+                    to: 0,
+                    handle: 0,
+                },
+            )
+        },
+        rdmape::CATA_STREAM,
+    );
     // Read from a bad source.
-    terminate_case(|p| {
-        let l = p.ha.mr(0, 64, RW());
-        wr(1, SendOp::Read { remote: Remote { stag: 0x1234, to: 0 } }, 8, Local { stag: l, to: 0, handle: 0 })
-    }, rdmape::INVALID_STAG);
+    terminate_case(
+        |p| {
+            let l = p.ha.mr(0, 64, RW());
+            wr(
+                1,
+                SendOp::Read {
+                    remote: Remote {
+                        stag: 0x1234,
+                        to: 0,
+                    },
+                },
+                8,
+                Local {
+                    stag: l,
+                    to: 0,
+                    handle: 0,
+                },
+            )
+        },
+        rdmape::INVALID_STAG,
+    );
 }
 
 #[test]
@@ -435,17 +866,48 @@ fn send_invalidate_and_solicited() {
     let victim = p.hb.mr(0, 64, RW());
     p.hb.post_recv(64);
     p.hb.post_recv(64);
-    let mut w = wr(1, SendOp::Send { invalidate: Some(victim) }, 5, Local { stag: l, to: 0, handle: 0 });
+    let mut w = wr(
+        1,
+        SendOp::Send {
+            invalidate: Some(victim),
+        },
+        5,
+        Local {
+            stag: l,
+            to: 0,
+            handle: 0,
+        },
+    );
     w.flags = w.flags.with(Flags::SOLICITED);
     post_a(&mut p, w);
     p.pump();
     let c = p.hb.cq[0];
-    assert_eq!((c.invalidated, c.solicited, c.byte_len), (Some(victim), true, 5));
+    assert_eq!(
+        (c.invalidated, c.solicited, c.byte_len),
+        (Some(victim), true, 5)
+    );
     assert!(!p.hb.mrs[0].valid);
     // Invalidating it again: STag cannot be invalidated.
-    post_a(&mut p, wr(2, SendOp::Send { invalidate: Some(victim) }, 5, Local { stag: l, to: 0, handle: 0 }));
+    post_a(
+        &mut p,
+        wr(
+            2,
+            SendOp::Send {
+                invalidate: Some(victim),
+            },
+            5,
+            Local {
+                stag: l,
+                to: 0,
+                handle: 0,
+            },
+        ),
+    );
     p.pump();
-    assert!(p.hb.events.contains(&Event::LocalTerminate(rdmape::CANT_INVALIDATE)));
+    assert!(p
+        .hb
+        .events
+        .contains(&Event::LocalTerminate(rdmape::CANT_INVALIDATE)));
 }
 
 #[test]
@@ -456,16 +918,44 @@ fn write_with_immediate_places_data_first() {
     p.hb.mrs[0].data.iter_mut().for_each(|x| *x = 0);
     p.hb.post_recv(0);
     p.hb.post_recv(0);
-    post_a(&mut p, wr(1, SendOp::WriteImm { remote: Remote { stag: stag(0), to: 0 }, data: *b"IMMDATA!" }, 3000, Local { stag: l, to: 0, handle: 0 }));
+    post_a(
+        &mut p,
+        wr(
+            1,
+            SendOp::WriteImm {
+                remote: Remote {
+                    stag: stag(0),
+                    to: 0,
+                },
+                data: *b"IMMDATA!",
+            },
+            3000,
+            Local {
+                stag: l,
+                to: 0,
+                handle: 0,
+            },
+        ),
+    );
     let mut w = wr(2, SendOp::Immediate { data: [1; 8] }, 0, Local::default());
     w.flags = w.flags.with(Flags::SOLICITED);
     post_a(&mut p, w);
     p.pump();
     assert_eq!(p.hb.cq.len(), 2);
-    assert_eq!((p.hb.cq[0].opcode, p.hb.cq[0].imm), (CompOp::RecvImm, Some(*b"IMMDATA!")));
-    assert_eq!(&p.hb.snap[0][..3000], &p.ha.mrs[0].data[..3000], "data placed before the immediate completed");
+    assert_eq!(
+        (p.hb.cq[0].opcode, p.hb.cq[0].imm),
+        (CompOp::RecvImm, Some(*b"IMMDATA!"))
+    );
+    assert_eq!(
+        &p.hb.snap[0][..3000],
+        &p.ha.mrs[0].data[..3000],
+        "data placed before the immediate completed"
+    );
     assert_eq!((p.hb.cq[1].imm, p.hb.cq[1].solicited), (Some([1; 8]), true));
-    assert_eq!(p.ha.cq.iter().map(|c| c.opcode).collect::<Vec<_>>(), vec![CompOp::WriteImm, CompOp::Immediate]);
+    assert_eq!(
+        p.ha.cq.iter().map(|c| c.opcode).collect::<Vec<_>>(),
+        vec![CompOp::WriteImm, CompOp::Immediate]
+    );
 }
 
 #[test]
@@ -474,8 +964,31 @@ fn commit_statuses() {
     let l = p.ha.mr(0, 64, RW());
     let r = p.hb.mr(0, 64, RW());
     let reg = |stag, to, len| commitw::Region { stag, to, len };
-    let commit = |id, regions: &[commitw::Region]| wr(id, SendOp::Commit { request: commitw::RequestRepr::new(0, regions).unwrap() }, 0, Local::default());
-    post_a(&mut p, wr(1, SendOp::Write { remote: Remote { stag: r, to: 0 } }, 32, Local { stag: l, to: 0, handle: 0 }));
+    let commit = |id, regions: &[commitw::Region]| {
+        wr(
+            id,
+            SendOp::Commit {
+                request: commitw::RequestRepr::new(0, regions).unwrap(),
+            },
+            0,
+            Local::default(),
+        )
+    };
+    post_a(
+        &mut p,
+        wr(
+            1,
+            SendOp::Write {
+                remote: Remote { stag: r, to: 0 },
+            },
+            32,
+            Local {
+                stag: l,
+                to: 0,
+                handle: 0,
+            },
+        ),
+    );
     post_a(&mut p, commit(2, &[reg(r, 0, 32)]));
     post_a(&mut p, commit(3, &[reg(r, 60, 32)]));
     post_a(&mut p, commit(4, &[reg(0x4242, 0, 8)]));
@@ -486,15 +999,18 @@ fn commit_statuses() {
     post_a(&mut p, commit(7, &[reg(r, 0, 8)]));
     p.pump();
     let st: Vec<_> = p.ha.cq.iter().map(|c| (c.wr_id, c.status)).collect();
-    assert_eq!(st, vec![
-        (1, Status::Success),
-        (2, Status::Success),
-        (3, Status::CommitFailed(CommitStatus::Bounds)),
-        (4, Status::CommitFailed(CommitStatus::Access)),
-        (5, Status::Success),
-        (6, Status::CommitFailed(CommitStatus::Limit)),
-        (7, Status::CommitFailed(CommitStatus::NotDurable)),
-    ]);
+    assert_eq!(
+        st,
+        vec![
+            (1, Status::Success),
+            (2, Status::Success),
+            (3, Status::CommitFailed(CommitStatus::Bounds)),
+            (4, Status::CommitFailed(CommitStatus::Access)),
+            (5, Status::Success),
+            (6, Status::CommitFailed(CommitStatus::Limit)),
+            (7, Status::CommitFailed(CommitStatus::NotDurable)),
+        ]
+    );
     assert_eq!(p.b.state(), State::Rts);
 }
 
@@ -504,7 +1020,21 @@ fn incoming_garbage_terminates_and_flushes() {
     p.ha.post_recv(10);
     p.hb.post_recv(10);
     let l = p.ha.mr(0, 64, RW());
-    post_a(&mut p, wr(1, SendOp::Read { remote: Remote { stag: 1, to: 0 } }, 8, Local { stag: l, to: 0, handle: 0 }));
+    post_a(
+        &mut p,
+        wr(
+            1,
+            SendOp::Read {
+                remote: Remote { stag: 1, to: 0 },
+            },
+            8,
+            Local {
+                stag: l,
+                to: 0,
+                handle: 0,
+            },
+        ),
+    );
     let mut buf = vec![0u8; 4096];
     let n = p.a.tx(&mut p.ha, &SoftCrc32c, &mut buf);
     assert!(n > 0);
@@ -515,21 +1045,46 @@ fn incoming_garbage_terminates_and_flushes() {
     let m = t.write(&SoftCrc32c, &hdr, &[], &mut fpdu).unwrap();
     p.a.rx(&mut p.ha, &SoftCrc32c, &fpdu[..m]);
     assert_eq!(p.a.state(), State::Terminate);
-    assert!(p.ha.events.contains(&Event::LocalTerminate(rdmape::UNEXPECTED_OPCODE)));
+    assert!(p
+        .ha
+        .events
+        .contains(&Event::LocalTerminate(rdmape::UNEXPECTED_OPCODE)));
     let ids: Vec<_> = p.ha.cq.iter().map(|c| (c.queue, c.status)).collect();
-    assert_eq!(ids, vec![(WorkQueue::Send, Status::Flushed), (WorkQueue::Recv, Status::Flushed)]);
+    assert_eq!(
+        ids,
+        vec![
+            (WorkQueue::Send, Status::Flushed),
+            (WorkQueue::Recv, Status::Flushed)
+        ]
+    );
     // The Terminate goes out and reaches the peer.
     let k = p.a.tx(&mut p.ha, &SoftCrc32c, &mut buf);
     assert_eq!(p.a.state(), State::Error);
     p.b.rx(&mut p.hb, &SoftCrc32c, &buf[..k]);
-    let t = p.hb.events.iter().find_map(|e| if let Event::TerminateReceived(t) = e { Some(*t) } else { None }).unwrap();
+    let t =
+        p.hb.events
+            .iter()
+            .find_map(|e| {
+                if let Event::TerminateReceived(t) = e {
+                    Some(*t)
+                } else {
+                    None
+                }
+            })
+            .unwrap();
     assert_eq!(t.error, rdmape::UNEXPECTED_OPCODE);
     assert_eq!(t.ddp.unwrap().header.as_bytes(), &hdr);
     assert_eq!(p.hb.cq.last().map(|c| c.status), Some(Status::Flushed));
     // Posting to a failed QP: flush completes it at once.
-    post_a(&mut p, wr(5, SendOp::Send { invalidate: None }, 0, Local::default()));
+    post_a(
+        &mut p,
+        wr(5, SendOp::Send { invalidate: None }, 0, Local::default()),
+    );
     p.a.flush(&mut p.ha);
-    assert_eq!(p.ha.cq.last().map(|c| (c.wr_id, c.status)), Some((5, Status::Flushed)));
+    assert_eq!(
+        p.ha.cq.last().map(|c| (c.wr_id, c.status)),
+        Some((5, Status::Flushed))
+    );
 }
 
 #[test]
@@ -537,14 +1092,36 @@ fn crc_error_is_llp_terminate() {
     let mut p = pair();
     let l = p.ha.mr(0, 64, RW());
     p.hb.post_recv(64);
-    post_a(&mut p, wr(1, SendOp::Send { invalidate: None }, 20, Local { stag: l, to: 0, handle: 0 }));
+    post_a(
+        &mut p,
+        wr(
+            1,
+            SendOp::Send { invalidate: None },
+            20,
+            Local {
+                stag: l,
+                to: 0,
+                handle: 0,
+            },
+        ),
+    );
     let mut buf = vec![0u8; 4096];
     let n = p.a.tx(&mut p.ha, &SoftCrc32c, &mut buf);
     buf[25] ^= 1;
     p.b.rx(&mut p.hb, &SoftCrc32c, &buf[..n]);
     assert!(p.hb.events.contains(&Event::LocalTerminate(llp::CRC)));
     p.pump();
-    let t = p.ha.events.iter().find_map(|e| if let Event::TerminateReceived(t) = e { Some(*t) } else { None }).unwrap();
+    let t =
+        p.ha.events
+            .iter()
+            .find_map(|e| {
+                if let Event::TerminateReceived(t) = e {
+                    Some(*t)
+                } else {
+                    None
+                }
+            })
+            .unwrap();
     assert_eq!((t.error, t.ddp), (llp::CRC, None));
 }
 
@@ -560,7 +1137,10 @@ fn rtr_mismatch_is_llp_7() {
     let mut buf = vec![0u8; 4096];
     let n = a.tx(&mut p.ha, &SoftCrc32c, &mut buf);
     b.rx(&mut p.hb, &SoftCrc32c, &buf[..n]);
-    assert!(p.hb.events.contains(&Event::LocalTerminate(llp::NO_MATCHING_RTR)));
+    assert!(p
+        .hb
+        .events
+        .contains(&Event::LocalTerminate(llp::NO_MATCHING_RTR)));
 }
 
 #[test]
@@ -568,7 +1148,21 @@ fn graceful_close_and_connection_lost() {
     let mut p = pair();
     let l = p.ha.mr(0, 64, RW());
     let r = p.hb.mr(0, 64, RW());
-    post_a(&mut p, wr(1, SendOp::Read { remote: Remote { stag: r, to: 0 } }, 8, Local { stag: l, to: 0, handle: 0 }));
+    post_a(
+        &mut p,
+        wr(
+            1,
+            SendOp::Read {
+                remote: Remote { stag: r, to: 0 },
+            },
+            8,
+            Local {
+                stag: l,
+                to: 0,
+                handle: 0,
+            },
+        ),
+    );
     let mut buf = vec![0u8; 4096];
     let n = p.a.tx(&mut p.ha, &SoftCrc32c, &mut buf);
     p.b.rx(&mut p.hb, &SoftCrc32c, &buf[..n]);
@@ -589,9 +1183,26 @@ fn rejected_connection() {
     let mut a = Q::new(QpConfig { pd: PD, emss: 1460 });
     let mut b = Q::new(QpConfig { pd: PD, emss: 1460 });
     let (mut ha, mut hb) = (Mock::default(), Mock::default());
-    let icfg = InitiatorConfig { crc: CrcPolicy::IfPeerAsks, markers: false, enhanced: false, ird: 0, ord: 0, p2p: None, private_data: b"" };
+    let icfg = InitiatorConfig {
+        crc: CrcPolicy::IfPeerAsks,
+        markers: false,
+        enhanced: false,
+        ird: 0,
+        ord: 0,
+        p2p: None,
+        private_data: b"",
+    };
     a.connect(&icfg).unwrap();
-    b.listen(&ResponderConfig { max_rev: 1, crc: CrcPolicy::IfPeerAsks, markers: false, ird: 1, ord: 1, min_ord: 0, rtr: RtrSet::EMPTY }).unwrap();
+    b.listen(&ResponderConfig {
+        max_rev: 1,
+        crc: CrcPolicy::IfPeerAsks,
+        markers: false,
+        ird: 1,
+        ord: 1,
+        min_ord: 0,
+        rtr: RtrSet::EMPTY,
+    })
+    .unwrap();
     let mut buf = vec![0u8; 1024];
     let n = a.tx(&mut ha, &SoftCrc32c, &mut buf);
     b.rx(&mut hb, &SoftCrc32c, &buf[..n]);
@@ -604,7 +1215,7 @@ fn rejected_connection() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, .. ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig::default())]
 
     /// The resumable encoder produces exactly what `mpa::Tx::write` does,
     /// for any output chunking.
@@ -703,8 +1314,38 @@ fn rtr_read_does_not_hold_completions() {
     let l = p.ha.mr(0, 64, RW());
     p.hb.post_recv(64);
     p.hb.post_recv(64);
-    post_a(&mut p, wr(1, SendOp::Send { invalidate: None }, 8, Local { stag: l, to: 0, handle: 0 }));
-    post_a(&mut p, wr(2, SendOp::Send { invalidate: None }, 8, Local { stag: l, to: 0, handle: 0 }));
+    post_a(
+        &mut p,
+        wr(
+            1,
+            SendOp::Send { invalidate: None },
+            8,
+            Local {
+                stag: l,
+                to: 0,
+                handle: 0,
+            },
+        ),
+    );
+    post_a(
+        &mut p,
+        wr(
+            2,
+            SendOp::Send { invalidate: None },
+            8,
+            Local {
+                stag: l,
+                to: 0,
+                handle: 0,
+            },
+        ),
+    );
     p.pump();
-    assert_eq!(p.ha.cq.iter().map(|c| c.wr_id).collect::<Vec<_>>(), vec![1, 2], "{:?} {:?}", p.a.orq_aux, p.a.held);
+    assert_eq!(
+        p.ha.cq.iter().map(|c| c.wr_id).collect::<Vec<_>>(),
+        vec![1, 2],
+        "{:?} {:?}",
+        p.a.orq_aux,
+        p.a.held
+    );
 }

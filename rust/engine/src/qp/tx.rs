@@ -4,8 +4,8 @@
 //! work into FPDUs.
 
 use super::{
-    seq_lt, sq_opcode, CompOp, Completion, CurWqe, Event, Host, IrqAux, Local, OrqAux, Qp, SendOp, State, Status,
-    WorkQueue,
+    seq_lt, sq_opcode, CompOp, Completion, CurWqe, Event, Host, IrqAux, Local, OrqAux, Qp, SendOp,
+    State, Status, WorkQueue,
 };
 use crate::crc::Crc32c;
 use crate::ddp::Segmenter;
@@ -87,7 +87,12 @@ pub struct Written {
 impl FpduEncoder {
     /// An encoder at stream offset 0.
     pub const fn new(crc_on: bool, markers: bool) -> Self {
-        FpduEncoder { crc_on, markers, pos: 0, cur: None }
+        FpduEncoder {
+            crc_on,
+            markers,
+            pos: 0,
+            cur: None,
+        }
     }
 
     /// Whether an FPDU is in progress.
@@ -109,7 +114,11 @@ impl FpduEncoder {
     /// `src`. `false` if one is in progress or the sizes are out of range.
     pub(crate) fn start(&mut self, hdr: &[u8], src: Src, payload_len: usize) -> bool {
         let total = hdr.len().saturating_add(payload_len);
-        let (Ok(ulpdu_len), false, true) = (u16::try_from(total), self.cur.is_some(), hdr.len() <= TX_HDR) else {
+        let (Ok(ulpdu_len), false, true) = (
+            u16::try_from(total),
+            self.cur.is_some(),
+            hdr.len() <= TX_HDR,
+        ) else {
             return false;
         };
         let mut h = [0u8; TX_HDR];
@@ -133,11 +142,22 @@ impl FpduEncoder {
     }
 
     /// Writes as much of the FPDU in progress as fits into `out`.
-    pub fn write<H: super::Host + ?Sized, C: Crc32c + ?Sized>(&mut self, host: &mut H, crc: &C, out: &mut [u8]) -> Written {
-        let mut res = Written { len: 0, finished: false, error: None };
+    pub fn write<H: super::Host + ?Sized, C: Crc32c + ?Sized>(
+        &mut self,
+        host: &mut H,
+        crc: &C,
+        out: &mut [u8],
+    ) -> Written {
+        let mut res = Written {
+            len: 0,
+            finished: false,
+            error: None,
+        };
         let crc_on = self.crc_on;
         let markers_on = self.markers;
-        let Some(cur) = self.cur.as_mut() else { return res };
+        let Some(cur) = self.cur.as_mut() else {
+            return res;
+        };
         let mut at = 0usize;
         let mut pos = self.pos;
         while at < out.len() {
@@ -147,7 +167,8 @@ impl FpduEncoder {
                 }
                 let m = markers::encode(cur.mpos, cur.start);
                 let n = (MARKER_LEN - cur.moff).min(out.len() - at);
-                if let (Some(d), Some(s)) = (out.get_mut(at..at + n), m.get(cur.moff..cur.moff + n)) {
+                if let (Some(d), Some(s)) = (out.get_mut(at..at + n), m.get(cur.moff..cur.moff + n))
+                {
                     d.copy_from_slice(s);
                     if crc_on {
                         cur.crc = crc.append(cur.crc, s);
@@ -158,15 +179,22 @@ impl FpduEncoder {
                 cur.moff = (cur.moff + n) % MARKER_LEN;
                 continue;
             }
-            let room = if markers_on { markers::to_next_marker(pos) as usize } else { usize::MAX };
+            let room = if markers_on {
+                markers::to_next_marker(pos) as usize
+            } else {
+                usize::MAX
+            };
             let avail = (out.len() - at).min(room);
-            let Some(dst_all) = out.get_mut(at..at + avail) else { break };
+            let Some(dst_all) = out.get_mut(at..at + avail) else {
+                break;
+            };
             let n;
             match cur.phase {
                 Phase::Len => {
                     let b = cur.ulpdu_len.to_be_bytes();
                     n = (2 - cur.off).min(avail);
-                    if let (Some(d), Some(s)) = (dst_all.get_mut(..n), b.get(cur.off..cur.off + n)) {
+                    if let (Some(d), Some(s)) = (dst_all.get_mut(..n), b.get(cur.off..cur.off + n))
+                    {
                         d.copy_from_slice(s);
                     }
                     cur.off += n;
@@ -177,7 +205,9 @@ impl FpduEncoder {
                 }
                 Phase::Hdr => {
                     n = (cur.hdr_len - cur.off).min(avail);
-                    if let (Some(d), Some(s)) = (dst_all.get_mut(..n), cur.hdr.get(cur.off..cur.off + n)) {
+                    if let (Some(d), Some(s)) =
+                        (dst_all.get_mut(..n), cur.hdr.get(cur.off..cur.off + n))
+                    {
                         d.copy_from_slice(s);
                     }
                     cur.off += n;
@@ -196,7 +226,9 @@ impl FpduEncoder {
                                 Src::Local { local, offset } => {
                                     host.read_source(&local, offset.saturating_add(off32), d)
                                 }
-                                Src::Tagged { stag, to } => host.read_tagged(stag, to.wrapping_add(u64::from(off32)), d),
+                                Src::Tagged { stag, to } => {
+                                    host.read_tagged(stag, to.wrapping_add(u64::from(off32)), d)
+                                }
                             };
                             if let Err(e) = r {
                                 d.fill(0);
@@ -225,7 +257,8 @@ impl FpduEncoder {
                 Phase::Crc => {
                     let v = if crc_on { cur.crc } else { 0 }.to_le_bytes();
                     n = (CRC_LEN - cur.off).min(avail);
-                    if let (Some(d), Some(s)) = (dst_all.get_mut(..n), v.get(cur.off..cur.off + n)) {
+                    if let (Some(d), Some(s)) = (dst_all.get_mut(..n), v.get(cur.off..cur.off + n))
+                    {
                         d.copy_from_slice(s);
                     }
                     cur.off += n;
@@ -291,7 +324,16 @@ fn ddp_header(buf: &mut [u8], repr: &DdpRepr) -> usize {
 }
 
 fn untagged(op: Opcode, rsvd_ulp: u32, q: u32, msn: u32) -> DdpRepr {
-    DdpRepr { last: true, ulp_ctrl: Control::new(op).to_byte(), model: Model::Untagged { rsvd_ulp, qn: q, msn, mo: 0 } }
+    DdpRepr {
+        last: true,
+        ulp_ctrl: Control::new(op).to_byte(),
+        model: Model::Untagged {
+            rsvd_ulp,
+            qn: q,
+            msn,
+            mo: 0,
+        },
+    }
 }
 
 impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
@@ -308,11 +350,19 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
 
     /// Fills `out` with the next octets to send; returns how many. All of
     /// them must be sent, in order.
-    pub fn tx<H: Host + ?Sized, C: Crc32c + ?Sized>(&mut self, host: &mut H, crc: &C, out: &mut [u8]) -> usize {
+    pub fn tx<H: Host + ?Sized, C: Crc32c + ?Sized>(
+        &mut self,
+        host: &mut H,
+        crc: &C,
+        out: &mut [u8],
+    ) -> usize {
         let mut at = 0;
         // The MPA frame first.
         if self.ctl_tx_off < self.ctl_tx_len {
-            let src = self.ctl_tx.get(self.ctl_tx_off..self.ctl_tx_len).unwrap_or(&[]);
+            let src = self
+                .ctl_tx
+                .get(self.ctl_tx_off..self.ctl_tx_len)
+                .unwrap_or(&[]);
             let n = src.len().min(out.len());
             if let (Some(d), Some(s)) = (out.get_mut(..n), src.get(..n)) {
                 d.copy_from_slice(s);
@@ -327,7 +377,8 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
             let Some(rest) = out.get_mut(at..) else { break };
             let w = self.enc.write(host, crc, rest);
             at += w.len;
-            if let (Some(e), Done::Sq { .. }, Some(c)) = (w.error, self.txs.done, self.cur.as_mut()) {
+            if let (Some(e), Done::Sq { .. }, Some(c)) = (w.error, self.txs.done, self.cur.as_mut())
+            {
                 // The request whose data could not be read completes with
                 // the error once its FPDU is out; the stream terminates.
                 c.error = Some(e);
@@ -372,7 +423,13 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
                 if let Some(c) = self.cur.as_ref().and_then(|c| c.error.map(|e| (c.wr, e))) {
                     self.cur = None;
                     self.txs.msg = None;
-                    host.complete(Completion::new(WorkQueue::Send, c.0.wr_id, sq_opcode(&c.0.op), Status::LocalError(c.1), 0));
+                    host.complete(Completion::new(
+                        WorkQueue::Send,
+                        c.0.wr_id,
+                        sq_opcode(&c.0.op),
+                        Status::LocalError(c.1),
+                        0,
+                    ));
                 } else if last {
                     self.sq_wqe_sent(host);
                 }
@@ -408,7 +465,13 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
             _ => {
                 self.cur = None;
                 if c.wr.flags.contains(super::Flags::SIGNALED) {
-                    let comp = Completion::new(WorkQueue::Send, c.wr.wr_id, sq_opcode(&c.wr.op), Status::Success, c.wr.len);
+                    let comp = Completion::new(
+                        WorkQueue::Send,
+                        c.wr.wr_id,
+                        sq_opcode(&c.wr.op),
+                        Status::Success,
+                        c.wr.len,
+                    );
                     self.sq_complete(host, c.seq, comp);
                 }
             }
@@ -420,7 +483,9 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
         let mut hdr = [0u8; TX_HDR];
         if let (Some(t), false) = (self.term, self.term_sent) {
             let msn = self.next_msn(qn::TERMINATE);
-            let Some(n) = t.emit_segment(msn, &mut hdr) else { return false };
+            let Some(n) = t.emit_segment(msn, &mut hdr) else {
+                return false;
+            };
             self.txs.msg = None;
             self.txs.done = Done::Terminate;
             return self.enc.start(hdr.get(..n).unwrap_or(&[]), Src::None, 0);
@@ -432,22 +497,47 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
             let n = match k {
                 Rtr::Write => ddp_header(
                     &mut hdr,
-                    &DdpRepr { last: true, ulp_ctrl: Control::new(Opcode::Write).to_byte(), model: Model::Tagged { stag: 0, to: 0 } },
+                    &DdpRepr {
+                        last: true,
+                        ulp_ctrl: Control::new(Opcode::Write).to_byte(),
+                        model: Model::Tagged { stag: 0, to: 0 },
+                    },
                 ),
                 Rtr::Send => {
                     let msn = self.next_msn(qn::SEND);
                     ddp_header(&mut hdr, &untagged(Opcode::Send, 0, qn::SEND, msn))
                 }
                 Rtr::Read => {
-                    let r = OutboundRequest::Read { sink_stag: 0, sink_to: 0, len: 0 };
-                    let aux = OrqAux { seq: self.next_seq, wr_id: 0, local: Local::default(), signaled: false, opcode: CompOp::Read, len: 0, internal: true };
+                    let r = OutboundRequest::Read {
+                        sink_stag: 0,
+                        sink_to: 0,
+                        len: 0,
+                    };
+                    let aux = OrqAux {
+                        seq: self.next_seq,
+                        wr_id: 0,
+                        local: Local::default(),
+                        signaled: false,
+                        opcode: CompOp::Read,
+                        len: 0,
+                        internal: true,
+                    };
                     if !self.orq.try_issue(r) || self.orq_aux.push(aux).is_err() {
                         self.fail(host, error::rdmap::LOCAL_CATA, None);
                         return false;
                     }
                     let msn = self.next_msn(qn::READ_REQUEST);
-                    let d = ddp_header(&mut hdr, &untagged(Opcode::ReadRequest, 0, qn::READ_REQUEST, msn));
-                    let rr = ReadRequestRepr { sink_stag: 0, sink_to: 0, size: 0, src_stag: 0, src_to: 0 };
+                    let d = ddp_header(
+                        &mut hdr,
+                        &untagged(Opcode::ReadRequest, 0, qn::READ_REQUEST, msn),
+                    );
+                    let rr = ReadRequestRepr {
+                        sink_stag: 0,
+                        sink_to: 0,
+                        size: 0,
+                        src_stag: 0,
+                        src_to: 0,
+                    };
                     if let Some(b) = hdr.get_mut(d..d + rr.buffer_len()) {
                         rr.emit(&mut ReadRequest::new_unchecked(b));
                     }
@@ -461,7 +551,14 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
         if let Some(m) = self.txs.msg.as_mut() {
             let (seg, src, resp) = match m {
                 Msg::Sq(s, src) => (s.next(), *src, false),
-                Msg::Resp(s, stag, to) => (s.next(), Src::Tagged { stag: *stag, to: *to }, true),
+                Msg::Resp(s, stag, to) => (
+                    s.next(),
+                    Src::Tagged {
+                        stag: *stag,
+                        to: *to,
+                    },
+                    true,
+                ),
             };
             let Some((repr, range)) = seg else {
                 self.txs.msg = None;
@@ -470,12 +567,24 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
             let n = ddp_header(&mut hdr, &repr);
             let off = u32::try_from(range.start).unwrap_or(u32::MAX);
             let src = match src {
-                Src::Local { local, offset } => Src::Local { local, offset: offset.saturating_add(off) },
-                Src::Tagged { stag, to } => Src::Tagged { stag, to: to.wrapping_add(u64::from(off)) },
+                Src::Local { local, offset } => Src::Local {
+                    local,
+                    offset: offset.saturating_add(off),
+                },
+                Src::Tagged { stag, to } => Src::Tagged {
+                    stag,
+                    to: to.wrapping_add(u64::from(off)),
+                },
                 Src::None => Src::None,
             };
-            self.txs.done = if resp { Done::Resp { last: repr.last } } else { Done::Sq { last: repr.last } };
-            return self.enc.start(hdr.get(..n).unwrap_or(&[]), src, range.len());
+            self.txs.done = if resp {
+                Done::Resp { last: repr.last }
+            } else {
+                Done::Sq { last: repr.last }
+            };
+            return self
+                .enc
+                .start(hdr.get(..n).unwrap_or(&[]), src, range.len());
         }
         // Responses before new send queue work.
         if let (Some(&front), Some(&aux)) = (self.irq.front(), self.irq_aux.front()) {
@@ -484,7 +593,13 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
         self.plan_sq(host, &mut hdr)
     }
 
-    fn plan_response<H: Host + ?Sized>(&mut self, host: &mut H, front: InboundRequest, aux: IrqAux, hdr: &mut [u8; TX_HDR]) -> bool {
+    fn plan_response<H: Host + ?Sized>(
+        &mut self,
+        host: &mut H,
+        front: InboundRequest,
+        aux: IrqAux,
+        hdr: &mut [u8; TX_HDR],
+    ) -> bool {
         match (front, aux) {
             (InboundRequest::Read(plan), _) => match plan.segments(self.mulpdu) {
                 Ok(s) => {
@@ -499,12 +614,16 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
             (InboundRequest::Atomic { request_id }, IrqAux::Atomic { original }) => {
                 let msn = self.next_msn(qn::RESPONSE);
                 let d = ddp_header(hdr, &untagged(Opcode::AtomicResponse, 0, qn::RESPONSE, msn));
-                let r = atomicw::ResponseRepr { request_id, original };
+                let r = atomicw::ResponseRepr {
+                    request_id,
+                    original,
+                };
                 if let Some(b) = hdr.get_mut(d..d + r.buffer_len()) {
                     r.emit(&mut atomicw::Response::new_unchecked(b));
                 }
                 self.txs.done = Done::Resp { last: true };
-                self.enc.start(hdr.get(..d + r.buffer_len()).unwrap_or(&[]), Src::None, 0)
+                self.enc
+                    .start(hdr.get(..d + r.buffer_len()).unwrap_or(&[]), Src::None, 0)
             }
             (InboundRequest::Commit { request_id }, IrqAux::Commit { status }) => {
                 let msn = self.next_msn(qn::RESPONSE);
@@ -514,7 +633,8 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
                     r.emit(&mut commitw::Response::new_unchecked(b));
                 }
                 self.txs.done = Done::Resp { last: true };
-                self.enc.start(hdr.get(..d + r.buffer_len()).unwrap_or(&[]), Src::None, 0)
+                self.enc
+                    .start(hdr.get(..d + r.buffer_len()).unwrap_or(&[]), Src::None, 0)
             }
             _ => {
                 // IRQ and its results out of step: cannot happen.
@@ -529,14 +649,25 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
             if self.state != State::Rts || self.held.is_full() {
                 return false;
             }
-            let Some(wr) = host.sq_next() else { return false };
+            let Some(wr) = host.sq_next() else {
+                return false;
+            };
             let seq = self.next_seq;
             self.next_seq = self.next_seq.wrapping_add(1);
-            self.cur = Some(CurWqe { wr, seq, imm_phase: false, started: false, error: None });
+            self.cur = Some(CurWqe {
+                wr,
+                seq,
+                imm_phase: false,
+                started: false,
+                error: None,
+            });
         }
         let Some(c) = self.cur else { return false };
         let wr = c.wr;
-        let needs_credit = matches!(wr.op, SendOp::Read { .. } | SendOp::Atomic { .. } | SendOp::Commit { .. });
+        let needs_credit = matches!(
+            wr.op,
+            SendOp::Read { .. } | SendOp::Atomic { .. } | SendOp::Commit { .. }
+        );
         if !c.started && wr.flags.contains(super::Flags::FENCE) && !self.orq.is_empty() {
             return false;
         }
@@ -550,11 +681,25 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
         let ctrl = |op| Control::new(op).to_byte();
         let local_err = |qp: &mut Self, host: &mut H, e: TermError| {
             qp.cur = None;
-            host.complete(Completion::new(WorkQueue::Send, wr.wr_id, sq_opcode(&wr.op), Status::LocalError(e), 0));
+            host.complete(Completion::new(
+                WorkQueue::Send,
+                wr.wr_id,
+                sq_opcode(&wr.op),
+                Status::LocalError(e),
+                0,
+            ));
             qp.plan(host)
         };
         let credit = |qp: &mut Self, r: OutboundRequest, opcode: CompOp| -> bool {
-            let aux = OrqAux { seq: c.seq, wr_id: wr.wr_id, local: wr.local, signaled: wr.flags.contains(super::Flags::SIGNALED), opcode, len: wr.len, internal: false };
+            let aux = OrqAux {
+                seq: c.seq,
+                wr_id: wr.wr_id,
+                local: wr.local,
+                signaled: wr.flags.contains(super::Flags::SIGNALED),
+                opcode,
+                len: wr.len,
+                internal: false,
+            };
             qp.orq.try_issue(r) && qp.orq_aux.push(aux).is_ok()
         };
         match wr.op {
@@ -566,25 +711,54 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
                     (true, true) => Opcode::SendSeInvalidate,
                 };
                 let msn = self.next_msn(qn::SEND);
-                match Segmenter::untagged(ctrl(op), invalidate.unwrap_or(0), qn::SEND, msn, wr.len, self.mulpdu) {
+                match Segmenter::untagged(
+                    ctrl(op),
+                    invalidate.unwrap_or(0),
+                    qn::SEND,
+                    msn,
+                    wr.len,
+                    self.mulpdu,
+                ) {
                     Ok(s) => {
-                        self.txs.msg = Some(Msg::Sq(s, Src::Local { local: wr.local, offset: 0 }));
+                        self.txs.msg = Some(Msg::Sq(
+                            s,
+                            Src::Local {
+                                local: wr.local,
+                                offset: 0,
+                            },
+                        ));
                         self.plan(host)
                     }
                     Err(e) => local_err(self, host, e),
                 }
             }
             SendOp::Write { remote } | SendOp::WriteImm { remote, .. } if !c.imm_phase => {
-                match Segmenter::tagged(ctrl(Opcode::Write), remote.stag, remote.to, wr.len, self.mulpdu) {
+                match Segmenter::tagged(
+                    ctrl(Opcode::Write),
+                    remote.stag,
+                    remote.to,
+                    wr.len,
+                    self.mulpdu,
+                ) {
                     Ok(s) => {
-                        self.txs.msg = Some(Msg::Sq(s, Src::Local { local: wr.local, offset: 0 }));
+                        self.txs.msg = Some(Msg::Sq(
+                            s,
+                            Src::Local {
+                                local: wr.local,
+                                offset: 0,
+                            },
+                        ));
                         self.plan(host)
                     }
                     Err(e) => local_err(self, host, e),
                 }
             }
             SendOp::Immediate { data } | SendOp::WriteImm { data, .. } => {
-                let op = if se { Opcode::ImmediateDataSe } else { Opcode::ImmediateData };
+                let op = if se {
+                    Opcode::ImmediateDataSe
+                } else {
+                    Opcode::ImmediateData
+                };
                 let msn = self.next_msn(qn::SEND);
                 let d = ddp_header(hdr, &untagged(op, 0, qn::SEND, msn));
                 let r = immediate::Repr { data };
@@ -592,36 +766,75 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
                     r.emit(&mut immediate::Header::new_unchecked(b));
                 }
                 self.txs.done = Done::Sq { last: true };
-                self.enc.start(hdr.get(..d + r.buffer_len()).unwrap_or(&[]), Src::None, 0)
+                self.enc
+                    .start(hdr.get(..d + r.buffer_len()).unwrap_or(&[]), Src::None, 0)
             }
             SendOp::Read { remote } => {
-                let r = OutboundRequest::Read { sink_stag: wr.local.stag, sink_to: wr.local.to, len: wr.len };
+                let r = OutboundRequest::Read {
+                    sink_stag: wr.local.stag,
+                    sink_to: wr.local.to,
+                    len: wr.len,
+                };
                 if !credit(self, r, CompOp::Read) {
                     return local_err(self, host, error::rdmap::LOCAL_CATA);
                 }
                 let msn = self.next_msn(qn::READ_REQUEST);
-                let d = ddp_header(hdr, &untagged(Opcode::ReadRequest, 0, qn::READ_REQUEST, msn));
-                let rr = ReadRequestRepr { sink_stag: wr.local.stag, sink_to: wr.local.to, size: wr.len, src_stag: remote.stag, src_to: remote.to };
+                let d = ddp_header(
+                    hdr,
+                    &untagged(Opcode::ReadRequest, 0, qn::READ_REQUEST, msn),
+                );
+                let rr = ReadRequestRepr {
+                    sink_stag: wr.local.stag,
+                    sink_to: wr.local.to,
+                    size: wr.len,
+                    src_stag: remote.stag,
+                    src_to: remote.to,
+                };
                 if let Some(b) = hdr.get_mut(d..d + rr.buffer_len()) {
                     rr.emit(&mut ReadRequest::new_unchecked(b));
                 }
                 self.txs.done = Done::Sq { last: true };
-                self.enc.start(hdr.get(..d + rr.buffer_len()).unwrap_or(&[]), Src::None, 0)
+                self.enc
+                    .start(hdr.get(..d + rr.buffer_len()).unwrap_or(&[]), Src::None, 0)
             }
-            SendOp::Atomic { op, remote, add_swap, add_swap_mask, compare, compare_mask } => {
+            SendOp::Atomic {
+                op,
+                remote,
+                add_swap,
+                add_swap_mask,
+                compare,
+                compare_mask,
+            } => {
                 let request_id = self.next_req_id;
                 self.next_req_id = self.next_req_id.wrapping_add(1);
-                if !credit(self, OutboundRequest::Atomic { request_id }, sq_opcode(&wr.op)) {
+                if !credit(
+                    self,
+                    OutboundRequest::Atomic { request_id },
+                    sq_opcode(&wr.op),
+                ) {
                     return local_err(self, host, error::rdmap::LOCAL_CATA);
                 }
                 let msn = self.next_msn(qn::READ_REQUEST);
-                let d = ddp_header(hdr, &untagged(Opcode::AtomicRequest, 0, qn::READ_REQUEST, msn));
-                let r = atomicw::RequestRepr { op, request_id, stag: remote.stag, to: remote.to, add_swap, add_swap_mask, compare, compare_mask };
+                let d = ddp_header(
+                    hdr,
+                    &untagged(Opcode::AtomicRequest, 0, qn::READ_REQUEST, msn),
+                );
+                let r = atomicw::RequestRepr {
+                    op,
+                    request_id,
+                    stag: remote.stag,
+                    to: remote.to,
+                    add_swap,
+                    add_swap_mask,
+                    compare,
+                    compare_mask,
+                };
                 if let Some(b) = hdr.get_mut(d..d + r.buffer_len()) {
                     r.emit(&mut atomicw::Request::new_unchecked(b));
                 }
                 self.txs.done = Done::Sq { last: true };
-                self.enc.start(hdr.get(..d + r.buffer_len()).unwrap_or(&[]), Src::None, 0)
+                self.enc
+                    .start(hdr.get(..d + r.buffer_len()).unwrap_or(&[]), Src::None, 0)
             }
             SendOp::Commit { request } => {
                 let request_id = self.next_req_id;
@@ -633,12 +846,16 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
                     return local_err(self, host, error::rdmap::LOCAL_CATA);
                 }
                 let msn = self.next_msn(qn::READ_REQUEST);
-                let d = ddp_header(hdr, &untagged(Opcode::CommitRequest, 0, qn::READ_REQUEST, msn));
+                let d = ddp_header(
+                    hdr,
+                    &untagged(Opcode::CommitRequest, 0, qn::READ_REQUEST, msn),
+                );
                 if let Some(b) = hdr.get_mut(d..d + r.buffer_len()) {
                     r.emit(&mut commitw::Request::new_unchecked(b));
                 }
                 self.txs.done = Done::Sq { last: true };
-                self.enc.start(hdr.get(..d + r.buffer_len()).unwrap_or(&[]), Src::None, 0)
+                self.enc
+                    .start(hdr.get(..d + r.buffer_len()).unwrap_or(&[]), Src::None, 0)
             }
             SendOp::Write { .. } => false,
         }
@@ -646,9 +863,25 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
 
     /// Called by the RX path when an ORQ entry completed: releases the
     /// held completions behind it.
-    pub(crate) fn orq_completed<H: Host + ?Sized>(&mut self, host: &mut H, aux: OrqAux, status: Status, original: Option<u64>) {
+    pub(crate) fn orq_completed<H: Host + ?Sized>(
+        &mut self,
+        host: &mut H,
+        aux: OrqAux,
+        status: Status,
+        original: Option<u64>,
+    ) {
         if !aux.internal && (aux.signaled || status != Status::Success) {
-            let mut c = Completion::new(WorkQueue::Send, aux.wr_id, aux.opcode, status, if aux.opcode == CompOp::Read { aux.len } else { 0 });
+            let mut c = Completion::new(
+                WorkQueue::Send,
+                aux.wr_id,
+                aux.opcode,
+                status,
+                if aux.opcode == CompOp::Read {
+                    aux.len
+                } else {
+                    0
+                },
+            );
             c.atomic_original = original;
             // Older held completions go first.
             self.release_held_before(host, aux.seq);
