@@ -84,6 +84,10 @@ pub(crate) struct Device {
     limits: Limits,
     pds: ObjectCount,
     ucontexts: ObjectCount,
+    mrs: ObjectCount,
+    /// Next STag index (the upper 24 bits of an STag; the low 8 are the
+    /// consumer-owned key, RFC 5040 section 2.1).
+    next_stag_index: AtomicU32,
 }
 
 impl Device {
@@ -94,6 +98,8 @@ impl Device {
             limits: DEFAULT_LIMITS,
             pds: ObjectCount::new(),
             ucontexts: ObjectCount::new(),
+            mrs: ObjectCount::new(),
+            next_stag_index: AtomicU32::new(1),
         }
     }
 
@@ -143,6 +149,28 @@ impl Device {
 
     pub(crate) fn dealloc_ucontext(&self) {
         self.ucontexts.put();
+    }
+
+    /// Accounts for a new memory region within `max_mr` and returns its
+    /// STag: a fresh 24-bit index (never 0: some peers treat STag 0
+    /// specially) with key 0.
+    pub(crate) fn alloc_mr(&self) -> Result<u32> {
+        self.mrs.get(self.limits.max_mr)?;
+        let index = self
+            .next_stag_index
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |i| {
+                Some(if i >= 0x00FF_FFFF { 1 } else { i + 1 })
+            })
+            .unwrap_or(1);
+        Ok(index << 8)
+    }
+
+    pub(crate) fn dealloc_mr(&self) {
+        self.mrs.put();
+    }
+
+    pub(crate) fn mr_count(&self) -> u32 {
+        self.mrs.count()
     }
 
     pub(crate) fn pd_count(&self) -> u32 {
@@ -248,6 +276,18 @@ mod tests {
         dev.dealloc_pd();
         assert_eq!(dev.pd_count(), 1);
         assert_eq!(dev.alloc_pd(), Ok(()));
+    }
+
+    #[test]
+    fn stags_are_nonzero_with_key_zero() {
+        let dev = Device::new([2, 0, 0, 0, 0, 1], 1);
+        let a = dev.alloc_mr().unwrap_or(0);
+        let b = dev.alloc_mr().unwrap_or(0);
+        assert!(a != 0 && b != 0 && a != b);
+        assert_eq!(a & 0xFF, 0);
+        assert_eq!(dev.mr_count(), 2);
+        dev.dealloc_mr();
+        assert_eq!(dev.mr_count(), 1);
     }
 
     #[test]

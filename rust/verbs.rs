@@ -16,6 +16,33 @@ pub(crate) struct Pd;
 /// A userspace context (one per open uverbs file).
 pub(crate) struct Ucontext;
 
+/// A memory region. Only DMA MRs exist yet (the core makes one per kernel
+/// PD for its local DMA key): all of memory, local access, no remote
+/// access unless asked for. Registered MRs come with the STag table.
+pub(crate) struct Mr {
+    stag: u32,
+    access: u32,
+}
+
+impl Mr {
+    pub(crate) fn stag(&self) -> u32 {
+        self.stag
+    }
+
+    pub(crate) fn access(&self) -> u32 {
+        self.access
+    }
+}
+
+pub(crate) fn get_dma_mr(dev: &Device, access: u32) -> Result<Mr> {
+    let stag = dev.alloc_mr()?;
+    Ok(Mr { stag, access })
+}
+
+pub(crate) fn dereg_mr(dev: &Device) {
+    dev.dealloc_mr();
+}
+
 pub(crate) fn alloc_pd(dev: &Device) -> Result<Pd> {
     dev.alloc_pd()?;
     Ok(Pd)

@@ -61,8 +61,11 @@ else
 	grep -qx 'CONFIG_RUST=y' "$build_dir/.config" || die "CONFIG_RUST did not stick: is the Rust toolchain usable? (make rustavailable)"
 	log "building linux $version with -j$jobs (about 11 minutes on 2 cores)"
 	start=$(date +%s)
-	"${mk[@]}" bzImage modules 2>&1 | grep -v '^$' >&2 || die "kernel build failed"
-	"${mk[@]}" modules_prepare >/dev/null
+	"${mk[@]}" bzImage modules >&2 || die "kernel build failed"
+	# The guest bind-mounts this on /lib/modules, so modprobe and the core's
+	# request_module() find siw, rxe, nvme-rdma, ...
+	rm -rf "$build_dir/modroot"
+	"${mk[@]}" INSTALL_MOD_PATH="$build_dir/modroot" modules_install >/dev/null
 	log "kernel built in $(($(date +%s) - start)) s"
 	touch "$build_dir/.rsiw-built"
 fi

@@ -32,6 +32,7 @@ const NODE_DESC: &[u8] = b"rsiw iWARP software RNIC";
 type DevObj = CoreObj<sys::ib_device, Device>;
 type PdObj = CoreObj<sys::ib_pd, verbs::Pd>;
 type UctxObj = CoreObj<sys::ib_ucontext, verbs::Ucontext>;
+type MrObj = CoreObj<sys::ib_mr, verbs::Mr>;
 
 /// Numbers devices for `vendor_part_id`, as siw does.
 static NEXT_PART_ID: AtomicU32 = AtomicU32::new(1);
@@ -90,6 +91,8 @@ fn device_ops() -> sys::ib_device_ops {
     ops.query_gid = Some(query_gid);
     ops.alloc_pd = Some(alloc_pd);
     ops.dealloc_pd = Some(dealloc_pd);
+    ops.get_dma_mr = Some(get_dma_mr);
+    ops.dereg_mr = Some(dereg_mr);
     ops.alloc_ucontext = Some(alloc_ucontext);
     ops.dealloc_ucontext = Some(dealloc_ucontext);
 
@@ -179,6 +182,11 @@ pub(crate) fn unregister_for_netdev(netdev: &NetDev) {
             sys::ib_device_put(ib);
         }
     }
+}
+
+/// `ERR_PTR(e)`: the errno encoded in a pointer, as C callers expect.
+fn err_ptr<T>(e: Error) -> *mut T {
+    ptr::without_provenance_mut(e.to_errno() as isize as usize)
 }
 
 /// Copies `src` (up to its first NUL) into a C char array, NUL-terminated
@@ -341,6 +349,42 @@ unsafe extern "C" fn dealloc_pd(pd: *mut sys::ib_pd, _udata: *mut sys::ib_udata)
     0
 }
 
+unsafe extern "C" fn get_dma_mr(pd: *mut sys::ib_pd, access: c_int) -> *mut sys::ib_mr {
+    // SAFETY: the core passes one of our live PDs, whose device is ours.
+    let dev = unsafe { IbDevice::from_raw((*pd).device) };
+    let result = verbs::get_dma_mr(dev.data(), access as u32).and_then(|mr| {
+        let (stag, access) = (mr.stag(), mr.access());
+        let ib = MrObj::new_boxed(mr)?;
+        // SAFETY: `ib` is a fresh zeroed `ib_mr` no one else sees yet; the
+        // core fills in device, pd and type after we return.
+        unsafe {
+            (*ib).lkey = stag;
+            (*ib).rkey = if access & REMOTE_ACCESS != 0 { stag } else { 0 };
+        }
+        Ok(ib)
+    });
+    match result {
+        Ok(ib) => ib,
+        Err(e) => err_ptr(e),
+    }
+}
+
+/// IB_ACCESS_REMOTE_{WRITE,READ,ATOMIC}: an rkey is only handed out with one.
+const REMOTE_ACCESS: u32 = sys::ib_access_flags_IB_ACCESS_REMOTE_WRITE
+    | sys::ib_access_flags_IB_ACCESS_REMOTE_READ
+    | sys::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC;
+
+unsafe extern "C" fn dereg_mr(mr: *mut sys::ib_mr, _udata: *mut sys::ib_udata) -> c_int {
+    // SAFETY: `mr` is one of ours, made by `get_dma_mr`; its device is
+    // alive. The core calls this once and never uses `mr` after.
+    let dev = unsafe { IbDevice::from_raw((*mr).device) };
+    let data = dev.data();
+    // SAFETY: as above.
+    unsafe { MrObj::free_boxed(mr) };
+    verbs::dereg_mr(data);
+    0
+}
+
 unsafe extern "C" fn alloc_ucontext(
     uctx: *mut sys::ib_ucontext,
     _udata: *mut sys::ib_udata,
@@ -379,7 +423,7 @@ pub(crate) mod testing {
         pub(crate) fn by_netdev(nd: &NetDevRef) -> Option<Self> {
             // SAFETY: `nd` is alive; the result is held or null.
             let ib = unsafe { sys::ib_device_get_by_netdev(nd.as_raw(), DRIVER_ID) };
-            (!ib.is_null()).then_some(Self(ib))
+            (!ib.is_null()).then(|| Self(ib))
         }
 
         pub(crate) fn device(&self) -> &IbDevice {

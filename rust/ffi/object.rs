@@ -10,7 +10,7 @@
 
 use core::{mem::size_of, ptr};
 
-use kernel::types::Opaque;
+use kernel::{alloc::KBox, prelude::*, types::Opaque};
 
 /// A core-allocated object: C base `B` at offset 0, Rust data `T` after it.
 ///
@@ -65,5 +65,24 @@ impl<B, T> CoreObj<B, T> {
         let obj = base.cast::<Self>();
         // SAFETY: per the contract the data is initialised and unaliased.
         unsafe { ptr::drop_in_place(ptr::addr_of_mut!((*obj).data)) };
+    }
+
+    /// Allocates an object the driver owns (the core allocates `ib_mr`
+    /// through the driver): a zeroed C part and `data`, on the heap.
+    /// Returns the base pointer the core sees.
+    pub(crate) fn new_boxed(data: T) -> Result<*mut B> {
+        let obj = KBox::new(Self { base: Opaque::zeroed(), data }, GFP_KERNEL)?;
+        Ok(KBox::into_raw(obj).cast::<B>())
+    }
+
+    /// Frees an object made by [`Self::new_boxed`], dropping its data.
+    ///
+    /// # Safety
+    ///
+    /// `base` must come from [`Self::new_boxed`] and not be used again.
+    pub(crate) unsafe fn free_boxed(base: *mut B) {
+        // SAFETY: per the contract `base` is the pointer `KBox::into_raw`
+        // returned for a `Self`.
+        drop(unsafe { KBox::from_raw(base.cast::<Self>()) });
     }
 }

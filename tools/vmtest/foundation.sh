@@ -55,9 +55,11 @@ check "two rsiw devices listed" test "$(rdma dev show | grep -c 'node_type rnic'
 # --- removal: rdma link delete, netdev removal, rmmod ---
 check "rdma link delete rsiw1" rdma link delete rsiw1
 check "rsiw1 is gone" wait_for 5 test ! -e /sys/class/infiniband/rsiw1
-ip link add dummy0 type dummy 2>/dev/null && ip link set dummy0 up &&
-	check "rdma link add rsiw2 on a dummy netdev" rdma link add rsiw2 type rsiw netdev dummy0
-ip link del dummy0 2>/dev/null
+check "a third netdev (veth2)" ip link add veth2 type veth peer name veth3
+ip link set veth2 up
+check "rdma link add rsiw2 on veth2" rdma link add rsiw2 type rsiw netdev veth2
+check "rsiw2 exists" test -e /sys/class/infiniband/rsiw2
+ip link del veth2
 check "removing the netdev removes rsiw2" wait_for 10 test ! -e /sys/class/infiniband/rsiw2
 check "rdma link add rsiw1 on veth1 again" rdma link add rsiw1 type rsiw netdev veth1
 check "rmmod with two live devices" rmmod rsiw
