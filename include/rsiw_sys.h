@@ -19,6 +19,13 @@
 #include <rdma/rdma_netlink.h>
 #include <rdma/ib_umem.h>
 #include <linux/crc32.h>
+#include <linux/net.h>
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <linux/skbuff.h>
+#include <net/sock.h>
+#include <net/tcp.h>
+#include <net/tcp_states.h>
 
 /* Driver id reported to userspace; not one of the in-tree ids. */
 #define RSIW_DRIVER_ID 0x7273
@@ -31,5 +38,14 @@ void rsiw_mark_name_assigned_by_user(struct ib_device *ibdev);
 unsigned int rsiw_num_possible_cpus(void);
 struct net_device *rsiw_notifier_dev(void *info);
 void rsiw_random_mac(u8 *mac);
+
+/* sk_callback_lock, taken around socket callback (un)installation and in
+ * the callbacks themselves. */
+void rsiw_sk_callback_write_lock(struct sock *sk);
+void rsiw_sk_callback_write_unlock(struct sock *sk);
+void rsiw_sk_callback_read_lock(struct sock *sk);
+void rsiw_sk_callback_read_unlock(struct sock *sk);
+/* The net namespace a socket lives in. */
+struct net *rsiw_sock_net(struct sock *sk);
 
 #endif /* RSIW_SYS_H */

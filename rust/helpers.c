@@ -44,3 +44,28 @@ void rsiw_random_mac(u8 *mac)
 {
 	eth_random_addr(mac);
 }
+
+void rsiw_sk_callback_write_lock(struct sock *sk)
+{
+	write_lock_bh(&sk->sk_callback_lock);
+}
+
+void rsiw_sk_callback_write_unlock(struct sock *sk)
+{
+	write_unlock_bh(&sk->sk_callback_lock);
+}
+
+void rsiw_sk_callback_read_lock(struct sock *sk)
+{
+	read_lock_bh(&sk->sk_callback_lock);
+}
+
+void rsiw_sk_callback_read_unlock(struct sock *sk)
+{
+	read_unlock_bh(&sk->sk_callback_lock);
+}
+
+struct net *rsiw_sock_net(struct sock *sk)
+{
+	return sock_net(sk);
+}

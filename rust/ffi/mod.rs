@@ -12,3 +12,4 @@ pub(crate) mod device;
 pub(crate) mod link;
 pub(crate) mod netdev;
 pub(crate) mod object;
+pub(crate) mod socket;
