@@ -51,7 +51,11 @@ fi
 hostname rsiw-vm
 ip link set lo up
 if [ -n "$vm_ip" ]; then
-	nic=$(ls /sys/class/net | grep -v '^lo$' | head -1)
+	# The virtio NIC: the first interface backed by a (PCI) device.
+	nic=""
+	for n in /sys/class/net/*; do
+		[ -e "$n/device" ] && { nic=${n##*/}; break; }
+	done
 	ip addr add "$vm_ip" dev "$nic"
 	ip link set "$nic" up
 fi
