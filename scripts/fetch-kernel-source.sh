@@ -53,6 +53,7 @@ tarball="$apt_dir/pool/linux-source-$KERNEL_SERIES-$version.tar.xz"
 if [ ! -s "$tarball" ]; then
 	log "downloading linux-source-$KERNEL_SERIES $version"
 	work=$(mktemp -d)
+	chmod 755 "$work" # apt downloads as the _apt user
 	trap 'rm -rf "$work"' EXIT
 	(cd "$work" && apt-get -qq "${apt_opts[@]}" download "linux-source-$KERNEL_SERIES=$version" >&2)
 	dpkg-deb -x "$work"/linux-source-*.deb "$work/x"
