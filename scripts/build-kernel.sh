@@ -38,6 +38,15 @@ toolchain=$(rustc --version; bindgen --version; "clang$RSIW_LLVM" --version | he
 cfg_key=$( (cat "${fragments[@]}"; echo "$toolchain"; echo "$RSIW_LLVM") | sha256sum | cut -c1-12)
 build_dir="$RSIW_CACHE/build/linux-$version-$RSIW_KERNEL_FLAVOUR-$src_key-$cfg_key"
 
+# One build per directory at a time: concurrent runs (parallel test
+# sessions, CI) wait here instead of configuring under each other.
+mkdir -p "$RSIW_CACHE/build"
+exec 9>"$build_dir.lock"
+if ! flock -n 9; then
+	log "another build of $(basename "$build_dir") is running; waiting for it"
+	flock 9
+fi
+
 if [ -f "$build_dir/.rsiw-built" ]; then
 	log "test kernel $version ($RSIW_KERNEL_FLAVOUR) is up to date: $build_dir"
 else
