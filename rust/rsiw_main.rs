@@ -10,6 +10,7 @@ use kernel::prelude::*;
 
 mod device;
 mod ffi;
+mod mr;
 mod selftest;
 mod verbs;
 

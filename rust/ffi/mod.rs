@@ -10,5 +10,6 @@ mod sys;
 pub(crate) mod crc;
 pub(crate) mod device;
 pub(crate) mod link;
+pub(crate) mod mr;
 pub(crate) mod netdev;
 pub(crate) mod object;
