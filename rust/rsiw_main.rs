@@ -8,10 +8,12 @@
 
 use kernel::prelude::*;
 
+mod cq;
 mod device;
 mod ffi;
 mod mr;
 mod selftest;
+mod srq;
 mod verbs;
 
 /// The sans-IO protocol engine, compiled from the same sources as the host

@@ -18,6 +18,8 @@ use kernel::{
 
 use super::{netdev::NetDev, object::CoreObj, sys};
 use super::mr::{alloc_mr, dereg_mr, get_dma_mr, map_mr_sg, reg_user_mr};
+use super::cq::{create_cq, destroy_cq, poll_cq, req_notify_cq, resize_user_cq};
+use super::srq::{create_srq, destroy_srq, modify_srq, post_srq_recv, query_srq};
 use crate::{
     device::{self, Device, PortState},
     verbs,
@@ -99,6 +101,20 @@ fn device_ops() -> sys::ib_device_ops {
     ops.alloc_ucontext = Some(alloc_ucontext);
     ops.dealloc_ucontext = Some(dealloc_ucontext);
 
+    ops.create_cq = Some(create_cq);
+    ops.destroy_cq = Some(destroy_cq);
+    ops.resize_user_cq = Some(resize_user_cq);
+    ops.poll_cq = Some(poll_cq);
+    ops.req_notify_cq = Some(req_notify_cq);
+
+    ops.create_srq = Some(create_srq);
+    ops.modify_srq = Some(modify_srq);
+    ops.query_srq = Some(query_srq);
+    ops.destroy_srq = Some(destroy_srq);
+    ops.post_srq_recv = Some(post_srq_recv);
+
+    ops.size_ib_cq = CoreObj::<sys::ib_cq, crate::cq::Cq>::SIZE;
+    ops.size_ib_srq = CoreObj::<sys::ib_srq, crate::srq::Srq>::SIZE;
     ops.size_ib_pd = PdObj::SIZE;
     ops.size_ib_ucontext = UctxObj::SIZE;
     ops
