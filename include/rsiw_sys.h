@@ -21,6 +21,13 @@
 #include <linux/crc32.h>
 #include <linux/highmem.h>
 #include <linux/scatterlist.h>
+#include <linux/net.h>
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <linux/skbuff.h>
+#include <net/sock.h>
+#include <net/tcp.h>
+#include <net/tcp_states.h>
 
 /* Driver id reported to userspace; not one of the in-tree ids. */
 #define RSIW_DRIVER_ID 0x7273
@@ -49,5 +56,13 @@ void rsiw_sg_init_one(struct scatterlist *sg, void *buf, unsigned int len);
 int rsiw_ib_dma_map_sg(struct ib_device *dev, struct scatterlist *sg, int nents);
 void rsiw_ib_dma_unmap_sg(struct ib_device *dev, struct scatterlist *sg, int nents);
 bool rsiw_ib_uses_virt_dma(struct ib_device *dev);
+/* sk_callback_lock, taken around socket callback (un)installation and in
+ * the callbacks themselves. */
+void rsiw_sk_callback_write_lock(struct sock *sk);
+void rsiw_sk_callback_write_unlock(struct sock *sk);
+void rsiw_sk_callback_read_lock(struct sock *sk);
+void rsiw_sk_callback_read_unlock(struct sock *sk);
+/* The net namespace a socket lives in. */
+struct net *rsiw_sock_net(struct sock *sk);
 
 #endif /* RSIW_SYS_H */

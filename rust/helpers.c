@@ -120,4 +120,27 @@ void rsiw_ib_dma_unmap_sg(struct ib_device *dev, struct scatterlist *sg, int nen
 bool rsiw_ib_uses_virt_dma(struct ib_device *dev)
 {
 	return ib_uses_virt_dma(dev);
+void rsiw_sk_callback_write_lock(struct sock *sk)
+{
+	write_lock_bh(&sk->sk_callback_lock);
+}
+
+void rsiw_sk_callback_write_unlock(struct sock *sk)
+{
+	write_unlock_bh(&sk->sk_callback_lock);
+}
+
+void rsiw_sk_callback_read_lock(struct sock *sk)
+{
+	read_lock_bh(&sk->sk_callback_lock);
+}
+
+void rsiw_sk_callback_read_unlock(struct sock *sk)
+{
+	read_unlock_bh(&sk->sk_callback_lock);
+}
+
+struct net *rsiw_sock_net(struct sock *sk)
+{
+	return sock_net(sk);
 }

@@ -7,6 +7,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 BINDGEN_VERSION=0.73.2   # kernel 7.3 needs >= 0.71.1
+CARGO_FUZZ_VERSION=0.13.2
 LIBCLANG_MIN=17
 
 APT_PACKAGES=(
@@ -42,6 +43,12 @@ have_bindgen=$(bindgen --version 2>/dev/null | awk '{print $2}' || true)
 if [ "$have_bindgen" != "$BINDGEN_VERSION" ]; then
 	log "installing bindgen-cli $BINDGEN_VERSION (about 2 minutes)"
 	cargo install --locked --quiet bindgen-cli --version "$BINDGEN_VERSION"
+fi
+
+have_fuzz=$(cargo fuzz --version 2>/dev/null | awk '{print $2}' || true)
+if [ "$have_fuzz" != "$CARGO_FUZZ_VERSION" ]; then
+	log "installing cargo-fuzz $CARGO_FUZZ_VERSION"
+	cargo install --locked --quiet cargo-fuzz --version "$CARGO_FUZZ_VERSION"
 fi
 
 # Version checks the kernel would make for an in-tree build but not for M= builds.

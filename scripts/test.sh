@@ -6,7 +6,8 @@
 # create/delete). Logs go to out/test/. Ends with "rsiw: N passed, N failed".
 #
 #   scripts/test.sh            everything
-#   RSIW_SKIP_HOST=1 ...       skip the host cargo tests
+#   RSIW_SKIP_HOST=1 ...       skip the host cargo tests, clippy and fuzzing
+#   RSIW_FUZZ_SECONDS=N ...    fuzz smoke time per target (default 15)
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 cd "$RSIW_ROOT"
@@ -53,6 +54,20 @@ if [ "${RSIW_SKIP_HOST:-0}" != 1 ]; then
 		hf=$((hf + 1))
 	fi
 	record "host (cargo test)" "$hp" "$hf"
+
+	log "== lint (cargo clippy, warnings are errors)"
+	if cargo clippy --workspace --all-targets -- -D warnings >"$logs/clippy.log" 2>&1; then
+		record "clippy" 1 0
+	else
+		grep -E '^(warning|error)' -A5 "$logs/clippy.log" | head -40
+		record "clippy" 0 1
+	fi
+
+	log "== fuzz smoke (15 s per target)"
+	scripts/fuzz.sh --seconds "${RSIW_FUZZ_SECONDS:-15}" 2>&1 | tee "$logs/fuzz.log" | grep -E '^(ok|not ok)'
+	fp=$(sed -n 's/^fuzz: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p' "$logs/fuzz.log")
+	ff=$(sed -n 's/^fuzz: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p' "$logs/fuzz.log")
+	record "fuzz smoke" "${fp:-0}" "${ff:-1}"
 fi
 
 log "== test kernel"

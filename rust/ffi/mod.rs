@@ -15,3 +15,4 @@ pub(crate) mod mr;
 pub(crate) mod netdev;
 pub(crate) mod object;
 pub(crate) mod srq;
+pub(crate) mod socket;

@@ -1,0 +1,556 @@
+// SPDX-License-Identifier: GPL-2.0
+//! In-kernel TCP sockets: the lower layer protocol of the iWARP stream.
+//!
+//! [`TcpSocket`] owns a `struct socket`; [`TcpSocket::hook`] replaces its
+//! `sk_data_ready`, `sk_write_space` and `sk_state_change` callbacks with
+//! trampolines into a [`SocketEvents`] implementation, as siw does. Receive
+//! happens inside `data_ready` (softirq, socket locked) through
+//! [`SockRx::read`], which runs `tcp_read_sock` and hands the consumer the
+//! skb data in linear chunks (`skb_seq_read`): the consumer places payload
+//! straight from them, so received data is copied exactly once.
+
+use core::{marker::PhantomData, mem::size_of, ptr, ptr::NonNull};
+
+use kernel::{
+    ffi::{c_int, c_uint, c_void},
+    prelude::*,
+    sync::Arc,
+};
+
+use super::{netdev::NetDev, sys};
+
+/// A TCP endpoint address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SockAddr {
+    V4 { addr: [u8; 4], port: u16 },
+    V6 { addr: [u8; 16], port: u16, scope_id: u32 },
+}
+
+impl SockAddr {
+    pub(crate) fn port(&self) -> u16 {
+        match *self {
+            Self::V4 { port, .. } | Self::V6 { port, .. } => port,
+        }
+    }
+
+    pub(crate) fn with_port(self, port: u16) -> Self {
+        match self {
+            Self::V4 { addr, .. } => Self::V4 { addr, port },
+            Self::V6 { addr, scope_id, .. } => Self::V6 { addr, port, scope_id },
+        }
+    }
+
+    fn family(&self) -> c_int {
+        match self {
+            Self::V4 { .. } => sys::AF_INET as c_int,
+            Self::V6 { .. } => sys::AF_INET6 as c_int,
+        }
+    }
+
+    /// The C form, in a `sockaddr_storage`, and its length.
+    fn to_raw(self) -> (sys::__kernel_sockaddr_storage, c_int) {
+        let mut ss = sys::__kernel_sockaddr_storage::default();
+        let len = match self {
+            Self::V4 { addr, port } => {
+                let sin = sys::sockaddr_in {
+                    sin_family: sys::AF_INET as _,
+                    sin_port: port.to_be(),
+                    sin_addr: sys::in_addr { s_addr: u32::from_ne_bytes(addr) },
+                    ..Default::default()
+                };
+                // SAFETY: `sockaddr_storage` is larger than and as aligned
+                // as `sockaddr_in`; both are plain data.
+                unsafe { ptr::write((&raw mut ss).cast(), sin) };
+                size_of::<sys::sockaddr_in>()
+            }
+            Self::V6 { addr, port, scope_id } => {
+                let mut sin6 = sys::sockaddr_in6 {
+                    sin6_family: sys::AF_INET6 as _,
+                    sin6_port: port.to_be(),
+                    sin6_scope_id: scope_id,
+                    ..Default::default()
+                };
+                sin6.sin6_addr.in6_u.u6_addr8 = addr;
+                // SAFETY: as above, for `sockaddr_in6`.
+                unsafe { ptr::write((&raw mut ss).cast(), sin6) };
+                size_of::<sys::sockaddr_in6>()
+            }
+        };
+        (ss, len as c_int)
+    }
+
+    /// Parses a C socket address; `None` for families other than IPv4/6.
+    ///
+    /// # Safety
+    ///
+    /// `ss` must point to a readable `sockaddr_storage`.
+    pub(crate) unsafe fn from_raw(ss: *const sys::__kernel_sockaddr_storage) -> Option<Self> {
+        // SAFETY: readable per the contract; the family says which view
+        // of the storage is valid.
+        unsafe {
+            match u32::from((*ss).__bindgen_anon_1.__bindgen_anon_1.ss_family) {
+                sys::AF_INET => {
+                    let sin = &*ss.cast::<sys::sockaddr_in>();
+                    Some(Self::V4 {
+                        addr: sin.sin_addr.s_addr.to_ne_bytes(),
+                        port: u16::from_be(sin.sin_port),
+                    })
+                }
+                sys::AF_INET6 => {
+                    let sin6 = &*ss.cast::<sys::sockaddr_in6>();
+                    Some(Self::V6 {
+                        addr: sin6.sin6_addr.in6_u.u6_addr8,
+                        port: u16::from_be(sin6.sin6_port),
+                        scope_id: sin6.sin6_scope_id,
+                    })
+                }
+                _ => None,
+            }
+        }
+    }
+}
+
+/// TCP connection states (`include/net/tcp_states.h`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TcpState {
+    Established,
+    SynSent,
+    SynRecv,
+    FinWait1,
+    FinWait2,
+    TimeWait,
+    Close,
+    CloseWait,
+    LastAck,
+    Listen,
+    Closing,
+    Other(u8),
+}
+
+impl TcpState {
+    fn from_raw(s: u8) -> Self {
+        match u32::from(s) {
+            sys::TCP_ESTABLISHED => Self::Established,
+            sys::TCP_SYN_SENT => Self::SynSent,
+            sys::TCP_SYN_RECV => Self::SynRecv,
+            sys::TCP_FIN_WAIT1 => Self::FinWait1,
+            sys::TCP_FIN_WAIT2 => Self::FinWait2,
+            sys::TCP_TIME_WAIT => Self::TimeWait,
+            sys::TCP_CLOSE => Self::Close,
+            sys::TCP_CLOSE_WAIT => Self::CloseWait,
+            sys::TCP_LAST_ACK => Self::LastAck,
+            sys::TCP_LISTEN => Self::Listen,
+            sys::TCP_CLOSING => Self::Closing,
+            _ => Self::Other(s),
+        }
+    }
+
+    /// The peer closed or the connection is gone: no more data will come.
+    pub(crate) fn is_closing(self) -> bool {
+        !matches!(self, Self::Established | Self::SynSent | Self::SynRecv | Self::Listen)
+    }
+}
+
+/// The network namespace sockets are created in.
+///
+/// # Invariants
+///
+/// Points to a live `struct net` for as long as the value is used: the
+/// initial namespace, or that of a net_device the caller holds.
+#[derive(Clone, Copy)]
+pub(crate) struct Net(*mut sys::net);
+
+impl Net {
+    pub(crate) fn init() -> Self {
+        Self(&raw mut sys::init_net)
+    }
+
+    pub(crate) fn of(netdev: &NetDev) -> Self {
+        // SAFETY: the net_device is alive, so is its namespace.
+        Self(unsafe { sys::rsiw_dev_net(netdev.as_raw()) })
+    }
+}
+
+/// What a hooked socket reports. Called in softirq context with the socket
+/// lock held (for `data_ready`): no sleeping.
+pub(crate) trait SocketEvents: Send + Sync + 'static {
+    /// Data arrived; read it with `rx.read`.
+    fn data_ready(&self, rx: &SockRx<'_>);
+    /// Send buffer space became available after a short send.
+    fn write_space(&self) {}
+    /// The TCP state changed (connected, peer closed, reset, ...).
+    fn state_change(&self, _state: TcpState) {}
+}
+
+/// The receive side of a socket inside `data_ready`.
+pub(crate) struct SockRx<'a> {
+    sk: *mut sys::sock,
+    _callback: PhantomData<&'a ()>,
+}
+
+impl SockRx<'_> {
+    /// Reads queued data: `f` is given linear chunks of the stream in
+    /// order and returns how many bytes of each it consumed; reading stops
+    /// at the first chunk not consumed whole. Returns the bytes consumed.
+    pub(crate) fn read(&self, f: &mut dyn FnMut(&[u8]) -> usize) -> usize {
+        // SAFETY: inside `data_ready` the socket is locked and alive.
+        unsafe { read_sock(self.sk, f) }
+    }
+
+    pub(crate) fn state(&self) -> TcpState {
+        // SAFETY: the socket is alive during the callback.
+        TcpState::from_raw(unsafe { (*self.sk).__sk_common.skc_state })
+    }
+}
+
+/// The callbacks a hooked socket had before, and its handler.
+struct Hooks<T: SocketEvents> {
+    events: Arc<T>,
+    data_ready: Option<unsafe extern "C" fn(*mut sys::sock)>,
+    write_space: Option<unsafe extern "C" fn(*mut sys::sock)>,
+    state_change: Option<unsafe extern "C" fn(*mut sys::sock)>,
+}
+
+/// Type-erased ownership of an installed `Hooks<T>`.
+struct Installed {
+    hooks: NonNull<c_void>,
+    unhook: unsafe fn(*mut sys::sock, NonNull<c_void>),
+}
+
+/// An in-kernel TCP socket.
+///
+/// # Invariants
+///
+/// `sock` is a socket this value created or accepted and releases on drop;
+/// if `installed` is set, its hooks are the socket's `sk_user_data`.
+pub(crate) struct TcpSocket {
+    sock: NonNull<sys::socket>,
+    installed: Option<Installed>,
+}
+
+// SAFETY: socket calls may be made from any thread; the callbacks and the
+// hook state are protected by `sk_callback_lock`.
+unsafe impl Send for TcpSocket {}
+// SAFETY: the `&self` methods are socket calls the kernel serialises itself
+// (`lock_sock` inside sendmsg/getsockname/...).
+unsafe impl Sync for TcpSocket {}
+
+impl TcpSocket {
+    fn create(net: Net, family: c_int) -> Result<Self> {
+        let mut sock: *mut sys::socket = ptr::null_mut();
+        // SAFETY: `net` is live (type invariant of `Net`); `kern = 0` makes
+        // the socket hold a reference on the namespace, as user sockets do,
+        // so it cannot outlive it.
+        kernel::error::to_result(unsafe {
+            sys::__sock_create(
+                net.0,
+                family,
+                sys::sock_type_SOCK_STREAM as c_int,
+                sys::IPPROTO_TCP as c_int,
+                &mut sock,
+                0,
+            )
+        })?;
+        let sock = NonNull::new(sock).ok_or(ENOMEM)?;
+        Ok(Self { sock, installed: None })
+    }
+
+    fn sk(&self) -> *mut sys::sock {
+        // SAFETY: the socket is alive (type invariant) and has a `sock`.
+        unsafe { (*self.sock.as_ptr()).sk }
+    }
+
+    /// A listening socket on `addr` (port 0: an ephemeral port).
+    pub(crate) fn listen(net: Net, addr: SockAddr, backlog: i32) -> Result<Self> {
+        let s = Self::create(net, addr.family())?;
+        let (raw, len) = addr.to_raw();
+        // SAFETY: a fresh socket; `raw` is a valid address of `len` bytes.
+        unsafe {
+            sys::sock_set_reuseaddr(s.sk());
+            kernel::error::to_result(sys::kernel_bind(s.sock.as_ptr(), (&raw const raw).cast_mut().cast(), len))?;
+            kernel::error::to_result(sys::kernel_listen(s.sock.as_ptr(), backlog))?;
+        }
+        Ok(s)
+    }
+
+    /// Connects to `addr`. Blocking: call from process context that may
+    /// sleep; `nonblocking` returns at once and reports the outcome through
+    /// the state change callback.
+    pub(crate) fn connect(net: Net, addr: SockAddr, nonblocking: bool) -> Result<Self> {
+        let s = Self::create(net, addr.family())?;
+        s.set_nodelay();
+        let (raw, len) = addr.to_raw();
+        let flags = if nonblocking { sys::O_NONBLOCK as c_int } else { 0 };
+        // SAFETY: a fresh socket; `raw` is a valid address of `len` bytes.
+        let ret = unsafe {
+            sys::kernel_connect(s.sock.as_ptr(), (&raw const raw).cast_mut().cast(), len, flags)
+        };
+        if ret == 0 || (nonblocking && ret == EINPROGRESS.to_errno()) {
+            Ok(s)
+        } else {
+            Err(Error::from_errno(ret))
+        }
+    }
+
+    /// Accepts a pending connection; `Ok(None)` if there is none.
+    pub(crate) fn accept(&self) -> Result<Option<Self>> {
+        let mut new: *mut sys::socket = ptr::null_mut();
+        // SAFETY: `self` is a live listening socket.
+        let ret = unsafe { sys::kernel_accept(self.sock.as_ptr(), &mut new, sys::O_NONBLOCK as c_int) };
+        if ret == EAGAIN.to_errno() {
+            return Ok(None);
+        }
+        kernel::error::to_result(ret)?;
+        let sock = NonNull::new(new).ok_or(ENOMEM)?;
+        let s = Self { sock, installed: None };
+        s.set_nodelay();
+        Ok(Some(s))
+    }
+
+    /// Disables Nagle: FPDUs are sent as they are built.
+    pub(crate) fn set_nodelay(&self) {
+        // SAFETY: the socket is alive.
+        unsafe { sys::tcp_sock_set_nodelay(self.sk()) };
+    }
+
+    fn name(&self, peer: bool) -> Result<SockAddr> {
+        let mut ss = sys::__kernel_sockaddr_storage::default();
+        // SAFETY: the socket is alive; `ss` is large enough for any address.
+        let ret = unsafe {
+            if peer {
+                sys::kernel_getpeername(self.sock.as_ptr(), (&raw mut ss).cast())
+            } else {
+                sys::kernel_getsockname(self.sock.as_ptr(), (&raw mut ss).cast())
+            }
+        };
+        if ret < 0 {
+            return Err(Error::from_errno(ret));
+        }
+        // SAFETY: `ss` was filled in by the kernel.
+        unsafe { SockAddr::from_raw(&ss) }.ok_or(EAFNOSUPPORT)
+    }
+
+    pub(crate) fn local_addr(&self) -> Result<SockAddr> {
+        self.name(false)
+    }
+
+    pub(crate) fn peer_addr(&self) -> Result<SockAddr> {
+        self.name(true)
+    }
+
+    pub(crate) fn state(&self) -> TcpState {
+        // SAFETY: the socket is alive.
+        TcpState::from_raw(unsafe { (*self.sk()).__sk_common.skc_state })
+    }
+
+    /// Sends the concatenation of `bufs` without blocking. Returns how many
+    /// bytes the socket took (possibly fewer than offered), or `EAGAIN`
+    /// when it took none; `write_space` is called when room frees up.
+    /// `more` hints that another send follows at once (`MSG_MORE`).
+    pub(crate) fn send(&self, bufs: &[&[u8]], more: bool) -> Result<usize> {
+        let mut vecs = [sys::kvec::default(); 8];
+        let n = bufs.len().min(vecs.len());
+        let mut total = 0usize;
+        for (v, b) in vecs.iter_mut().zip(bufs) {
+            v.iov_base = b.as_ptr().cast_mut().cast();
+            v.iov_len = b.len();
+            total += b.len();
+        }
+        if total == 0 {
+            return Ok(0);
+        }
+        let mut msg = sys::msghdr::default();
+        msg.msg_flags = sys::MSG_DONTWAIT | sys::MSG_NOSIGNAL | if more { sys::MSG_MORE } else { 0 };
+        // SAFETY: the socket is alive; the kvecs point into `bufs`, which
+        // outlive the call, and are only read by the kernel.
+        let ret = unsafe { sys::kernel_sendmsg(self.sock.as_ptr(), &mut msg, vecs.as_mut_ptr(), n, total) };
+        if ret < 0 {
+            Err(Error::from_errno(ret))
+        } else {
+            Ok(ret as usize)
+        }
+    }
+
+    /// Reads queued data from process context (for data that arrived
+    /// before the socket was hooked); see [`SockRx::read`].
+    pub(crate) fn read(&self, f: &mut dyn FnMut(&[u8]) -> usize) -> usize {
+        let sk = self.sk();
+        // SAFETY: the socket is alive; `tcp_read_sock` needs the socket
+        // lock, which `lock_sock_nested`/`release_sock` take and drop.
+        unsafe {
+            sys::lock_sock_nested(sk, 0);
+            let n = read_sock(sk, f);
+            sys::release_sock(sk);
+            n
+        }
+    }
+
+    /// Shuts down both directions (FIN to the peer; no more sends).
+    pub(crate) fn shutdown(&self) {
+        // SAFETY: the socket is alive.
+        unsafe { sys::kernel_sock_shutdown(self.sock.as_ptr(), sys::sock_shutdown_cmd_SHUT_RDWR) };
+    }
+
+    /// Routes the socket's callbacks to `events` until [`Self::unhook`] or
+    /// drop. Data already queued is not reported: read it with
+    /// [`Self::read`] after hooking.
+    pub(crate) fn hook<T: SocketEvents>(&mut self, events: Arc<T>) -> Result {
+        if self.installed.is_some() {
+            return Err(EBUSY);
+        }
+        let sk = self.sk();
+        let hooks = KBox::new(
+            Hooks::<T> { events, data_ready: None, write_space: None, state_change: None },
+            GFP_KERNEL,
+        )?;
+        let hooks = NonNull::from(KBox::leak(hooks));
+        // SAFETY: the socket is alive; the callback fields and
+        // `sk_user_data` are changed under `sk_callback_lock`, which the
+        // trampolines take for reading.
+        unsafe {
+            sys::rsiw_sk_callback_write_lock(sk);
+            let h = hooks.as_ptr();
+            (*h).data_ready = (*sk).sk_data_ready;
+            (*h).write_space = (*sk).sk_write_space;
+            (*h).state_change = (*sk).sk_state_change;
+            (*sk).sk_user_data = h.cast();
+            (*sk).sk_data_ready = Some(data_ready_tramp::<T>);
+            (*sk).sk_write_space = Some(write_space_tramp::<T>);
+            (*sk).sk_state_change = Some(state_change_tramp::<T>);
+            sys::rsiw_sk_callback_write_unlock(sk);
+        }
+        // INVARIANT: the hooks are installed and owned by `installed`.
+        self.installed = Some(Installed { hooks: hooks.cast(), unhook: unhook_erased::<T> });
+        Ok(())
+    }
+
+    /// Restores the socket's own callbacks. When this returns, no callback
+    /// into the former handler runs or will run.
+    pub(crate) fn unhook(&mut self) {
+        if let Some(i) = self.installed.take() {
+            // SAFETY: `i` was installed on this socket by `hook` (type
+            // invariant) and is removed once.
+            unsafe { (i.unhook)(self.sk(), i.hooks) };
+        }
+    }
+}
+
+impl Drop for TcpSocket {
+    fn drop(&mut self) {
+        self.unhook();
+        // SAFETY: we own the socket (type invariant); nothing uses it after.
+        unsafe { sys::sock_release(self.sock.as_ptr()) };
+    }
+}
+
+/// # Safety
+///
+/// `hooks` must be the `Hooks<T>` installed on `sk` by `TcpSocket::hook`.
+unsafe fn unhook_erased<T: SocketEvents>(sk: *mut sys::sock, hooks: NonNull<c_void>) {
+    let h = hooks.cast::<Hooks<T>>().as_ptr();
+    // SAFETY: per the contract. Trampolines hold the callback lock for
+    // reading while they use the hooks, so once the write lock is released
+    // with the original callbacks back, nothing references `h`.
+    unsafe {
+        sys::rsiw_sk_callback_write_lock(sk);
+        (*sk).sk_data_ready = (*h).data_ready;
+        (*sk).sk_write_space = (*h).write_space;
+        (*sk).sk_state_change = (*h).state_change;
+        (*sk).sk_user_data = ptr::null_mut();
+        sys::rsiw_sk_callback_write_unlock(sk);
+        drop(KBox::from_raw(h));
+    }
+}
+
+/// Runs `f` on the hooks of `sk`, if rsiw's are installed.
+///
+/// # Safety
+///
+/// `sk` must be a live socket whose `sk_user_data`, if set by rsiw, is a
+/// `Hooks<T>` (the trampolines are only installed together with it).
+unsafe fn with_hooks<T: SocketEvents>(sk: *mut sys::sock, f: impl FnOnce(&Hooks<T>)) {
+    // SAFETY: per the contract; the read lock keeps the hooks installed
+    // (and so alive) until it is dropped.
+    unsafe {
+        sys::rsiw_sk_callback_read_lock(sk);
+        let h = (*sk).sk_user_data.cast::<Hooks<T>>();
+        if !h.is_null() {
+            f(&*h);
+        }
+        sys::rsiw_sk_callback_read_unlock(sk);
+    }
+}
+
+unsafe extern "C" fn data_ready_tramp<T: SocketEvents>(sk: *mut sys::sock) {
+    // SAFETY: installed only with a `Hooks<T>`; the socket is locked by
+    // the caller (TCP's receive path).
+    unsafe {
+        with_hooks::<T>(sk, |h| {
+            h.events.data_ready(&SockRx { sk, _callback: PhantomData })
+        })
+    };
+}
+
+unsafe extern "C" fn write_space_tramp<T: SocketEvents>(sk: *mut sys::sock) {
+    // SAFETY: as for `data_ready_tramp`.
+    unsafe { with_hooks::<T>(sk, |h| h.events.write_space()) };
+}
+
+unsafe extern "C" fn state_change_tramp<T: SocketEvents>(sk: *mut sys::sock) {
+    // SAFETY: as for `data_ready_tramp`; the state is a byte of the socket.
+    unsafe {
+        let state = TcpState::from_raw((*sk).__sk_common.skc_state);
+        with_hooks::<T>(sk, |h| h.events.state_change(state));
+    }
+}
+
+/// The reader closure behind `read_descriptor_t.arg.data`.
+type Reader<'a> = &'a mut dyn FnMut(&[u8]) -> usize;
+
+/// `tcp_read_sock` with `f` as the consumer.
+///
+/// # Safety
+///
+/// `sk` must be a live TCP socket locked by the caller.
+unsafe fn read_sock(sk: *mut sys::sock, mut f: Reader<'_>) -> usize {
+    let mut desc = sys::read_descriptor_t::default();
+    desc.count = 1; // non-zero: keep reading; the actor zeroes it to stop
+    desc.arg.data = (&raw mut f).cast();
+    // SAFETY: per the contract; `desc` and the reader live across the call.
+    let ret = unsafe { sys::tcp_read_sock(sk, &mut desc, Some(read_actor)) };
+    usize::try_from(ret).unwrap_or(0)
+}
+
+unsafe extern "C" fn read_actor(
+    desc: *mut sys::read_descriptor_t,
+    skb: *mut sys::sk_buff,
+    offset: c_uint,
+    len: usize,
+) -> c_int {
+    // SAFETY: `desc` is the descriptor `read_sock` passed, whose data is a
+    // live `Reader`; `skb` holds `len` bytes from `offset`, which
+    // `skb_seq_read` hands out as mapped linear chunks.
+    unsafe {
+        let f = &mut *(*desc).arg.data.cast::<Reader<'_>>();
+        let len_u32 = u32::try_from(len).unwrap_or(u32::MAX);
+        let mut st = sys::skb_seq_state::default();
+        sys::skb_prepare_seq_read(skb, offset, offset.saturating_add(len_u32), &mut st);
+        let mut consumed: u32 = 0;
+        loop {
+            let mut data: *const u8 = ptr::null();
+            let n = sys::skb_seq_read(consumed, &mut data, &mut st);
+            if n == 0 || data.is_null() {
+                break; // end of range; skb_seq_read cleaned up
+            }
+            let chunk = core::slice::from_raw_parts(data, n as usize);
+            let used = f(chunk).min(chunk.len());
+            consumed += used as u32;
+            if used < chunk.len() {
+                sys::skb_abort_seq_read(&mut st);
+                (*desc).count = 0; // the consumer is full: stop reading
+                break;
+            }
+        }
+        consumed as c_int
+    }
+}
