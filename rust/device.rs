@@ -89,6 +89,9 @@ pub(crate) struct Device {
     mrs: ObjectCount,
     cqs: ObjectCount,
     srqs: ObjectCount,
+    qp_count: ObjectCount,
+    /// QP number -> QP (`iw_get_qp`).
+    qps: Pin<KBox<crate::qp::QpTable>>,
     /// Numbers PDs for the STag table's PD checks (the engine's `pd: u32`).
     next_pd_id: AtomicU32,
     /// STag index -> MR (`crate::mr`).
@@ -106,6 +109,8 @@ impl Device {
             mrs: ObjectCount::new(),
             cqs: ObjectCount::new(),
             srqs: ObjectCount::new(),
+            qp_count: ObjectCount::new(),
+            qps: KBox::pin_init(crate::qp::QpTable::new(), GFP_KERNEL)?,
             next_pd_id: AtomicU32::new(1),
             stags: KBox::pin_init(StagTable::new(), GFP_KERNEL)?,
         })
@@ -127,6 +132,18 @@ impl Device {
     }
 
     /// Accounts for a new CQ within `max_cq`.
+    pub(crate) fn alloc_qp(&self) -> Result {
+        self.qp_count.get(self.limits.max_qp)
+    }
+
+    pub(crate) fn dealloc_qp(&self) {
+        self.qp_count.put();
+    }
+
+    pub(crate) fn qps(&self) -> &crate::qp::QpTable {
+        &self.qps
+    }
+
     pub(crate) fn alloc_cq(&self) -> Result {
         self.cqs.get(self.limits.max_cq)
     }

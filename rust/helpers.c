@@ -120,6 +120,8 @@ void rsiw_ib_dma_unmap_sg(struct ib_device *dev, struct scatterlist *sg, int nen
 bool rsiw_ib_uses_virt_dma(struct ib_device *dev)
 {
 	return ib_uses_virt_dma(dev);
+}
+
 void rsiw_sk_callback_write_lock(struct sock *sk)
 {
 	write_lock_bh(&sk->sk_callback_lock);

@@ -263,6 +263,20 @@ impl Qp {
         self.qpn
     }
 
+    pub(crate) fn links(&self) -> &QpLinks {
+        &self.links
+    }
+
+    /// (max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline)
+    pub(crate) fn caps(&self) -> (u32, u32, u32, u32, u32) {
+        let send_wr = self.sq.lock().ring.len() as u32;
+        let (recv_wr, recv_sge) = match self.rq.lock().as_ref() {
+            Some(rq) => (rq.capacity() as u32, rq.max_sge() as u32),
+            None => (0, 0),
+        };
+        (send_wr, recv_wr, self.max_send_sge, recv_sge, self.max_inline)
+    }
+
     pub(crate) fn ib_state(&self) -> IbState {
         self.ib_state.lock().0
     }
@@ -305,8 +319,8 @@ impl Qp {
             });
             return Ok(());
         }
-        let mut rq = self.rq.lock();
-        let rq = rq.as_mut().ok_or(EINVAL)?; // QPs with an SRQ post there
+        let mut guard = self.rq.lock();
+        let rq = Option::as_mut(&mut *guard).ok_or(EINVAL)?; // QPs with an SRQ post there
         rq.push(rqe)?;
         // A message may be waiting for this buffer: nothing to do here, the
         // engine retries on the next FPDU (iWARP has no RNR: a Send without
@@ -341,26 +355,26 @@ impl Qp {
     /// [`Self::attach`] (the CM), as for every iWARP RNIC.
     pub(crate) fn modify_state(self: &Arc<Self>, new: IbState) -> Result {
         let cur = self.ib_state();
-        use IbState::*;
+        use IbState as S;
         let ok = matches!(
             (cur, new),
-            (Reset, Reset | Init)
-                | (Init, Init | Rtr)
-                | (Rtr, Rtr)
-                | (Rts, Rts | Sqd)
-                | (Sqd, Sqd)
-                | (_, Err)
-                | (Err, Reset)
+            (S::Reset, S::Reset | S::Init)
+                | (S::Init, S::Init | S::Rtr)
+                | (S::Rtr, S::Rtr)
+                | (S::Rts, S::Rts | S::Sqd)
+                | (S::Sqd, S::Sqd)
+                | (_, S::Err)
+                | (S::Err, S::Reset)
         );
         if !ok {
             return Err(EINVAL);
         }
         match new {
-            Err => self.fail(),
-            Sqd => self.close(),
-            Reset => {
+            S::Err => self.fail(),
+            S::Sqd => self.close(),
+            S::Reset => {
                 self.detach();
-                self.ib_state.lock().0 = Reset;
+                self.ib_state.lock().0 = S::Reset;
             }
             s => self.ib_state.lock().0 = s,
         }
@@ -383,9 +397,7 @@ impl Qp {
         let ird = usize::from(params.ird).min(MAX_IRD) as u16;
         let ord = usize::from(params.ord).min(MAX_ORD) as u16;
         let mut engine = KBox::new(Engine::new(QpConfig { pd: self.pd, emss: params.emss }), GFP_KERNEL)?;
-        engine
-            .establish(params.framing, ird, ord, params.rtr, params.initiator)
-            .map_err(|_| EINVAL)?;
+        engine.establish(params.framing, ird, ord, params.rtr, params.initiator);
         self.stream.lock().engine = Some(engine);
         self.ib_state.lock().0 = IbState::Rts;
         // Hook first, then read what arrived before: nothing is lost.
@@ -427,10 +439,7 @@ impl Qp {
 
     fn flush_recv(&self) {
         loop {
-            let rqe = match self.rq.lock().as_mut() {
-                Some(rq) => rq.pop(),
-                None => None,
-            };
+            let rqe = Option::as_mut(&mut *self.rq.lock()).and_then(|rq| rq.pop());
             let Some(rqe) = rqe else { break };
             if let Some(cq) = self.links.recv_cq() {
                 let _ = cq.push(self.wc(rqe.wr_id, WcOpcode::Recv, WcStatus::WrFlushErr, 0));
@@ -543,93 +552,87 @@ impl Qp {
     fn run_tx(self: &Arc<Self>) {
         self.tx_running.store(true, Ordering::Release);
         self.tx_queued.store(false, Ordering::Release);
-        let mut rounds = 0;
-        loop {
-            rounds += 1;
-            if rounds > 64 {
-                // Be fair to other work: continue in a new run.
-                self.kick();
-                break;
-            }
-            // Take the buffer out, filling it if empty.
-            let (mut buf, mut off) = {
-                let mut events = Events::default();
-                let mut st = self.stream.lock();
-                let st = &mut *st;
-                if st.dead || st.engine.is_none() {
-                    break;
+        for _ in 0..64 {
+            match self.tx_round() {
+                TxRound::More => continue,
+                TxRound::Done => {
+                    self.tx_running.store(false, Ordering::Release);
+                    return;
                 }
-                if st.tx_off >= st.tx.len() {
-                    st.tx.clear();
-                    st.tx_off = 0;
-                    let _ = st.tx.resize(TX_BUF, 0, GFP_ATOMIC);
-                    let n = match st.engine.as_deref_mut() {
-                        Some(engine) => {
-                            let mut host = QpHost {
-                                qp: self,
-                                cur: &mut st.cur,
-                                claimed: &mut st.claimed,
-                                next_handle: &mut st.next_handle,
-                                events: &mut events,
-                            };
-                            let len = st.tx.len();
-                            engine.tx(&mut host, &KernelCrc32c, &mut st.tx[..len])
-                        }
-                        None => 0,
-                    };
-                    st.tx.truncate(n);
-                    if n == 0 {
-                        drop(st);
-                        self.handle_events(&events);
-                        break;
-                    }
-                }
-                let buf = core::mem::take(&mut st.tx);
-                let off = st.tx_off;
-                (buf, off, events)
-            }
-            .pipe(|(b, o, ev)| {
-                self.handle_events(&ev);
-                (b, o)
-            });
-            let sent = {
-                let sock = self.sock.lock();
-                match sock.as_ref() {
-                    Some(s) => s.send(&[&buf[off..]], false),
-                    None => Err(ENOTCONN),
-                }
-            };
-            let mut lost = false;
-            match sent {
-                Ok(n) => off += n,
-                Err(e) if e == EAGAIN => {}
-                Err(_) => lost = true,
-            }
-            let full = off < buf.len();
-            {
-                let mut st = self.stream.lock();
-                st.tx = buf;
-                st.tx_off = off;
-            }
-            if lost {
-                self.with_engine(|e, h| e.on_connection_lost(h));
-                break;
-            }
-            if full {
-                break; // write_space resumes
             }
         }
+        // Be fair to other work items: continue in a new run.
         self.tx_running.store(false, Ordering::Release);
+        self.kick();
+    }
+
+    /// Takes the pending TX bytes (producing them from the engine if there
+    /// are none), sends what the socket takes, puts the rest back.
+    fn tx_round(self: &Arc<Self>) -> TxRound {
+        let mut events = Events::default();
+        let taken = {
+            let mut st = self.stream.lock();
+            let st = &mut *st;
+            if st.dead {
+                None
+            } else if st.tx_off < st.tx.len() {
+                Some((core::mem::take(&mut st.tx), st.tx_off))
+            } else if let Some(engine) = st.engine.as_deref_mut() {
+                st.tx.clear();
+                st.tx_off = 0;
+                if st.tx.resize(TX_BUF, 0, GFP_ATOMIC).is_err() {
+                    None
+                } else {
+                    let mut host = QpHost {
+                        qp: self,
+                        cur: &mut st.cur,
+                        claimed: &mut st.claimed,
+                        next_handle: &mut st.next_handle,
+                        events: &mut events,
+                    };
+                    let n = engine.tx(&mut host, &KernelCrc32c, &mut st.tx);
+                    st.tx.truncate(n);
+                    (n > 0).then(|| (core::mem::take(&mut st.tx), 0))
+                }
+            } else {
+                None
+            }
+        };
+        self.handle_events(&events);
+        let Some((buf, mut off)) = taken else { return TxRound::Done };
+
+        let sent = match self.sock.lock().as_ref() {
+            Some(s) => s.send(&[&buf[off..]], false),
+            None => Err(ENOTCONN),
+        };
+        let lost = match sent {
+            Ok(n) => {
+                off += n;
+                false
+            }
+            Err(e) => e != EAGAIN,
+        };
+        let blocked = off < buf.len();
+        {
+            let mut st = self.stream.lock();
+            st.tx = buf;
+            st.tx_off = off;
+        }
+        if lost {
+            self.with_engine(|e, h| e.on_connection_lost(h));
+            TxRound::Done
+        } else if blocked {
+            TxRound::Done // write_space kicks us again
+        } else {
+            TxRound::More
+        }
     }
 }
 
-/// `.pipe(f)`: apply `f` to a value (keeps the TX loop readable).
-trait Pipe: Sized {
-    fn pipe<R>(self, f: impl FnOnce(Self) -> R) -> R {
-        f(self)
-    }
+enum TxRound {
+    More,
+    Done,
 }
-impl<T> Pipe for T {}
 
 impl WorkItem for Qp {
     type Pointer = Arc<Qp>;
@@ -696,7 +699,7 @@ impl Qp {
     /// `&Qp` is at hand: the hook's `Arc` keeps the QP alive, so take a new
     /// reference from the links for the work item.
     fn after_callback(&self, events: &Events, wants_tx: bool) {
-        if let Some(this) = self.links.arc_of(self) {
+        if let Some(this) = self.links.qp_arc() {
             this.handle_events(events);
             if wants_tx {
                 this.kick();
@@ -795,7 +798,7 @@ impl QpHost<'_> {
         if self.claimed.is_none() {
             *self.claimed = match self.qp.links.srq() {
                 Some(srq) => srq.pop(),
-                None => self.qp.rq.lock().as_mut().and_then(|rq| rq.pop()),
+                None => Option::as_mut(&mut *self.qp.rq.lock()).and_then(|rq| rq.pop()),
             };
         }
         *self.claimed
@@ -840,11 +843,11 @@ impl Host for QpHost<'_> {
         // Peeking claims (an SRQ is shared: the WQE must be ours from the
         // first segment on); `rq_peek` takes `&self`, so claim lazily via
         // the queues' own state.
-        if let Some(r) = self.claimed {
+        if let Some(r) = *self.claimed {
             return Some(RecvWr { wr_id: r.wr_id, len: r.len() });
         }
         let head = match self.qp.links.srq() {
-            Some(srq) => srq.peek_len(),
+            Some(srq) => srq.peek().map(|r| (r.wr_id, r.len())),
             None => self.qp.rq.lock().as_ref().and_then(|rq| rq.peek().map(|r| (r.wr_id, r.len()))),
         };
         head.map(|(wr_id, len)| RecvWr { wr_id, len })
@@ -990,4 +993,34 @@ fn wc_status(s: Status, q: WorkQueue) -> WcStatus {
 /// Whether the engine is in a state where it carries traffic.
 pub(crate) fn engine_is_live(s: EngineState) -> bool {
     matches!(s, EngineState::Rts | EngineState::AwaitRtr(_) | EngineState::Closing)
+}
+
+/// QP numbers to QPs, for the iw_cm's `iw_get_qp`. Process context only.
+#[pin_data]
+pub(crate) struct QpTable {
+    #[pin]
+    xa: kernel::xarray::XArray<Arc<Qp>>,
+}
+
+impl QpTable {
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(QpTable { xa <- kernel::xarray::XArray::new(kernel::xarray::AllocKind::Alloc) })
+    }
+
+    pub(crate) fn insert(&self, qpn: u32, qp: Arc<Qp>) -> Result {
+        let mut xa = self.xa.lock();
+        if xa.get(qpn as usize).is_some() {
+            return Err(EBUSY);
+        }
+        xa.store(qpn as usize, qp, GFP_KERNEL).map_err(|_| ENOMEM)?;
+        Ok(())
+    }
+
+    pub(crate) fn get(&self, qpn: u32) -> Option<Arc<Qp>> {
+        self.xa.lock().get(qpn as usize).map(Arc::from)
+    }
+
+    pub(crate) fn remove(&self, qpn: u32) -> Option<Arc<Qp>> {
+        self.xa.lock().remove(qpn as usize)
+    }
 }

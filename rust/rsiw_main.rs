@@ -12,6 +12,7 @@ mod cq;
 mod device;
 mod ffi;
 mod mr;
+mod qp;
 mod selftest;
 mod srq;
 mod verbs;

@@ -166,6 +166,11 @@ impl Srq {
     /// Takes the oldest WR (any context). When the number left drops below
     /// an armed limit, the limit is disarmed and
     /// `IB_EVENT_SRQ_LIMIT_REACHED` raised, outside the lock.
+    /// The head WQE (a copy), without taking it.
+    pub(crate) fn peek(&self) -> Option<Rqe> {
+        self.inner.lock().rq.peek().copied()
+    }
+
     pub(crate) fn pop(&self) -> Option<Rqe> {
         let (rqe, fire) = {
             let mut inner = self.inner.lock();

@@ -367,6 +367,10 @@ pub(crate) mod testing {
             }
         }
 
+        pub(crate) fn raw(&self) -> *mut sys::ib_cq {
+            self.cq
+        }
+
         pub(crate) fn seen(&self) -> &Seen {
             &self.seen
         }

@@ -61,6 +61,11 @@ impl IbDevice {
         self.0.get()
     }
 
+    /// The C device, for links that the core keeps alive (see `ffi::qp`).
+    pub(crate) fn as_raw_ptr(&self) -> *mut sys::ib_device {
+        self.0.get()
+    }
+
     /// rsiw's state for this device.
     pub(crate) fn data(&self) -> &Device {
         // SAFETY: by the type invariant this is a live `DevObj` whose data
@@ -115,6 +120,17 @@ fn device_ops() -> sys::ib_device_ops {
 
     ops.size_ib_cq = CoreObj::<sys::ib_cq, crate::cq::Cq>::SIZE;
     ops.size_ib_srq = CoreObj::<sys::ib_srq, crate::srq::Srq>::SIZE;
+
+    ops.create_qp = Some(super::qp::create_qp);
+    ops.destroy_qp = Some(super::qp::destroy_qp);
+    ops.modify_qp = Some(super::qp::modify_qp);
+    ops.query_qp = Some(super::qp::query_qp);
+    ops.post_send = Some(super::qp::post_send);
+    ops.post_recv = Some(super::qp::post_recv);
+    ops.iw_add_ref = Some(super::qp::iw_add_ref);
+    ops.iw_rem_ref = Some(super::qp::iw_rem_ref);
+    ops.iw_get_qp = Some(super::qp::iw_get_qp);
+    ops.size_ib_qp = super::qp::SIZE;
     ops.size_ib_pd = PdObj::SIZE;
     ops.size_ib_ucontext = UctxObj::SIZE;
     ops
