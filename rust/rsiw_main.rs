@@ -13,6 +13,7 @@ mod device;
 mod ffi;
 mod mr;
 mod selftest;
+mod selftest_verbs;
 mod srq;
 mod verbs;
 
