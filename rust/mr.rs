@@ -257,10 +257,12 @@ impl Mr {
         (self.index.load(Ordering::Relaxed) << 8) | u32::from(self.state.lock().key)
     }
 
+    #[allow(dead_code)] // For the QP code.
     pub(crate) fn pd(&self) -> u32 {
         self.pd
     }
 
+    #[allow(dead_code)] // For the QP code.
     pub(crate) fn kind(&self) -> MrKind {
         self.kind
     }

@@ -14,6 +14,7 @@ mod ffi;
 mod mr;
 mod qp;
 mod selftest;
+mod selftest_verbs;
 mod srq;
 mod verbs;
 

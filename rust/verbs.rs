@@ -7,7 +7,7 @@ use kernel::{prelude::*, sync::Arc};
 use crate::{
     device::{Device, PortAttrs},
     ffi::{
-        mr::{access, KernelMemory, MrPages},
+        mr::{KernelMemory, MrPages},
         netdev::NetDev,
     },
 };
@@ -89,9 +89,6 @@ pub(crate) fn dereg_mr(dev: &Device, mr: &Arc<Mr>) {
     dev.stags().deregister(mr);
     dev.dealloc_mr();
 }
-
-/// `IB_ACCESS_*` flags that give an MR an rkey.
-pub(crate) const REMOTE_ACCESS: u32 = access::REMOTE;
 
 pub(crate) fn alloc_pd(dev: &Device) -> Result<Pd> {
     dev.alloc_pd()?;

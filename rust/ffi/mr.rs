@@ -74,14 +74,6 @@ impl MrPages {
         })
     }
 
-    pub(crate) fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    pub(crate) fn page_size(&self) -> usize {
-        self.page_size
-    }
-
     /// Octets the pages cover.
     pub(crate) fn span(&self) -> u64 {
         (self.entries.len() as u64).saturating_mul(self.page_size as u64)
