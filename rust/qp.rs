@@ -25,13 +25,13 @@ use kernel::{
 
 use crate::{
     cq::{Completion as Wc, WcOpcode, WcStatus},
-    ddp::{Region, StagTable as _},
+    ddp::Region,
     engine::{
         error::{self as term, TermError},
         mpa::negotiate::{Framing, RtrMode},
         qp::{
             CompOp, Completion as EngineCompletion, Event, Host, Local, QpConfig, RecvWr,
-            SendWr, State as EngineState, Status, WorkQueue,
+            SendWr, Status, WorkQueue,
         },
         rdmap::AtomicPlan,
         wire::commit as commitw,
@@ -41,7 +41,7 @@ use crate::{
         qp::{QpLinks, QpNotifier},
         socket::{SockRx, SocketEvents, TcpSocket, TcpState},
     },
-    mr::{self as mrmod, FastReg, Mr},
+    mr::{self as mrmod, FastReg},
     srq::{Rqe, RecvQueue, Sge, MAX_SGE},
 };
 
@@ -988,11 +988,6 @@ fn wc_status(s: Status, q: WorkQueue) -> WcStatus {
         Status::LocalError(_) => WcStatus::LocQpOpErr,
         Status::CommitFailed(_) => WcStatus::RemOpErr,
     }
-}
-
-/// Whether the engine is in a state where it carries traffic.
-pub(crate) fn engine_is_live(s: EngineState) -> bool {
-    matches!(s, EngineState::Rts | EngineState::AwaitRtr(_) | EngineState::Closing)
 }
 
 /// QP numbers to QPs, for the iw_cm's `iw_get_qp`. Process context only.

@@ -206,7 +206,7 @@ mod qp_datapath {
     use crate::{
         engine::{mpa::negotiate::{Framing, RtrMode}, wire::mpa::Rtr},
         ffi::{
-            cq::testing::{KCq, RawWc, WC_RECV, WC_SEND, WC_SUCCESS, WC_WR_FLUSH_ERR},
+            cq::testing::{KCq, RawWc, WC_RECV, WC_RECV_RDMA_WITH_IMM, WC_SEND, WC_SUCCESS, WC_WR_FLUSH_ERR, WITH_IMM},
             device::{self, testing::Found},
             mr::testing::KPd,
             netdev::NetDevRef,
@@ -215,6 +215,17 @@ mod qp_datapath {
         },
         qp::{IbState, StreamParams},
     };
+
+    /// `assert!` outside a `#[test]` fn is core's and would BUG the kernel:
+    /// helpers report a failed check as an error, which fails the test.
+    macro_rules! check {
+        ($c:expr) => {
+            if !$c {
+                pr_err!("rsiw kunit: check failed (line {}): {}\n", line!(), stringify!($c));
+                return Err(EBADMSG);
+            }
+        };
+    }
 
     fn poll_one(cq: &KCq, ms: u32) -> Option<RawWc> {
         for _ in 0..ms {
@@ -275,6 +286,9 @@ mod qp_datapath {
             const LEN: usize = 20000; // several FPDUs
             let mut src = KVec::from_elem(0u8, LEN, GFP_KERNEL)?;
             let mut dst = KVec::from_elem(0u8, LEN, GFP_KERNEL)?;
+            // The device writes here behind Rust's back: hand out a
+            // mutable pointer so the compiler never assumes it unchanged.
+            let dst_addr = dst.as_mut_ptr() as u64;
             pattern(3, &mut src);
             b.post_recv(100, Seg::of(&dst, lkey))?;
 
@@ -285,16 +299,17 @@ mod qp_datapath {
             // Send -> Recv.
             a.post(1, WR_SEND, &[Seg::of(&src, lkey)], None, true)?;
             let wc = poll_one(&cq_a, 5000).ok_or(ETIMEDOUT)?;
-            assert_eq!((wc.wr_id, wc.status, wc.opcode), (1, WC_SUCCESS, WC_SEND));
+            check!((wc.wr_id, wc.status, wc.opcode) == (1, WC_SUCCESS, WC_SEND));
             let wc = poll_one(&cq_b, 5000).ok_or(ETIMEDOUT)?;
-            assert_eq!((wc.wr_id, wc.status, wc.opcode, wc.byte_len), (100, WC_SUCCESS, WC_RECV, LEN as u32));
-            assert!(src[..] == dst[..]);
+            check!((wc.wr_id, wc.status, wc.opcode, wc.byte_len) == (100, WC_SUCCESS, WC_RECV, LEN as u32));
+            check!(src[..] == dst[..]);
+            check!(a.qp().ib_state() == IbState::Rts && b.qp().ib_state() == IbState::Rts);
 
             // RDMA Write: A's buffer into B's memory (the global rkey).
             pattern(9, &mut src);
-            a.post(2, WR_WRITE, &[Seg::of(&src, lkey)], Some((rkey, dst.as_ptr() as u64)), true)?;
+            a.post(2, WR_WRITE, &[Seg::of(&src, lkey)], Some((rkey, dst_addr)), true)?;
             let wc = poll_one(&cq_a, 5000).ok_or(ETIMEDOUT)?;
-            assert_eq!((wc.wr_id, wc.status, wc.opcode), (2, WC_SUCCESS, WC_RDMA_WRITE));
+            check!((wc.wr_id, wc.status, wc.opcode) == (2, WC_SUCCESS, WC_RDMA_WRITE));
             // The Write's completion at A means the data left; B places it
             // as it arrives: wait for it.
             let mut same = false;
@@ -305,24 +320,38 @@ mod qp_datapath {
                 }
                 fsleep(Delta::from_millis(1));
             }
-            assert!(same);
+            check!(same);
 
             // RDMA Read: B's memory back into a fresh buffer at A.
             let mut back = KVec::from_elem(0u8, LEN, GFP_KERNEL)?;
-            a.post(3, WR_READ, &[Seg::of(&back, lkey)], Some((rkey, dst.as_ptr() as u64)), true)?;
+            a.post(3, WR_READ, &[Seg::of(&back, lkey)], Some((rkey, dst_addr)), true)?;
             let wc = poll_one(&cq_a, 5000).ok_or(ETIMEDOUT)?;
-            assert_eq!((wc.wr_id, wc.status, wc.opcode, wc.byte_len), (3, WC_SUCCESS, WC_RDMA_READ, LEN as u32));
-            assert!(back[..] == src[..]);
+            check!((wc.wr_id, wc.status, wc.opcode, wc.byte_len) == (3, WC_SUCCESS, WC_RDMA_READ, LEN as u32));
+            check!(back[..] == src[..]);
             back[0] ^= 1; // keep `back` mutable-borrowed semantics honest
 
+            // Write with Immediate (RFC 7306: Write, then Immediate Data):
+            // the target's receive completes with the immediate after the
+            // data is placed.
+            pattern(21, &mut src);
+            b.post_recv(102, Seg::of(&back, lkey))?;
+            a.post_write_imm(5, Seg::of(&src[..4000], lkey), rkey, dst_addr, 0x1234_5678)?;
+            let wc = poll_one(&cq_a, 5000).ok_or(ETIMEDOUT)?;
+            check!((wc.wr_id, wc.status, wc.opcode) == (5, WC_SUCCESS, WC_RDMA_WRITE));
+            let wc = poll_one(&cq_b, 5000).ok_or(ETIMEDOUT)?;
+            check!((wc.wr_id, wc.status, wc.opcode) == (102, WC_SUCCESS, WC_RECV_RDMA_WITH_IMM));
+            check!(wc.wc_flags & WITH_IMM != 0);
+            check!(u32::from_be(wc.ex) == 0x1234_5678);
+            check!(dst[..4000] == src[..4000]);
+
             // Unsupported verbs are refused, not dropped.
-            assert_eq!(a.post(4, WR_ATOMIC_FA, &[Seg::of(&src[..8], lkey)], Some((rkey, 0)), true), Err(EOPNOTSUPP));
+            check!(a.post(4, WR_ATOMIC_FA, &[Seg::of(&src[..8], lkey)], Some((rkey, 0)), true) == Err(EOPNOTSUPP));
 
             // Error flushes posted receives.
             b.post_recv(101, Seg::of(&dst, lkey))?;
             b.modify(IbState::Err)?;
             let wc = poll_one(&cq_b, 5000).ok_or(ETIMEDOUT)?;
-            assert_eq!((wc.wr_id, wc.status), (101, WC_WR_FLUSH_ERR));
+            check!((wc.wr_id, wc.status) == (101, WC_WR_FLUSH_ERR));
             drop(a);
             drop(b);
         }

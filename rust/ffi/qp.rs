@@ -582,6 +582,23 @@ pub(crate) mod testing {
             to_result(unsafe { post_send(self.0, &wr.wr, &mut bad) })
         }
 
+        /// RDMA Write with Immediate (`imm` in host order).
+        pub(crate) fn post_write_imm(&self, wr_id: u64, seg: Seg, rkey: u32, addr: u64, imm: u32) -> Result {
+            let mut sge = sys::ib_sge { addr: seg.addr, length: seg.len, lkey: seg.lkey };
+            let mut wr = sys::ib_rdma_wr::default();
+            wr.wr.__bindgen_anon_1.wr_id = wr_id;
+            wr.wr.sg_list = &mut sge;
+            wr.wr.num_sge = 1;
+            wr.wr.opcode = WR_WRITE_IMM;
+            wr.wr.send_flags = sys::ib_send_flags_IB_SEND_SIGNALED;
+            wr.wr.ex.imm_data = imm.to_be();
+            wr.rkey = rkey;
+            wr.remote_addr = addr;
+            let mut bad: *const sys::ib_send_wr = ptr::null();
+            // SAFETY: as for `post`.
+            to_result(unsafe { post_send(self.0, &wr.wr, &mut bad) })
+        }
+
         pub(crate) fn post_recv(&self, wr_id: u64, seg: Seg) -> Result {
             let mut sge = sys::ib_sge { addr: seg.addr, length: seg.len, lkey: seg.lkey };
             let mut wr = sys::ib_recv_wr::default();
