@@ -19,6 +19,8 @@
 #include <rdma/rdma_netlink.h>
 #include <rdma/ib_umem.h>
 #include <linux/crc32.h>
+#include <linux/highmem.h>
+#include <linux/scatterlist.h>
 #include <linux/net.h>
 #include <linux/in.h>
 #include <linux/in6.h>
@@ -39,6 +41,21 @@ unsigned int rsiw_num_possible_cpus(void);
 struct net_device *rsiw_notifier_dev(void *info);
 void rsiw_random_mac(u8 *mac);
 
+/* CQ, MR and SRQ (rust/ffi/cq.rs, mr.rs, srq.rs) */
+int rsiw_ib_poll_cq(struct ib_cq *cq, int num_entries, struct ib_wc *wc);
+int rsiw_ib_req_notify_cq(struct ib_cq *cq, enum ib_cq_notify_flags flags);
+int rsiw_ib_post_srq_recv(struct ib_srq *srq, const struct ib_recv_wr *wr,
+			  const struct ib_recv_wr **bad_wr);
+struct ib_umem *rsiw_umem_get(struct ib_device *dev, unsigned long addr,
+			      size_t size, int access);
+unsigned long rsiw_umem_offset(struct ib_umem *umem);
+size_t rsiw_umem_pages(struct ib_umem *umem, struct page **pages, size_t max);
+void rsiw_copy_to_page(struct page *page, size_t off, const void *src, size_t len);
+void rsiw_copy_from_page(struct page *page, size_t off, void *dst, size_t len);
+void rsiw_sg_init_one(struct scatterlist *sg, void *buf, unsigned int len);
+int rsiw_ib_dma_map_sg(struct ib_device *dev, struct scatterlist *sg, int nents);
+void rsiw_ib_dma_unmap_sg(struct ib_device *dev, struct scatterlist *sg, int nents);
+bool rsiw_ib_uses_virt_dma(struct ib_device *dev);
 /* sk_callback_lock, taken around socket callback (un)installation and in
  * the callbacks themselves. */
 void rsiw_sk_callback_write_lock(struct sock *sk);

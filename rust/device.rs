@@ -6,6 +6,8 @@ use core::sync::atomic::{AtomicU32, Ordering};
 
 use kernel::prelude::*;
 
+use crate::mr::StagTable;
+
 /// Limits the device reports through `query_device` and enforces. Keep the
 /// two in one place so they cannot drift apart.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,22 +87,86 @@ pub(crate) struct Device {
     pds: ObjectCount,
     ucontexts: ObjectCount,
     mrs: ObjectCount,
-    /// Next STag index (the upper 24 bits of an STag; the low 8 are the
-    /// consumer-owned key, RFC 5040 section 2.1).
-    next_stag_index: AtomicU32,
+    cqs: ObjectCount,
+    srqs: ObjectCount,
+    qp_count: ObjectCount,
+    /// QP number -> QP (`iw_get_qp`).
+    qps: Pin<KBox<crate::qp::QpTable>>,
+    /// Numbers PDs for the STag table's PD checks (the engine's `pd: u32`).
+    next_pd_id: AtomicU32,
+    /// STag index -> MR (`crate::mr`).
+    stags: Pin<KBox<StagTable>>,
 }
 
 impl Device {
-    pub(crate) fn new(mac: [u8; 6], vendor_part_id: u32) -> Self {
-        Self {
+    pub(crate) fn new(mac: [u8; 6], vendor_part_id: u32) -> Result<Self> {
+        Ok(Self {
             mac,
             vendor_part_id,
             limits: DEFAULT_LIMITS,
             pds: ObjectCount::new(),
             ucontexts: ObjectCount::new(),
             mrs: ObjectCount::new(),
-            next_stag_index: AtomicU32::new(1),
-        }
+            cqs: ObjectCount::new(),
+            srqs: ObjectCount::new(),
+            qp_count: ObjectCount::new(),
+            qps: KBox::pin_init(crate::qp::QpTable::new(), GFP_KERNEL)?,
+            next_pd_id: AtomicU32::new(1),
+            stags: KBox::pin_init(StagTable::new(), GFP_KERNEL)?,
+        })
+    }
+
+    /// The limits the verbs enforce (and `query_device` reports).
+    pub(crate) fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// The device's STag table.
+    pub(crate) fn stags(&self) -> &StagTable {
+        &self.stags
+    }
+
+    /// A fresh PD number (wraps after 2^32 allocations).
+    pub(crate) fn next_pd_id(&self) -> u32 {
+        self.next_pd_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Accounts for a new CQ within `max_cq`.
+    pub(crate) fn alloc_qp(&self) -> Result {
+        self.qp_count.get(self.limits.max_qp)
+    }
+
+    pub(crate) fn dealloc_qp(&self) {
+        self.qp_count.put();
+    }
+
+    pub(crate) fn qps(&self) -> &crate::qp::QpTable {
+        &self.qps
+    }
+
+    pub(crate) fn alloc_cq(&self) -> Result {
+        self.cqs.get(self.limits.max_cq)
+    }
+
+    pub(crate) fn dealloc_cq(&self) {
+        self.cqs.put();
+    }
+
+    pub(crate) fn cq_count(&self) -> u32 {
+        self.cqs.count()
+    }
+
+    /// Accounts for a new SRQ within `max_srq`.
+    pub(crate) fn alloc_srq(&self) -> Result {
+        self.srqs.get(self.limits.max_srq)
+    }
+
+    pub(crate) fn dealloc_srq(&self) {
+        self.srqs.put();
+    }
+
+    pub(crate) fn srq_count(&self) -> u32 {
+        self.srqs.count()
     }
 
     pub(crate) fn mac(&self) -> [u8; 6] {
@@ -151,18 +217,10 @@ impl Device {
         self.ucontexts.put();
     }
 
-    /// Accounts for a new memory region within `max_mr` and returns its
-    /// STag: a fresh 24-bit index (never 0: some peers treat STag 0
-    /// specially) with key 0.
-    pub(crate) fn alloc_mr(&self) -> Result<u32> {
-        self.mrs.get(self.limits.max_mr)?;
-        let index = self
-            .next_stag_index
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |i| {
-                Some(if i >= 0x00FF_FFFF { 1 } else { i + 1 })
-            })
-            .unwrap_or(1);
-        Ok(index << 8)
+    /// Accounts for a new memory region within `max_mr` (its STag comes
+    /// from the STag table when it is published).
+    pub(crate) fn alloc_mr(&self) -> Result {
+        self.mrs.get(self.limits.max_mr)
     }
 
     pub(crate) fn dealloc_mr(&self) {
@@ -260,15 +318,16 @@ mod tests {
     }
 
     #[test]
-    fn gid_is_mac_then_zero() {
-        let dev = Device::new([1, 2, 3, 4, 5, 6], 1);
+    fn gid_is_mac_then_zero() -> Result {
+        let dev = Device::new([1, 2, 3, 4, 5, 6], 1)?;
         assert_eq!(dev.gid(0), Ok([1, 2, 3, 4, 5, 6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]));
         assert_eq!(dev.gid(1), Err(EINVAL));
+        Ok(())
     }
 
     #[test]
-    fn pd_count_is_bounded() {
-        let mut dev = Device::new([2, 0, 0, 0, 0, 1], 1);
+    fn pd_count_is_bounded() -> Result {
+        let mut dev = Device::new([2, 0, 0, 0, 0, 1], 1)?;
         dev.limits.max_pd = 2;
         assert_eq!(dev.alloc_pd(), Ok(()));
         assert_eq!(dev.alloc_pd(), Ok(()));
@@ -276,18 +335,29 @@ mod tests {
         dev.dealloc_pd();
         assert_eq!(dev.pd_count(), 1);
         assert_eq!(dev.alloc_pd(), Ok(()));
+        Ok(())
     }
 
     #[test]
-    fn stags_are_nonzero_with_key_zero() {
-        let dev = Device::new([2, 0, 0, 0, 0, 1], 1);
-        let a = dev.alloc_mr().unwrap_or(0);
-        let b = dev.alloc_mr().unwrap_or(0);
-        assert!(a != 0 && b != 0 && a != b);
-        assert_eq!(a & 0xFF, 0);
-        assert_eq!(dev.mr_count(), 2);
+    fn mr_cq_srq_counts_are_bounded() -> Result {
+        let mut dev = Device::new([2, 0, 0, 0, 0, 1], 1)?;
+        dev.limits.max_mr = 1;
+        dev.limits.max_cq = 1;
+        dev.limits.max_srq = 1;
+        assert_eq!(dev.alloc_mr(), Ok(()));
+        assert_eq!(dev.alloc_mr(), Err(ENOMEM));
+        assert_eq!(dev.alloc_cq(), Ok(()));
+        assert_eq!(dev.alloc_cq(), Err(ENOMEM));
+        assert_eq!(dev.alloc_srq(), Ok(()));
+        assert_eq!(dev.alloc_srq(), Err(ENOMEM));
+        assert_eq!((dev.mr_count(), dev.cq_count(), dev.srq_count()), (1, 1, 1));
         dev.dealloc_mr();
-        assert_eq!(dev.mr_count(), 1);
+        dev.dealloc_cq();
+        dev.dealloc_srq();
+        assert_eq!((dev.mr_count(), dev.cq_count(), dev.srq_count()), (0, 0, 0));
+        let (a, b) = (dev.next_pd_id(), dev.next_pd_id());
+        assert!(a != b);
+        Ok(())
     }
 
     #[test]

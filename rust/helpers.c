@@ -45,6 +45,83 @@ void rsiw_random_mac(u8 *mac)
 	eth_random_addr(mac);
 }
 
+int rsiw_ib_poll_cq(struct ib_cq *cq, int num_entries, struct ib_wc *wc)
+{
+	return ib_poll_cq(cq, num_entries, wc);
+}
+
+int rsiw_ib_req_notify_cq(struct ib_cq *cq, enum ib_cq_notify_flags flags)
+{
+	return ib_req_notify_cq(cq, flags);
+}
+
+int rsiw_ib_post_srq_recv(struct ib_srq *srq, const struct ib_recv_wr *wr,
+			  const struct ib_recv_wr **bad_wr)
+{
+	return ib_post_srq_recv(srq, wr, bad_wr);
+}
+
+struct ib_umem *rsiw_umem_get(struct ib_device *dev, unsigned long addr,
+			      size_t size, int access)
+{
+	return ib_umem_get_va(dev, addr, size, access);
+}
+
+unsigned long rsiw_umem_offset(struct ib_umem *umem)
+{
+	return ib_umem_offset(umem);
+}
+
+/* The pinned pages of @umem in order, at most @max; returns how many. */
+size_t rsiw_umem_pages(struct ib_umem *umem, struct page **pages, size_t max)
+{
+	struct sg_page_iter iter;
+	size_t n = 0;
+
+	for_each_sgtable_page(&umem->sgt_append.sgt, &iter, 0) {
+		if (n == max)
+			break;
+		pages[n++] = sg_page_iter_page(&iter);
+	}
+	return n;
+}
+
+void rsiw_copy_to_page(struct page *page, size_t off, const void *src, size_t len)
+{
+	void *dst = kmap_local_page(page);
+
+	memcpy(dst + off, src, len);
+	kunmap_local(dst);
+}
+
+void rsiw_copy_from_page(struct page *page, size_t off, void *dst, size_t len)
+{
+	void *src = kmap_local_page(page);
+
+	memcpy(dst, src + off, len);
+	kunmap_local(src);
+}
+
+void rsiw_sg_init_one(struct scatterlist *sg, void *buf, unsigned int len)
+{
+	sg_init_one(sg, buf, len);
+}
+
+int rsiw_ib_dma_map_sg(struct ib_device *dev, struct scatterlist *sg, int nents)
+{
+	return ib_dma_map_sg(dev, sg, nents, DMA_BIDIRECTIONAL);
+}
+
+void rsiw_ib_dma_unmap_sg(struct ib_device *dev, struct scatterlist *sg, int nents)
+{
+	ib_dma_unmap_sg(dev, sg, nents, DMA_BIDIRECTIONAL);
+}
+
+bool rsiw_ib_uses_virt_dma(struct ib_device *dev)
+{
+	return ib_uses_virt_dma(dev);
+}
+
 void rsiw_sk_callback_write_lock(struct sock *sk)
 {
 	write_lock_bh(&sk->sk_callback_lock);

@@ -8,9 +8,14 @@
 
 use kernel::prelude::*;
 
+mod cq;
 mod device;
 mod ffi;
+mod mr;
+mod qp;
 mod selftest;
+mod selftest_verbs;
+mod srq;
 mod verbs;
 
 /// The sans-IO protocol engine, compiled from the same sources as the host

@@ -17,6 +17,9 @@ use kernel::{
 };
 
 use super::{netdev::NetDev, object::CoreObj, sys};
+use super::mr::{alloc_mr, dereg_mr, get_dma_mr, map_mr_sg, reg_user_mr};
+use super::cq::{create_cq, destroy_cq, poll_cq, req_notify_cq, resize_user_cq};
+use super::srq::{create_srq, destroy_srq, modify_srq, post_srq_recv, query_srq};
 use crate::{
     device::{self, Device, PortState},
     verbs,
@@ -32,7 +35,6 @@ const NODE_DESC: &[u8] = b"rsiw iWARP software RNIC";
 type DevObj = CoreObj<sys::ib_device, Device>;
 type PdObj = CoreObj<sys::ib_pd, verbs::Pd>;
 type UctxObj = CoreObj<sys::ib_ucontext, verbs::Ucontext>;
-type MrObj = CoreObj<sys::ib_mr, verbs::Mr>;
 
 /// Numbers devices for `vendor_part_id`, as siw does.
 static NEXT_PART_ID: AtomicU32 = AtomicU32::new(1);
@@ -50,12 +52,17 @@ impl IbDevice {
     /// # Safety
     ///
     /// `ib` must be an ib_device created by [`create`] that stays alive for `'a`.
-    unsafe fn from_raw<'a>(ib: *mut sys::ib_device) -> &'a Self {
+    pub(super) unsafe fn from_raw<'a>(ib: *mut sys::ib_device) -> &'a Self {
         // SAFETY: transparent wrapper; validity per the contract.
         unsafe { &*ib.cast::<Self>() }
     }
 
     fn as_raw(&self) -> *mut sys::ib_device {
+        self.0.get()
+    }
+
+    /// The C device, for links that the core keeps alive (see `ffi::qp`).
+    pub(crate) fn as_raw_ptr(&self) -> *mut sys::ib_device {
         self.0.get()
     }
 
@@ -93,9 +100,37 @@ fn device_ops() -> sys::ib_device_ops {
     ops.dealloc_pd = Some(dealloc_pd);
     ops.get_dma_mr = Some(get_dma_mr);
     ops.dereg_mr = Some(dereg_mr);
+    ops.reg_user_mr = Some(reg_user_mr);
+    ops.alloc_mr = Some(alloc_mr);
+    ops.map_mr_sg = Some(map_mr_sg);
     ops.alloc_ucontext = Some(alloc_ucontext);
     ops.dealloc_ucontext = Some(dealloc_ucontext);
 
+    ops.create_cq = Some(create_cq);
+    ops.destroy_cq = Some(destroy_cq);
+    ops.resize_user_cq = Some(resize_user_cq);
+    ops.poll_cq = Some(poll_cq);
+    ops.req_notify_cq = Some(req_notify_cq);
+
+    ops.create_srq = Some(create_srq);
+    ops.modify_srq = Some(modify_srq);
+    ops.query_srq = Some(query_srq);
+    ops.destroy_srq = Some(destroy_srq);
+    ops.post_srq_recv = Some(post_srq_recv);
+
+    ops.size_ib_cq = CoreObj::<sys::ib_cq, crate::cq::Cq>::SIZE;
+    ops.size_ib_srq = CoreObj::<sys::ib_srq, crate::srq::Srq>::SIZE;
+
+    ops.create_qp = Some(super::qp::create_qp);
+    ops.destroy_qp = Some(super::qp::destroy_qp);
+    ops.modify_qp = Some(super::qp::modify_qp);
+    ops.query_qp = Some(super::qp::query_qp);
+    ops.post_send = Some(super::qp::post_send);
+    ops.post_recv = Some(super::qp::post_recv);
+    ops.iw_add_ref = Some(super::qp::iw_add_ref);
+    ops.iw_rem_ref = Some(super::qp::iw_rem_ref);
+    ops.iw_get_qp = Some(super::qp::iw_get_qp);
+    ops.size_ib_qp = super::qp::SIZE;
     ops.size_ib_pd = PdObj::SIZE;
     ops.size_ib_ucontext = UctxObj::SIZE;
     ops
@@ -119,7 +154,7 @@ pub(crate) fn create(name: &CStr, netdev: &NetDev, user_named: bool) -> Result {
     // SAFETY: `random` is 6 writable bytes, as `eth_random_addr` needs.
     unsafe { sys::rsiw_random_mac(random.as_mut_ptr()) };
     let mac = device::device_mac(netdev.mac(), random);
-    let data = Device::new(mac, NEXT_PART_ID.fetch_add(1, Ordering::Relaxed));
+    let data = Device::new(mac, NEXT_PART_ID.fetch_add(1, Ordering::Relaxed))?;
     let guid = data.node_guid();
 
     // SAFETY: `netdev` is alive; `_ib_alloc_device` returns a zeroed
@@ -185,7 +220,7 @@ pub(crate) fn unregister_for_netdev(netdev: &NetDev) {
 }
 
 /// `ERR_PTR(e)`: the errno encoded in a pointer, as C callers expect.
-fn err_ptr<T>(e: Error) -> *mut T {
+pub(super) fn err_ptr<T>(e: Error) -> *mut T {
     ptr::without_provenance_mut(e.to_errno() as isize as usize)
 }
 
@@ -349,42 +384,6 @@ unsafe extern "C" fn dealloc_pd(pd: *mut sys::ib_pd, _udata: *mut sys::ib_udata)
     0
 }
 
-unsafe extern "C" fn get_dma_mr(pd: *mut sys::ib_pd, access: c_int) -> *mut sys::ib_mr {
-    // SAFETY: the core passes one of our live PDs, whose device is ours.
-    let dev = unsafe { IbDevice::from_raw((*pd).device) };
-    let result = verbs::get_dma_mr(dev.data(), access as u32).and_then(|mr| {
-        let (stag, access) = (mr.stag(), mr.access());
-        let ib = MrObj::new_boxed(mr)?;
-        // SAFETY: `ib` is a fresh zeroed `ib_mr` no one else sees yet; the
-        // core fills in device, pd and type after we return.
-        unsafe {
-            (*ib).lkey = stag;
-            (*ib).rkey = if access & REMOTE_ACCESS != 0 { stag } else { 0 };
-        }
-        Ok(ib)
-    });
-    match result {
-        Ok(ib) => ib,
-        Err(e) => err_ptr(e),
-    }
-}
-
-/// IB_ACCESS_REMOTE_{WRITE,READ,ATOMIC}: an rkey is only handed out with one.
-const REMOTE_ACCESS: u32 = sys::ib_access_flags_IB_ACCESS_REMOTE_WRITE
-    | sys::ib_access_flags_IB_ACCESS_REMOTE_READ
-    | sys::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC;
-
-unsafe extern "C" fn dereg_mr(mr: *mut sys::ib_mr, _udata: *mut sys::ib_udata) -> c_int {
-    // SAFETY: `mr` is one of ours, made by `get_dma_mr`; its device is
-    // alive. The core calls this once and never uses `mr` after.
-    let dev = unsafe { IbDevice::from_raw((*mr).device) };
-    let data = dev.data();
-    // SAFETY: as above.
-    unsafe { MrObj::free_boxed(mr) };
-    verbs::dereg_mr(data);
-    0
-}
-
 unsafe extern "C" fn alloc_ucontext(
     uctx: *mut sys::ib_ucontext,
     _udata: *mut sys::ib_udata,
@@ -424,6 +423,10 @@ pub(crate) mod testing {
             // SAFETY: `nd` is alive; the result is held or null.
             let ib = unsafe { sys::ib_device_get_by_netdev(nd.as_raw(), DRIVER_ID) };
             (!ib.is_null()).then(|| Self(ib))
+        }
+
+        pub(crate) fn raw(&self) -> *mut sys::ib_device {
+            self.0
         }
 
         pub(crate) fn device(&self) -> &IbDevice {

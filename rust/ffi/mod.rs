@@ -8,8 +8,12 @@
 mod sys;
 
 pub(crate) mod crc;
+pub(crate) mod cq;
 pub(crate) mod device;
 pub(crate) mod link;
+pub(crate) mod mr;
 pub(crate) mod netdev;
 pub(crate) mod object;
+pub(crate) mod qp;
+pub(crate) mod srq;
 pub(crate) mod socket;

@@ -42,6 +42,21 @@ impl<B, T> CoreObj<B, T> {
         unsafe { ptr::write(ptr::addr_of_mut!((*obj).data), data) };
     }
 
+    /// Writes the Rust part of a freshly allocated object in place, for
+    /// data that must not move (locks, XArrays): the core never moves its
+    /// allocation, so the data is pinned until [`Self::drop_data`].
+    ///
+    /// # Safety
+    ///
+    /// As for [`Self::init`]. On error the Rust part is left uninitialised.
+    pub(crate) unsafe fn pin_init(base: *mut B, init: impl PinInit<T, Error>) -> Result {
+        let obj = base.cast::<Self>();
+        // SAFETY: per the contract the slot is valid for writes, not
+        // initialised, and stays at this address until `drop_data`; on
+        // error `__pinned_init` leaves nothing to drop.
+        unsafe { init.__init(ptr::addr_of_mut!((*obj).data)) }
+    }
+
     /// The Rust part of an object.
     ///
     /// # Safety

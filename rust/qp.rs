@@ -1,0 +1,1021 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Queue pairs (RC): the send and receive queues, and the iWARP stream
+//! that runs them — the protocol engine's `qp::Qp` driven by the socket.
+//!
+//! Contexts and locks:
+//! - `post_send`/`post_recv` (any context) take only the queue locks and
+//!   schedule the TX work item.
+//! - RX runs in the socket's `data_ready` (softirq, socket locked): each
+//!   linear chunk of the skb goes through `engine.rx`, which places payload
+//!   straight into registered memory (one copy).
+//! - TX runs in a work item: it fills a buffer from `engine.tx` under the
+//!   engine lock, then sends it with the lock dropped (sending may sleep).
+//!   A work item never runs concurrently with itself, so the bytes leave in
+//!   the order the engine produced them.
+//! - Lock order: engine → queue (SQ, RQ/SRQ) → CQ / STag table.
+
+use core::sync::atomic::{AtomicBool, Ordering};
+
+use kernel::{
+    new_mutex, new_spinlock_irq, new_work,
+    prelude::*,
+    sync::{Arc, Mutex, SpinLockIrq},
+    workqueue::{self, impl_has_work, Work, WorkItem},
+};
+
+use crate::{
+    cq::{Completion as Wc, WcOpcode, WcStatus},
+    ddp::Region,
+    engine::{
+        error::{self as term, TermError},
+        mpa::negotiate::{Framing, RtrMode},
+        qp::{
+            CompOp, Completion as EngineCompletion, Event, Host, Local, QpConfig, RecvWr,
+            SendWr, Status, WorkQueue,
+        },
+        rdmap::AtomicPlan,
+        wire::commit as commitw,
+    },
+    ffi::{
+        crc::KernelCrc32c,
+        qp::{QpLinks, QpNotifier},
+        socket::{SockRx, SocketEvents, TcpSocket, TcpState},
+    },
+    mr::{self as mrmod, FastReg},
+    srq::{Rqe, RecvQueue, Sge, MAX_SGE},
+};
+
+/// Largest ORD/IRD a QP can negotiate (the engine's queue capacities).
+pub(crate) const MAX_ORD: usize = 32;
+/// See [`MAX_ORD`].
+pub(crate) const MAX_IRD: usize = 32;
+/// Largest inline payload of a send WR.
+pub(crate) const MAX_INLINE: usize = 128;
+/// TX buffer: the engine fills it, the socket drains it.
+const TX_BUF: usize = 64 * 1024;
+
+type Engine = crate::engine::qp::Qp<MAX_ORD, MAX_IRD>;
+
+/// The IB-level QP state consumers see (`ib_qp_state`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum IbState {
+    Reset,
+    Init,
+    Rtr,
+    Rts,
+    Sqd,
+    Sqe,
+    Err,
+}
+
+/// A send queue entry.
+#[derive(Clone, Copy)]
+pub(crate) enum SqeKind {
+    /// Goes on the wire through the engine.
+    Wire(SendWr),
+    /// `IB_WR_REG_MR`: fast-register an MR (local, in SQ order).
+    RegMr { stag: u32, req: FastReg },
+    /// `IB_WR_LOCAL_INV`.
+    LocalInv { stag: u32 },
+}
+
+/// A posted send WR with its local data.
+#[derive(Clone, Copy)]
+pub(crate) struct Sqe {
+    pub(crate) wr_id: u64,
+    pub(crate) signaled: bool,
+    pub(crate) kind: SqeKind,
+    pub(crate) sges: [Sge; MAX_SGE],
+    pub(crate) num_sge: u8,
+    pub(crate) inline: [u8; MAX_INLINE],
+    pub(crate) inline_len: u16,
+    /// Report a masked atomic's opcode in its completion.
+    pub(crate) masked: bool,
+}
+
+impl Sqe {
+    fn sges(&self) -> &[Sge] {
+        &self.sges[..usize::from(self.num_sge).min(MAX_SGE)]
+    }
+}
+
+/// The send queue: a fixed ring.
+struct SendQueue {
+    ring: KVVec<Option<Sqe>>,
+    head: usize,
+    count: usize,
+}
+
+impl SendQueue {
+    fn new(max_wr: usize) -> Result<Self> {
+        Ok(Self { ring: KVVec::from_elem(None, max_wr.max(1), GFP_KERNEL)?, head: 0, count: 0 })
+    }
+
+    fn push(&mut self, sqe: Sqe) -> Result {
+        if self.count == self.ring.len() {
+            return Err(ENOMEM);
+        }
+        let tail = (self.head + self.count) % self.ring.len();
+        self.ring[tail] = Some(sqe);
+        self.count += 1;
+        Ok(())
+    }
+
+    fn pop(&mut self) -> Option<Sqe> {
+        if self.count == 0 {
+            return None;
+        }
+        let sqe = self.ring[self.head].take();
+        self.head = (self.head + 1) % self.ring.len();
+        self.count -= 1;
+        sqe
+    }
+}
+
+/// The local data of the send WR the engine is working on.
+struct CurWr {
+    handle: u64,
+    sqe: Option<Sqe>,
+}
+
+/// State that only changes under the engine lock.
+struct Stream {
+    engine: Option<KBox<Engine>>,
+    cur: CurWr,
+    /// A receive WQE taken off the RQ/SRQ for the message being received.
+    claimed: Option<Rqe>,
+    next_handle: u64,
+    /// Bytes the engine produced that the socket has not taken yet.
+    tx: KVec<u8>,
+    tx_off: usize,
+    /// The socket is gone: everything flushed, nothing more to send.
+    dead: bool,
+}
+
+/// The parameters MPA negotiation settled (from the CM, or a test).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct StreamParams {
+    pub(crate) framing: Framing,
+    pub(crate) ird: u16,
+    pub(crate) ord: u16,
+    pub(crate) rtr: Option<RtrMode>,
+    pub(crate) initiator: bool,
+    /// Effective MSS of the connection.
+    pub(crate) emss: usize,
+}
+
+/// What the QP reports about its stream, for the CM and tests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct StreamStatus {
+    pub(crate) ready: bool,
+    pub(crate) closed: bool,
+    pub(crate) failed: bool,
+    pub(crate) terminate_sent: Option<TermError>,
+    pub(crate) terminate_received: Option<TermError>,
+}
+
+/// Creation parameters.
+pub(crate) struct QpInit {
+    pub(crate) qpn: u32,
+    pub(crate) pd: u32,
+    pub(crate) max_send_wr: u32,
+    pub(crate) max_recv_wr: u32,
+    pub(crate) max_send_sge: u32,
+    pub(crate) max_recv_sge: u32,
+    pub(crate) max_inline: u32,
+    pub(crate) sig_all: bool,
+    pub(crate) links: QpLinks,
+}
+
+/// One RC queue pair.
+#[pin_data]
+pub(crate) struct Qp {
+    qpn: u32,
+    pd: u32,
+    sig_all: bool,
+    max_send_sge: u32,
+    max_inline: u32,
+    /// Device, CQs, SRQ and `ib_qp` this QP belongs to.
+    links: QpLinks,
+    notifier: QpNotifier,
+    #[pin]
+    sq: SpinLockIrq<SendQueue>,
+    /// Own receive queue (absent with an SRQ).
+    #[pin]
+    rq: SpinLockIrq<Option<RecvQueue>>,
+    #[pin]
+    stream: SpinLockIrq<Stream>,
+    #[pin]
+    ib_state: SpinLockIrq<(IbState, StreamStatus)>,
+    /// The TCP connection; only process context touches it.
+    #[pin]
+    sock: Mutex<Option<TcpSocket>>,
+    #[pin]
+    tx_work: Work<Qp>,
+    tx_queued: AtomicBool,
+    tx_running: AtomicBool,
+}
+
+impl_has_work! {
+    impl HasWork<Self> for Qp { self.tx_work }
+}
+
+impl Qp {
+    pub(crate) fn new(init: QpInit, notifier: QpNotifier) -> Result<Arc<Self>> {
+        let sq = SendQueue::new(init.max_send_wr as usize)?;
+        let rq = if init.links.has_srq() {
+            None
+        } else {
+            Some(RecvQueue::new(init.max_recv_wr as usize, init.max_recv_sge as usize)?)
+        };
+        let stream = Stream {
+            engine: None,
+            cur: CurWr { handle: 0, sqe: None },
+            claimed: None,
+            next_handle: 1,
+            tx: KVec::with_capacity(TX_BUF, GFP_KERNEL)?,
+            tx_off: 0,
+            dead: false,
+        };
+        Arc::pin_init(
+            try_pin_init!(Qp {
+                qpn: init.qpn,
+                pd: init.pd,
+                sig_all: init.sig_all,
+                max_send_sge: init.max_send_sge,
+                max_inline: init.max_inline,
+                links: init.links,
+                notifier,
+                sq <- new_spinlock_irq!(sq, "rsiw_qp_sq"),
+                rq <- new_spinlock_irq!(rq, "rsiw_qp_rq"),
+                stream <- new_spinlock_irq!(stream, "rsiw_qp_stream"),
+                ib_state <- new_spinlock_irq!((IbState::Reset, StreamStatus::default()), "rsiw_qp_state"),
+                sock <- new_mutex!(None, "rsiw_qp_sock"),
+                tx_work <- new_work!("rsiw_qp_tx"),
+                tx_queued: AtomicBool::new(false),
+                tx_running: AtomicBool::new(false),
+            }? Error),
+            GFP_KERNEL,
+        )
+    }
+
+    pub(crate) fn qpn(&self) -> u32 {
+        self.qpn
+    }
+
+    pub(crate) fn links(&self) -> &QpLinks {
+        &self.links
+    }
+
+    /// (max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline)
+    pub(crate) fn caps(&self) -> (u32, u32, u32, u32, u32) {
+        let send_wr = self.sq.lock().ring.len() as u32;
+        let (recv_wr, recv_sge) = match self.rq.lock().as_ref() {
+            Some(rq) => (rq.capacity() as u32, rq.max_sge() as u32),
+            None => (0, 0),
+        };
+        (send_wr, recv_wr, self.max_send_sge, recv_sge, self.max_inline)
+    }
+
+    pub(crate) fn ib_state(&self) -> IbState {
+        self.ib_state.lock().0
+    }
+
+    pub(crate) fn stream_status(&self) -> StreamStatus {
+        self.ib_state.lock().1
+    }
+
+    // ---- posting -------------------------------------------------------
+
+    /// Queues a send WR (`ib_post_send`). In Error the WR completes at once
+    /// with a flush error, as the verbs require.
+    pub(crate) fn post_send(self: &Arc<Self>, sqe: Sqe) -> Result {
+        if usize::from(sqe.num_sge) > self.max_send_sge as usize
+            || usize::from(sqe.inline_len) > self.max_inline as usize
+        {
+            return Err(EINVAL);
+        }
+        match self.ib_state() {
+            IbState::Reset => return Err(EINVAL),
+            IbState::Err => {
+                self.flush_sqe(&sqe);
+                return Ok(());
+            }
+            _ => {}
+        }
+        self.sq.lock().push(sqe)?;
+        self.kick();
+        Ok(())
+    }
+
+    /// Queues a receive WR (`ib_post_recv`) on the QP's own RQ.
+    pub(crate) fn post_recv(self: &Arc<Self>, rqe: Rqe) -> Result {
+        if self.ib_state() == IbState::Reset {
+            return Err(EINVAL);
+        }
+        if self.ib_state() == IbState::Err {
+            self.links.recv_cq().map(|cq| {
+                cq.push(self.wc(rqe.wr_id, WcOpcode::Recv, WcStatus::WrFlushErr, 0))
+            });
+            return Ok(());
+        }
+        let mut guard = self.rq.lock();
+        let rq = Option::as_mut(&mut *guard).ok_or(EINVAL)?; // QPs with an SRQ post there
+        rq.push(rqe)?;
+        // A message may be waiting for this buffer: nothing to do here, the
+        // engine retries on the next FPDU (iWARP has no RNR: a Send without
+        // a posted receive already failed the stream).
+        Ok(())
+    }
+
+    fn wc(&self, wr_id: u64, opcode: WcOpcode, status: WcStatus, byte_len: u32) -> Wc {
+        Wc {
+            wr_id,
+            status,
+            opcode,
+            byte_len,
+            qp: self.links.wc_qp(),
+            qp_num: self.qpn,
+            ..Wc::default()
+        }
+    }
+
+    fn flush_sqe(&self, sqe: &Sqe) {
+        let op = match sqe.kind {
+            SqeKind::Wire(wr) => wire_opcode(&wr, sqe.masked),
+            SqeKind::RegMr { .. } => WcOpcode::RegMr,
+            SqeKind::LocalInv { .. } => WcOpcode::LocalInv,
+        };
+        let _ = self.links.send_cq().push(self.wc(sqe.wr_id, op, WcStatus::WrFlushErr, 0));
+    }
+
+    // ---- state ---------------------------------------------------------
+
+    /// `ib_modify_qp` with a new state. RTS is only reached through
+    /// [`Self::attach`] (the CM), as for every iWARP RNIC.
+    pub(crate) fn modify_state(self: &Arc<Self>, new: IbState) -> Result {
+        let cur = self.ib_state();
+        use IbState as S;
+        let ok = matches!(
+            (cur, new),
+            (S::Reset, S::Reset | S::Init)
+                | (S::Init, S::Init | S::Rtr)
+                | (S::Rtr, S::Rtr)
+                | (S::Rts, S::Rts | S::Sqd)
+                | (S::Sqd, S::Sqd)
+                | (_, S::Err)
+                | (S::Err, S::Reset)
+        );
+        if !ok {
+            return Err(EINVAL);
+        }
+        match new {
+            S::Err => self.fail(),
+            S::Sqd => self.close(),
+            S::Reset => {
+                self.detach();
+                self.ib_state.lock().0 = S::Reset;
+            }
+            s => self.ib_state.lock().0 = s,
+        }
+        Ok(())
+    }
+
+    /// Hands an established TCP connection to the QP after MPA
+    /// negotiation: the socket is hooked, the engine takes over, the QP is
+    /// in RTS. `leftover` are stream bytes already read past the MPA frame.
+    pub(crate) fn attach(
+        self: &Arc<Self>,
+        mut sock: TcpSocket,
+        params: StreamParams,
+        leftover: &[u8],
+    ) -> Result {
+        match self.ib_state() {
+            IbState::Init | IbState::Rtr => {}
+            _ => return Err(EINVAL),
+        }
+        let ird = usize::from(params.ird).min(MAX_IRD) as u16;
+        let ord = usize::from(params.ord).min(MAX_ORD) as u16;
+        let mut engine = KBox::new(Engine::new(QpConfig { pd: self.pd, emss: params.emss }), GFP_KERNEL)?;
+        engine.establish(params.framing, ird, ord, params.rtr, params.initiator);
+        self.stream.lock().engine = Some(engine);
+        self.ib_state.lock().0 = IbState::Rts;
+        // Hook first, then read what arrived before: nothing is lost.
+        sock.hook(self.clone())?;
+        *self.sock.lock() = Some(sock);
+        if !leftover.is_empty() {
+            self.rx_chunk(leftover);
+        }
+        if let Some(s) = self.sock.lock().as_ref() {
+            s.read(&mut |chunk| self.rx_chunk(chunk));
+        }
+        self.kick();
+        Ok(())
+    }
+
+    /// Graceful close (`IB_QPS_SQD` from the iw_cm): drain, then FIN.
+    fn close(self: &Arc<Self>) {
+        self.ib_state.lock().0 = IbState::Sqd;
+        self.with_engine(|e, h| e.close(h));
+        self.kick();
+    }
+
+    /// Moves to Error: flushes everything; the socket is shut down.
+    fn fail(self: &Arc<Self>) {
+        self.ib_state.lock().0 = IbState::Err;
+        let had_engine = self.with_engine(|e, h| e.on_connection_lost(h)).is_some();
+        if !had_engine {
+            // Never connected: flush the queues ourselves.
+            while let Some(sqe) = self.sq.lock().pop() {
+                self.flush_sqe(&sqe);
+            }
+            self.flush_recv();
+        }
+        self.stream.lock().dead = true;
+        if let Some(s) = self.sock.lock().as_ref() {
+            s.shutdown();
+        }
+    }
+
+    fn flush_recv(&self) {
+        loop {
+            let rqe = Option::as_mut(&mut *self.rq.lock()).and_then(|rq| rq.pop());
+            let Some(rqe) = rqe else { break };
+            if let Some(cq) = self.links.recv_cq() {
+                let _ = cq.push(self.wc(rqe.wr_id, WcOpcode::Recv, WcStatus::WrFlushErr, 0));
+            }
+        }
+    }
+
+    /// Disconnects and waits until no callback or TX work uses the QP
+    /// (`destroy_qp`, `IB_QPS_RESET`). Sleeps.
+    pub(crate) fn detach(self: &Arc<Self>) {
+        if self.ib_state() != IbState::Err {
+            self.fail();
+        }
+        if let Some(mut s) = self.sock.lock().take() {
+            s.unhook();
+            drop(s);
+        }
+        // The TX work holds a reference and checks `dead`; wait it out.
+        for _ in 0..5000 {
+            if !self.tx_queued.load(Ordering::Acquire) && !self.tx_running.load(Ordering::Acquire) {
+                break;
+            }
+            kernel::time::delay::fsleep(kernel::time::Delta::from_millis(1));
+        }
+        let mut st = self.stream.lock();
+        st.engine = None;
+        st.claimed = None;
+    }
+
+    // ---- engine plumbing -----------------------------------------------
+
+    /// Runs `f` on the engine with a host view, then handles the events
+    /// it produced. `None` if the QP has no stream.
+    fn with_engine<R>(
+        self: &Arc<Self>,
+        f: impl FnOnce(&mut Engine, &mut QpHost<'_>) -> R,
+    ) -> Option<R> {
+        let mut events = Events::default();
+        let (r, wants_tx) = {
+            let mut st = self.stream.lock();
+            let st = &mut *st;
+            let engine = st.engine.as_deref_mut()?;
+            let mut host = QpHost {
+                qp: self,
+                cur: &mut st.cur,
+                claimed: &mut st.claimed,
+                next_handle: &mut st.next_handle,
+                events: &mut events,
+            };
+            let r = f(engine, &mut host);
+            (r, engine.wants_tx())
+        };
+        self.handle_events(&events);
+        if wants_tx {
+            self.kick();
+        }
+        Some(r)
+    }
+
+    fn rx_chunk(self: &Arc<Self>, chunk: &[u8]) -> usize {
+        // The engine consumes every byte it is given.
+        self.with_engine(|e, h| e.rx(h, &KernelCrc32c, chunk)).unwrap_or(chunk.len())
+    }
+
+    fn handle_events(self: &Arc<Self>, events: &Events) {
+        for e in events.iter() {
+            let mut st = self.ib_state.lock();
+            match e {
+                Event::Ready | Event::Established => st.1.ready = true,
+                Event::Closed => st.1.closed = true,
+                Event::LocalTerminate(err) => {
+                    st.1.failed = true;
+                    st.1.terminate_sent = Some(*err);
+                    st.0 = IbState::Err;
+                }
+                Event::TerminateReceived(t) => {
+                    st.1.failed = true;
+                    st.1.terminate_received = Some(t.error);
+                    st.0 = IbState::Err;
+                }
+                Event::ConnectionLost | Event::NegotiationFailed(_) | Event::Rejected => {
+                    st.1.failed = true;
+                    st.0 = IbState::Err;
+                }
+                Event::ConnectRequest => {}
+            }
+            let fatal = matches!(
+                e,
+                Event::LocalTerminate(_) | Event::TerminateReceived(_) | Event::ConnectionLost
+            );
+            drop(st);
+            if fatal {
+                self.notifier.fatal();
+            }
+        }
+    }
+
+    /// Schedules the TX work (idempotent).
+    fn kick(self: &Arc<Self>) {
+        if self.tx_queued.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        if workqueue::system().enqueue(self.clone()).is_err() {
+            // Already queued (a race with the flag): it will run.
+        }
+    }
+
+    /// The TX work: fill from the engine, send, until the engine has
+    /// nothing more or the socket is full (then `write_space` kicks again).
+    fn run_tx(self: &Arc<Self>) {
+        self.tx_running.store(true, Ordering::Release);
+        self.tx_queued.store(false, Ordering::Release);
+        for _ in 0..64 {
+            match self.tx_round() {
+                TxRound::More => continue,
+                TxRound::Done => {
+                    self.tx_running.store(false, Ordering::Release);
+                    return;
+                }
+            }
+        }
+        // Be fair to other work items: continue in a new run.
+        self.tx_running.store(false, Ordering::Release);
+        self.kick();
+    }
+
+    /// Takes the pending TX bytes (producing them from the engine if there
+    /// are none), sends what the socket takes, puts the rest back.
+    fn tx_round(self: &Arc<Self>) -> TxRound {
+        let mut events = Events::default();
+        let taken = {
+            let mut st = self.stream.lock();
+            let st = &mut *st;
+            if st.dead {
+                None
+            } else if st.tx_off < st.tx.len() {
+                Some((core::mem::take(&mut st.tx), st.tx_off))
+            } else if let Some(engine) = st.engine.as_deref_mut() {
+                st.tx.clear();
+                st.tx_off = 0;
+                if st.tx.resize(TX_BUF, 0, GFP_ATOMIC).is_err() {
+                    None
+                } else {
+                    let mut host = QpHost {
+                        qp: self,
+                        cur: &mut st.cur,
+                        claimed: &mut st.claimed,
+                        next_handle: &mut st.next_handle,
+                        events: &mut events,
+                    };
+                    let n = engine.tx(&mut host, &KernelCrc32c, &mut st.tx);
+                    st.tx.truncate(n);
+                    (n > 0).then(|| (core::mem::take(&mut st.tx), 0))
+                }
+            } else {
+                None
+            }
+        };
+        self.handle_events(&events);
+        let Some((buf, mut off)) = taken else { return TxRound::Done };
+
+        let sent = match self.sock.lock().as_ref() {
+            Some(s) => s.send(&[&buf[off..]], false),
+            None => Err(ENOTCONN),
+        };
+        let lost = match sent {
+            Ok(n) => {
+                off += n;
+                false
+            }
+            Err(e) => e != EAGAIN,
+        };
+        let blocked = off < buf.len();
+        {
+            let mut st = self.stream.lock();
+            st.tx = buf;
+            st.tx_off = off;
+        }
+        if lost {
+            self.with_engine(|e, h| e.on_connection_lost(h));
+            TxRound::Done
+        } else if blocked {
+            TxRound::Done // write_space kicks us again
+        } else {
+            TxRound::More
+        }
+    }
+}
+
+enum TxRound {
+    More,
+    Done,
+}
+
+impl WorkItem for Qp {
+    type Pointer = Arc<Qp>;
+
+    fn run(this: Arc<Qp>) {
+        this.run_tx();
+    }
+}
+
+impl SocketEvents for Qp {
+    fn data_ready(&self, rx: &SockRx<'_>) {
+        // `self` is the `Arc<Qp>` the hook holds; the engine needs the Arc
+        // to schedule TX, so go through the stream lock directly.
+        let mut events = Events::default();
+        let mut wants_tx = false;
+        rx.read(&mut |chunk| {
+            let mut st = self.stream.lock();
+            let st = &mut *st;
+            let Some(engine) = st.engine.as_deref_mut() else { return chunk.len() };
+            let mut host = QpHost {
+                qp: self,
+                cur: &mut st.cur,
+                claimed: &mut st.claimed,
+                next_handle: &mut st.next_handle,
+                events: &mut events,
+            };
+            let n = engine.rx(&mut host, &KernelCrc32c, chunk);
+            wants_tx |= engine.wants_tx();
+            n
+        });
+        self.after_callback(&events, wants_tx);
+    }
+
+    fn write_space(&self) {
+        self.after_callback(&Events::default(), true);
+    }
+
+    fn state_change(&self, state: TcpState) {
+        if state.is_closing() {
+            let mut events = Events::default();
+            {
+                let mut st = self.stream.lock();
+                let st = &mut *st;
+                if let Some(engine) = st.engine.as_deref_mut() {
+                    let mut host = QpHost {
+                        qp: self,
+                        cur: &mut st.cur,
+                        claimed: &mut st.claimed,
+                        next_handle: &mut st.next_handle,
+                        events: &mut events,
+                    };
+                    if !engine.is_done() {
+                        engine.on_connection_lost(&mut host);
+                    }
+                }
+            }
+            self.after_callback(&events, false);
+        }
+    }
+}
+
+impl Qp {
+    /// Event handling and TX scheduling from a socket callback, where only
+    /// `&Qp` is at hand: the hook's `Arc` keeps the QP alive, so take a new
+    /// reference from the links for the work item.
+    fn after_callback(&self, events: &Events, wants_tx: bool) {
+        if let Some(this) = self.links.qp_arc() {
+            this.handle_events(events);
+            if wants_tx {
+                this.kick();
+            }
+        }
+    }
+}
+
+/// Engine events collected during one engine call.
+#[derive(Default)]
+struct Events {
+    list: [Option<Event>; 8],
+    n: usize,
+}
+
+impl Events {
+    fn push(&mut self, e: Event) {
+        if let Some(slot) = self.list.get_mut(self.n) {
+            *slot = Some(e);
+            self.n += 1;
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &Event> {
+        self.list.iter().flatten()
+    }
+}
+
+/// The engine's view of the kernel: queues, CQs and registered memory.
+struct QpHost<'a> {
+    qp: &'a Qp,
+    cur: &'a mut CurWr,
+    claimed: &'a mut Option<Rqe>,
+    next_handle: &'a mut u64,
+    events: &'a mut Events,
+}
+
+/// A local memory problem ends the stream with a local catastrophic error.
+fn local_err(_: mrmod::MrError) -> TermError {
+    term::rdmap::LOCAL_CATA
+}
+
+impl QpHost<'_> {
+    fn stags(&self) -> &crate::mr::StagTable {
+        self.qp.links.device().stags()
+    }
+
+    /// Copies between `sges` (starting `offset` bytes in) and `buf`.
+    fn scatter_gather(
+        &self,
+        sges: &[Sge],
+        mut offset: u64,
+        buf: &mut [u8],
+        to_sges: Option<&[u8]>,
+    ) -> Result<(), TermError> {
+        let mut done = 0usize;
+        let want = to_sges.map_or(buf.len(), |d| d.len());
+        for sge in sges {
+            if done == want {
+                break;
+            }
+            let len = u64::from(sge.len);
+            if offset >= len {
+                offset -= len;
+                continue;
+            }
+            let n = ((len - offset) as usize).min(want - done);
+            let addr = sge.addr.checked_add(offset).ok_or(term::rdmap::LOCAL_CATA)?;
+            match to_sges {
+                Some(data) => {
+                    self.stags()
+                        .check(sge.lkey, self.qp.pd, addr, n as u64, crate::ffi::mr::access::LOCAL_WRITE)
+                        .map_err(local_err)?
+                        .copy_to(sge.lkey, addr, &data[done..done + n])
+                        .map_err(local_err)?;
+                }
+                None => {
+                    self.stags()
+                        .check(sge.lkey, self.qp.pd, addr, n as u64, 0)
+                        .map_err(local_err)?
+                        .copy_from(sge.lkey, addr, &mut buf[done..done + n])
+                        .map_err(local_err)?;
+                }
+            }
+            done += n;
+            offset = 0;
+        }
+        if done == want {
+            Ok(())
+        } else {
+            Err(term::rdmap::LOCAL_CATA)
+        }
+    }
+
+    fn claim(&mut self) -> Option<Rqe> {
+        if self.claimed.is_none() {
+            *self.claimed = match self.qp.links.srq() {
+                Some(srq) => srq.pop(),
+                None => Option::as_mut(&mut *self.qp.rq.lock()).and_then(|rq| rq.pop()),
+            };
+        }
+        *self.claimed
+    }
+}
+
+impl crate::ddp::StagTable for QpHost<'_> {
+    fn lookup(&self, stag: u32) -> Option<Region> {
+        self.stags().lookup(stag)
+    }
+}
+
+impl Host for QpHost<'_> {
+    fn sq_next(&mut self) -> Option<SendWr> {
+        loop {
+            let sqe = self.qp.sq.lock().pop()?;
+            match sqe.kind {
+                SqeKind::Wire(mut wr) => {
+                    let handle = *self.next_handle;
+                    *self.next_handle = handle.wrapping_add(1);
+                    wr.local.handle = handle;
+                    if self.qp.sig_all {
+                        wr.flags = wr.flags.with(crate::engine::qp::Flags::SIGNALED);
+                    }
+                    self.cur.handle = handle;
+                    self.cur.sqe = Some(sqe);
+                    return Some(wr);
+                }
+                SqeKind::RegMr { stag, req } => {
+                    let res = self.stags().get(stag).map(|mr| mr.fast_register(self.qp.pd, &req));
+                    self.local_done(&sqe, WcOpcode::RegMr, matches!(res, Some(Ok(()))));
+                }
+                SqeKind::LocalInv { stag } => {
+                    let res = self.stags().invalidate(stag, self.qp.pd);
+                    self.local_done(&sqe, WcOpcode::LocalInv, res.is_ok());
+                }
+            }
+        }
+    }
+
+    fn rq_peek(&self) -> Option<RecvWr> {
+        // Peeking claims (an SRQ is shared: the WQE must be ours from the
+        // first segment on); `rq_peek` takes `&self`, so claim lazily via
+        // the queues' own state.
+        if let Some(r) = *self.claimed {
+            return Some(RecvWr { wr_id: r.wr_id, len: r.len() });
+        }
+        let head = match self.qp.links.srq() {
+            Some(srq) => srq.peek().map(|r| (r.wr_id, r.len())),
+            None => self.qp.rq.lock().as_ref().and_then(|rq| rq.peek().map(|r| (r.wr_id, r.len()))),
+        };
+        head.map(|(wr_id, len)| RecvWr { wr_id, len })
+    }
+
+    fn rq_pop(&mut self) -> Option<RecvWr> {
+        let r = self.claim()?;
+        *self.claimed = None;
+        Some(RecvWr { wr_id: r.wr_id, len: r.len() })
+    }
+
+    fn complete(&mut self, c: EngineCompletion) {
+        let (cq, opcode) = match c.queue {
+            WorkQueue::Send => {
+                let masked = self.cur.sqe.is_some_and(|s| s.masked && c.wr_id == s.wr_id);
+                (self.qp.links.send_cq(), send_opcode(c.opcode, masked))
+            }
+            WorkQueue::Recv => match self.qp.links.recv_cq() {
+                Some(cq) => (cq, recv_opcode(c.opcode)),
+                None => return,
+            },
+        };
+        let mut wc = self.qp.wc(c.wr_id, opcode, wc_status(c.status, c.queue), c.byte_len);
+        wc.imm = c.imm.map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+        wc.invalidated = c.invalidated;
+        wc.solicited = c.solicited;
+        let _ = cq.push(wc); // a full CQ raises IB_EVENT_CQ_ERR itself
+    }
+
+    fn event(&mut self, e: Event) {
+        self.events.push(e);
+    }
+
+    fn read_source(&mut self, wr: &Local, offset: u32, dst: &mut [u8]) -> Result<(), TermError> {
+        let sqe = match self.cur.sqe {
+            Some(s) if self.cur.handle == wr.handle => s,
+            _ => return Err(term::rdmap::LOCAL_CATA),
+        };
+        if sqe.inline_len > 0 {
+            let start = offset as usize;
+            let src = sqe.inline.get(start..start + dst.len()).ok_or(term::rdmap::LOCAL_CATA)?;
+            dst.copy_from_slice(src);
+            return Ok(());
+        }
+        self.scatter_gather(sqe.sges(), u64::from(offset), dst, None)
+    }
+
+    fn read_tagged(&mut self, stag: u32, to: u64, dst: &mut [u8]) -> Result<(), TermError> {
+        self.stags().copy_from_mr(stag, to, dst).map_err(local_err)
+    }
+
+    fn place_tagged(&mut self, stag: u32, to: u64, data: &[u8]) -> Result<(), TermError> {
+        self.stags().copy_to_mr(stag, to, data).map_err(local_err)
+    }
+
+    fn place_recv(&mut self, _wr: &RecvWr, offset: u32, data: &[u8]) -> Result<(), TermError> {
+        let rqe = self.claim().ok_or(term::ddp::U_NO_BUFFER)?;
+        self.scatter_gather(rqe.sges(), u64::from(offset), &mut [], Some(data))
+    }
+
+    fn atomic(&mut self, _plan: &AtomicPlan) -> Result<u64, TermError> {
+        // RFC 7306 atomics at the responder come with the per-device lock
+        // table; until then the device reports atomic_cap = NONE and an
+        // incoming atomic ends the stream (the engine sends the Terminate).
+        Err(term::rdmap::UNEXPECTED_OPCODE)
+    }
+
+    fn write_atomic_result(&mut self, _wr: &Local, _original: u64) -> Result<(), TermError> {
+        Err(term::rdmap::LOCAL_CATA)
+    }
+
+    fn make_durable(&mut self, _region: &commitw::Region) -> bool {
+        // RDMA Commit is not announced yet: report "not durable".
+        false
+    }
+
+    fn invalidate(&mut self, stag: u32) -> Result<(), TermError> {
+        self.stags().invalidate(stag, self.qp.pd).map_err(|_| term::rdmap::CANT_INVALIDATE)
+    }
+}
+
+impl QpHost<'_> {
+    fn local_done(&self, sqe: &Sqe, op: WcOpcode, ok: bool) {
+        if ok && !(sqe.signaled || self.qp.sig_all) {
+            return;
+        }
+        let status = if ok { WcStatus::Success } else { WcStatus::LocProtErr };
+        let _ = self.qp.links.send_cq().push(self.qp.wc(sqe.wr_id, op, status, 0));
+    }
+}
+
+fn wire_opcode(wr: &SendWr, masked: bool) -> WcOpcode {
+    use crate::engine::qp::SendOp::*;
+    match wr.op {
+        Send { .. } | Immediate { .. } => WcOpcode::Send,
+        Write { .. } | WriteImm { .. } => WcOpcode::RdmaWrite,
+        Read { .. } => WcOpcode::RdmaRead,
+        Atomic { op: crate::engine::wire::atomic::AtomicOp::CmpSwap, .. } => {
+            if masked { WcOpcode::MaskedCompSwap } else { WcOpcode::CompSwap }
+        }
+        Atomic { .. } => {
+            if masked { WcOpcode::MaskedFetchAdd } else { WcOpcode::FetchAdd }
+        }
+        Commit { .. } => WcOpcode::Flush,
+    }
+}
+
+fn send_opcode(op: CompOp, masked: bool) -> WcOpcode {
+    match op {
+        CompOp::Send | CompOp::Immediate => WcOpcode::Send,
+        CompOp::Write | CompOp::WriteImm => WcOpcode::RdmaWrite,
+        CompOp::Read => WcOpcode::RdmaRead,
+        CompOp::FetchAdd | CompOp::AtomicOther => {
+            if masked { WcOpcode::MaskedFetchAdd } else { WcOpcode::FetchAdd }
+        }
+        CompOp::CmpSwap => {
+            if masked { WcOpcode::MaskedCompSwap } else { WcOpcode::CompSwap }
+        }
+        CompOp::Commit => WcOpcode::Flush,
+        CompOp::Recv | CompOp::RecvImm => WcOpcode::Send,
+    }
+}
+
+fn recv_opcode(op: CompOp) -> WcOpcode {
+    match op {
+        CompOp::RecvImm => WcOpcode::RecvRdmaWithImm,
+        _ => WcOpcode::Recv,
+    }
+}
+
+fn wc_status(s: Status, q: WorkQueue) -> WcStatus {
+    match s {
+        Status::Success => WcStatus::Success,
+        Status::Flushed => WcStatus::WrFlushErr,
+        Status::LocalError(e) if e.layer == term::Layer::Rdmap && e.etype == 0x1 => {
+            if q == WorkQueue::Send { WcStatus::LocProtErr } else { WcStatus::LocAccessErr }
+        }
+        Status::LocalError(_) => WcStatus::LocQpOpErr,
+        Status::CommitFailed(_) => WcStatus::RemOpErr,
+    }
+}
+
+/// QP numbers to QPs, for the iw_cm's `iw_get_qp`. Process context only.
+#[pin_data]
+pub(crate) struct QpTable {
+    #[pin]
+    xa: kernel::xarray::XArray<Arc<Qp>>,
+}
+
+impl QpTable {
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(QpTable { xa <- kernel::xarray::XArray::new(kernel::xarray::AllocKind::Alloc) })
+    }
+
+    pub(crate) fn insert(&self, qpn: u32, qp: Arc<Qp>) -> Result {
+        let mut xa = self.xa.lock();
+        if xa.get(qpn as usize).is_some() {
+            return Err(EBUSY);
+        }
+        xa.store(qpn as usize, qp, GFP_KERNEL).map_err(|_| ENOMEM)?;
+        Ok(())
+    }
+
+    pub(crate) fn get(&self, qpn: u32) -> Option<Arc<Qp>> {
+        self.xa.lock().get(qpn as usize).map(Arc::from)
+    }
+
+    pub(crate) fn remove(&self, qpn: u32) -> Option<Arc<Qp>> {
+        self.xa.lock().remove(qpn as usize)
+    }
+}
