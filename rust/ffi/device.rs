@@ -50,7 +50,7 @@ impl IbDevice {
     /// # Safety
     ///
     /// `ib` must be an ib_device created by [`create`] that stays alive for `'a`.
-    unsafe fn from_raw<'a>(ib: *mut sys::ib_device) -> &'a Self {
+    pub(super) unsafe fn from_raw<'a>(ib: *mut sys::ib_device) -> &'a Self {
         // SAFETY: transparent wrapper; validity per the contract.
         unsafe { &*ib.cast::<Self>() }
     }
@@ -95,6 +95,7 @@ fn device_ops() -> sys::ib_device_ops {
     ops.dereg_mr = Some(dereg_mr);
     ops.alloc_ucontext = Some(alloc_ucontext);
     ops.dealloc_ucontext = Some(dealloc_ucontext);
+    super::cm::install_ops(&mut ops);
 
     ops.size_ib_pd = PdObj::SIZE;
     ops.size_ib_ucontext = UctxObj::SIZE;
