@@ -28,6 +28,9 @@
 #include <net/sock.h>
 #include <net/tcp.h>
 #include <net/tcp_states.h>
+#include <net/ipv6.h>
+#include <linux/workqueue.h>
+#include <linux/ratelimit.h>
 
 /* Driver id reported to userspace; not one of the in-tree ids. */
 #define RSIW_DRIVER_ID 0x7273
@@ -64,5 +67,15 @@ void rsiw_sk_callback_read_lock(struct sock *sk);
 void rsiw_sk_callback_read_unlock(struct sock *sk);
 /* The net namespace a socket lives in. */
 struct net *rsiw_sock_net(struct sock *sk);
+
+/* Connection management (rust/ffi/cm.rs). */
+/* The CM's own workqueue: drained and destroyed at module unload. */
+struct workqueue_struct *rsiw_cm_wq_alloc(void);
+/* Rate limit for CM log messages driven by peers. */
+bool rsiw_cm_ratelimit(void);
+/* IPV6_V6ONLY on a kernel socket (iw_cm_id->afonly). */
+int rsiw_sock_set_v6only(struct sock *sk);
+/* The pending socket error, without clearing it (0: none). */
+int rsiw_sock_error(struct sock *sk);
 
 #endif /* RSIW_SYS_H */

@@ -146,3 +146,29 @@ struct net *rsiw_sock_net(struct sock *sk)
 {
 	return sock_net(sk);
 }
+
+struct workqueue_struct *rsiw_cm_wq_alloc(void)
+{
+	return alloc_workqueue("rsiw_cm", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
+}
+
+static DEFINE_RATELIMIT_STATE(rsiw_cm_rs, 5 * HZ, 10);
+
+bool rsiw_cm_ratelimit(void)
+{
+	return __ratelimit(&rsiw_cm_rs);
+}
+
+int rsiw_sock_set_v6only(struct sock *sk)
+{
+#if IS_ENABLED(CONFIG_IPV6)
+	return ip6_sock_set_v6only(sk);
+#else
+	return -EAFNOSUPPORT;
+#endif
+}
+
+int rsiw_sock_error(struct sock *sk)
+{
+	return READ_ONCE(sk->sk_err);
+}

@@ -8,6 +8,7 @@
 
 use kernel::prelude::*;
 
+mod cm;
 mod cq;
 mod device;
 mod ffi;
@@ -39,13 +40,16 @@ module! {
 
 struct RsiwModule {
     _registration: ffi::link::Registration,
+    /// Dropped after the devices are gone (fields drop in order).
+    _cm: ffi::cm::Runtime,
 }
 
 impl kernel::Module for RsiwModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
+        let cm = ffi::cm::Runtime::new()?;
         let registration = ffi::link::Registration::new()?;
         pr_info!("rsiw: software iWARP RNIC loaded (link type \"rsiw\")\n");
-        Ok(Self { _registration: registration })
+        Ok(Self { _registration: registration, _cm: cm })
     }
 }
 

@@ -105,6 +105,7 @@ fn device_ops() -> sys::ib_device_ops {
     ops.map_mr_sg = Some(map_mr_sg);
     ops.alloc_ucontext = Some(alloc_ucontext);
     ops.dealloc_ucontext = Some(dealloc_ucontext);
+    super::cm::install_ops(&mut ops);
 
     ops.create_cq = Some(create_cq);
     ops.destroy_cq = Some(destroy_cq);

@@ -7,6 +7,7 @@
 
 mod sys;
 
+pub(crate) mod cm;
 pub(crate) mod crc;
 pub(crate) mod cq;
 pub(crate) mod device;

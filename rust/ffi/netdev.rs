@@ -75,6 +75,12 @@ impl NetDev {
         )
     }
 
+    /// The interface index.
+    pub(crate) fn ifindex(&self) -> i32 {
+        // SAFETY: by the type invariant the net_device is alive.
+        unsafe { (*self.as_raw()).ifindex }
+    }
+
     pub(crate) fn port_state(&self) -> PortState {
         // SAFETY: by the type invariant the net_device is alive.
         match unsafe { sys::rsiw_port_state(self.as_raw()) } {

@@ -33,6 +33,14 @@ impl SockAddr {
         }
     }
 
+    /// The unspecified address (0.0.0.0 or ::): listen on every address.
+    pub(crate) fn is_wildcard(&self) -> bool {
+        match self {
+            Self::V4 { addr, .. } => *addr == [0; 4],
+            Self::V6 { addr, .. } => *addr == [0; 16],
+        }
+    }
+
     pub(crate) fn with_port(self, port: u16) -> Self {
         match self {
             Self::V4 { addr, .. } => Self::V4 { addr, port },
@@ -48,7 +56,7 @@ impl SockAddr {
     }
 
     /// The C form, in a `sockaddr_storage`, and its length.
-    fn to_raw(self) -> (sys::__kernel_sockaddr_storage, c_int) {
+    pub(super) fn to_raw(self) -> (sys::__kernel_sockaddr_storage, c_int) {
         let mut ss = sys::__kernel_sockaddr_storage::default();
         let len = match self {
             Self::V4 { addr, port } => {
@@ -413,7 +421,11 @@ impl TcpSocket {
             (*h).data_ready = (*sk).sk_data_ready;
             (*h).write_space = (*sk).sk_write_space;
             (*h).state_change = (*sk).sk_state_change;
-            (*sk).sk_user_data = h.cast();
+            // NOCOPY: a socket cloned from this one (a listener's child
+            // connection) must not inherit a pointer to these hooks, which
+            // go away with this socket; the child's inherited trampolines
+            // then find no hooks and do nothing until it is hooked itself.
+            (*sk).sk_user_data = h.cast::<c_void>().map_addr(|a| a | NOCOPY);
             (*sk).sk_data_ready = Some(data_ready_tramp::<T>);
             (*sk).sk_write_space = Some(write_space_tramp::<T>);
             (*sk).sk_state_change = Some(state_change_tramp::<T>);
@@ -432,6 +444,86 @@ impl TcpSocket {
             // invariant) and is removed once.
             unsafe { (i.unhook)(self.sk(), i.hooks) };
         }
+    }
+}
+
+/// Options of a listening socket.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct ListenOpts {
+    /// Only accept connections arriving on this interface (a wildcard
+    /// listener of one RDMA device, as siw binds it).
+    pub(crate) bound_dev_if: Option<i32>,
+    /// IPv6 only (`IPV6_V6ONLY`, `iw_cm_id->afonly`).
+    pub(crate) v6only: bool,
+}
+
+impl TcpSocket {
+    /// An unconnected stream socket for `addr`'s family, to [`Self::bind`]
+    /// and [`Self::start_connect`] after hooking it.
+    pub(crate) fn unconnected(net: Net, addr: &SockAddr) -> Result<Self> {
+        let s = Self::create(net, addr.family())?;
+        s.set_nodelay();
+        Ok(s)
+    }
+
+    /// Binds to `addr` (`SO_REUSEADDR` set); port 0: an ephemeral port.
+    pub(crate) fn bind(&self, addr: SockAddr) -> Result {
+        let (raw, len) = addr.to_raw();
+        // SAFETY: the socket is alive; `raw` is a valid address of `len` bytes.
+        unsafe {
+            sys::sock_set_reuseaddr(self.sk());
+            kernel::error::to_result(sys::kernel_bind(
+                self.sock.as_ptr(),
+                (&raw const raw).cast_mut().cast(),
+                len,
+            ))
+        }
+    }
+
+    /// Starts a non-blocking connect to `addr`; the outcome is reported
+    /// through `state_change` (Established, or Close with [`Self::error`]).
+    pub(crate) fn start_connect(&self, addr: SockAddr) -> Result {
+        let (raw, len) = addr.to_raw();
+        // SAFETY: the socket is alive; `raw` is a valid address of `len` bytes.
+        let ret = unsafe {
+            sys::kernel_connect(
+                self.sock.as_ptr(),
+                (&raw const raw).cast_mut().cast(),
+                len,
+                sys::O_NONBLOCK as c_int,
+            )
+        };
+        if ret == 0 || ret == EINPROGRESS.to_errno() {
+            Ok(())
+        } else {
+            Err(Error::from_errno(ret))
+        }
+    }
+
+    /// A listening socket on `addr` with `opts`.
+    pub(crate) fn listen_with(net: Net, addr: SockAddr, backlog: i32, opts: ListenOpts) -> Result<Self> {
+        let s = Self::create(net, addr.family())?;
+        if let Some(ifindex) = opts.bound_dev_if {
+            // SAFETY: a fresh, unbound socket no one else sees; siw sets
+            // the field the same way before bind.
+            unsafe { (*s.sk()).__sk_common.skc_bound_dev_if = ifindex };
+        }
+        if opts.v6only && matches!(addr, SockAddr::V6 { .. }) {
+            // SAFETY: the socket is alive.
+            kernel::error::to_result(unsafe { sys::rsiw_sock_set_v6only(s.sk()) })?;
+        }
+        s.bind(addr)?;
+        // SAFETY: a bound socket.
+        kernel::error::to_result(unsafe { sys::kernel_listen(s.sock.as_ptr(), backlog) })?;
+        Ok(s)
+    }
+
+    /// The socket's pending error (e.g. `ECONNREFUSED` after a failed
+    /// connect), if any; not cleared.
+    pub(crate) fn error(&self) -> Option<Error> {
+        // SAFETY: the socket is alive.
+        let e = unsafe { sys::rsiw_sock_error(self.sk()) };
+        (e != 0).then(|| Error::from_errno(-e.abs()))
     }
 }
 
@@ -462,6 +554,21 @@ unsafe fn unhook_erased<T: SocketEvents>(sk: *mut sys::sock, hooks: NonNull<c_vo
     }
 }
 
+/// `SK_USER_DATA_NOCOPY`, the flag bit `hook` sets in `sk_user_data`.
+const NOCOPY: usize = sys::SK_USER_DATA_NOCOPY as usize;
+
+/// The pointer in `sk_user_data` without flag bits (`__sk_user_data`).
+///
+/// # Safety
+///
+/// `sk` must be a live socket.
+unsafe fn user_data_ptr(sk: *mut sys::sock) -> *mut c_void {
+    // SAFETY: per the contract; the flag bits are the low three (the
+    // `Hooks` allocation is at least 8-byte aligned).
+    let p = unsafe { (*sk).sk_user_data };
+    p.map_addr(|a| a & !7)
+}
+
 /// Runs `f` on the hooks of `sk`, if rsiw's are installed.
 ///
 /// # Safety
@@ -473,7 +580,7 @@ unsafe fn with_hooks<T: SocketEvents>(sk: *mut sys::sock, f: impl FnOnce(&Hooks<
     // (and so alive) until it is dropped.
     unsafe {
         sys::rsiw_sk_callback_read_lock(sk);
-        let h = (*sk).sk_user_data.cast::<Hooks<T>>();
+        let h = user_data_ptr(sk).cast::<Hooks<T>>();
         if !h.is_null() {
             f(&*h);
         }
