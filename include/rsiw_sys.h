@@ -67,6 +67,8 @@ void rsiw_sk_callback_read_lock(struct sock *sk);
 void rsiw_sk_callback_read_unlock(struct sock *sk);
 /* The net namespace a socket lives in. */
 struct net *rsiw_sock_net(struct sock *sk);
+/* The connection's current MSS (tcp_sk(sk)->mss_cache). */
+unsigned int rsiw_tcp_mss(struct sock *sk);
 
 /* Connection management (rust/ffi/cm.rs). */
 /* The CM's own workqueue: drained and destroyed at module unload. */

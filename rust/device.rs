@@ -270,13 +270,14 @@ pub(crate) fn eui64_from_mac(mac: [u8; 6]) -> [u8; 8] {
     [mac[0] ^ 0x02, mac[1], mac[2], 0xFF, 0xFE, mac[3], mac[4], mac[5]]
 }
 
-/// The MAC a device uses: the net_device's, or a random locally
-/// administered unicast one when it has none (loopback, tun): connection
-/// management needs a unique GID.
+/// The MAC a device uses: the net_device's hardware address, or a random
+/// locally administered unicast one when it has no 6-byte address (tun,
+/// raw IP). An all-zero address (loopback) is kept: rdma_cm finds an
+/// iWARP device by matching its GID against the net_device's address.
 pub(crate) fn device_mac(dev_addr: Option<[u8; 6]>, random: [u8; 6]) -> [u8; 6] {
     match dev_addr {
-        Some(mac) if mac != [0u8; 6] => mac,
-        _ => {
+        Some(mac) => mac,
+        None => {
             let mut mac = random;
             mac[0] = (mac[0] & 0xFE) | 0x02;
             mac
@@ -308,13 +309,14 @@ mod tests {
 
     #[test]
     fn missing_mac_becomes_local_unicast() {
-        let mac = device_mac(Some([0; 6]), [0xFF, 1, 2, 3, 4, 5]);
+        let mac = device_mac(None, [0xFF, 1, 2, 3, 4, 5]);
         assert_eq!(mac, [0xFE, 1, 2, 3, 4, 5]);
         assert_eq!(mac[0] & 0x01, 0); // unicast
         assert_eq!(mac[0] & 0x02, 0x02); // locally administered
         let real = [0x02, 0xAA, 0xBB, 0xCC, 0xDD, 0xEE];
         assert_eq!(device_mac(Some(real), [9; 6]), real);
-        assert_eq!(device_mac(None, [0; 6]), [2, 0, 0, 0, 0, 0]);
+        // Loopback's all-zero address is kept (rdma_cm matches on it).
+        assert_eq!(device_mac(Some([0; 6]), [9; 6]), [0; 6]);
     }
 
     #[test]

@@ -172,3 +172,8 @@ int rsiw_sock_error(struct sock *sk)
 {
 	return READ_ONCE(sk->sk_err);
 }
+
+unsigned int rsiw_tcp_mss(struct sock *sk)
+{
+	return READ_ONCE(tcp_sk(sk)->mss_cache);
+}

@@ -36,6 +36,7 @@ use crate::{
         rdmap::AtomicPlan,
         wire::commit as commitw,
     },
+    cm::{CmEventSink, CmQp, Stream as CmStream},
     ffi::{
         crc::KernelCrc32c,
         qp::{QpLinks, QpNotifier},
@@ -210,6 +211,9 @@ pub(crate) struct Qp {
     /// The TCP connection; only process context touches it.
     #[pin]
     sock: Mutex<Option<TcpSocket>>,
+    /// The iw_cm's channel for this connection, from the hand-off on.
+    #[pin]
+    cm: SpinLockIrq<Option<CmEventSink>>,
     #[pin]
     tx_work: Work<Qp>,
     tx_queued: AtomicBool,
@@ -251,6 +255,7 @@ impl Qp {
                 stream <- new_spinlock_irq!(stream, "rsiw_qp_stream"),
                 ib_state <- new_spinlock_irq!((IbState::Reset, StreamStatus::default()), "rsiw_qp_state"),
                 sock <- new_mutex!(None, "rsiw_qp_sock"),
+                cm <- new_spinlock_irq!(None, "rsiw_qp_cm"),
                 tx_work <- new_work!("rsiw_qp_tx"),
                 tx_queued: AtomicBool::new(false),
                 tx_running: AtomicBool::new(false),
@@ -435,6 +440,12 @@ impl Qp {
         if let Some(s) = self.sock.lock().as_ref() {
             s.shutdown();
         }
+        // The connection is over for the iw_cm: DISCONNECT (if it was up),
+        // then CLOSE, which drops its reference on the cm_id.
+        if let Some(sink) = self.cm.lock().take() {
+            sink.disconnected();
+            sink.closed();
+        }
     }
 
     fn flush_recv(&self) {
@@ -534,6 +545,16 @@ impl Qp {
             if fatal {
                 self.notifier.fatal();
             }
+            let sink = self.cm.lock().clone();
+            if let Some(sink) = sink {
+                match e {
+                    // Passive side: the initiator's RTR arrived.
+                    Event::Ready => sink.established(),
+                    Event::Closed => sink.closed(),
+                    e if fatal || matches!(e, Event::NegotiationFailed(_)) => sink.disconnected(),
+                    _ => {}
+                }
+            }
         }
     }
 
@@ -632,6 +653,38 @@ impl Qp {
 enum TxRound {
     More,
     Done,
+}
+
+impl CmQp for Qp {
+    /// The CM's hand-off after MPA: the stream goes to the engine; the
+    /// active side's CONNECT_REPLY and a passive side without RTR are
+    /// established at once, a passive side with an RTR when it arrives.
+    fn attach(&self, stream: CmStream, cm: CmEventSink) -> Result {
+        let this = self.links.qp_arc().ok_or(EINVAL)?;
+        let p = stream.params;
+        let params = StreamParams {
+            framing: p.framing,
+            ird: p.ird,
+            ord: p.ord,
+            rtr: p.rtr,
+            initiator: p.initiator,
+            emss: stream.sock.mss().clamp(536, 65495) as usize,
+        };
+        let waits_for_rtr = !p.initiator && matches!(p.rtr, Some(RtrMode::Zero(_)));
+        *this.cm.lock() = Some(cm.clone());
+        if let Err(e) = this.attach(stream.sock, params, &stream.leftover) {
+            *this.cm.lock() = None; // on error the QP keeps neither
+            return Err(e);
+        }
+        if !waits_for_rtr {
+            cm.established();
+        }
+        Ok(())
+    }
+
+    fn qpn(&self) -> u32 {
+        self.qpn
+    }
 }
 
 impl WorkItem for Qp {

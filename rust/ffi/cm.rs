@@ -197,43 +197,21 @@ impl CmEventTarget for CmIdRef {
 
 // ---- integration: QPs -----------------------------------------------------
 
-/// The QP `qpn` of `dev` as the CM's hand-off target.
-///
-/// Integration point for the QP table: until QPs exist there is none, so
-/// `iw_connect`/`iw_accept` fail with `-EINVAL` (and `iw_cm` gets no QP
-/// from `iw_get_qp` before it even calls them). The active side keeps the
-/// returned `Arc` until the hand-off (the QP object should hold its own
-/// `iw_add_ref`-style reference for as long as the `Arc` lives).
-fn find_qp(_dev: &IbDevice, _qpn: u32) -> Option<Arc<dyn CmQp>> {
-    None
+/// The QP `qpn` of `dev` as the CM's hand-off target (the device's QP
+/// table, as `iw_get_qp` sees it).
+fn find_qp(dev: &IbDevice, qpn: u32) -> Option<Arc<dyn CmQp>> {
+    let qp: Arc<crate::qp::Qp> = dev.data().qps().get(qpn)?;
+    Some(qp)
 }
 
-/// `iw_get_qp` until the QP table exists: no QP has a number yet.
-unsafe extern "C" fn iw_get_qp(_dev: *mut sys::ib_device, _qpn: c_int) -> *mut sys::ib_qp {
-    ptr::null_mut()
-}
-
-/// `iw_add_ref`/`iw_rem_ref` until QPs exist (never called: `iw_get_qp`
-/// finds none).
-unsafe extern "C" fn iw_qp_ref_noop(_qp: *mut sys::ib_qp) {}
-
-/// Installs the `iw_cm` provider entry points. The QP reference ops are
-/// only set if the device ops do not provide them already.
+/// Installs the `iw_cm` provider entry points (the QP hooks `iw_get_qp`,
+/// `iw_add_ref`, `iw_rem_ref` are `ffi::qp`'s).
 pub(crate) fn install_ops(ops: &mut sys::ib_device_ops) {
     ops.iw_create_listen = Some(iw_create_listen);
     ops.iw_destroy_listen = Some(iw_destroy_listen);
     ops.iw_connect = Some(iw_connect);
     ops.iw_accept = Some(iw_accept);
     ops.iw_reject = Some(iw_reject);
-    if ops.iw_get_qp.is_none() {
-        ops.iw_get_qp = Some(iw_get_qp);
-    }
-    if ops.iw_add_ref.is_none() {
-        ops.iw_add_ref = Some(iw_qp_ref_noop);
-    }
-    if ops.iw_rem_ref.is_none() {
-        ops.iw_rem_ref = Some(iw_qp_ref_noop);
-    }
 }
 
 // ---- iw_cm entry points ---------------------------------------------------

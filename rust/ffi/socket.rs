@@ -351,6 +351,12 @@ impl TcpSocket {
         TcpState::from_raw(unsafe { (*self.sk()).__sk_common.skc_state })
     }
 
+    /// The connection's MSS: the largest TCP payload a segment carries.
+    pub(crate) fn mss(&self) -> u32 {
+        // SAFETY: the socket is alive.
+        unsafe { sys::rsiw_tcp_mss(self.sk()) }
+    }
+
     /// Sends the concatenation of `bufs` without blocking. Returns how many
     /// bytes the socket took (possibly fewer than offered), or `EAGAIN`
     /// when it took none; `write_space` is called when room frees up.
