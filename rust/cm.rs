@@ -367,8 +367,10 @@ impl CmEventSink {
                     remote,
                     private_data,
                     provider_data: 0,
-                    ird: g.ird,
-                    ord: g.ord,
+                    // As for CONNECT_REQUEST: event.ird is the ORD we may
+                    // use, event.ord the IRD we grant (rdma_cm's mapping).
+                    ird: g.ord,
+                    ord: g.ird,
                 },
             );
         }
@@ -407,8 +409,8 @@ fn deliver(g: &SinkState, kind: CmEventKind, status: i32) {
                 remote: None,
                 private_data: &[],
                 provider_data: 0,
-                ird: g.ird,
-                ord: g.ord,
+                ird: g.ord,
+                ord: g.ird,
             },
         );
     }
@@ -880,8 +882,12 @@ impl Cep {
                                 remote: sock.peer_addr().ok(),
                                 private_data: n.private_data,
                                 provider_data: self.id as usize,
-                                ird: clamp_u8(n.ird),
-                                ord: clamp_u8(n.ord),
+                                // rdma_cm turns `ird` into the ULP's
+                                // initiator_depth (its ORD) and `ord` into
+                                // responder_resources (its IRD): report what
+                                // each may be given the peer's offer.
+                                ird: clamp_u8(n.ord),
+                                ord: clamp_u8(n.ird),
                             },
                         );
                         true

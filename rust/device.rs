@@ -33,8 +33,9 @@ pub(crate) struct Limits {
 pub(crate) const DEFAULT_LIMITS: Limits = Limits {
     max_qp: 16 * 1024,
     max_qp_wr: 16 * 1024,
-    max_ord: 128,
-    max_ird: 128,
+    // The QP engine's ORQ/IRQ capacities (qp::MAX_ORD, qp::MAX_IRD).
+    max_ord: 32,
+    max_ird: 32,
     max_sge: 6,
     max_sge_rd: 1,
     max_cq: 32 * 1024,

@@ -92,6 +92,9 @@ pub(crate) struct Sqe {
     pub(crate) inline_len: u16,
     /// Report a masked atomic's opcode in its completion.
     pub(crate) masked: bool,
+    /// `IB_WR_RDMA_READ_WITH_INV`: invalidate this local STag (the Read's
+    /// sink) when the Read completes.
+    pub(crate) inv_local: Option<u32>,
 }
 
 impl Sqe {
@@ -133,10 +136,36 @@ impl SendQueue {
     }
 }
 
+/// Reads whose sink STag is invalidated at completion (READ_WITH_INV),
+/// at most one per ORD credit.
+#[derive(Default)]
+struct ReadInvs {
+    list: [(u64, u32); MAX_ORD],
+    n: usize,
+}
+
+impl ReadInvs {
+    fn add(&mut self, wr_id: u64, stag: u32) {
+        if let Some(slot) = self.list.get_mut(self.n) {
+            *slot = (wr_id, stag);
+            self.n += 1;
+        }
+    }
+
+    fn take(&mut self, wr_id: u64) -> Option<u32> {
+        let i = self.list[..self.n].iter().position(|&(w, _)| w == wr_id)?;
+        let stag = self.list[i].1;
+        self.list.copy_within(i + 1..self.n, i);
+        self.n -= 1;
+        Some(stag)
+    }
+}
+
 /// The local data of the send WR the engine is working on.
 struct CurWr {
     handle: u64,
     sqe: Option<Sqe>,
+    read_invs: ReadInvs,
 }
 
 /// State that only changes under the engine lock.
@@ -234,7 +263,7 @@ impl Qp {
         };
         let stream = Stream {
             engine: None,
-            cur: CurWr { handle: 0, sqe: None },
+            cur: CurWr { handle: 0, sqe: None, read_invs: ReadInvs::default() },
             claimed: None,
             next_handle: 1,
             tx: KVec::with_capacity(TX_BUF, GFP_KERNEL)?,
@@ -286,9 +315,6 @@ impl Qp {
         self.ib_state.lock().0
     }
 
-    pub(crate) fn stream_status(&self) -> StreamStatus {
-        self.ib_state.lock().1
-    }
 
     // ---- posting -------------------------------------------------------
 
@@ -522,11 +548,23 @@ impl Qp {
                 Event::Ready | Event::Established => st.1.ready = true,
                 Event::Closed => st.1.closed = true,
                 Event::LocalTerminate(err) => {
+                    if crate::ffi::cm::ratelimited() {
+                        pr_warn!(
+                            "rsiw: qp {}: protocol error, sending Terminate (layer {:?} type {:#x} code {:#04x})\n",
+                            self.qpn, err.layer, err.etype, err.code
+                        );
+                    }
                     st.1.failed = true;
                     st.1.terminate_sent = Some(*err);
                     st.0 = IbState::Err;
                 }
                 Event::TerminateReceived(t) => {
+                    if crate::ffi::cm::ratelimited() {
+                        pr_warn!(
+                            "rsiw: qp {}: peer sent Terminate (layer {:?} type {:#x} code {:#04x})\n",
+                            self.qpn, t.error.layer, t.error.etype, t.error.code
+                        );
+                    }
                     st.1.failed = true;
                     st.1.terminate_received = Some(t.error);
                     st.0 = IbState::Err;
@@ -878,6 +916,9 @@ impl Host for QpHost<'_> {
                     }
                     self.cur.handle = handle;
                     self.cur.sqe = Some(sqe);
+                    if let Some(stag) = sqe.inv_local {
+                        self.cur.read_invs.add(sqe.wr_id, stag);
+                    }
                     return Some(wr);
                 }
                 SqeKind::RegMr { stag, req } => {
@@ -913,6 +954,15 @@ impl Host for QpHost<'_> {
     }
 
     fn complete(&mut self, c: EngineCompletion) {
+        let mut c = c;
+        if c.queue == WorkQueue::Send && c.opcode == CompOp::Read {
+            if let Some(stag) = self.cur.read_invs.take(c.wr_id) {
+                // The data is placed: now the sink may go (READ_WITH_INV).
+                if c.status == Status::Success && self.stags().invalidate(stag, self.qp.pd).is_err() {
+                    c.status = Status::LocalError(term::rdmap::LOCAL_CATA);
+                }
+            }
+        }
         let (cq, opcode) = match c.queue {
             WorkQueue::Send => {
                 let masked = self.cur.sqe.is_some_and(|s| s.masked && c.wr_id == s.wr_id);
@@ -1072,3 +1122,8 @@ impl QpTable {
         self.xa.lock().remove(qpn as usize)
     }
 }
+
+// The device reports these limits; a peer must never be promised more
+// reads than the engine's queues hold.
+const _: () = assert!(MAX_ORD == crate::device::DEFAULT_LIMITS.max_ord as usize);
+const _: () = assert!(MAX_IRD == crate::device::DEFAULT_LIMITS.max_ird as usize);

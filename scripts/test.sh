@@ -79,20 +79,26 @@ make -s KDIR="$kdir" >"$logs/module.log" 2>&1 || fatal "module build" "$logs/mod
 grep -iE 'warning' "$logs/module.log" >&2 || true
 record "module build" 1 0
 
-log "== VM: foundation (KUnit on insmod, device lifecycle)"
-scripts/vm-run.sh --quiet --timeout 600 --out "$logs/vm-foundation" -- tools/vmtest/foundation.sh
-vrc=$?
-vm_out="$logs/vm-foundation/output.log"
-if [ -f "$vm_out" ]; then
-	cat "$vm_out"
-	vp=$(grep -c '^ok - ' "$vm_out")
-	vf=$(grep -c '^not ok - ' "$vm_out")
-else
-	vp=0
-	vf=0
-fi
-[ "$vrc" = 0 ] || [ "$vf" -gt 0 ] || vf=1
-record "VM foundation checks" "$vp" "$vf"
+# vm_test NAME MEM SCRIPT [ARGS...]: a guest test script's ok/not ok lines.
+vm_test() {
+	local name=$1 mem=$2 out="$logs/vm-$1"
+	shift 2
+	log "== VM: $name"
+	scripts/vm-run.sh --quiet --timeout 600 --mem "$mem" --out "$out" -- "$@"
+	local rc=$? vp=0 vf=0
+	if [ -f "$out/output.log" ]; then
+		grep -E '^(ok|not ok|#)' "$out/output.log"
+		vp=$(grep -c '^ok - ' "$out/output.log")
+		vf=$(grep -c '^not ok - ' "$out/output.log")
+	fi
+	[ "$rc" = 0 ] || [ "$vf" -gt 0 ] || vf=1
+	record "VM $name" "$vp" "$vf"
+}
+
+# Device lifecycle; the KUnit suites run at its first insmod.
+vm_test foundation 2G tools/vmtest/foundation.sh
+# A real kernel ULP end to end: NVMe-oF over rsiw.
+vm_test nvmeof 3G tools/vmtest/nvmeof.sh 64
 
 log "== KUnit"
 if [ -f "$logs/vm-foundation/kunit-dmesg.txt" ]; then

@@ -42,10 +42,17 @@ for arg in $(cat /proc/cmdline); do
 	rsiw.vm_ip=*) vm_ip=${arg#rsiw.vm_ip=} ;;
 	esac
 done
-# The test kernel's own modules, so modprobe (and the core's
-# request_module, e.g. for "rdma link add ... type siw") find them.
+# The test kernel's own modules: a modprobe wrapper pointing at them, on
+# PATH and as the kernel's request_module() helper (so "rdma link add ...
+# type siw" loads siw). The host may have no /lib/modules at all, and the
+# root is read-only, so nothing is mounted over it.
 if [ -n "$modroot" ] && [ -d "$modroot/lib/modules" ]; then
-	mount --bind "$modroot/lib/modules" /lib/modules
+	real_modprobe=$(command -v modprobe)
+	mkdir -p /tmp/rsiw-bin
+	printf '#!/bin/sh\nexec %s -d %s "$@"\n' "$real_modprobe" "$modroot" >/tmp/rsiw-bin/modprobe
+	chmod +x /tmp/rsiw-bin/modprobe
+	echo /tmp/rsiw-bin/modprobe >/proc/sys/kernel/modprobe
+	export PATH=/tmp/rsiw-bin:$PATH
 fi
 
 hostname rsiw-vm

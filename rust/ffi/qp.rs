@@ -343,6 +343,7 @@ unsafe fn convert_send(wr: *const sys::ib_send_wr) -> Result<Sqe> {
         inline: [0; MAX_INLINE],
         inline_len: 0,
         masked: false,
+        inv_local: None,
     };
     let mut len: u32 = 0;
     for i in 0..num_sge {
@@ -386,9 +387,14 @@ unsafe fn convert_send(wr: *const sys::ib_send_wr) -> Result<Sqe> {
             // SAFETY: the union member for WITH_IMM opcodes (big endian).
             data: imm8(unsafe { w.ex.imm_data }),
         },
-        sys::ib_wr_opcode_IB_WR_RDMA_READ => {
+        sys::ib_wr_opcode_IB_WR_RDMA_READ | sys::ib_wr_opcode_IB_WR_RDMA_READ_WITH_INV => {
             if num_sge != 1 {
                 return Err(EINVAL); // one sink, as on the wire
+            }
+            if w.opcode == sys::ib_wr_opcode_IB_WR_RDMA_READ_WITH_INV {
+                // What rdma_rw uses on iWARP: the sink MR goes with the Read.
+                // The key is the sink's own (sge[0].lkey), as for siw.
+                sqe.inv_local = Some(sqe.sges[0].lkey);
             }
             SendOp::Read { remote: Remote { stag: rdma().rkey, to: rdma().remote_addr } }
         }

@@ -1,0 +1,62 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# A real kernel ULP over rsiw: NVMe over Fabrics, nvmet-rdma target and
+# nvme-rdma host, connected through rdma_cm/iw_cm over an rsiw device on a
+# veth interface. Writes patterned data to the remote namespace, reads it
+# back, compares, disconnects, unloads; dmesg must stay clean.
+#   nvmeof.sh [MIB]   (default 64)
+set -u
+. "$(dirname "$0")/lib.sh"
+
+mib=${1:-64}
+ip=10.99.0.1
+nqn=rsiw-test-nqn
+U=5b2f1c2e-6d7a-4b8c-9e0f-112233445566
+cfg=/sys/kernel/config/nvmet
+
+dmesg -C
+check "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
+ip link add veth0 type veth peer name veth1
+ip addr add $ip/24 dev veth0
+ip link set veth0 up
+ip link set veth1 up
+check "rdma link add rsiw0 on veth0" rdma link add rsiw0 type rsiw netdev veth0
+check "memory-backed null_blk" modprobe null_blk nr_devices=1 memory_backed=1 gb=1 queue_mode=2
+check "nvmet-rdma and nvme-rdma load" modprobe -a nvmet-rdma nvme-rdma
+
+mkdir $cfg/subsystems/$nqn
+echo 1 >$cfg/subsystems/$nqn/attr_allow_any_host
+mkdir $cfg/subsystems/$nqn/namespaces/1
+echo /dev/nullb0 >$cfg/subsystems/$nqn/namespaces/1/device_path
+echo 1 >$cfg/subsystems/$nqn/namespaces/1/enable
+mkdir $cfg/ports/1
+echo rdma >$cfg/ports/1/addr_trtype
+echo ipv4 >$cfg/ports/1/addr_adrfam
+echo $ip >$cfg/ports/1/addr_traddr
+echo 4420 >$cfg/ports/1/addr_trsvcid
+check "nvmet port on rsiw" ln -s $cfg/subsystems/$nqn $cfg/ports/1/subsystems/$nqn
+
+check "nvme connect over rsiw" timeout 60 nvme connect -t rdma -a $ip -s 4420 -n $nqn \
+	--hostnqn=nqn.2014-08.org.nvmexpress:uuid:$U --hostid=$U
+check "namespace appears" wait_for 10 bash -c 'ls /dev/nvme*n1 >/dev/null 2>&1'
+dev=$(ls /dev/nvme*n1 2>/dev/null | head -1)
+if [ -n "$dev" ]; then
+	head -c $((mib << 20)) /dev/urandom >/tmp/pattern
+	t0=$(date +%s.%N)
+	check "write ${mib} MiB" dd if=/tmp/pattern of="$dev" bs=1M oflag=direct status=none
+	t1=$(date +%s.%N)
+	check "read back ${mib} MiB" dd if="$dev" of=/tmp/back bs=1M count="$mib" iflag=direct status=none
+	t2=$(date +%s.%N)
+	check "data read back equals data written" cmp /tmp/pattern /tmp/back
+	echo "# write $(echo "$mib / ($t1 - $t0)" | bc -l | cut -c1-6) MiB/s, read $(echo "$mib / ($t2 - $t1)" | bc -l | cut -c1-6) MiB/s (TCG guest)"
+fi
+check "nvme disconnect" bash -c "nvme disconnect -n $nqn | grep -q 'disconnected 1'"
+rm -f $cfg/ports/1/subsystems/$nqn
+rmdir $cfg/ports/1 $cfg/subsystems/$nqn/namespaces/1 $cfg/subsystems/$nqn
+check "unload the ULPs" modprobe -r nvme-rdma nvmet-rdma
+check "rdma link delete rsiw0" rdma link delete rsiw0
+check "rmmod rsiw" rmmod rsiw
+dmesg >"$OUT/dmesg-nvmeof.txt"
+check_dmesg_clean "dmesg has no warnings, oopses or leaks"
+finish
