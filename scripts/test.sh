@@ -100,6 +100,13 @@ vm_test foundation 2G tools/vmtest/foundation.sh
 # A real kernel ULP end to end: NVMe-oF over rsiw.
 vm_test nvmeof 3G tools/vmtest/nvmeof.sh 64
 
+# Interoperability with Linux siw: two guests, NVMe-oF both ways.
+log "== VM: interop with siw (two guests)"
+scripts/interop.sh "$logs/interop" 2>&1 | tee "$logs/interop.log" | grep -E '(ok|not ok) - |^interop:'
+ip_=$(sed -n 's/^interop: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p' "$logs/interop.log")
+if_=$(sed -n 's/^interop: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p' "$logs/interop.log")
+record "VM interop with siw" "${ip_:-0}" "${if_:-1}"
+
 log "== KUnit"
 if [ -f "$logs/vm-foundation/kunit-dmesg.txt" ]; then
 	scripts/kunit-check.sh "$logs/vm-foundation/kunit-dmesg.txt" | tee "$logs/kunit.log"

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Interoperability with Linux siw: two guests joined by a virtual link run
+# NVMe over Fabrics, one over siw and one over rsiw, in both directions:
+#   scripts/interop.sh [OUTDIR]
+# Prints the guests' checks and ends with "interop: N passed, N failed".
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+cd "$RSIW_ROOT"
+out=${1:-$RSIW_ROOT/out/interop}
+mkdir -p "$out"
+passed=0
+failed=0
+port=$((46000 + RANDOM % 1000))
+
+# pair NAME TARGET_KIND HOST_KIND
+pair() {
+	local name=$1 tk=$2 hk=$3
+	port=$((port + 1))
+	log "== interop: $name (target over $tk, host over $hk)"
+	scripts/vm-run.sh --quiet --timeout 420 --mem 2G --nic "listen:$port" --out "$out/$name-target" \
+		-- tools/vmtest/interop-nvmeof.sh target "$tk" &
+	local tpid=$!
+	sleep 3
+	scripts/vm-run.sh --quiet --timeout 400 --mem 2G --nic "connect:$port" --out "$out/$name-host" \
+		-- tools/vmtest/interop-nvmeof.sh host "$hk"
+	wait "$tpid"
+	local side
+	for side in target host; do
+		local f="$out/$name-$side/output.log"
+		if [ -f "$f" ]; then
+			sed "s/^/[$name $side] /" "$f" | grep -E '\] (ok|not ok)'
+			passed=$((passed + $(grep -c '^ok - ' "$f")))
+			local nf
+			nf=$(grep -c '^not ok - ' "$f")
+			[ "$(cat "$out/$name-$side/status" 2>/dev/null)" = 0 ] || [ "$nf" -gt 0 ] || nf=1
+			failed=$((failed + nf))
+		else
+			echo "[$name $side] not ok - the guest produced no output"
+			failed=$((failed + 1))
+		fi
+	done
+}
+
+pair siw-target-rsiw-host siw rsiw
+pair rsiw-target-siw-host rsiw siw
+echo "interop: $passed passed, $failed failed"
+[ "$failed" = 0 ]
