@@ -1573,13 +1573,15 @@ mod tests {
     #[test]
     fn accept_exchanges_private_data_and_ird_ord() -> Result {
         let p = pair(cfg(), cfg(), &params(8, 4, b"client-pd"), &params(4, 8, b"server-pd"))?;
-        // The request as the listener saw it: the client's data, and the
-        // IRD/ORD the server may use (its IRD <= client ORD, ORD <= client IRD).
+        // The request as the listener saw it: the client's data, and in
+        // rdma_cm's terms (event.ird = the ORD the server may use, <= client
+        // IRD; event.ord = the IRD it grants, <= client ORD).
         assert_eq!(&p.req.2[..], b"client-pd");
-        assert_eq!((p.req.4, p.req.5), (4, 8));
+        assert_eq!((p.req.4, p.req.5), (8, 4));
         let rep = p.crec.wait(0, 10).ok_or(EINVAL)?;
         assert_eq!(&rep.2[..], b"server-pd");
-        assert_eq!((rep.4, rep.5), (8, 4));
+        // CONNECT_REPLY likewise: (client ORD, client IRD).
+        assert_eq!((rep.4, rep.5), (4, 8));
         let (cp, sp) = (p.cqp.params().ok_or(EINVAL)?, p.sqp.params().ok_or(EINVAL)?);
         assert!(cp.initiator && !sp.initiator);
         assert_eq!((cp.ird, cp.ord, sp.ird, sp.ord), (8, 4, 4, 8));
@@ -1589,7 +1591,7 @@ mod tests {
         assert_eq!(p.srec.count(), 0);
         p.sqp.sink().ok_or(EINVAL)?.established();
         let est = p.srec.wait(0, 100).ok_or(EINVAL)?;
-        assert_eq!((est.0, est.1, est.4, est.5), (CmEventKind::Established, 0, 4, 8));
+        assert_eq!((est.0, est.1, est.4, est.5), (CmEventKind::Established, 0, 8, 4));
         // Peer FIN, then teardown: DISCONNECT, CLOSE; nothing after.
         let ssink = p.sqp.sink().ok_or(EINVAL)?;
         ssink.disconnected();
@@ -1923,7 +1925,7 @@ mod tests {
         s.closed();
         assert_eq!(rec.count(), 0);
         s.arm();
-        assert_eq!(rec.wait(0, 10).map(|e| (e.0, e.1, e.4, e.5)), Some((CmEventKind::Established, -(ECONNRESET.to_errno().abs()), 3, 5)));
+        assert_eq!(rec.wait(0, 10).map(|e| (e.0, e.1, e.4, e.5)), Some((CmEventKind::Established, -(ECONNRESET.to_errno().abs()), 5, 3)));
         assert_eq!(rec.wait(1, 10).map(|e| e.0), Some(CmEventKind::Close));
         // Active: the QP loses the connection before CONNECT_REPLY.
         let rec = Recorder::new()?;

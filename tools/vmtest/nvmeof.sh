@@ -51,12 +51,44 @@ if [ -n "$dev" ]; then
 	check "data read back equals data written" cmp /tmp/pattern /tmp/back
 	echo "# write $(echo "$mib / ($t1 - $t0)" | bc -l | cut -c1-6) MiB/s, read $(echo "$mib / ($t2 - $t1)" | bc -l | cut -c1-6) MiB/s (TCG guest)"
 fi
+# The RDMA core tracks rsiw's objects like any driver's.
+rdma resource show >"$OUT/rdma-resource.txt" 2>&1
+rdma resource show qp >>"$OUT/rdma-resource.txt" 2>&1
+check "rdma resource show lists rsiw0's QPs" bash -c 'rdma resource show qp | grep -q "rsiw0"'
+check "rdma resource show lists rsiw0's CQs" bash -c 'rdma resource show cq | grep -q "rsiw0"'
+check "rdma resource show counts rsiw0's MRs and PDs" bash -c 'rdma resource show | grep "rsiw0" | grep -Eq "pd [1-9].*mr [1-9]"' 
 check "nvme disconnect" bash -c "nvme disconnect -n $nqn | grep -q 'disconnected 1'"
 rm -f $cfg/ports/1/subsystems/$nqn
 rmdir $cfg/ports/1 $cfg/subsystems/$nqn/namespaces/1 $cfg/subsystems/$nqn
 check "unload the ULPs" modprobe -r nvme-rdma nvmet-rdma
 check "rdma link delete rsiw0" rdma link delete rsiw0
 check "rmmod rsiw" rmmod rsiw
+
+# Unloading rsiw under a live ULP: the core removes nvme-rdma's and
+# nvmet-rdma's queues from the device first (their ib_client remove).
+check "insmod rsiw.ko again" insmod "$RSIW_ROOT/rsiw.ko"
+check "rdma link add rsiw0 again" rdma link add rsiw0 type rsiw netdev veth0
+check "null_blk and NVMe-oF modules again" modprobe -a null_blk nvmet-rdma nvme-rdma
+mkdir $cfg/subsystems/$nqn
+echo 1 >$cfg/subsystems/$nqn/attr_allow_any_host
+mkdir $cfg/subsystems/$nqn/namespaces/1
+echo /dev/nullb0 >$cfg/subsystems/$nqn/namespaces/1/device_path
+echo 1 >$cfg/subsystems/$nqn/namespaces/1/enable
+mkdir $cfg/ports/1
+echo rdma >$cfg/ports/1/addr_trtype
+echo ipv4 >$cfg/ports/1/addr_adrfam
+echo $ip >$cfg/ports/1/addr_traddr
+echo 4420 >$cfg/ports/1/addr_trsvcid
+ln -s $cfg/subsystems/$nqn $cfg/ports/1/subsystems/$nqn
+check "nvme connect again" timeout 60 nvme connect -t rdma -a $ip -s 4420 -n $nqn \
+	--hostnqn=nqn.2014-08.org.nvmexpress:uuid:$U --hostid=$U
+check "namespace appears again" wait_for 10 bash -c 'ls /dev/nvme*n1 >/dev/null 2>&1'
+check "I/O on the second connection" dd if=/tmp/pattern of="$(ls /dev/nvme*n1 | head -1)" bs=1M count=8 oflag=direct status=none
+check "rmmod rsiw with the NVMe-oF queues live" timeout 120 rmmod rsiw
+check "the NVMe controller went with the device" wait_for 30 bash -c '! ls /dev/nvme*n1 >/dev/null 2>&1'
+check "module gone" bash -c '! grep -q "^rsiw " /proc/modules'
+rm -f $cfg/ports/1/subsystems/$nqn
+rmdir $cfg/ports/1 $cfg/subsystems/$nqn/namespaces/1 $cfg/subsystems/$nqn 2>/dev/null
 dmesg >"$OUT/dmesg-nvmeof.txt"
 check_dmesg_clean "dmesg has no warnings, oopses or leaks"
 finish
