@@ -100,12 +100,18 @@ pub(crate) struct CmConfig {
 }
 
 impl CmConfig {
-    /// MPA Rev 2, enhanced (RFC 6581) with IRD/ORD, CRC if the peer asks,
-    /// markers honoured, peer-to-peer with every RTR kind, 10 s timeouts.
+    /// MPA Rev 2, enhanced (RFC 6581) with IRD/ORD, CRC if the peer asks
+    /// (always with the `mpa_crc` module parameter), markers honoured,
+    /// peer-to-peer with every RTR kind, 10 s timeouts.
     pub(crate) fn for_device(limits: &Limits) -> Self {
         let cap = |v: u32| u16::try_from(v).unwrap_or(u16::MAX).min(IRD_ORD_MASK - 1);
+        let crc = if crate::module_parameters::mpa_crc.value() {
+            CrcPolicy::Required
+        } else {
+            CrcPolicy::IfPeerAsks
+        };
         Self {
-            crc: CrcPolicy::IfPeerAsks,
+            crc,
             markers: false,
             p2p: Some(RtrSet::ALL),
             rtr: RtrSet::ALL,

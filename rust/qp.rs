@@ -708,6 +708,19 @@ impl CmQp for Qp {
             initiator: p.initiator,
             emss: stream.sock.mss().clamp(536, 65495) as usize,
         };
+        if crate::ffi::cm::ratelimited() {
+            pr_info!(
+                "rsiw: qp {} connected as {}: CRC {}, markers tx {} rx {}, IRD {} ORD {}, RTR {:?}\n",
+                self.qpn,
+                if p.initiator { "initiator" } else { "responder" },
+                if p.framing.crc { "on" } else { "off" },
+                p.framing.markers_tx,
+                p.framing.markers_rx,
+                p.ird,
+                p.ord,
+                p.rtr
+            );
+        }
         let waits_for_rtr = !p.initiator && matches!(p.rtr, Some(RtrMode::Zero(_)));
         *this.cm.lock() = Some(cm.clone());
         if let Err(e) = this.attach(stream.sock, params, &stream.leftover) {

@@ -36,6 +36,12 @@ module! {
     description: "Software iWARP RDMA device (RNIC) over any netdev, in Rust",
     license: "GPL",
     alias: ["rdma-link-rsiw"],
+    params: {
+        mpa_crc: bool {
+            default: false,
+            description: "Request MPA CRC32c on every connection (default: only when the peer asks)",
+        },
+    },
 }
 
 struct RsiwModule {

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Interoperability with Linux siw: two guests joined by a virtual link run
-# NVMe over Fabrics, one over siw and one over rsiw, in both directions:
+# NVMe over Fabrics, one over siw and one over rsiw, in both directions,
+# with MPA CRC off and on:
 #   scripts/interop.sh [OUTDIR]
 # Prints the guests' checks and ends with "interop: N passed, N failed".
 set -uo pipefail
@@ -14,17 +15,17 @@ passed=0
 failed=0
 port=$((46000 + RANDOM % 1000))
 
-# pair NAME TARGET_KIND HOST_KIND
+# pair NAME TARGET_KIND HOST_KIND [crc]
 pair() {
-	local name=$1 tk=$2 hk=$3
+	local name=$1 tk=$2 hk=$3 crc=${4:-}
 	port=$((port + 1))
 	log "== interop: $name (target over $tk, host over $hk)"
 	scripts/vm-run.sh --quiet --timeout 420 --mem 2G --nic "listen:$port" --out "$out/$name-target" \
-		-- tools/vmtest/interop-nvmeof.sh target "$tk" &
+		-- tools/vmtest/interop-nvmeof.sh target "$tk" $crc &
 	local tpid=$!
 	sleep 3
 	scripts/vm-run.sh --quiet --timeout 400 --mem 2G --nic "connect:$port" --out "$out/$name-host" \
-		-- tools/vmtest/interop-nvmeof.sh host "$hk"
+		-- tools/vmtest/interop-nvmeof.sh host "$hk" $crc
 	wait "$tpid"
 	local side
 	for side in target host; do
@@ -45,5 +46,8 @@ pair() {
 
 pair siw-target-rsiw-host siw rsiw
 pair rsiw-target-siw-host rsiw siw
+# rsiw asks for MPA CRC (siw only uses it when asked).
+pair siw-target-rsiw-host-crc siw rsiw crc
+pair rsiw-target-siw-host-crc rsiw siw crc
 echo "interop: $passed passed, $failed failed"
 [ "$failed" = 0 ]

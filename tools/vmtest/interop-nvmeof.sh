@@ -2,16 +2,18 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # One side of a two-guest NVMe-oF run (scripts/interop.sh starts both):
-#   interop-nvmeof.sh target KIND   on 10.99.1.1: nvmet-rdma over KIND
-#   interop-nvmeof.sh host KIND     on 10.99.1.2: nvme-rdma over KIND,
-#                                   writes, reads back, compares
-# KIND is rsiw or siw. The target stays up until the host says it is done
-# (a line on TCP port 5001) or 240 s pass.
+#   interop-nvmeof.sh target KIND [crc]   on 10.99.1.1: nvmet-rdma over KIND
+#   interop-nvmeof.sh host KIND [crc]     on 10.99.1.2: nvme-rdma over KIND,
+#                                         writes, reads back, compares
+# KIND is rsiw or siw; with "crc" an rsiw side requests MPA CRC
+# (mpa_crc=1), which both must then use. The target stays up until the
+# host says it is done (a line on TCP port 5001) or 240 s pass.
 set -u
 . "$(dirname "$0")/lib.sh"
 
 role=$1
 kind=$2
+crc=${3:-}
 target_ip=10.99.1.1
 nqn=rsiw-interop-nqn
 U=0c1d2e3f-4a5b-4c6d-8e9f-a0b1c2d3e4f5
@@ -19,7 +21,11 @@ nic=$(for n in /sys/class/net/*; do [ -e "$n/device" ] && { echo "${n##*/}"; bre
 
 dmesg -C
 if [ "$kind" = rsiw ]; then
-	check "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
+	if [ "$crc" = crc ]; then
+		check "insmod rsiw.ko mpa_crc=1" insmod "$RSIW_ROOT/rsiw.ko" mpa_crc=1
+	else
+		check "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
+	fi
 fi
 check "rdma link add $kind on $nic" rdma link add ${kind}0 type "$kind" netdev "$nic"
 
@@ -68,6 +74,11 @@ else
 	check "nvme disconnect" bash -c "nvme disconnect -n $nqn | grep -q 'disconnected 1'"
 	check "unload nvme-rdma" modprobe -r nvme-rdma
 	for _ in $(seq 1 20); do echo done >/dev/tcp/$target_ip/5001 2>/dev/null && break; sleep 1; done
+fi
+if [ "$kind" = rsiw ]; then
+	want=off
+	[ "$crc" = crc ] && want=on
+	check "rsiw connections negotiated MPA CRC $want" bash -c "dmesg | grep 'rsiw: qp .* connected' | grep -q 'CRC $want' && ! dmesg | grep 'rsiw: qp .* connected' | grep -qv 'CRC $want'"
 fi
 check "rdma link delete" rdma link delete ${kind}0
 if [ "$kind" = rsiw ]; then
