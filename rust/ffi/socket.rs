@@ -211,18 +211,24 @@ impl SockRx<'_> {
     }
 }
 
-/// The callbacks a hooked socket had before, and its handler.
-struct Hooks<T: SocketEvents> {
-    events: Arc<T>,
-    data_ready: Option<unsafe extern "C" fn(*mut sys::sock)>,
-    write_space: Option<unsafe extern "C" fn(*mut sys::sock)>,
-    state_change: Option<unsafe extern "C" fn(*mut sys::sock)>,
-}
+/// A socket callback (`sk_data_ready` and the like).
+type SkCallback = Option<unsafe extern "C" fn(*mut sys::sock)>;
 
-/// Type-erased ownership of an installed `Hooks<T>`.
-struct Installed {
-    hooks: NonNull<c_void>,
-    unhook: unsafe fn(*mut sys::sock, NonNull<c_void>),
+/// The callbacks a hooked socket had before, and its handler.
+///
+/// Not generic over the handler on purpose: TCP loads `sk->sk_data_ready`
+/// without `sk_callback_lock` and calls it; the trampoline only then takes
+/// the lock and loads `sk_user_data`. In between, the socket may have been
+/// unhooked and hooked again by another owner (a listener's child: the
+/// inherited listener trampoline, then the CM's hooks; the CM's, then the
+/// QP's). A trampoline per handler type would then run one type's code on
+/// another type's hooks. With one trampoline and dynamic dispatch, a late
+/// call always reaches whatever handler is installed when it looks.
+struct Hooks {
+    events: Arc<dyn SocketEvents>,
+    data_ready: SkCallback,
+    write_space: SkCallback,
+    state_change: SkCallback,
 }
 
 /// An in-kernel TCP socket.
@@ -230,10 +236,11 @@ struct Installed {
 /// # Invariants
 ///
 /// `sock` is a socket this value created or accepted and releases on drop;
-/// if `installed` is set, its hooks are the socket's `sk_user_data`.
+/// if `hooks` is set, it is owned by this value and is the socket's
+/// `sk_user_data` (tagged `SK_USER_DATA_NOCOPY`), installed by `hook`.
 pub(crate) struct TcpSocket {
     sock: NonNull<sys::socket>,
-    installed: Option<Installed>,
+    hooks: Option<NonNull<Hooks>>,
 }
 
 // SAFETY: socket calls may be made from any thread; the callbacks and the
@@ -260,7 +267,7 @@ impl TcpSocket {
             )
         })?;
         let sock = NonNull::new(sock).ok_or(ENOMEM)?;
-        Ok(Self { sock, installed: None })
+        Ok(Self { sock, hooks: None })
     }
 
     fn sk(&self) -> *mut sys::sock {
@@ -310,7 +317,25 @@ impl TcpSocket {
         }
         kernel::error::to_result(ret)?;
         let sock = NonNull::new(new).ok_or(ENOMEM)?;
-        let s = Self { sock, installed: None };
+        let s = Self { sock, hooks: None };
+        if let Some(h) = self.hooks {
+            // `sk_clone_lock` copied the listener's callbacks, i.e. our
+            // trampolines (its `sk_user_data` was not copied: NOCOPY).
+            // Give the child what it would have had without the hook.
+            // SAFETY: `h` is the listener's installed `Hooks` (type
+            // invariant), alive and unchanged while `&self` is held; the
+            // child is alive and its callbacks are changed under its
+            // callback lock, as in `hook`.
+            unsafe {
+                let sk = s.sk();
+                sys::rsiw_sk_callback_write_lock(sk);
+                let h = h.as_ptr();
+                (*sk).sk_data_ready = (*h).data_ready;
+                (*sk).sk_write_space = (*h).write_space;
+                (*sk).sk_state_change = (*h).state_change;
+                sys::rsiw_sk_callback_write_unlock(sk);
+            }
+        }
         s.set_nodelay();
         Ok(Some(s))
     }
@@ -409,12 +434,13 @@ impl TcpSocket {
     /// drop. Data already queued is not reported: read it with
     /// [`Self::read`] after hooking.
     pub(crate) fn hook<T: SocketEvents>(&mut self, events: Arc<T>) -> Result {
-        if self.installed.is_some() {
+        if self.hooks.is_some() {
             return Err(EBUSY);
         }
         let sk = self.sk();
+        let events: Arc<dyn SocketEvents> = events;
         let hooks = KBox::new(
-            Hooks::<T> { events, data_ready: None, write_space: None, state_change: None },
+            Hooks { events, data_ready: None, write_space: None, state_change: None },
             GFP_KERNEL,
         )?;
         let hooks = NonNull::from(KBox::leak(hooks));
@@ -430,25 +456,38 @@ impl TcpSocket {
             // NOCOPY: a socket cloned from this one (a listener's child
             // connection) must not inherit a pointer to these hooks, which
             // go away with this socket; the child's inherited trampolines
-            // then find no hooks and do nothing until it is hooked itself.
+            // then find no hooks and do nothing until `accept` gives the
+            // child the listener's original callbacks.
             (*sk).sk_user_data = h.cast::<c_void>().map_addr(|a| a | NOCOPY);
-            (*sk).sk_data_ready = Some(data_ready_tramp::<T>);
-            (*sk).sk_write_space = Some(write_space_tramp::<T>);
-            (*sk).sk_state_change = Some(state_change_tramp::<T>);
+            (*sk).sk_data_ready = Some(data_ready_tramp);
+            (*sk).sk_write_space = Some(write_space_tramp);
+            (*sk).sk_state_change = Some(state_change_tramp);
             sys::rsiw_sk_callback_write_unlock(sk);
         }
-        // INVARIANT: the hooks are installed and owned by `installed`.
-        self.installed = Some(Installed { hooks: hooks.cast(), unhook: unhook_erased::<T> });
+        // INVARIANT: the hooks are installed and owned by `self.hooks`.
+        self.hooks = Some(hooks);
         Ok(())
     }
 
     /// Restores the socket's own callbacks. When this returns, no callback
     /// into the former handler runs or will run.
     pub(crate) fn unhook(&mut self) {
-        if let Some(i) = self.installed.take() {
-            // SAFETY: `i` was installed on this socket by `hook` (type
-            // invariant) and is removed once.
-            unsafe { (i.unhook)(self.sk(), i.hooks) };
+        let Some(hooks) = self.hooks.take() else { return };
+        let sk = self.sk();
+        let h = hooks.as_ptr();
+        // SAFETY: `h` was installed on this socket by `hook` (type
+        // invariant) and is removed once. Trampolines hold the callback
+        // lock for reading while they use the hooks, so once the write lock
+        // is released with the original callbacks back and `sk_user_data`
+        // cleared, nothing references `h`.
+        unsafe {
+            sys::rsiw_sk_callback_write_lock(sk);
+            (*sk).sk_data_ready = (*h).data_ready;
+            (*sk).sk_write_space = (*h).write_space;
+            (*sk).sk_state_change = (*h).state_change;
+            (*sk).sk_user_data = ptr::null_mut();
+            sys::rsiw_sk_callback_write_unlock(sk);
+            drop(KBox::from_raw(h));
         }
     }
 }
@@ -541,25 +580,6 @@ impl Drop for TcpSocket {
     }
 }
 
-/// # Safety
-///
-/// `hooks` must be the `Hooks<T>` installed on `sk` by `TcpSocket::hook`.
-unsafe fn unhook_erased<T: SocketEvents>(sk: *mut sys::sock, hooks: NonNull<c_void>) {
-    let h = hooks.cast::<Hooks<T>>().as_ptr();
-    // SAFETY: per the contract. Trampolines hold the callback lock for
-    // reading while they use the hooks, so once the write lock is released
-    // with the original callbacks back, nothing references `h`.
-    unsafe {
-        sys::rsiw_sk_callback_write_lock(sk);
-        (*sk).sk_data_ready = (*h).data_ready;
-        (*sk).sk_write_space = (*h).write_space;
-        (*sk).sk_state_change = (*h).state_change;
-        (*sk).sk_user_data = ptr::null_mut();
-        sys::rsiw_sk_callback_write_unlock(sk);
-        drop(KBox::from_raw(h));
-    }
-}
-
 /// `SK_USER_DATA_NOCOPY`, the flag bit `hook` sets in `sk_user_data`.
 const NOCOPY: usize = sys::SK_USER_DATA_NOCOPY as usize;
 
@@ -579,14 +599,15 @@ unsafe fn user_data_ptr(sk: *mut sys::sock) -> *mut c_void {
 ///
 /// # Safety
 ///
-/// `sk` must be a live socket whose `sk_user_data`, if set by rsiw, is a
-/// `Hooks<T>` (the trampolines are only installed together with it).
-unsafe fn with_hooks<T: SocketEvents>(sk: *mut sys::sock, f: impl FnOnce(&Hooks<T>)) {
+/// `sk` must be a live socket whose `sk_user_data`, if set, is a `Hooks`
+/// (the trampolines run on sockets rsiw hooked, or on a listener's child
+/// that inherited them, whose `sk_user_data` NOCOPY cleared).
+unsafe fn with_hooks(sk: *mut sys::sock, f: impl FnOnce(&Hooks)) {
     // SAFETY: per the contract; the read lock keeps the hooks installed
     // (and so alive) until it is dropped.
     unsafe {
         sys::rsiw_sk_callback_read_lock(sk);
-        let h = user_data_ptr(sk).cast::<Hooks<T>>();
+        let h = user_data_ptr(sk).cast::<Hooks>();
         if !h.is_null() {
             f(&*h);
         }
@@ -594,26 +615,26 @@ unsafe fn with_hooks<T: SocketEvents>(sk: *mut sys::sock, f: impl FnOnce(&Hooks<
     }
 }
 
-unsafe extern "C" fn data_ready_tramp<T: SocketEvents>(sk: *mut sys::sock) {
-    // SAFETY: installed only with a `Hooks<T>`; the socket is locked by
-    // the caller (TCP's receive path).
+unsafe extern "C" fn data_ready_tramp(sk: *mut sys::sock) {
+    // SAFETY: installed only with a `Hooks`; the socket is locked by the
+    // caller (TCP's receive path).
     unsafe {
-        with_hooks::<T>(sk, |h| {
+        with_hooks(sk, |h| {
             h.events.data_ready(&SockRx { sk, _callback: PhantomData })
         })
     };
 }
 
-unsafe extern "C" fn write_space_tramp<T: SocketEvents>(sk: *mut sys::sock) {
+unsafe extern "C" fn write_space_tramp(sk: *mut sys::sock) {
     // SAFETY: as for `data_ready_tramp`.
-    unsafe { with_hooks::<T>(sk, |h| h.events.write_space()) };
+    unsafe { with_hooks(sk, |h| h.events.write_space()) };
 }
 
-unsafe extern "C" fn state_change_tramp<T: SocketEvents>(sk: *mut sys::sock) {
+unsafe extern "C" fn state_change_tramp(sk: *mut sys::sock) {
     // SAFETY: as for `data_ready_tramp`; the state is a byte of the socket.
     unsafe {
         let state = TcpState::from_raw((*sk).__sk_common.skc_state);
-        with_hooks::<T>(sk, |h| h.events.state_change(state));
+        with_hooks(sk, |h| h.events.state_change(state));
     }
 }
 
