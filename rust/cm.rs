@@ -839,6 +839,11 @@ impl Cep {
             self.close_locked(g, None);
             return;
         };
+        // The state before the read: if the peer had closed by then, all
+        // it sent before its FIN is queued and the read below sees it
+        // (checked after, a FIN processed during the read would hide data
+        // that arrived with it).
+        let closing = sock.state().is_closing();
         match read_frame(sock, &mut g.rx, Kind::Request) {
             Err(_) => {
                 cm_log!("cm: invalid MPA request, closing\n");
@@ -848,7 +853,7 @@ impl Cep {
                 if expired {
                     cm_log!("cm: no MPA request in time, closing\n");
                     self.close_locked(g, None);
-                } else if sock.state().is_closing() {
+                } else if closing {
                     self.close_locked(g, None);
                 }
             }
@@ -939,6 +944,8 @@ impl Cep {
             }
         }
         let Some(sock) = g.sock.as_ref() else { return };
+        // As in `pump_request`: the state before the read.
+        let closing = sock.state().is_closing();
         match read_frame(sock, &mut g.rx, Kind::Reply) {
             Err(_) => {
                 cm_log!("cm: invalid MPA reply\n");
@@ -947,7 +954,7 @@ impl Cep {
             Ok(false) => {
                 if expired {
                     self.fail_active(g, errno(ETIMEDOUT));
-                } else if sock.state().is_closing() {
+                } else if closing {
                     self.fail_active(g, errno(ECONNRESET));
                 }
             }
