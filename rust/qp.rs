@@ -168,13 +168,18 @@ struct CurWr {
     read_invs: ReadInvs,
 }
 
-/// State that only changes under the engine lock.
-struct Stream {
-    engine: Option<KBox<Engine>>,
+/// What the engine's host keeps between calls (under the engine lock).
+struct HostState {
     cur: CurWr,
     /// A receive WQE taken off the RQ/SRQ for the message being received.
     claimed: Option<Rqe>,
     next_handle: u64,
+}
+
+/// State that only changes under the engine lock.
+struct Stream {
+    engine: Option<KBox<Engine>>,
+    host: HostState,
     /// Bytes the engine produced that the socket has not taken yet.
     tx: KVec<u8>,
     tx_off: usize,
@@ -263,9 +268,11 @@ impl Qp {
         };
         let stream = Stream {
             engine: None,
-            cur: CurWr { handle: 0, sqe: None, read_invs: ReadInvs::default() },
-            claimed: None,
-            next_handle: 1,
+            host: HostState {
+                cur: CurWr { handle: 0, sqe: None, read_invs: ReadInvs::default() },
+                claimed: None,
+                next_handle: 1,
+            },
             tx: KVec::with_capacity(TX_BUF, GFP_KERNEL)?,
             tx_off: 0,
             dead: false,
@@ -503,7 +510,7 @@ impl Qp {
         }
         let mut st = self.stream.lock();
         st.engine = None;
-        st.claimed = None;
+        st.host.claimed = None;
     }
 
     // ---- engine plumbing -----------------------------------------------
@@ -519,13 +526,7 @@ impl Qp {
             let mut st = self.stream.lock();
             let st = &mut *st;
             let engine = st.engine.as_deref_mut()?;
-            let mut host = QpHost {
-                qp: self,
-                cur: &mut st.cur,
-                claimed: &mut st.claimed,
-                next_handle: &mut st.next_handle,
-                events: &mut events,
-            };
+            let mut host = QpHost { qp: self, st: &mut st.host, events: &mut events };
             let r = f(engine, &mut host);
             (r, engine.wants_tx())
         };
@@ -642,13 +643,7 @@ impl Qp {
                 if st.tx.resize(TX_BUF, 0, GFP_ATOMIC).is_err() {
                     None
                 } else {
-                    let mut host = QpHost {
-                        qp: self,
-                        cur: &mut st.cur,
-                        claimed: &mut st.claimed,
-                        next_handle: &mut st.next_handle,
-                        events: &mut events,
-                    };
+                    let mut host = QpHost { qp: self, st: &mut st.host, events: &mut events };
                     let n = engine.tx(&mut host, &KernelCrc32c, &mut st.tx);
                     st.tx.truncate(n);
                     (n > 0).then(|| (core::mem::take(&mut st.tx), 0))
@@ -756,13 +751,7 @@ impl SocketEvents for Qp {
             let mut st = self.stream.lock();
             let st = &mut *st;
             let Some(engine) = st.engine.as_deref_mut() else { return chunk.len() };
-            let mut host = QpHost {
-                qp: self,
-                cur: &mut st.cur,
-                claimed: &mut st.claimed,
-                next_handle: &mut st.next_handle,
-                events: &mut events,
-            };
+            let mut host = QpHost { qp: self, st: &mut st.host, events: &mut events };
             let n = engine.rx(&mut host, &KernelCrc32c, chunk);
             wants_tx |= engine.wants_tx();
             n
@@ -781,13 +770,7 @@ impl SocketEvents for Qp {
                 let mut st = self.stream.lock();
                 let st = &mut *st;
                 if let Some(engine) = st.engine.as_deref_mut() {
-                    let mut host = QpHost {
-                        qp: self,
-                        cur: &mut st.cur,
-                        claimed: &mut st.claimed,
-                        next_handle: &mut st.next_handle,
-                        events: &mut events,
-                    };
+                    let mut host = QpHost { qp: self, st: &mut st.host, events: &mut events };
                     if !engine.is_done() {
                         engine.on_connection_lost(&mut host);
                     }
@@ -835,9 +818,7 @@ impl Events {
 /// The engine's view of the kernel: queues, CQs and registered memory.
 struct QpHost<'a> {
     qp: &'a Qp,
-    cur: &'a mut CurWr,
-    claimed: &'a mut Option<Rqe>,
-    next_handle: &'a mut u64,
+    st: &'a mut HostState,
     events: &'a mut Events,
 }
 
@@ -899,13 +880,13 @@ impl QpHost<'_> {
     }
 
     fn claim(&mut self) -> Option<Rqe> {
-        if self.claimed.is_none() {
-            *self.claimed = match self.qp.links.srq() {
+        if self.st.claimed.is_none() {
+            self.st.claimed = match self.qp.links.srq() {
                 Some(srq) => srq.pop(),
                 None => Option::as_mut(&mut *self.qp.rq.lock()).and_then(|rq| rq.pop()),
             };
         }
-        *self.claimed
+        self.st.claimed
     }
 }
 
@@ -921,16 +902,16 @@ impl Host for QpHost<'_> {
             let sqe = self.qp.sq.lock().pop()?;
             match sqe.kind {
                 SqeKind::Wire(mut wr) => {
-                    let handle = *self.next_handle;
-                    *self.next_handle = handle.wrapping_add(1);
+                    let handle = self.st.next_handle;
+                    self.st.next_handle = handle.wrapping_add(1);
                     wr.local.handle = handle;
                     if self.qp.sig_all {
                         wr.flags = wr.flags.with(crate::engine::qp::Flags::SIGNALED);
                     }
-                    self.cur.handle = handle;
-                    self.cur.sqe = Some(sqe);
+                    self.st.cur.handle = handle;
+                    self.st.cur.sqe = Some(sqe);
                     if let Some(stag) = sqe.inv_local {
-                        self.cur.read_invs.add(sqe.wr_id, stag);
+                        self.st.cur.read_invs.add(sqe.wr_id, stag);
                     }
                     return Some(wr);
                 }
@@ -950,7 +931,7 @@ impl Host for QpHost<'_> {
         // Peeking claims (an SRQ is shared: the WQE must be ours from the
         // first segment on); `rq_peek` takes `&self`, so claim lazily via
         // the queues' own state.
-        if let Some(r) = *self.claimed {
+        if let Some(r) = self.st.claimed {
             return Some(RecvWr { wr_id: r.wr_id, len: r.len() });
         }
         let head = match self.qp.links.srq() {
@@ -962,14 +943,14 @@ impl Host for QpHost<'_> {
 
     fn rq_pop(&mut self) -> Option<RecvWr> {
         let r = self.claim()?;
-        *self.claimed = None;
+        self.st.claimed = None;
         Some(RecvWr { wr_id: r.wr_id, len: r.len() })
     }
 
     fn complete(&mut self, c: EngineCompletion) {
         let mut c = c;
         if c.queue == WorkQueue::Send && c.opcode == CompOp::Read {
-            if let Some(stag) = self.cur.read_invs.take(c.wr_id) {
+            if let Some(stag) = self.st.cur.read_invs.take(c.wr_id) {
                 // The data is placed: now the sink may go (READ_WITH_INV).
                 if c.status == Status::Success && self.stags().invalidate(stag, self.qp.pd).is_err() {
                     c.status = Status::LocalError(term::rdmap::LOCAL_CATA);
@@ -978,7 +959,7 @@ impl Host for QpHost<'_> {
         }
         let (cq, opcode) = match c.queue {
             WorkQueue::Send => {
-                let masked = self.cur.sqe.is_some_and(|s| s.masked && c.wr_id == s.wr_id);
+                let masked = self.st.cur.sqe.is_some_and(|s| s.masked && c.wr_id == s.wr_id);
                 (self.qp.links.send_cq(), send_opcode(c.opcode, masked))
             }
             WorkQueue::Recv => match self.qp.links.recv_cq() {
@@ -998,8 +979,8 @@ impl Host for QpHost<'_> {
     }
 
     fn read_source(&mut self, wr: &Local, offset: u32, dst: &mut [u8]) -> Result<(), TermError> {
-        let sqe = match self.cur.sqe {
-            Some(s) if self.cur.handle == wr.handle => s,
+        let sqe = match self.st.cur.sqe {
+            Some(s) if self.st.cur.handle == wr.handle => s,
             _ => return Err(term::rdmap::LOCAL_CATA),
         };
         if sqe.inline_len > 0 {

@@ -16,7 +16,6 @@ kind=$2
 crc=${3:-}
 target_ip=10.99.1.1
 nqn=rsiw-interop-nqn
-U=0c1d2e3f-4a5b-4c6d-8e9f-a0b1c2d3e4f5
 nic=$(for n in /sys/class/net/*; do [ -e "$n/device" ] && { echo "${n##*/}"; break; }; done)
 
 dmesg -C
@@ -30,33 +29,20 @@ fi
 check "rdma link add $kind on $nic" rdma link add ${kind}0 type "$kind" netdev "$nic"
 
 if [ "$role" = target ]; then
-	cfg=/sys/kernel/config/nvmet
 	check "null_blk" modprobe null_blk nr_devices=1 memory_backed=1 gb=1 queue_mode=2
 	check "nvmet-rdma" modprobe nvmet-rdma
-	mkdir $cfg/subsystems/$nqn
-	echo 1 >$cfg/subsystems/$nqn/attr_allow_any_host
-	mkdir $cfg/subsystems/$nqn/namespaces/1
-	echo /dev/nullb0 >$cfg/subsystems/$nqn/namespaces/1/device_path
-	echo 1 >$cfg/subsystems/$nqn/namespaces/1/enable
-	mkdir $cfg/ports/1
-	echo rdma >$cfg/ports/1/addr_trtype
-	echo ipv4 >$cfg/ports/1/addr_adrfam
-	echo $target_ip >$cfg/ports/1/addr_traddr
-	echo 4420 >$cfg/ports/1/addr_trsvcid
-	check "nvmet port on $kind" ln -s $cfg/subsystems/$nqn $cfg/ports/1/subsystems/$nqn
+	check "nvmet port on $kind" nvmet_export $nqn /dev/nullb0 $target_ip
 	# Serve until the host reports back.
 	timeout 240 busybox nc -l -p 5001 >/tmp/host-said
 	check "host finished and reported" grep -q done /tmp/host-said
-	rm -f $cfg/ports/1/subsystems/$nqn
-	rmdir $cfg/ports/1 $cfg/subsystems/$nqn/namespaces/1 $cfg/subsystems/$nqn
+	nvmet_unexport $nqn
 	check "unload nvmet-rdma" modprobe -r nvmet-rdma
 else
 	check "nvme-rdma" modprobe nvme-rdma
 	# The target guest boots in parallel: retry until its port is up.
 	connected=1
 	for _ in $(seq 1 60); do
-		if timeout 30 nvme connect -t rdma -a $target_ip -s 4420 -n $nqn \
-			--hostnqn=nqn.2014-08.org.nvmexpress:uuid:$U --hostid=$U >/dev/null 2>&1; then
+		if nvme_connect $nqn $target_ip >/dev/null 2>&1; then
 			connected=0
 			break
 		fi
@@ -66,9 +52,9 @@ else
 	check "namespace appears" wait_for 10 bash -c 'ls /dev/nvme*n1 >/dev/null 2>&1'
 	dev=$(ls /dev/nvme*n1 2>/dev/null | head -1)
 	if [ -n "$dev" ]; then
-		head -c $((32 << 20)) /dev/urandom >/tmp/pattern
-		check "write 32 MiB" dd if=/tmp/pattern of="$dev" bs=1M oflag=direct status=none
-		check "read back 32 MiB" dd if="$dev" of=/tmp/back bs=1M count=32 iflag=direct status=none
+		head -c $((64 << 20)) /dev/urandom >/tmp/pattern
+		check "write 64 MiB" dd if=/tmp/pattern of="$dev" bs=1M oflag=direct status=none
+		check "read back 64 MiB" dd if="$dev" of=/tmp/back bs=1M count=64 iflag=direct status=none
 		check "data read back equals data written" cmp /tmp/pattern /tmp/back
 	fi
 	check "nvme disconnect" bash -c "nvme disconnect -n $nqn | grep -q 'disconnected 1'"

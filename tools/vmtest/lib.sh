@@ -44,3 +44,34 @@ finish() {
 	echo "$passed passed, $failed failed"
 	[ "$failed" = 0 ]
 }
+
+# nvmet_export NQN DEVICE ADDR: an NVMe-oF subsystem with one namespace on
+# DEVICE, any host allowed, on an RDMA port at ADDR:4420 (nvmet configfs).
+nvmet_export() {
+	local nqn=$1 dev=$2 addr=$3 cfg=/sys/kernel/config/nvmet
+	mkdir $cfg/subsystems/$nqn &&
+		echo 1 >$cfg/subsystems/$nqn/attr_allow_any_host &&
+		mkdir $cfg/subsystems/$nqn/namespaces/1 &&
+		echo "$dev" >$cfg/subsystems/$nqn/namespaces/1/device_path &&
+		echo 1 >$cfg/subsystems/$nqn/namespaces/1/enable &&
+		mkdir -p $cfg/ports/1 &&
+		echo rdma >$cfg/ports/1/addr_trtype &&
+		echo ipv4 >$cfg/ports/1/addr_adrfam &&
+		echo "$addr" >$cfg/ports/1/addr_traddr &&
+		echo 4420 >$cfg/ports/1/addr_trsvcid &&
+		ln -s $cfg/subsystems/$nqn $cfg/ports/1/subsystems/$nqn
+}
+
+# nvmet_unexport NQN: undoes nvmet_export.
+nvmet_unexport() {
+	local nqn=$1 cfg=/sys/kernel/config/nvmet
+	rm -f $cfg/ports/1/subsystems/$nqn
+	rmdir $cfg/ports/1 $cfg/subsystems/$nqn/namespaces/1 $cfg/subsystems/$nqn 2>/dev/null
+}
+
+# nvme_connect NQN ADDR: the NVMe-oF host side (fixed host identity).
+nvme_connect() {
+	local hid=5b2f1c2e-6d7a-4b8c-9e0f-112233445566
+	timeout 60 nvme connect -t rdma -a "$2" -s 4420 -n "$1" \
+		--hostnqn=nqn.2014-08.org.nvmexpress:uuid:$hid --hostid=$hid
+}

@@ -12,8 +12,6 @@ set -u
 mib=${1:-64}
 ip=10.99.0.1
 nqn=rsiw-test-nqn
-U=5b2f1c2e-6d7a-4b8c-9e0f-112233445566
-cfg=/sys/kernel/config/nvmet
 
 dmesg -C
 check "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
@@ -25,20 +23,9 @@ check "rdma link add rsiw0 on veth0" rdma link add rsiw0 type rsiw netdev veth0
 check "memory-backed null_blk" modprobe null_blk nr_devices=1 memory_backed=1 gb=1 queue_mode=2
 check "nvmet-rdma and nvme-rdma load" modprobe -a nvmet-rdma nvme-rdma
 
-mkdir $cfg/subsystems/$nqn
-echo 1 >$cfg/subsystems/$nqn/attr_allow_any_host
-mkdir $cfg/subsystems/$nqn/namespaces/1
-echo /dev/nullb0 >$cfg/subsystems/$nqn/namespaces/1/device_path
-echo 1 >$cfg/subsystems/$nqn/namespaces/1/enable
-mkdir $cfg/ports/1
-echo rdma >$cfg/ports/1/addr_trtype
-echo ipv4 >$cfg/ports/1/addr_adrfam
-echo $ip >$cfg/ports/1/addr_traddr
-echo 4420 >$cfg/ports/1/addr_trsvcid
-check "nvmet port on rsiw" ln -s $cfg/subsystems/$nqn $cfg/ports/1/subsystems/$nqn
+check "nvmet port on rsiw" nvmet_export $nqn /dev/nullb0 $ip
 
-check "nvme connect over rsiw" timeout 60 nvme connect -t rdma -a $ip -s 4420 -n $nqn \
-	--hostnqn=nqn.2014-08.org.nvmexpress:uuid:$U --hostid=$U
+check "nvme connect over rsiw" nvme_connect $nqn $ip
 check "namespace appears" wait_for 10 bash -c 'ls /dev/nvme*n1 >/dev/null 2>&1'
 dev=$(ls /dev/nvme*n1 2>/dev/null | head -1)
 if [ -n "$dev" ]; then
@@ -58,8 +45,7 @@ check "rdma resource show lists rsiw0's QPs" bash -c 'rdma resource show qp | gr
 check "rdma resource show lists rsiw0's CQs" bash -c 'rdma resource show cq | grep -q "rsiw0"'
 check "rdma resource show counts rsiw0's MRs and PDs" bash -c 'rdma resource show | grep "rsiw0" | grep -Eq "pd [1-9].*mr [1-9]"' 
 check "nvme disconnect" bash -c "nvme disconnect -n $nqn | grep -q 'disconnected 1'"
-rm -f $cfg/ports/1/subsystems/$nqn
-rmdir $cfg/ports/1 $cfg/subsystems/$nqn/namespaces/1 $cfg/subsystems/$nqn
+nvmet_unexport $nqn
 check "unload the ULPs" modprobe -r nvme-rdma nvmet-rdma
 check "rdma link delete rsiw0" rdma link delete rsiw0
 check "rmmod rsiw" rmmod rsiw
@@ -69,26 +55,14 @@ check "rmmod rsiw" rmmod rsiw
 check "insmod rsiw.ko again" insmod "$RSIW_ROOT/rsiw.ko"
 check "rdma link add rsiw0 again" rdma link add rsiw0 type rsiw netdev veth0
 check "null_blk and NVMe-oF modules again" modprobe -a null_blk nvmet-rdma nvme-rdma
-mkdir $cfg/subsystems/$nqn
-echo 1 >$cfg/subsystems/$nqn/attr_allow_any_host
-mkdir $cfg/subsystems/$nqn/namespaces/1
-echo /dev/nullb0 >$cfg/subsystems/$nqn/namespaces/1/device_path
-echo 1 >$cfg/subsystems/$nqn/namespaces/1/enable
-mkdir $cfg/ports/1
-echo rdma >$cfg/ports/1/addr_trtype
-echo ipv4 >$cfg/ports/1/addr_adrfam
-echo $ip >$cfg/ports/1/addr_traddr
-echo 4420 >$cfg/ports/1/addr_trsvcid
-ln -s $cfg/subsystems/$nqn $cfg/ports/1/subsystems/$nqn
-check "nvme connect again" timeout 60 nvme connect -t rdma -a $ip -s 4420 -n $nqn \
-	--hostnqn=nqn.2014-08.org.nvmexpress:uuid:$U --hostid=$U
+check "nvmet port again" nvmet_export $nqn /dev/nullb0 $ip
+check "nvme connect again" nvme_connect $nqn $ip
 check "namespace appears again" wait_for 10 bash -c 'ls /dev/nvme*n1 >/dev/null 2>&1'
 check "I/O on the second connection" dd if=/tmp/pattern of="$(ls /dev/nvme*n1 | head -1)" bs=1M count=8 oflag=direct status=none
 check "rmmod rsiw with the NVMe-oF queues live" timeout 120 rmmod rsiw
 check "the NVMe controller went with the device" wait_for 30 bash -c '! ls /dev/nvme*n1 >/dev/null 2>&1'
 check "module gone" bash -c '! grep -q "^rsiw " /proc/modules'
-rm -f $cfg/ports/1/subsystems/$nqn
-rmdir $cfg/ports/1 $cfg/subsystems/$nqn/namespaces/1 $cfg/subsystems/$nqn 2>/dev/null
+nvmet_unexport $nqn
 dmesg >"$OUT/dmesg-nvmeof.txt"
 check_dmesg_clean "dmesg has no warnings, oopses or leaks"
 finish
