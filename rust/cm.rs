@@ -1550,7 +1550,7 @@ mod tests {
         wait_until(ms, || {
             sock.read(&mut |c: &[u8]| {
                 let n = c.len().min(want.saturating_sub(out.len()));
-                match out.extend_from_slice(&c[..n], GFP_KERNEL) {
+                match out.extend_from_slice(&c[..n], GFP_ATOMIC) {
                     Ok(()) => n,
                     Err(_) => 0,
                 }

@@ -1087,33 +1087,50 @@ fn wc_status(s: Status, q: WorkQueue) -> WcStatus {
     }
 }
 
-/// QP numbers to QPs, for the iw_cm's `iw_get_qp`. Process context only.
+/// QP numbers to QPs, for the iw_cm's `iw_get_qp`.
+///
+/// Every Rust `XArray` shares one lockdep class (they are initialised at
+/// one C call site), and the STag table's is taken from softirq under an
+/// irq-safe lock: so this one is too, with atomic allocation, to keep the
+/// class's usage consistent.
 #[pin_data]
 pub(crate) struct QpTable {
+    #[pin]
+    lock: SpinLockIrq<()>,
     #[pin]
     xa: kernel::xarray::XArray<Arc<Qp>>,
 }
 
 impl QpTable {
     pub(crate) fn new() -> impl PinInit<Self> {
-        pin_init!(QpTable { xa <- kernel::xarray::XArray::new(kernel::xarray::AllocKind::Alloc) })
+        pin_init!(QpTable {
+            lock <- new_spinlock_irq!((), "rsiw_qp_table"),
+            xa <- kernel::xarray::XArray::new(kernel::xarray::AllocKind::Alloc),
+        })
     }
 
     pub(crate) fn insert(&self, qpn: u32, qp: Arc<Qp>) -> Result {
+        let _irq = self.lock.lock();
         let mut xa = self.xa.lock();
         if xa.get(qpn as usize).is_some() {
             return Err(EBUSY);
         }
-        xa.store(qpn as usize, qp, GFP_KERNEL).map_err(|_| ENOMEM)?;
+        xa.store(qpn as usize, qp, GFP_ATOMIC).map_err(|_| ENOMEM)?;
         Ok(())
     }
 
     pub(crate) fn get(&self, qpn: u32) -> Option<Arc<Qp>> {
+        let _irq = self.lock.lock();
         self.xa.lock().get(qpn as usize).map(Arc::from)
     }
 
     pub(crate) fn remove(&self, qpn: u32) -> Option<Arc<Qp>> {
-        self.xa.lock().remove(qpn as usize)
+        let removed = {
+            let _irq = self.lock.lock();
+            self.xa.lock().remove(qpn as usize)
+        };
+        // The last reference may go here: outside the locks.
+        removed
     }
 }
 

@@ -411,7 +411,9 @@ impl TcpSocket {
     }
 
     /// Reads queued data from process context (for data that arrived
-    /// before the socket was hooked); see [`SockRx::read`].
+    /// before the socket was hooked); see [`SockRx::read`]. `f` runs in
+    /// atomic context (the skb pages are mapped): it must not sleep, so
+    /// any allocation in it is `GFP_ATOMIC`.
     pub(crate) fn read(&self, f: &mut dyn FnMut(&[u8]) -> usize) -> usize {
         let sk = self.sk();
         // SAFETY: the socket is alive; `tcp_read_sock` needs the socket
