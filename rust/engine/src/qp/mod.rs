@@ -667,18 +667,24 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
         }
     }
 
+    /// Responder: the offer for the MPA Request waiting in `OfferPending`
+    /// (judged again from the buffered frame, which the engine keeps).
+    fn pending_offer(&self) -> Result<crate::mpa::negotiate::Offer<'_>, TermError> {
+        let (Some(cfg), State::OfferPending) = (self.resp, self.state) else {
+            return Err(crate::error::llp::LOCAL_CATA);
+        };
+        let frame = self.ctl_rx.get(..self.ctl_rx_have).unwrap_or(&[]);
+        let req = crate::wire::mpa::Repr::parse_bytes(frame).map_err(|e| e.term())?;
+        crate::mpa::negotiate::judge_request(&cfg, &req).map_err(|r| r.error)
+    }
+
     /// Responder: accepts the pending request with `private_data`.
     pub fn accept<H: Host + ?Sized>(
         &mut self,
         host: &mut H,
         private_data: &[u8],
     ) -> Result<(), TermError> {
-        let (Some(cfg), State::OfferPending) = (self.resp, self.state) else {
-            return Err(crate::error::llp::LOCAL_CATA);
-        };
-        let frame = self.ctl_rx.get(..self.ctl_rx_have).unwrap_or(&[]);
-        let req = crate::wire::mpa::Repr::parse_bytes(frame).map_err(|e| e.term())?;
-        let offer = crate::mpa::negotiate::judge_request(&cfg, &req).map_err(|r| r.error)?;
+        let offer = self.pending_offer()?;
         let n = offer.negotiated;
         let reply = offer.accept(private_data).map_err(|e| e.term())?;
         let (framing, ird, ord, rtr) = (n.framing, n.ird, n.ord, n.rtr);
@@ -698,12 +704,7 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
         host: &mut H,
         private_data: &[u8],
     ) -> Result<(), TermError> {
-        let (Some(cfg), State::OfferPending) = (self.resp, self.state) else {
-            return Err(crate::error::llp::LOCAL_CATA);
-        };
-        let frame = self.ctl_rx.get(..self.ctl_rx_have).unwrap_or(&[]);
-        let req = crate::wire::mpa::Repr::parse_bytes(frame).map_err(|e| e.term())?;
-        let offer = crate::mpa::negotiate::judge_request(&cfg, &req).map_err(|r| r.error)?;
+        let offer = self.pending_offer()?;
         let reply = offer.reject(private_data).map_err(|e| e.term())?;
         self.queue_frame(&reply)?;
         self.state = State::Closed;
