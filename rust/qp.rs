@@ -318,6 +318,11 @@ impl Qp {
         (send_wr, recv_wr, self.max_send_sge, recv_sge, self.max_inline)
     }
 
+    /// What the stream reported (Terminates sent and received, ...).
+    pub(crate) fn stream_status(&self) -> StreamStatus {
+        self.ib_state.lock().1
+    }
+
     pub(crate) fn ib_state(&self) -> IbState {
         self.ib_state.lock().0
     }

@@ -605,6 +605,36 @@ pub(crate) mod testing {
             to_result(unsafe { post_send(self.0, &wr.wr, &mut bad) })
         }
 
+        /// RDMA Write with Immediate over `segs` (none: zero length),
+        /// optionally solicited (Immediate Data with SE).
+        pub(crate) fn post_write_imm_ex(
+            &self,
+            wr_id: u64,
+            segs: &[Seg],
+            rkey: u32,
+            addr: u64,
+            imm: u32,
+            solicited: bool,
+        ) -> Result {
+            let mut sges = [sys::ib_sge::default(); 2];
+            for (s, g) in sges.iter_mut().zip(segs) {
+                *s = sys::ib_sge { addr: g.addr, length: g.len, lkey: g.lkey };
+            }
+            let mut wr = sys::ib_rdma_wr::default();
+            wr.wr.__bindgen_anon_1.wr_id = wr_id;
+            wr.wr.sg_list = sges.as_mut_ptr();
+            wr.wr.num_sge = segs.len().min(2) as c_int;
+            wr.wr.opcode = WR_WRITE_IMM;
+            wr.wr.send_flags = sys::ib_send_flags_IB_SEND_SIGNALED
+                | if solicited { sys::ib_send_flags_IB_SEND_SOLICITED } else { 0 };
+            wr.wr.ex.imm_data = imm.to_be();
+            wr.rkey = rkey;
+            wr.remote_addr = addr;
+            let mut bad: *const sys::ib_send_wr = ptr::null();
+            // SAFETY: as for `post`.
+            to_result(unsafe { post_send(self.0, &wr.wr, &mut bad) })
+        }
+
         pub(crate) fn post_recv(&self, wr_id: u64, seg: Seg) -> Result {
             let mut sge = sys::ib_sge { addr: seg.addr, length: seg.len, lkey: seg.lkey };
             let mut wr = sys::ib_recv_wr::default();
@@ -628,6 +658,7 @@ pub(crate) mod testing {
     pub(crate) const WR_WRITE: u32 = sys::ib_wr_opcode_IB_WR_RDMA_WRITE;
     pub(crate) const WR_READ: u32 = sys::ib_wr_opcode_IB_WR_RDMA_READ;
     pub(crate) const WR_WRITE_IMM: u32 = sys::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM;
+    pub(crate) const WR_SEND_IMM: u32 = sys::ib_wr_opcode_IB_WR_SEND_WITH_IMM;
     pub(crate) const WR_ATOMIC_FA: u32 = sys::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD;
     pub(crate) const WC_RDMA_WRITE: u32 = sys::ib_wc_opcode_IB_WC_RDMA_WRITE;
     pub(crate) const WC_RDMA_READ: u32 = sys::ib_wc_opcode_IB_WC_RDMA_READ;

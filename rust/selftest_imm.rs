@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Self-tests of RFC 7306 Immediate Data through the kernel verbs: the
+//! completion rules of `IB_WR_RDMA_WRITE_WITH_IMM` (an RDMA Write followed
+//! by an Immediate Data message), the SE variant, the zero-length form (the
+//! Immediate Data message alone as far as memory goes), the responder with
+//! no receive posted, and the refused `IB_WR_SEND_WITH_IMM`.
+
+use kernel::prelude::*;
+
+#[kunit_tests(rsiw_immediate)]
+mod tests {
+    use core::sync::atomic::Ordering;
+
+    use kernel::{
+        prelude::*,
+        time::{delay::fsleep, Delta},
+    };
+
+    use crate::{
+        engine::{mpa::negotiate::{Framing, RtrMode}, wire::mpa::Rtr},
+        ffi::{
+            cq::testing::{KCq, RawWc, SOLICITED, WC_RECV_RDMA_WITH_IMM, WC_SUCCESS, WC_WR_FLUSH_ERR, WITH_IMM},
+            device::{self, testing::Found},
+            mr::testing::KPd,
+            netdev::NetDevRef,
+            qp::testing::*,
+            socket::{Net, SockAddr, TcpSocket},
+        },
+        qp::{IbState, StreamParams},
+    };
+
+    /// `assert!` outside a `#[test]` fn is core's and would BUG the kernel.
+    macro_rules! check {
+        ($c:expr) => {
+            if !$c {
+                pr_err!("rsiw kunit: check failed (line {}): {}\n", line!(), stringify!($c));
+                return Err(EBADMSG);
+            }
+        };
+    }
+
+    fn poll_one(cq: &KCq, ms: u32) -> Option<RawWc> {
+        for _ in 0..ms {
+            let mut wc = [RawWc::default(); 1];
+            if cq.poll(&mut wc) == 1 {
+                return Some(wc[0]);
+            }
+            fsleep(Delta::from_millis(1));
+        }
+        None
+    }
+
+    fn socket_pair() -> Result<(TcpSocket, TcpSocket)> {
+        let any = SockAddr::V4 { addr: [127, 0, 0, 1], port: 0 };
+        let l = TcpSocket::listen(Net::init(), any, 2)?;
+        let port = l.local_addr()?.port();
+        let c = TcpSocket::connect(Net::init(), any.with_port(port), false)?;
+        for _ in 0..2000 {
+            if let Some(s) = l.accept()? {
+                return Ok((c, s));
+            }
+            fsleep(Delta::from_millis(1));
+        }
+        Err(ETIMEDOUT)
+    }
+
+    fn params(initiator: bool) -> StreamParams {
+        StreamParams {
+            framing: Framing { crc: true, markers_tx: false, markers_rx: false },
+            ird: 8,
+            ord: 8,
+            rtr: Some(RtrMode::Zero(Rtr::Write)),
+            initiator,
+            emss: 1460,
+        }
+    }
+
+    /// A connected pair on a device on `lo`: A (requester) and B
+    /// (responder), each with its own CQ; `f` gets them with the PD's
+    /// local DMA lkey and global rkey.
+    fn with_pair(name: &'static CStr, f: impl FnOnce(&KQp, &KCq, &KQp, &KCq, u32, u32) -> Result) -> Result {
+        let lo = NetDevRef::by_name(c"lo").ok_or(ENODEV)?;
+        device::create(name, &lo, false)?;
+        let dev = Found::by_netdev(&lo).ok_or(ENODEV)?;
+        let r = (|| {
+            let pd = KPd::alloc(&dev, true)?;
+            let (cq_a, cq_b) = (KCq::create(&dev, 64)?, KCq::create(&dev, 64)?);
+            let a = KQp::create(&pd, &cq_a, &cq_a, 16)?;
+            let b = KQp::create(&pd, &cq_b, &cq_b, 16)?;
+            a.modify(IbState::Init)?;
+            b.modify(IbState::Init)?;
+            let (sa, sb) = socket_pair()?;
+            a.attach(sa, params(true))?;
+            b.attach(sb, params(false))?;
+            f(&a, &cq_a, &b, &cq_b, pd.local_dma_lkey(), pd.unsafe_global_rkey())
+        })();
+        dev.unregister();
+        r
+    }
+
+    #[test]
+    fn write_with_imm_completes_after_its_data() -> Result {
+        with_pair(c"rsiw_kt_imm0", |a, cq_a, b, cq_b, lkey, rkey| {
+            // Many FPDUs of Write before the Immediate Data message: when
+            // the receive completes, every byte must already be in place.
+            const LEN: usize = 256 * 1024;
+            let mut src = KVec::from_elem(0u8, LEN, GFP_KERNEL)?;
+            let mut dst = KVec::from_elem(0u8, LEN, GFP_KERNEL)?;
+            let dst_addr = dst.as_mut_ptr() as u64;
+            for (i, b) in src.iter_mut().enumerate() {
+                *b = (i as u8).wrapping_mul(31).wrapping_add((i >> 9) as u8) | 1;
+            }
+            let rbuf = KVec::from_elem(0u8, 16, GFP_KERNEL)?;
+            b.post_recv(200, Seg::of(&rbuf, lkey))?;
+            a.post_write_imm_ex(1, &[Seg::of(&src, lkey)], rkey, dst_addr, 0xA1B2_C3D4, false)?;
+
+            let wc = poll_one(cq_b, 10000).ok_or(ETIMEDOUT)?;
+            // Compare before anything else can land: the completion is
+            // the only ordering point the consumer has.
+            check!(dst[..] == src[..]);
+            check!((wc.wr_id, wc.status, wc.opcode) == (200, WC_SUCCESS, WC_RECV_RDMA_WITH_IMM));
+            check!(wc.wc_flags & WITH_IMM != 0);
+            check!(u32::from_be(wc.ex) == 0xA1B2_C3D4);
+            // Nothing lands in the receive buffer: the immediate is in the WC.
+            check!(rbuf.iter().all(|&x| x == 0));
+            let wc = poll_one(cq_a, 5000).ok_or(ETIMEDOUT)?;
+            check!((wc.wr_id, wc.status, wc.opcode) == (1, WC_SUCCESS, WC_RDMA_WRITE));
+            Ok(())
+        })
+    }
+
+    #[test]
+    fn solicited_immediate_raises_the_solicited_event() -> Result {
+        with_pair(c"rsiw_kt_imm1", |a, cq_a, b, cq_b, lkey, rkey| {
+            let src = KVec::from_elem(7u8, 64, GFP_KERNEL)?;
+            let mut dst = KVec::from_elem(0u8, 64, GFP_KERNEL)?;
+            let dst_addr = dst.as_mut_ptr() as u64;
+            let rbuf = KVec::from_elem(0u8, 8, GFP_KERNEL)?;
+
+            // Armed for solicited only: a plain Immediate Data completes
+            // without an event...
+            check!(cq_b.req_notify(SOLICITED) == 0);
+            b.post_recv(300, Seg::of(&rbuf, lkey))?;
+            a.post_write_imm_ex(1, &[Seg::of(&src, lkey)], rkey, dst_addr, 1, false)?;
+            let wc = poll_one(cq_b, 5000).ok_or(ETIMEDOUT)?;
+            check!((wc.wr_id, wc.status, wc.opcode) == (300, WC_SUCCESS, WC_RECV_RDMA_WITH_IMM));
+            check!(cq_b.seen().comp.load(Ordering::Relaxed) == 0);
+
+            // ...Immediate Data with SE (IB_SEND_SOLICITED) raises it.
+            b.post_recv(301, Seg::of(&rbuf, lkey))?;
+            a.post_write_imm_ex(2, &[Seg::of(&src, lkey)], rkey, dst_addr, 2, true)?;
+            let wc = poll_one(cq_b, 5000).ok_or(ETIMEDOUT)?;
+            check!((wc.wr_id, wc.status, wc.opcode) == (301, WC_SUCCESS, WC_RECV_RDMA_WITH_IMM));
+            check!(u32::from_be(wc.ex) == 2);
+            check!(cq_b.seen().comp.load(Ordering::Relaxed) == 1);
+            for id in [1u64, 2] {
+                let wc = poll_one(cq_a, 5000).ok_or(ETIMEDOUT)?;
+                check!((wc.wr_id, wc.status) == (id, WC_SUCCESS));
+            }
+            check!(dst[..] == src[..]);
+            Ok(())
+        })
+    }
+
+    #[test]
+    fn zero_length_write_with_imm_carries_only_the_immediate() -> Result {
+        with_pair(c"rsiw_kt_imm2", |a, cq_a, b, cq_b, lkey, rkey| {
+            let mut dst = KVec::from_elem(0x5Au8, 32, GFP_KERNEL)?;
+            let dst_addr = dst.as_mut_ptr() as u64;
+            let rbuf = KVec::from_elem(0u8, 8, GFP_KERNEL)?;
+            b.post_recv(400, Seg::of(&rbuf, lkey))?;
+            a.post_write_imm_ex(1, &[], rkey, dst_addr, 0xFEED_0001, false)?;
+            let wc = poll_one(cq_b, 5000).ok_or(ETIMEDOUT)?;
+            check!((wc.wr_id, wc.status, wc.opcode) == (400, WC_SUCCESS, WC_RECV_RDMA_WITH_IMM));
+            check!(u32::from_be(wc.ex) == 0xFEED_0001);
+            check!(dst.iter().all(|&x| x == 0x5A));
+            let wc = poll_one(cq_a, 5000).ok_or(ETIMEDOUT)?;
+            check!((wc.wr_id, wc.status) == (1, WC_SUCCESS));
+            Ok(())
+        })
+    }
+
+    #[test]
+    fn immediate_without_a_receive_ends_the_stream() -> Result {
+        with_pair(c"rsiw_kt_imm3", |a, cq_a, b, cq_b, lkey, rkey| {
+            let src = KVec::from_elem(3u8, 128, GFP_KERNEL)?;
+            let mut dst = KVec::from_elem(0u8, 128, GFP_KERNEL)?;
+            let dst_addr = dst.as_mut_ptr() as u64;
+            // No receive posted at B: the Immediate Data message has no
+            // buffer (RFC 5041 untagged error), B terminates the stream.
+            a.post_write_imm_ex(1, &[Seg::of(&src, lkey)], rkey, dst_addr, 9, false)?;
+            let mut both = false;
+            for _ in 0..5000 {
+                if a.qp().ib_state() == IbState::Err && b.qp().ib_state() == IbState::Err {
+                    both = true;
+                    break;
+                }
+                fsleep(Delta::from_millis(1));
+            }
+            check!(both);
+            // B found no buffer for the Immediate Data (RFC 5041 untagged
+            // buffer error, "no buffer available"); A received it.
+            let no_buffer = crate::engine::error::ddp::U_NO_BUFFER;
+            check!(b.qp().stream_status().terminate_sent == Some(no_buffer));
+            check!(a.qp().stream_status().terminate_received == Some(no_buffer));
+            // The Write itself had been placed before the Immediate failed.
+            check!(dst[..] == src[..]);
+            // The WR reports; later ones are flushed, receives too.
+            let wc = poll_one(cq_a, 5000).ok_or(ETIMEDOUT)?;
+            check!(wc.wr_id == 1);
+            check!(a.post(2, WR_SEND, &[Seg::of(&src, lkey)], None, true).is_ok());
+            let wc = poll_one(cq_a, 5000).ok_or(ETIMEDOUT)?;
+            check!((wc.wr_id, wc.status) == (2, WC_WR_FLUSH_ERR));
+            let rbuf = KVec::from_elem(0u8, 8, GFP_KERNEL)?;
+            b.post_recv(500, Seg::of(&rbuf, lkey))?;
+            let wc = poll_one(cq_b, 5000).ok_or(ETIMEDOUT)?;
+            check!((wc.wr_id, wc.status) == (500, WC_WR_FLUSH_ERR));
+            Ok(())
+        })
+    }
+
+    #[test]
+    fn send_with_imm_is_refused() -> Result {
+        with_pair(c"rsiw_kt_imm4", |a, cq_a, _b, _cq_b, lkey, _rkey| {
+            let src = KVec::from_elem(1u8, 16, GFP_KERNEL)?;
+            // iWARP has no Send with Immediate (RFC 7306 composes only
+            // Write with Immediate): a clear error, nothing queued.
+            check!(a.post(1, WR_SEND_IMM, &[Seg::of(&src, lkey)], None, true) == Err(EOPNOTSUPP));
+            check!(poll_one(cq_a, 50).is_none());
+            check!(a.qp().ib_state() == IbState::Rts);
+            Ok(())
+        })
+    }
+}
