@@ -1124,16 +1124,25 @@ impl QpTable {
         Ok(())
     }
 
+    // The XArray guard is a named local declared after `_irq` so that it
+    // drops first: a temporary in a block's tail expression would outlive
+    // `_irq` (edition 2021), releasing the irq-safe lock, and re-enabling
+    // interrupts, with the XArray lock still held (lockdep caught it).
+
     pub(crate) fn get(&self, qpn: u32) -> Option<Arc<Qp>> {
         let _irq = self.lock.lock();
-        self.xa.lock().get(qpn as usize).map(Arc::from)
+        let xa = self.xa.lock();
+        let qp = xa.get(qpn as usize).map(Arc::from);
+        drop(xa);
+        qp
     }
 
     pub(crate) fn remove(&self, qpn: u32) -> Option<Arc<Qp>> {
-        let removed = {
-            let _irq = self.lock.lock();
-            self.xa.lock().remove(qpn as usize)
-        };
+        let _irq = self.lock.lock();
+        let mut xa = self.xa.lock();
+        let removed = xa.remove(qpn as usize);
+        drop(xa);
+        drop(_irq);
         // The last reference may go here: outside the locks.
         removed
     }
