@@ -1524,8 +1524,10 @@ mod tests {
         }
     }
 
+    /// Timeouts roomy enough for a KASAN/lockdep kernel under TCG: the
+    /// tests that wait for a timeout set a short one themselves.
     fn cfg() -> CmConfig {
-        CmConfig { mpa_timeout_ms: 3000, rtr_timeout_ms: 300, ..CmConfig::for_device(&DEFAULT_LIMITS) }
+        CmConfig { mpa_timeout_ms: 3000, rtr_timeout_ms: 3000, ..CmConfig::for_device(&DEFAULT_LIMITS) }
     }
 
     fn params<'a>(ird: u32, ord: u32, pd: &'a [u8]) -> ConnParams<'a> {
@@ -1910,7 +1912,8 @@ mod tests {
 
     #[test]
     fn missing_rtr_times_out_with_established_then_close() -> Result {
-        let p = pair(cfg(), cfg(), &params(4, 4, b""), &params(4, 4, b""))?;
+        let scfg = CmConfig { rtr_timeout_ms: 300, ..cfg() };
+        let p = pair(cfg(), scfg, &params(4, 4, b""), &params(4, 4, b""))?;
         // The server's QP never sees the RTR.
         let e = p.srec.wait(0, 2000).ok_or(ETIMEDOUT)?;
         assert_eq!((e.0, e.1), (CmEventKind::Established, -(ETIMEDOUT.to_errno().abs())));
