@@ -46,19 +46,20 @@ mod tests {
 #[kunit_tests(rsiw_socket)]
 mod socket_tests {
     use kernel::{
-        new_spinlock,
+        new_spinlock_irq,
         prelude::*,
-        sync::{Arc, SpinLock},
+        sync::{Arc, SpinLockIrq},
         time::{delay::fsleep, Delta},
     };
 
     use crate::ffi::socket::{Net, SockAddr, SockRx, SocketEvents, TcpSocket, TcpState};
 
-    /// Collects what arrives and the last TCP state seen.
+    /// Collects what arrives and the last TCP state seen. The callbacks
+    /// run in softirq and the test reads in process context: irq-safe.
     #[pin_data]
     struct Sink {
         #[pin]
-        inner: SpinLock<SinkState>,
+        inner: SpinLockIrq<SinkState>,
     }
 
     struct SinkState {
@@ -117,7 +118,7 @@ mod socket_tests {
 
         let sink = Arc::pin_init(
             pin_init!(Sink {
-                inner <- new_spinlock!(SinkState { data: KVec::new(), state: None, calls: 0 }),
+                inner <- new_spinlock_irq!(SinkState { data: KVec::new(), state: None, calls: 0 }),
             }),
             GFP_KERNEL,
         )?;
