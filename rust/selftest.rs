@@ -70,10 +70,15 @@ mod socket_tests {
 
     impl SocketEvents for Sink {
         fn data_ready(&self, rx: &SockRx<'_>) {
-            let mut g = self.inner.lock();
-            g.calls += 1;
-            g.state = Some(rx.state());
-            rx.read(&mut |chunk: &[u8]| match g.data.extend_from_slice(chunk, GFP_ATOMIC) {
+            {
+                let mut g = self.inner.lock();
+                g.calls += 1;
+                g.state = Some(rx.state());
+            }
+            // Lock per chunk, not around the read: `tcp_read_sock` may send
+            // an ACK, which must not run with interrupts off (as the QP's
+            // RX does it).
+            rx.read(&mut |chunk: &[u8]| match self.inner.lock().data.extend_from_slice(chunk, GFP_ATOMIC) {
                 Ok(()) => chunk.len(),
                 Err(_) => 0,
             });
