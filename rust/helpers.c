@@ -177,3 +177,21 @@ unsigned int rsiw_tcp_mss(struct sock *sk)
 {
 	return READ_ONCE(tcp_sk(sk)->mss_cache);
 }
+
+struct rdma_cm_id *rsiw_rdma_create_id(struct net *net, rdma_cm_event_handler handler,
+				       void *context)
+{
+	return rdma_create_id(net, handler, context, RDMA_PS_TCP, IB_QPT_RC);
+}
+
+int rsiw_ib_post_send(struct ib_qp *qp, const struct ib_send_wr *wr,
+		      const struct ib_send_wr **bad_wr)
+{
+	return ib_post_send(qp, wr, bad_wr);
+}
+
+int rsiw_ib_post_recv(struct ib_qp *qp, const struct ib_recv_wr *wr,
+		      const struct ib_recv_wr **bad_wr)
+{
+	return ib_post_recv(qp, wr, bad_wr);
+}

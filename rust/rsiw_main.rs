@@ -16,6 +16,7 @@ mod mr;
 mod qp;
 mod selftest;
 mod selftest_verbs;
+mod selftest_cm;
 mod srq;
 mod verbs;
 

@@ -10,6 +10,18 @@ set -u
 ko=$RSIW_ROOT/rsiw.ko
 dmesg -C
 
+# --- what the rdma_cm KUnit suites (rust/selftest_cm.rs) need ---
+# A veth pair for two rsiw devices: rsiwkt0 10.98.0.1 fd98::1 (server),
+# rsiwkt1 10.98.0.2 fd98::2 (client). Traffic between them goes over lo.
+ip link add rsiwkt0 type veth peer name rsiwkt1
+ip addr add 10.98.0.1/24 dev rsiwkt0
+ip addr add 10.98.0.2/24 dev rsiwkt1
+ip -6 addr add fd98::1/64 dev rsiwkt0 nodad
+ip -6 addr add fd98::2/64 dev rsiwkt1 nodad
+ip link set rsiwkt0 up
+ip link set rsiwkt1 up
+check "veth pair rsiwkt0/rsiwkt1 for the rdma_cm suites" ip -6 addr show dev rsiwkt1 | grep -q fd98::2
+
 # --- load: KUnit runs at MODULE_STATE_LIVE, inside insmod ---
 check "insmod rsiw.ko" insmod "$ko"
 dmesg >"$OUT/kunit-dmesg.txt"
@@ -71,6 +83,7 @@ check "insmod again" insmod "$ko"
 check "rdma link add after reload" rdma link add rsiw0 type rsiw netdev veth0
 check "rmmod again" rmmod rsiw
 
+ip link del rsiwkt0
 dmesg >"$OUT/dmesg-final.txt"
 check_dmesg_clean "dmesg has no warnings, oopses or leaks"
 finish
