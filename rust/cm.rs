@@ -102,7 +102,8 @@ pub(crate) struct CmConfig {
 impl CmConfig {
     /// MPA Rev 2, enhanced (RFC 6581) with IRD/ORD, CRC if the peer asks
     /// (always with the `mpa_crc` module parameter), markers honoured,
-    /// peer-to-peer with every RTR kind, 10 s timeouts.
+    /// peer-to-peer offering the RTR kinds of the `p2p_rtr` module
+    /// parameter (default: every kind), 10 s timeouts.
     pub(crate) fn for_device(limits: &Limits) -> Self {
         let cap = |v: u32| u16::try_from(v).unwrap_or(u16::MAX).min(IRD_ORD_MASK - 1);
         let crc = if crate::module_parameters::mpa_crc.value() {
@@ -113,7 +114,7 @@ impl CmConfig {
         Self {
             crc,
             markers: false,
-            p2p: Some(RtrSet::ALL),
+            p2p: crate::cm_tuning::offered_rtr(),
             rtr: RtrSet::ALL,
             max_ird: cap(limits.max_ird),
             max_ord: cap(limits.max_ord),

@@ -330,6 +330,12 @@ impl Qp {
         self.ib_state.lock().0
     }
 
+    /// What MPA settled for the stream (framing, RTR), once attached.
+    #[cfg(CONFIG_KUNIT = "y")]
+    pub(crate) fn negotiated(&self) -> Option<(Framing, Option<RtrMode>)> {
+        self.stream.lock().engine.as_deref().map(|e| (e.framing(), e.rtr_mode()))
+    }
+
 
     // ---- posting -------------------------------------------------------
 

@@ -9,6 +9,7 @@
 use kernel::prelude::*;
 
 mod cm;
+mod cm_tuning;
 mod cq;
 mod device;
 mod ffi;
@@ -41,6 +42,10 @@ module! {
         mpa_crc: bool {
             default: false,
             description: "Request MPA CRC32c on every connection (default: only when the peer asks)",
+        },
+        p2p_rtr: u32 {
+            default: 7,
+            description: "RTR kinds an initiator offers in peer-to-peer mode: bit 0 zero-length Send, bit 1 Write, bit 2 Read (default 7: all); 0: client-server mode",
         },
     },
 }

@@ -358,7 +358,9 @@ pub(crate) mod harness {
         let seg = Seg { addr: siova, len: 4000, lkey: slkey };
         a.qp().post(10, Op::ReadInv { rkey: b.rkey(), addr: dst_addr }, Some(seg))?;
         let wc = a.send_done(10, WC_READ)?;
-        check!(wc.byte_len == 4000 && sink[..4000] == isrc[..]);
+        // b's memory: the Send with Invalidate's 300 bytes over the
+        // Write with Immediate's data.
+        check!(wc.byte_len == 4000 && sink[..300] == small[..] && sink[300..4000] == isrc[300..]);
         drop(smr);
         Ok(())
     }

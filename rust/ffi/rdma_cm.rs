@@ -311,6 +311,22 @@ pub(crate) mod testing {
         }
     }
 
+    /// Whether `netdev` has an RDMA device of the in-tree `driver` (e.g.
+    /// [`DRIVER_SIW`]).
+    pub(crate) fn device_on(netdev: &crate::ffi::netdev::NetDevRef, driver: u32) -> bool {
+        // SAFETY: the net_device is held; a found device is put at once.
+        unsafe {
+            let d = sys::ib_device_get_by_netdev(netdev.as_raw(), driver);
+            if d.is_null() {
+                return false;
+            }
+            sys::ib_device_put(d);
+            true
+        }
+    }
+
+    pub(crate) const DRIVER_SIW: u32 = sys::rdma_driver_id_RDMA_DRIVER_SIW;
+
     // ---- QP events ----------------------------------------------------------
 
     /// Asynchronous QP events seen.
@@ -535,6 +551,16 @@ pub(crate) mod testing {
     pub(crate) const WITH_INVALIDATE: i32 = sys::ib_wc_flags_IB_WC_WITH_INVALIDATE as i32;
 
     impl QpRef {
+        /// The rsiw QP behind it (`None` for another driver's).
+        pub(crate) fn rsiw(&self) -> Option<Arc<crate::qp::Qp>> {
+            // SAFETY: the QP and its device are alive while the id is; a
+            // QP of a device with rsiw's driver id is an rsiw QP.
+            unsafe {
+                let ours = !self.0.is_null() && (*(*self.0).device).ops.driver_id == crate::ffi::device::DRIVER_ID;
+                ours.then(|| crate::ffi::qp::qp_of(self.0))
+            }
+        }
+
         /// Posts one signaled send WR through the core (`ib_post_send`).
         pub(crate) fn post(&self, wr_id: u64, op: Op, seg: Option<Seg>) -> Result {
             if self.0.is_null() {
