@@ -88,5 +88,7 @@ int rsiw_ib_post_send(struct ib_qp *qp, const struct ib_send_wr *wr,
 		      const struct ib_send_wr **bad_wr);
 int rsiw_ib_post_recv(struct ib_qp *qp, const struct ib_recv_wr *wr,
 		      const struct ib_recv_wr **bad_wr);
+/* The ifindex of the device in @net owning local address @ss (0: none). */
+int rsiw_addr_owner(struct net *net, const struct __kernel_sockaddr_storage *ss);
 
 #endif /* RSIW_SYS_H */

@@ -467,11 +467,13 @@ impl PinnedDrop for SinkShared {
 pub(crate) struct Registry {
     ceps: KVec<Arc<Cep>>,
     listeners: KVec<Arc<Listener>>,
+    /// Loopback sockets of wildcard listeners (`crate::cm_loopback`).
+    pub(crate) catchers: KVec<Arc<crate::cm_loopback::Catcher>>,
 }
 
 impl Registry {
     pub(crate) const fn new() -> Self {
-        Self { ceps: KVec::new(), listeners: KVec::new() }
+        Self { ceps: KVec::new(), listeners: KVec::new(), catchers: KVec::new() }
     }
 }
 
@@ -498,9 +500,10 @@ pub(crate) fn live_ceps() -> usize {
 /// (connections in negotiation are reported failed to `iw_cm`).
 pub(crate) fn shutdown() {
     let taken = ffi::cm::with_registry(|r| {
-        (core::mem::take(&mut r.listeners), core::mem::take(&mut r.ceps))
+        (core::mem::take(&mut r.listeners), core::mem::take(&mut r.ceps), core::mem::take(&mut r.catchers))
     });
-    if let Ok((listeners, ceps)) = taken {
+    if let Ok((listeners, ceps, catchers)) = taken {
+        crate::cm_loopback::shutdown(catchers);
         for l in listeners.iter() {
             l.close();
         }
@@ -1295,22 +1298,7 @@ impl Listener {
         };
         for _ in 0..ACCEPT_BATCH {
             match sock.accept() {
-                Ok(Some(s)) => {
-                    let pending = ffi::cm::with_registry(|r| {
-                        r.ceps
-                            .iter()
-                            .filter(|c| c.listener == self.id && c.pending.load(Ordering::Relaxed))
-                            .count()
-                    })
-                    .unwrap_or(usize::MAX);
-                    if pending >= self.backlog {
-                        cm_log!("cm: listener backlog full, dropping a connection\n");
-                        continue;
-                    }
-                    if let Err(e) = start_passive(s, self.id, self.cfg, target.clone()) {
-                        cm_log!("cm: cannot start a connection: {:?}\n", e);
-                    }
-                }
+                Ok(Some(s)) => self.start(s, target),
                 Ok(None) => return,
                 Err(e) => {
                     cm_log!("cm: accept failed: {:?}\n", e);
@@ -1319,6 +1307,25 @@ impl Listener {
             }
         }
         kick_listener(self);
+    }
+
+    /// Starts the MPA exchange on an accepted connection, within the
+    /// backlog.
+    fn start(&self, s: TcpSocket, target: &Arc<dyn CmEventTarget>) {
+        let pending = ffi::cm::with_registry(|r| {
+            r.ceps
+                .iter()
+                .filter(|c| c.listener == self.id && c.pending.load(Ordering::Relaxed))
+                .count()
+        })
+        .unwrap_or(usize::MAX);
+        if pending >= self.backlog {
+            cm_log!("cm: listener backlog full, dropping a connection\n");
+            return;
+        }
+        if let Err(e) = start_passive(s, self.id, self.cfg, target.clone()) {
+            cm_log!("cm: cannot start a connection: {:?}\n", e);
+        }
     }
 
     fn close(&self) {
@@ -1343,7 +1350,14 @@ pub(crate) fn listen(
     target: Arc<dyn CmEventTarget>,
 ) -> Result<u64> {
     let backlog = backlog.clamp(1, 1024);
-    let mut sock = TcpSocket::listen_with(net, addr, backlog, opts)?;
+    // A wildcard listener of a device on the loopback device needs no
+    // socket of its own: the loopback catcher is it.
+    let loopback = opts.bound_dev_if == Some(crate::cm_loopback::LOOPBACK_IFINDEX);
+    let sock = if loopback { None } else { Some(TcpSocket::listen_with(net, addr, backlog, opts)?) };
+    let port = match &sock {
+        Some(s) => s.local_addr()?.port(),
+        None => addr.port(),
+    };
     let inner = ListenerInner { sock: None, target: Some(target) };
     let l = Arc::pin_init(
         pin_init!(Listener {
@@ -1355,14 +1369,34 @@ pub(crate) fn listen(
         }),
         GFP_KERNEL,
     )?;
-    sock.hook(Arc::new(ListenWake(l.clone()), GFP_KERNEL)?)?;
-    l.inner.lock().sock = Some(sock);
+    if let Some(mut sock) = sock {
+        sock.hook(Arc::new(ListenWake(l.clone()), GFP_KERNEL)?)?;
+        l.inner.lock().sock = Some(sock);
+    }
     if let Err(e) = ffi::cm::with_registry(|r| r.listeners.push(l.clone(), GFP_KERNEL)) {
         l.close();
         return Err(e);
     }
+    if let Some(ifindex) = opts.bound_dev_if {
+        // Wildcard: connections between local addresses come over lo.
+        if let Err(e) = crate::cm_loopback::join(net, addr.with_port(port), opts.v6only, ifindex, l.id) {
+            destroy_listener(l.id);
+            return Err(e);
+        }
+    }
     kick_listener(&l);
     Ok(l.id)
+}
+
+/// A connection the loopback catcher accepted for listener `lid`.
+pub(crate) fn adopt(lid: u64, sock: TcpSocket) {
+    let l = ffi::cm::with_registry(|r| r.listeners.iter().find(|l| l.id == lid).cloned());
+    if let Ok(Some(l)) = l {
+        let g = l.inner.lock();
+        if let Some(target) = g.target.as_ref() {
+            l.start(sock, target);
+        }
+    }
 }
 
 /// The address a listener is bound to (its port when asked for port 0).
@@ -1384,6 +1418,7 @@ pub(crate) fn destroy_listener(id: u64) {
     if let Ok(Some(l)) = l {
         l.close();
     }
+    crate::cm_loopback::leave(id);
     // The listener's socket is gone: no new ceps for it from here.
     let mine = ffi::cm::with_registry(|r| {
         let mut v = KVec::new();

@@ -9,6 +9,7 @@
 use kernel::prelude::*;
 
 mod cm;
+mod cm_loopback;
 mod cm_tuning;
 mod cq;
 mod device;
@@ -18,6 +19,7 @@ mod qp;
 mod selftest;
 mod selftest_verbs;
 mod selftest_cm;
+mod selftest_siw;
 mod srq;
 mod verbs;
 

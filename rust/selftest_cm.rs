@@ -40,6 +40,9 @@ pub(crate) mod harness {
     pub(crate) const V6_CLIENT: SockAddr =
         SockAddr::V6 { addr: [0xfd, 0x98, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2], port: 0, scope_id: 0 };
 
+    pub(crate) const V4_ANY: SockAddr = SockAddr::V4 { addr: [0; 4], port: 0 };
+    pub(crate) const V6_ANY: SockAddr = SockAddr::V6 { addr: [0; 16], port: 0, scope_id: 0 };
+
     /// Event and completion waits (TCG guests are slow).
     pub(crate) const WAIT_MS: u32 = 5000;
 
@@ -67,6 +70,11 @@ pub(crate) mod harness {
                 v.push(Found::by_netdev(&nd).ok_or(ENODEV)?, GFP_KERNEL)?;
             }
             Ok(Self(v))
+        }
+
+        /// The `i`th device created.
+        pub(crate) fn get(&self, i: usize) -> Result<&Found> {
+            self.0.get(i).ok_or(ENODEV)
         }
 
         /// rsiw_cm0 on rsiwkt0 (the server side), rsiw_cm1 on rsiwkt1.
@@ -254,6 +262,17 @@ pub(crate) mod harness {
         Ok(v)
     }
 
+    /// Polls `cond` every millisecond for up to [`WAIT_MS`].
+    pub(crate) fn wait_for(mut cond: impl FnMut() -> bool) -> bool {
+        for _ in 0..WAIT_MS {
+            if cond() {
+                return true;
+            }
+            kernel::time::delay::fsleep(kernel::time::Delta::from_millis(1));
+        }
+        cond()
+    }
+
     /// Waits until `buf` equals `want` (RDMA Writes land behind our back).
     pub(crate) fn lands(buf: &[u8], want: &[u8]) -> bool {
         for _ in 0..WAIT_MS {
@@ -269,7 +288,9 @@ pub(crate) mod harness {
     /// Send, Send with Solicited Event, inline Send, Send with Invalidate,
     /// RDMA Write, Write with Immediate, RDMA Read and Read with local
     /// invalidate from `a` to `b`, data checked at the other end.
-    pub(crate) fn exchange_all(a: &Side, b: &Side, seed: u8) -> Result {
+    /// `write_imm`: whether both ends support Write with Immediate
+    /// (Linux siw does not; then a plain Write places the same data).
+    pub(crate) fn exchange_all(a: &Side, b: &Side, seed: u8, write_imm: bool) -> Result {
         const LEN: usize = 20000; // several FPDUs
         let src = pattern(seed, LEN)?;
         let mut dst = KVec::from_elem(0u8, LEN, GFP_KERNEL)?;
@@ -298,6 +319,8 @@ pub(crate) mod harness {
         a.qp().post(3, Op::SendSolicited, Some(Seg::of(&small, al)))?;
         a.send_done(3, WC_SEND)?;
         b.recv_done(102, WC_RECV)?;
+        // The handler may run just after the completion is pollable.
+        check!(wait_for(|| b.rcq.notifications() == n0 + 1));
         check!(b.rcq.notifications() == n0 + 1);
         check!(dst[..300] == small[..]);
 
@@ -320,12 +343,18 @@ pub(crate) mod harness {
         // Write with Immediate: data placed, then b's receive completes
         // with the immediate.
         let isrc = pattern(seed ^ 0x77, 4000)?;
-        b.qp().post_recv(104, Seg::of(&small, bl))?;
-        a.qp().post(6, Op::WriteImm { rkey: b.rkey(), addr: dst_addr, imm: 0x1234_5678 }, Some(Seg::of(&isrc, al)))?;
-        a.send_done(6, WC_WRITE)?;
-        let wc = b.recv_done(104, WC_RECV_IMM)?;
-        check!(wc.wc_flags & WITH_IMM != 0 && u32::from_be(wc.ex) == 0x1234_5678);
-        check!(dst[..4000] == isrc[..]);
+        if write_imm {
+            b.qp().post_recv(104, Seg::of(&small, bl))?;
+            a.qp().post(6, Op::WriteImm { rkey: b.rkey(), addr: dst_addr, imm: 0x1234_5678 }, Some(Seg::of(&isrc, al)))?;
+            a.send_done(6, WC_WRITE)?;
+            let wc = b.recv_done(104, WC_RECV_IMM)?;
+            check!(wc.wc_flags & WITH_IMM != 0 && u32::from_be(wc.ex) == 0x1234_5678);
+            check!(dst[..4000] == isrc[..]);
+        } else {
+            a.qp().post(6, Op::Write { rkey: b.rkey(), addr: dst_addr }, Some(Seg::of(&isrc, al)))?;
+            a.send_done(6, WC_WRITE)?;
+            check!(lands(&dst[..4000], &isrc));
+        }
 
         // RDMA Read of b's memory into a fresh buffer.
         let back = KVec::from_elem(0u8, LEN, GFP_KERNEL)?;
@@ -409,8 +438,8 @@ mod tests {
         // Client: ORD = min(3, server IRD 2), IRD = the server's ORD 4.
         check!(p.client_est.id_rr == (2, 4));
         check!(p.server_est.id_rr == (4, 2));
-        exchange_all(&p.client, &p.server, 1)?;
-        exchange_all(&p.server, &p.client, 2)?;
+        exchange_all(&p.client, &p.server, 1, true)?;
+        exchange_all(&p.server, &p.client, 2, true)?;
         graceful_close(&p)?;
         Ok(())
     }
@@ -428,8 +457,24 @@ mod tests {
         };
         let p = CmPair::connect(&o)?;
         check!(&p.request.private_data[..] == b"v6?" && &p.client_est.private_data[..] == b"v6!");
-        exchange_all(&p.client, &p.server, 3)?;
+        exchange_all(&p.client, &p.server, 3, true)?;
         graceful_close(&p)?;
+        Ok(())
+    }
+
+    #[test]
+    fn wildcard_listeners_accept_v4_and_v6() -> Result {
+        let devs = Devices::pair()?;
+        let server_dev = devs.get(0)?.raw();
+        for (any, to, from) in [(V4_ANY, V4_SERVER, V4_CLIENT), (V6_ANY, V6_SERVER, V6_CLIENT)] {
+            let o = PairOpts { listen: any, to, from, client_pd: b"anyone?", server_pd: b"here", ..PairOpts::v4() };
+            let p = CmPair::connect(&o)?;
+            check!(&p.request.private_data[..] == b"anyone?" && &p.client_est.private_data[..] == b"here");
+            // The device owning the dialled address took the connection.
+            check!(p.server.id.device() == server_dev);
+            exchange_all(&p.client, &p.server, 5, true)?;
+            graceful_close(&p)?;
+        }
         Ok(())
     }
 
@@ -456,7 +501,7 @@ mod tests {
     fn server_disconnects_first() -> Result {
         let _devs = Devices::pair()?;
         let p = CmPair::connect(&PairOpts::v4())?;
-        exchange_all(&p.client, &p.server, 4)?;
+        exchange_all(&p.client, &p.server, 4, true)?;
         p.server.id.disconnect()?;
         p.server.id.events().expect(DISCONNECTED, WAIT_MS)?;
         p.client.id.events().expect(DISCONNECTED, WAIT_MS)?;

@@ -20,9 +20,19 @@ ip -6 addr add fd98::1/64 dev rsiwkt0 nodad
 ip -6 addr add fd98::2/64 dev rsiwkt1 nodad
 ip link set rsiwkt0 up
 ip link set rsiwkt1 up
+# Linux siw for the interop suite (rust/selftest_siw.rs), on its own veth
+# pair (rdma_cm picks the device by address): siw on rsiwkt2 10.98.1.1,
+# rsiw on the peer end rsiwkt3 10.98.1.2.
+ip link add rsiwkt2 type veth peer name rsiwkt3
+ip addr add 10.98.1.1/24 dev rsiwkt2
+ip addr add 10.98.1.2/24 dev rsiwkt3
+ip link set rsiwkt2 up
+ip link set rsiwkt3 up
+check "siw loads" modprobe siw
+check "siw device siwkt0 on rsiwkt2" rdma link add siwkt0 type siw netdev rsiwkt2
 # rdma_cm resolves the peer with ARP out of the bound device: accept
 # replies about our own addresses.
-for c in all rsiwkt0 rsiwkt1; do
+for c in all rsiwkt0 rsiwkt1 rsiwkt2 rsiwkt3; do
 	sysctl -qw net.ipv4.conf.$c.accept_local=1 net.ipv4.conf.$c.rp_filter=0
 done
 check "veth pair rsiwkt0/rsiwkt1 for the rdma_cm suites" bash -c 'ip -6 addr show dev rsiwkt1 | grep -q fd98::2'
@@ -68,7 +78,7 @@ check "port comes back ACTIVE" wait_for 5 grep -q '4: ACTIVE' $sys/ports/1/state
 # --- several devices, one per netdev ---
 check "rdma link add rsiw1 on veth1" rdma link add rsiw1 type rsiw netdev veth1
 check "a second device on veth0 is refused" bash -c '! rdma link add rsiw9 type rsiw netdev veth0 2>/dev/null'
-check "two rsiw devices listed" test "$(rdma dev show | grep -c 'node_type rnic')" = 2
+check "two rsiw devices listed" test "$(rdma dev show | grep -cE '^[0-9]+: rsiw[0-9]+: node_type rnic')" = 2
 
 # --- removal: rdma link delete, netdev removal, rmmod ---
 check "rdma link delete rsiw1" rdma link delete rsiw1
@@ -90,6 +100,9 @@ check "rdma link add after reload" rdma link add rsiw0 type rsiw netdev veth0
 check "rmmod again" rmmod rsiw
 
 ip link del rsiwkt0
+check "rdma link delete siwkt0" rdma link delete siwkt0
+ip link del rsiwkt2
+check "siw unloads" modprobe -r siw
 dmesg >"$OUT/dmesg-final.txt"
 check_dmesg_clean "dmesg has no warnings, oopses or leaks"
 finish
