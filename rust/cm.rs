@@ -97,6 +97,11 @@ pub(crate) struct CmConfig {
     pub(crate) mpa_timeout_ms: u32,
     /// Responder: bound on the wait for the initiator's RTR after accept.
     pub(crate) rtr_timeout_ms: u32,
+    /// Initiator: wait this long after the MPA Reply before the RTR goes
+    /// out. Linux siw as responder arms its RTR receive path only after
+    /// sending its Reply and misses an RTR that comes first (a connection
+    /// that then never establishes); over a fast link a delay avoids it.
+    pub(crate) rtr_delay_ms: u32,
 }
 
 impl CmConfig {
@@ -120,6 +125,7 @@ impl CmConfig {
             max_ord: cap(limits.max_ord),
             mpa_timeout_ms: 10_000,
             rtr_timeout_ms: 10_000,
+            rtr_delay_ms: crate::module_parameters::rtr_delay_ms.value().min(1000),
         }
     }
 
@@ -1043,6 +1049,10 @@ impl Cep {
         };
         let (local, remote) = (sock.local_addr().ok(), sock.peer_addr().ok());
         sock.unhook();
+        if matches!(params.rtr, Some(RtrMode::Zero(_))) && self.cfg.rtr_delay_ms > 0 {
+            // What the peer sends meanwhile stays queued in the socket.
+            fsleep(Delta::from_millis(i64::from(self.cfg.rtr_delay_ms)));
+        }
         let stream = Stream { sock, params, leftover: KVec::new() };
         match active.qp.attach(stream, sink.clone()) {
             Ok(()) => {

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 //! What a device's CM offers, beyond [`CmConfig::for_device`]: the
 //! `p2p_rtr` module parameter (the RTR kinds an initiator offers) and
-//! per-device overrides of the RTR offer and the CRC policy (set by the
-//! self-tests; `None` everywhere means the module-wide defaults).
+//! per-device overrides of the RTR offer, the RTR delay and the CRC policy
+//! (set by the self-tests; `None` everywhere means the module-wide
+//! defaults).
 
-use core::sync::atomic::{AtomicU8, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 
 use crate::{
     cm::CmConfig,
@@ -41,11 +42,13 @@ pub(crate) struct CmTuning {
     p2p: AtomicU8,
     /// 0 IfPeerAsks, 1 Required, 2 Never, or `UNSET`.
     crc: AtomicU8,
+    /// RTR delay in ms, or `u32::MAX`.
+    rtr_delay_ms: AtomicU32,
 }
 
 impl CmTuning {
     pub(crate) const fn new() -> Self {
-        Self { p2p: AtomicU8::new(UNSET), crc: AtomicU8::new(UNSET) }
+        Self { p2p: AtomicU8::new(UNSET), crc: AtomicU8::new(UNSET), rtr_delay_ms: AtomicU32::new(u32::MAX) }
     }
 
     /// What an initiator of this device offers: `Some(None)` client-server,
@@ -67,6 +70,12 @@ impl CmTuning {
         self.crc.store(v, Ordering::Relaxed);
     }
 
+    /// The initiator's RTR delay of this device (`None`: `rtr_delay_ms`).
+    #[allow(dead_code)] // Used by the self-tests.
+    pub(crate) fn set_rtr_delay_ms(&self, ms: Option<u32>) {
+        self.rtr_delay_ms.store(ms.map_or(u32::MAX, |m| m.min(1000)), Ordering::Relaxed);
+    }
+
     /// `cfg` with the overrides applied.
     pub(crate) fn apply(&self, mut cfg: CmConfig) -> CmConfig {
         match self.p2p.load(Ordering::Relaxed) {
@@ -78,6 +87,10 @@ impl CmTuning {
             1 => cfg.crc = CrcPolicy::Required,
             2 => cfg.crc = CrcPolicy::Never,
             _ => {}
+        }
+        match self.rtr_delay_ms.load(Ordering::Relaxed) {
+            u32::MAX => {}
+            ms => cfg.rtr_delay_ms = ms,
         }
         cfg
     }

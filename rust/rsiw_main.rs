@@ -45,6 +45,10 @@ module! {
             default: false,
             description: "Request MPA CRC32c on every connection (default: only when the peer asks)",
         },
+        rtr_delay_ms: u32 {
+            default: 0,
+            description: "Initiator: delay the peer-to-peer RTR after the MPA Reply by this many ms (at most 1000), for Linux siw responders on fast links",
+        },
         p2p_rtr: u32 {
             default: 7,
             description: "RTR kinds an initiator offers in peer-to-peer mode: bit 0 zero-length Send, bit 1 Write, bit 2 Read (default 7: all); 0: client-server mode",
