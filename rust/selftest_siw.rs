@@ -43,11 +43,13 @@ mod tests {
         Ok((f.crc, rtr))
     }
 
-    /// Traffic both ways (siw has no Write with Immediate), then the
-    /// initiator disconnects: DISCONNECTED on both, no QP_FATAL at rsiw.
+    /// Traffic both ways (siw has no Write with Immediate, and its CQ
+    /// misses solicited events), then the initiator disconnects:
+    /// DISCONNECTED on both, no QP_FATAL at rsiw.
     fn exchange_and_close(p: &CmPair, rsiw: &Side) -> Result {
-        exchange_all(&p.client, &p.server, 11, false)?;
-        exchange_all(&p.server, &p.client, 12, false)?;
+        let to = |s: &Side| Caps { write_imm: false, solicited_notify: core::ptr::eq(s, rsiw) };
+        exchange_all(&p.client, &p.server, 11, to(&p.server))?;
+        exchange_all(&p.server, &p.client, 12, to(&p.client))?;
         p.client.id.disconnect()?;
         p.client.id.events().expect(DISCONNECTED, WAIT_MS)?;
         p.server.id.events().expect(DISCONNECTED, WAIT_MS)?;
