@@ -448,6 +448,9 @@ impl Qp {
         }
         let ird = usize::from(params.ird).min(MAX_IRD) as u16;
         let ord = usize::from(params.ord).min(MAX_ORD) as u16;
+        // A new stream (a QP may be reset and connected again).
+        self.quiet_end.store(false, Ordering::Release);
+        self.fin_pending.store(false, Ordering::Release);
         let mut engine = KBox::new(Engine::new(QpConfig { pd: self.pd, emss: params.emss }), GFP_KERNEL)?;
         engine.establish(params.framing, ird, ord, params.rtr, params.initiator);
         self.stream.lock().engine = Some(engine);
