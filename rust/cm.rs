@@ -275,6 +275,9 @@ struct SinkState {
     target: Option<Arc<dyn CmEventTarget>>,
     ird: u8,
     ord: u8,
+    /// Passive: the cep watching the RTR deadline, kicked when the wait
+    /// ends so it goes at once instead of at its timer.
+    watcher: Option<Arc<Cep>>,
 }
 
 #[pin_data(PinnedDrop)]
@@ -304,6 +307,7 @@ impl CmEventSink {
             target: Some(target),
             ird: clamp_u8(ird),
             ord: clamp_u8(ord),
+            watcher: None,
         };
         Ok(Self(Arc::pin_init(
             pin_init!(SinkShared { state <- new_spinlock_irq!(st, "rsiw_cm_sink") }),
@@ -314,15 +318,31 @@ impl CmEventSink {
     /// Passive side: the RTR arrived (or none was negotiated); the
     /// connection is in full operation.
     pub(crate) fn established(&self) {
-        let mut g = self.0.state.lock();
-        if !g.armed {
-            g.est_pending = true;
-            return;
+        let watcher = {
+            let mut g = self.0.state.lock();
+            if !g.armed {
+                g.est_pending = true;
+                return;
+            }
+            if g.phase == Phase::AwaitEstablished {
+                deliver(&g, CmEventKind::Established, 0);
+                g.phase = Phase::Established;
+            }
+            g.watcher.take()
+        };
+        if let Some(c) = watcher {
+            kick_cep(&c);
         }
-        if g.phase == Phase::AwaitEstablished {
-            deliver(&g, CmEventKind::Established, 0);
-            g.phase = Phase::Established;
-        }
+    }
+
+    /// Passive side: `cep` watches the RTR deadline.
+    fn watch(&self, cep: Arc<Cep>) {
+        self.0.state.lock().watcher = Some(cep);
+    }
+
+    /// The watching cep is closing: no reference cycle left behind.
+    fn unwatch(&self) -> Option<Arc<Cep>> {
+        self.0.state.lock().watcher.take()
     }
 
     /// The peer closed its direction (FIN) in full operation.
@@ -336,12 +356,18 @@ impl CmEventSink {
 
     /// The connection is gone (torn down, reset, lost): the last event.
     pub(crate) fn closed(&self) {
-        let mut g = self.0.state.lock();
-        if !g.armed {
-            g.close_pending = true;
-            return;
+        let watcher = {
+            let mut g = self.0.state.lock();
+            if !g.armed {
+                g.close_pending = true;
+                return;
+            }
+            close_locked(&mut g, -(ECONNRESET.to_errno().abs()));
+            g.watcher.take()
+        };
+        if let Some(c) = watcher {
+            kick_cep(&c);
         }
-        close_locked(&mut g, -(ECONNRESET.to_errno().abs()));
     }
 
     /// Whether `CLOSE` was delivered (the CM gave up or the QP closed).
@@ -777,6 +803,8 @@ impl Cep {
         drop(g.sock.take());
         drop(g.target.take());
         drop(g.active.take());
+        // Our caller holds a reference: this is never the last one.
+        drop(g.sink.as_ref().and_then(|s| s.unwatch()));
         drop(g.sink.take());
         unregister_cep(self.id);
     }
@@ -1120,6 +1148,9 @@ impl Cep {
         sink.arm();
         self.pending.store(false, Ordering::Relaxed);
         if matches!(params.rtr, Some(RtrMode::Zero(_))) {
+            // The sink kicks us when the wait ends (we hold our lock:
+            // that run sees WatchRtr).
+            sink.watch(self.clone());
             g.phase = CepPhase::WatchRtr;
             g.sink = Some(sink);
             self.arm_timer(g, self.cfg.rtr_timeout_ms);
