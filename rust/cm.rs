@@ -1602,7 +1602,14 @@ mod tests {
     }
 
     fn cfg() -> CmConfig {
-        CmConfig { mpa_timeout_ms: 3000, rtr_timeout_ms: 300, ..CmConfig::for_device(&DEFAULT_LIMITS) }
+        // Independent of the module parameters (p2p_rtr, rtr_delay_ms).
+        CmConfig {
+            mpa_timeout_ms: 3000,
+            rtr_timeout_ms: 300,
+            p2p: Some(RtrSet::ALL),
+            rtr_delay_ms: 0,
+            ..CmConfig::for_device(&DEFAULT_LIMITS)
+        }
     }
 
     fn params<'a>(ird: u32, ord: u32, pd: &'a [u8]) -> ConnParams<'a> {
