@@ -95,7 +95,7 @@ check "no rsiw device left" test -z "$(ls /sys/class/infiniband 2>/dev/null | gr
 check "module gone" bash -c '! grep -q "^rsiw " /proc/modules'
 
 # --- reload works after unload ---
-check "insmod again" insmod "$ko"
+check "insmod again, with the CM parameters" insmod "$ko" mpa_crc=1 p2p_rtr=2 rtr_delay_ms=10
 check "rdma link add after reload" rdma link add rsiw0 type rsiw netdev veth0
 check "rmmod again" rmmod rsiw
 
