@@ -1602,8 +1602,10 @@ mod tests {
     }
 
     fn cfg() -> CmConfig {
-        // Independent of the module parameters (p2p_rtr, rtr_delay_ms).
+        // Independent of the module parameters (mpa_crc, p2p_rtr,
+        // rtr_delay_ms).
         CmConfig {
+            crc: CrcPolicy::IfPeerAsks,
             mpa_timeout_ms: 3000,
             rtr_timeout_ms: 300,
             p2p: Some(RtrSet::ALL),

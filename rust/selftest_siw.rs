@@ -88,12 +88,13 @@ mod tests {
         }
         // The RTR-less client-server mode (`p2p_rtr=0`).
         tuning.set_p2p(Some(None));
-        tuning.set_crc(None);
+        tuning.set_crc(Some(CrcPolicy::IfPeerAsks));
         let o = PairOpts { listen: SIW, to: SIW, from: RSIW, ..PairOpts::v4() };
         let p = CmPair::connect(&o)?;
         check!(negotiated(&p.client)? == (false, None));
         exchange_and_close(&p, &p.client)?;
         tuning.set_p2p(None);
+        tuning.set_crc(None);
         tuning.set_rtr_delay_ms(None);
         Ok(())
     }
