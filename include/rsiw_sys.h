@@ -16,6 +16,7 @@
 #include <net/net_namespace.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/iw_cm.h>
+#include <rdma/rdma_cm.h>
 #include <rdma/rdma_netlink.h>
 #include <rdma/ib_umem.h>
 #include <linux/crc32.h>
@@ -79,5 +80,15 @@ bool rsiw_cm_ratelimit(void);
 int rsiw_sock_set_v6only(struct sock *sk);
 /* The pending socket error, without clearing it (0: none). */
 int rsiw_sock_error(struct sock *sk);
+
+/* rdma_cm for the in-kernel end-to-end tests (rust/ffi/rdma_cm.rs). */
+struct rdma_cm_id *rsiw_rdma_create_id(struct net *net, rdma_cm_event_handler handler,
+				       void *context);
+int rsiw_ib_post_send(struct ib_qp *qp, const struct ib_send_wr *wr,
+		      const struct ib_send_wr **bad_wr);
+int rsiw_ib_post_recv(struct ib_qp *qp, const struct ib_recv_wr *wr,
+		      const struct ib_recv_wr **bad_wr);
+/* The ifindex of the device in @net owning local address @ss (0: none). */
+int rsiw_addr_owner(struct net *net, const struct __kernel_sockaddr_storage *ss);
 
 #endif /* RSIW_SYS_H */

@@ -97,12 +97,18 @@ pub(crate) struct CmConfig {
     pub(crate) mpa_timeout_ms: u32,
     /// Responder: bound on the wait for the initiator's RTR after accept.
     pub(crate) rtr_timeout_ms: u32,
+    /// Initiator: wait this long after the MPA Reply before the RTR goes
+    /// out. Linux siw as responder arms its RTR receive path only after
+    /// sending its Reply and misses an RTR that comes first (a connection
+    /// that then never establishes); over a fast link a delay avoids it.
+    pub(crate) rtr_delay_ms: u32,
 }
 
 impl CmConfig {
     /// MPA Rev 2, enhanced (RFC 6581) with IRD/ORD, CRC if the peer asks
     /// (always with the `mpa_crc` module parameter), markers honoured,
-    /// peer-to-peer with every RTR kind, 10 s timeouts.
+    /// peer-to-peer offering the RTR kinds of the `p2p_rtr` module
+    /// parameter (default: every kind), 10 s timeouts.
     pub(crate) fn for_device(limits: &Limits) -> Self {
         let cap = |v: u32| u16::try_from(v).unwrap_or(u16::MAX).min(IRD_ORD_MASK - 1);
         let crc = if crate::module_parameters::mpa_crc.value() {
@@ -113,12 +119,13 @@ impl CmConfig {
         Self {
             crc,
             markers: false,
-            p2p: Some(RtrSet::ALL),
+            p2p: crate::cm_tuning::offered_rtr(),
             rtr: RtrSet::ALL,
             max_ird: cap(limits.max_ird),
             max_ord: cap(limits.max_ord),
             mpa_timeout_ms: 10_000,
             rtr_timeout_ms: 10_000,
+            rtr_delay_ms: crate::module_parameters::rtr_delay_ms.value().min(1000),
         }
     }
 
@@ -268,6 +275,9 @@ struct SinkState {
     target: Option<Arc<dyn CmEventTarget>>,
     ird: u8,
     ord: u8,
+    /// Passive: the cep watching the RTR deadline, kicked when the wait
+    /// ends so it goes at once instead of at its timer.
+    watcher: Option<Arc<Cep>>,
 }
 
 #[pin_data(PinnedDrop)]
@@ -297,6 +307,7 @@ impl CmEventSink {
             target: Some(target),
             ird: clamp_u8(ird),
             ord: clamp_u8(ord),
+            watcher: None,
         };
         Ok(Self(Arc::pin_init(
             pin_init!(SinkShared { state <- new_spinlock_irq!(st, "rsiw_cm_sink") }),
@@ -307,15 +318,31 @@ impl CmEventSink {
     /// Passive side: the RTR arrived (or none was negotiated); the
     /// connection is in full operation.
     pub(crate) fn established(&self) {
-        let mut g = self.0.state.lock();
-        if !g.armed {
-            g.est_pending = true;
-            return;
+        let watcher = {
+            let mut g = self.0.state.lock();
+            if !g.armed {
+                g.est_pending = true;
+                return;
+            }
+            if g.phase == Phase::AwaitEstablished {
+                deliver(&g, CmEventKind::Established, 0);
+                g.phase = Phase::Established;
+            }
+            g.watcher.take()
+        };
+        if let Some(c) = watcher {
+            kick_cep(&c);
         }
-        if g.phase == Phase::AwaitEstablished {
-            deliver(&g, CmEventKind::Established, 0);
-            g.phase = Phase::Established;
-        }
+    }
+
+    /// Passive side: `cep` watches the RTR deadline.
+    fn watch(&self, cep: Arc<Cep>) {
+        self.0.state.lock().watcher = Some(cep);
+    }
+
+    /// The watching cep is closing: no reference cycle left behind.
+    fn unwatch(&self) -> Option<Arc<Cep>> {
+        self.0.state.lock().watcher.take()
     }
 
     /// The peer closed its direction (FIN) in full operation.
@@ -329,12 +356,18 @@ impl CmEventSink {
 
     /// The connection is gone (torn down, reset, lost): the last event.
     pub(crate) fn closed(&self) {
-        let mut g = self.0.state.lock();
-        if !g.armed {
-            g.close_pending = true;
-            return;
+        let watcher = {
+            let mut g = self.0.state.lock();
+            if !g.armed {
+                g.close_pending = true;
+                return;
+            }
+            close_locked(&mut g, -(ECONNRESET.to_errno().abs()));
+            g.watcher.take()
+        };
+        if let Some(c) = watcher {
+            kick_cep(&c);
         }
-        close_locked(&mut g, -(ECONNRESET.to_errno().abs()));
     }
 
     /// Whether `CLOSE` was delivered (the CM gave up or the QP closed).
@@ -466,11 +499,13 @@ impl PinnedDrop for SinkShared {
 pub(crate) struct Registry {
     ceps: KVec<Arc<Cep>>,
     listeners: KVec<Arc<Listener>>,
+    /// Loopback sockets of wildcard listeners (`crate::cm_loopback`).
+    pub(crate) catchers: KVec<Arc<crate::cm_loopback::Catcher>>,
 }
 
 impl Registry {
     pub(crate) const fn new() -> Self {
-        Self { ceps: KVec::new(), listeners: KVec::new() }
+        Self { ceps: KVec::new(), listeners: KVec::new(), catchers: KVec::new() }
     }
 }
 
@@ -497,9 +532,10 @@ pub(crate) fn live_ceps() -> usize {
 /// (connections in negotiation are reported failed to `iw_cm`).
 pub(crate) fn shutdown() {
     let taken = ffi::cm::with_registry(|r| {
-        (core::mem::take(&mut r.listeners), core::mem::take(&mut r.ceps))
+        (core::mem::take(&mut r.listeners), core::mem::take(&mut r.ceps), core::mem::take(&mut r.catchers))
     });
-    if let Ok((listeners, ceps)) = taken {
+    if let Ok((listeners, ceps, catchers)) = taken {
+        crate::cm_loopback::shutdown(catchers);
         for l in listeners.iter() {
             l.close();
         }
@@ -767,6 +803,8 @@ impl Cep {
         drop(g.sock.take());
         drop(g.target.take());
         drop(g.active.take());
+        // Our caller holds a reference: this is never the last one.
+        drop(g.sink.as_ref().and_then(|s| s.unwatch()));
         drop(g.sink.take());
         unregister_cep(self.id);
     }
@@ -1039,6 +1077,10 @@ impl Cep {
         };
         let (local, remote) = (sock.local_addr().ok(), sock.peer_addr().ok());
         sock.unhook();
+        if matches!(params.rtr, Some(RtrMode::Zero(_))) && self.cfg.rtr_delay_ms > 0 {
+            // What the peer sends meanwhile stays queued in the socket.
+            fsleep(Delta::from_millis(i64::from(self.cfg.rtr_delay_ms)));
+        }
         let stream = Stream { sock, params, leftover: KVec::new() };
         match active.qp.attach(stream, sink.clone()) {
             Ok(()) => {
@@ -1106,6 +1148,9 @@ impl Cep {
         sink.arm();
         self.pending.store(false, Ordering::Relaxed);
         if matches!(params.rtr, Some(RtrMode::Zero(_))) {
+            // The sink kicks us when the wait ends (we hold our lock:
+            // that run sees WatchRtr).
+            sink.watch(self.clone());
             g.phase = CepPhase::WatchRtr;
             g.sink = Some(sink);
             self.arm_timer(g, self.cfg.rtr_timeout_ms);
@@ -1294,22 +1339,7 @@ impl Listener {
         };
         for _ in 0..ACCEPT_BATCH {
             match sock.accept() {
-                Ok(Some(s)) => {
-                    let pending = ffi::cm::with_registry(|r| {
-                        r.ceps
-                            .iter()
-                            .filter(|c| c.listener == self.id && c.pending.load(Ordering::Relaxed))
-                            .count()
-                    })
-                    .unwrap_or(usize::MAX);
-                    if pending >= self.backlog {
-                        cm_log!("cm: listener backlog full, dropping a connection\n");
-                        continue;
-                    }
-                    if let Err(e) = start_passive(s, self.id, self.cfg, target.clone()) {
-                        cm_log!("cm: cannot start a connection: {:?}\n", e);
-                    }
-                }
+                Ok(Some(s)) => self.start(s, target),
                 Ok(None) => return,
                 Err(e) => {
                     cm_log!("cm: accept failed: {:?}\n", e);
@@ -1318,6 +1348,25 @@ impl Listener {
             }
         }
         kick_listener(self);
+    }
+
+    /// Starts the MPA exchange on an accepted connection, within the
+    /// backlog.
+    fn start(&self, s: TcpSocket, target: &Arc<dyn CmEventTarget>) {
+        let pending = ffi::cm::with_registry(|r| {
+            r.ceps
+                .iter()
+                .filter(|c| c.listener == self.id && c.pending.load(Ordering::Relaxed))
+                .count()
+        })
+        .unwrap_or(usize::MAX);
+        if pending >= self.backlog {
+            cm_log!("cm: listener backlog full, dropping a connection\n");
+            return;
+        }
+        if let Err(e) = start_passive(s, self.id, self.cfg, target.clone()) {
+            cm_log!("cm: cannot start a connection: {:?}\n", e);
+        }
     }
 
     fn close(&self) {
@@ -1342,7 +1391,14 @@ pub(crate) fn listen(
     target: Arc<dyn CmEventTarget>,
 ) -> Result<u64> {
     let backlog = backlog.clamp(1, 1024);
-    let mut sock = TcpSocket::listen_with(net, addr, backlog, opts)?;
+    // A wildcard listener of a device on the loopback device needs no
+    // socket of its own: the loopback catcher is it.
+    let loopback = opts.bound_dev_if == Some(crate::cm_loopback::LOOPBACK_IFINDEX);
+    let sock = if loopback { None } else { Some(TcpSocket::listen_with(net, addr, backlog, opts)?) };
+    let port = match &sock {
+        Some(s) => s.local_addr()?.port(),
+        None => addr.port(),
+    };
     let inner = ListenerInner { sock: None, target: Some(target) };
     let l = Arc::pin_init(
         pin_init!(Listener {
@@ -1354,14 +1410,34 @@ pub(crate) fn listen(
         }),
         GFP_KERNEL,
     )?;
-    sock.hook(Arc::new(ListenWake(l.clone()), GFP_KERNEL)?)?;
-    l.inner.lock().sock = Some(sock);
+    if let Some(mut sock) = sock {
+        sock.hook(Arc::new(ListenWake(l.clone()), GFP_KERNEL)?)?;
+        l.inner.lock().sock = Some(sock);
+    }
     if let Err(e) = ffi::cm::with_registry(|r| r.listeners.push(l.clone(), GFP_KERNEL)) {
         l.close();
         return Err(e);
     }
+    if let Some(ifindex) = opts.bound_dev_if {
+        // Wildcard: connections between local addresses come over lo.
+        if let Err(e) = crate::cm_loopback::join(net, addr.with_port(port), opts.v6only, ifindex, l.id) {
+            destroy_listener(l.id);
+            return Err(e);
+        }
+    }
     kick_listener(&l);
     Ok(l.id)
+}
+
+/// A connection the loopback catcher accepted for listener `lid`.
+pub(crate) fn adopt(lid: u64, sock: TcpSocket) {
+    let l = ffi::cm::with_registry(|r| r.listeners.iter().find(|l| l.id == lid).cloned());
+    if let Ok(Some(l)) = l {
+        let g = l.inner.lock();
+        if let Some(target) = g.target.as_ref() {
+            l.start(sock, target);
+        }
+    }
 }
 
 /// The address a listener is bound to (its port when asked for port 0).
@@ -1383,6 +1459,7 @@ pub(crate) fn destroy_listener(id: u64) {
     if let Ok(Some(l)) = l {
         l.close();
     }
+    crate::cm_loopback::leave(id);
     // The listener's socket is gone: no new ceps for it from here.
     let mine = ffi::cm::with_registry(|r| {
         let mut v = KVec::new();
@@ -1527,7 +1604,16 @@ mod tests {
     /// Timeouts roomy enough for a KASAN/lockdep kernel under TCG: the
     /// tests that wait for a timeout set a short one themselves.
     fn cfg() -> CmConfig {
-        CmConfig { mpa_timeout_ms: 3000, rtr_timeout_ms: 3000, ..CmConfig::for_device(&DEFAULT_LIMITS) }
+        // Independent of the module parameters (mpa_crc, p2p_rtr,
+        // rtr_delay_ms).
+        CmConfig {
+            crc: CrcPolicy::IfPeerAsks,
+            mpa_timeout_ms: 3000,
+            rtr_timeout_ms: 3000,
+            p2p: Some(RtrSet::ALL),
+            rtr_delay_ms: 0,
+            ..CmConfig::for_device(&DEFAULT_LIMITS)
+        }
     }
 
     fn params<'a>(ird: u32, ord: u32, pd: &'a [u8]) -> ConnParams<'a> {

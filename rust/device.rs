@@ -97,6 +97,8 @@ pub(crate) struct Device {
     next_pd_id: AtomicU32,
     /// STag index -> MR (`crate::mr`).
     stags: Pin<KBox<StagTable>>,
+    /// Overrides of the CM's MPA settings for this device.
+    cm_tuning: crate::cm_tuning::CmTuning,
 }
 
 impl Device {
@@ -114,6 +116,7 @@ impl Device {
             qps: KBox::pin_init(crate::qp::QpTable::new(), GFP_KERNEL)?,
             next_pd_id: AtomicU32::new(1),
             stags: KBox::pin_init(StagTable::new(), GFP_KERNEL)?,
+            cm_tuning: crate::cm_tuning::CmTuning::new(),
         })
     }
 
@@ -125,6 +128,10 @@ impl Device {
     /// The device's STag table.
     pub(crate) fn stags(&self) -> &StagTable {
         &self.stags
+    }
+
+    pub(crate) fn cm_tuning(&self) -> &crate::cm_tuning::CmTuning {
+        &self.cm_tuning
     }
 
     /// A fresh PD number (wraps after 2^32 allocations).

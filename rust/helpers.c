@@ -4,6 +4,8 @@
  * needs. Nothing here holds logic: each is one call.
  */
 #include "rsiw_sys.h"
+#include <linux/inetdevice.h>
+#include <net/addrconf.h>
 
 struct net *rsiw_dev_net(struct net_device *ndev)
 {
@@ -176,4 +178,57 @@ int rsiw_sock_error(struct sock *sk)
 unsigned int rsiw_tcp_mss(struct sock *sk)
 {
 	return READ_ONCE(tcp_sk(sk)->mss_cache);
+}
+
+struct rdma_cm_id *rsiw_rdma_create_id(struct net *net, rdma_cm_event_handler handler,
+				       void *context)
+{
+	return rdma_create_id(net, handler, context, RDMA_PS_TCP, IB_QPT_RC);
+}
+
+int rsiw_ib_post_send(struct ib_qp *qp, const struct ib_send_wr *wr,
+		      const struct ib_send_wr **bad_wr)
+{
+	return ib_post_send(qp, wr, bad_wr);
+}
+
+int rsiw_ib_post_recv(struct ib_qp *qp, const struct ib_recv_wr *wr,
+		      const struct ib_recv_wr **bad_wr)
+{
+	return ib_post_recv(qp, wr, bad_wr);
+}
+
+int rsiw_addr_owner(struct net *net, const struct __kernel_sockaddr_storage *ss)
+{
+	struct net_device *dev = NULL;
+	int ifindex = 0;
+	__be32 v4;
+
+	if (ss->ss_family == AF_INET) {
+		v4 = ((const struct sockaddr_in *)ss)->sin_addr.s_addr;
+		goto ipv4;
+	}
+#if IS_ENABLED(CONFIG_IPV6)
+	if (ss->ss_family == AF_INET6) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+
+		if (ipv6_addr_v4mapped(a)) {
+			v4 = a->s6_addr32[3];
+			goto ipv4;
+		}
+		rcu_read_lock();
+		dev = ipv6_dev_find(net, a, NULL);
+		if (dev)
+			ifindex = dev->ifindex;
+		rcu_read_unlock();
+	}
+#endif
+	return ifindex;
+ipv4:
+	dev = ip_dev_find(net, v4);
+	if (dev) {
+		ifindex = dev->ifindex;
+		dev_put(dev);
+	}
+	return ifindex;
 }

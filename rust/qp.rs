@@ -252,6 +252,12 @@ pub(crate) struct Qp {
     tx_work: Work<Qp>,
     tx_queued: AtomicBool,
     tx_running: AtomicBool,
+    /// The stream ends without an error: the peer's FIN (not a reset) or
+    /// the ULP moving the QP to Error. WRs are flushed, the iw_cm sees a
+    /// disconnect, no `IB_EVENT_QP_FATAL` is raised.
+    quiet_end: AtomicBool,
+    /// Send our FIN once everything queued has left (TX work).
+    fin_pending: AtomicBool,
 }
 
 impl_has_work! {
@@ -295,6 +301,8 @@ impl Qp {
                 tx_work <- new_work!("rsiw_qp_tx"),
                 tx_queued: AtomicBool::new(false),
                 tx_running: AtomicBool::new(false),
+                quiet_end: AtomicBool::new(false),
+                fin_pending: AtomicBool::new(false),
             }? Error),
             GFP_KERNEL,
         )
@@ -325,6 +333,12 @@ impl Qp {
 
     pub(crate) fn ib_state(&self) -> IbState {
         self.ib_state.lock().0
+    }
+
+    /// What MPA settled for the stream (framing, RTR), once attached.
+    #[cfg(CONFIG_KUNIT = "y")]
+    pub(crate) fn negotiated(&self) -> Option<(Framing, Option<RtrMode>)> {
+        self.stream.lock().engine.as_deref().map(|e| (e.framing(), e.rtr_mode()))
     }
 
 
@@ -439,6 +453,9 @@ impl Qp {
         }
         let ird = usize::from(params.ird).min(MAX_IRD) as u16;
         let ord = usize::from(params.ord).min(MAX_ORD) as u16;
+        // A new stream (a QP may be reset and connected again).
+        self.quiet_end.store(false, Ordering::Release);
+        self.fin_pending.store(false, Ordering::Release);
         let mut engine = KBox::new(Engine::new(QpConfig { pd: self.pd, emss: params.emss }), GFP_KERNEL)?;
         engine.establish(params.framing, ird, ord, params.rtr, params.initiator);
         self.stream.lock().engine = Some(engine);
@@ -466,6 +483,8 @@ impl Qp {
     /// Moves to Error: flushes everything; the socket is shut down.
     fn fail(self: &Arc<Self>) {
         self.ib_state.lock().0 = IbState::Err;
+        // Asked for by the ULP (or the QP's teardown): not a fatal error.
+        self.quiet_end.store(true, Ordering::Release);
         let had_engine = self.with_engine(|e, h| e.on_connection_lost(h)).is_some();
         if !had_engine {
             // Never connected: flush the queues ourselves.
@@ -581,13 +600,19 @@ impl Qp {
                 }
                 Event::ConnectRequest => {}
             }
-            let fatal = matches!(
-                e,
-                Event::LocalTerminate(_) | Event::TerminateReceived(_) | Event::ConnectionLost
-            );
+            // A graceful close by the peer (its FIN) is no error of the
+            // QP: the WRs are flushed, the iw_cm sees a disconnect.
+            let graceful = matches!(e, Event::ConnectionLost) && self.quiet_end.load(Ordering::Acquire);
+            let fatal = !graceful
+                && matches!(e, Event::LocalTerminate(_) | Event::TerminateReceived(_) | Event::ConnectionLost);
             drop(st);
             if fatal {
                 self.notifier.fatal();
+            }
+            if matches!(e, Event::Closed | Event::ConnectionLost) {
+                // The stream is over: our FIN follows what is still queued.
+                self.fin_pending.store(true, Ordering::Release);
+                self.kick();
             }
             let sink = self.cm.lock().clone();
             if let Some(sink) = sink {
@@ -595,6 +620,13 @@ impl Qp {
                     // Passive side: the initiator's RTR arrived.
                     Event::Ready => sink.established(),
                     Event::Closed => sink.closed(),
+                    // The TCP connection is gone (FIN or reset): as siw,
+                    // DISCONNECT then CLOSE, so rdma_cm reports
+                    // DISCONNECTED without waiting for the ULP.
+                    Event::ConnectionLost => {
+                        sink.disconnected();
+                        sink.closed();
+                    }
                     e if fatal || matches!(e, Event::NegotiationFailed(_)) => sink.disconnected(),
                     _ => {}
                 }
@@ -658,7 +690,15 @@ impl Qp {
             }
         };
         self.handle_events(&events);
-        let Some((buf, mut off)) = taken else { return TxRound::Done };
+        let Some((buf, mut off)) = taken else {
+            if self.fin_pending.swap(false, Ordering::AcqRel) {
+                // Everything the engine produced has left: FIN.
+                if let Some(s) = self.sock.lock().as_ref() {
+                    s.shutdown();
+                }
+            }
+            return TxRound::Done;
+        };
 
         let sent = match self.sock.lock().as_ref() {
             Some(s) => s.send(&[&buf[off..]], false),
@@ -770,6 +810,10 @@ impl SocketEvents for Qp {
 
     fn state_change(&self, state: TcpState) {
         if state.is_closing() {
+            // FIN received (a reset leaves the socket in Close).
+            if matches!(state, TcpState::CloseWait | TcpState::Closing | TcpState::LastAck | TcpState::TimeWait) {
+                self.quiet_end.store(true, Ordering::Release);
+            }
             let mut events = Events::default();
             {
                 let mut st = self.stream.lock();

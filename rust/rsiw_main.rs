@@ -9,6 +9,8 @@
 use kernel::prelude::*;
 
 mod cm;
+mod cm_loopback;
+mod cm_tuning;
 mod cq;
 mod device;
 mod ffi;
@@ -17,6 +19,8 @@ mod qp;
 mod selftest;
 mod selftest_imm;
 mod selftest_verbs;
+mod selftest_cm;
+mod selftest_siw;
 mod srq;
 mod verbs;
 
@@ -41,6 +45,14 @@ module! {
         mpa_crc: bool {
             default: false,
             description: "Request MPA CRC32c on every connection (default: only when the peer asks)",
+        },
+        rtr_delay_ms: u32 {
+            default: 0,
+            description: "Initiator: delay the peer-to-peer RTR after the MPA Reply by this many ms (at most 1000), for Linux siw responders on fast links",
+        },
+        p2p_rtr: u32 {
+            default: 7,
+            description: "RTR kinds an initiator offers in peer-to-peer mode: bit 0 zero-length Send, bit 1 Write, bit 2 Read (default 7: all); 0: client-server mode",
         },
     },
 }

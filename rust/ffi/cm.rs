@@ -227,7 +227,7 @@ pub(crate) fn install_ops(ops: &mut sys::ib_device_ops) {
 unsafe fn device_of<'a>(id: *mut sys::iw_cm_id) -> (&'a IbDevice, CmConfig) {
     // SAFETY: per the contract the device is ours and alive for the call.
     let dev = unsafe { IbDevice::from_raw((*id).device) };
-    let cfg = CmConfig::for_device(&dev.data().attrs().limits);
+    let cfg = dev.data().cm_tuning().apply(CmConfig::for_device(&dev.data().attrs().limits));
     (dev, cfg)
 }
 

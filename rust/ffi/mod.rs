@@ -16,5 +16,6 @@ pub(crate) mod mr;
 pub(crate) mod netdev;
 pub(crate) mod object;
 pub(crate) mod qp;
+pub(crate) mod rdma_cm;
 pub(crate) mod srq;
 pub(crate) mod socket;

@@ -141,3 +141,12 @@ impl Drop for NetDevRef {
 unsafe impl Send for NetDevRef {}
 // SAFETY: `NetDev`'s methods only read through the pointer.
 unsafe impl Sync for NetDevRef {}
+
+/// The ifindex of the net_device in `net` that owns the local address
+/// `addr` (an IPv4-mapped IPv6 address counts as IPv4).
+pub(crate) fn owner_of(net: super::socket::Net, addr: &super::socket::SockAddr) -> Option<i32> {
+    let (raw, _) = addr.to_raw();
+    // SAFETY: `net` is live (its invariant); `raw` is a valid address.
+    let ifindex = unsafe { sys::rsiw_addr_owner(net.as_ptr(), &raw) };
+    (ifindex > 0).then_some(ifindex)
+}

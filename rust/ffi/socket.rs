@@ -173,6 +173,15 @@ impl Net {
         Self(&raw mut sys::init_net)
     }
 
+    /// The namespace's identity (for comparisons; never dereferenced).
+    pub(crate) fn id(&self) -> usize {
+        self.0 as usize
+    }
+
+    pub(super) fn as_ptr(&self) -> *mut sys::net {
+        self.0
+    }
+
     pub(crate) fn of(netdev: &NetDev) -> Self {
         // SAFETY: the net_device is alive, so is its namespace.
         Self(unsafe { sys::rsiw_dev_net(netdev.as_raw()) })
@@ -361,6 +370,13 @@ impl TcpSocket {
         }
         // SAFETY: `ss` was filled in by the kernel.
         unsafe { SockAddr::from_raw(&ss) }.ok_or(EAFNOSUPPORT)
+    }
+
+    /// The socket's namespace (alive while the socket is: it holds a
+    /// reference on it).
+    pub(crate) fn net(&self) -> Net {
+        // SAFETY: the socket is alive.
+        Net(unsafe { sys::rsiw_sock_net(self.sk()) })
     }
 
     pub(crate) fn local_addr(&self) -> Result<SockAddr> {

@@ -10,6 +10,34 @@ set -u
 ko=$RSIW_ROOT/rsiw.ko
 dmesg -C
 
+# --- what the rdma_cm KUnit suites (rust/selftest_cm.rs) need ---
+# A veth pair for two rsiw devices: rsiwkt0 10.98.0.1 fd98::1 (server),
+# rsiwkt1 10.98.0.2 fd98::2 (client). Traffic between them goes over lo.
+ip link add rsiwkt0 type veth peer name rsiwkt1
+ip addr add 10.98.0.1/24 dev rsiwkt0
+ip addr add 10.98.0.2/24 dev rsiwkt1
+ip -6 addr add fd98::1/64 dev rsiwkt0 nodad
+ip -6 addr add fd98::2/64 dev rsiwkt1 nodad
+ip link set rsiwkt0 up
+ip link set rsiwkt1 up
+# Linux siw for the interop suite (rust/selftest_siw.rs), on its own veth
+# pair (rdma_cm picks the device by address): siw on rsiwkt2 10.98.1.1,
+# rsiw on the peer end rsiwkt3 10.98.1.2.
+ip link add rsiwkt2 type veth peer name rsiwkt3
+ip addr add 10.98.1.1/24 dev rsiwkt2
+ip addr add 10.98.1.2/24 dev rsiwkt3
+ip link set rsiwkt2 up
+ip link set rsiwkt3 up
+check "siw loads" modprobe siw
+check "siw device siwkt0 on rsiwkt2" rdma link add siwkt0 type siw netdev rsiwkt2
+# rdma_cm resolves the peer with ARP out of the bound device: accept
+# replies about our own addresses.
+for c in all rsiwkt0 rsiwkt1 rsiwkt2 rsiwkt3; do
+	sysctl -qw net.ipv4.conf.$c.accept_local=1 net.ipv4.conf.$c.rp_filter=0
+done
+check "veth pair rsiwkt0/rsiwkt1 for the rdma_cm suites" bash -c 'ip -6 addr show dev rsiwkt1 | grep -q fd98::2'
+
+
 # --- load: KUnit runs at MODULE_STATE_LIVE, inside insmod ---
 check "insmod rsiw.ko" insmod "$ko"
 dmesg >"$OUT/kunit-dmesg.txt"
@@ -50,7 +78,7 @@ check "port comes back ACTIVE" wait_for 5 grep -q '4: ACTIVE' $sys/ports/1/state
 # --- several devices, one per netdev ---
 check "rdma link add rsiw1 on veth1" rdma link add rsiw1 type rsiw netdev veth1
 check "a second device on veth0 is refused" bash -c '! rdma link add rsiw9 type rsiw netdev veth0 2>/dev/null'
-check "two rsiw devices listed" test "$(rdma dev show | grep -c 'node_type rnic')" = 2
+check "two rsiw devices listed" test "$(rdma dev show | grep -cE '^[0-9]+: rsiw[0-9]+: node_type rnic')" = 2
 
 # --- removal: rdma link delete, netdev removal, rmmod ---
 check "rdma link delete rsiw1" rdma link delete rsiw1
@@ -67,10 +95,14 @@ check "no rsiw device left" test -z "$(ls /sys/class/infiniband 2>/dev/null | gr
 check "module gone" bash -c '! grep -q "^rsiw " /proc/modules'
 
 # --- reload works after unload ---
-check "insmod again" insmod "$ko"
+check "insmod again, with the CM parameters" insmod "$ko" mpa_crc=1 p2p_rtr=2 rtr_delay_ms=10
 check "rdma link add after reload" rdma link add rsiw0 type rsiw netdev veth0
 check "rmmod again" rmmod rsiw
 
+ip link del rsiwkt0
+check "rdma link delete siwkt0" rdma link delete siwkt0
+ip link del rsiwkt2
+check "siw unloads" modprobe -r siw
 dmesg >"$OUT/dmesg-final.txt"
 check_dmesg_clean "dmesg has no warnings, oopses or leaks"
 finish

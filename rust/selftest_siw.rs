@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Interoperability with Linux siw in the same kernel, through rdma_cm:
+//! siw on `rsiwkt2` (10.98.1.1, `rdma link add siwkt0 type siw`) and an
+//! rsiw device on its veth peer `rsiwkt3` (10.98.1.2), both set up by
+//! tools/vmtest/foundation.sh before insmod. Each side as initiator and as
+//! responder, MPA CRC off and on, and the peer-to-peer RTR kinds siw
+//! answers, with the kind negotiated checked on the rsiw QP.
+
+#[cfg(CONFIG_KUNIT = "y")]
+use kernel::prelude::*;
+
+#[cfg(CONFIG_KUNIT = "y")]
+#[kunit_tests(rsiw_siw_interop)]
+mod tests {
+    use kernel::prelude::*;
+
+    use crate::{
+        engine::{
+            mpa::negotiate::{CrcPolicy, RtrMode},
+            wire::mpa::{Rtr, RtrSet},
+        },
+        ffi::{rdma_cm::testing::*, socket::SockAddr},
+        selftest_cm::harness::*,
+    };
+
+    const SIW: SockAddr = SockAddr::V4 { addr: [10, 98, 1, 1], port: 0 };
+    const RSIW: SockAddr = SockAddr::V4 { addr: [10, 98, 1, 2], port: 0 };
+
+    /// The rsiw device on rsiwkt3, after checking siw sits on rsiwkt2.
+    fn setup() -> Result<Devices> {
+        let siw_nd = netdev(c"rsiwkt2")?;
+        if !device_on(&siw_nd, DRIVER_SIW) {
+            pr_err!("rsiw kunit: no siw device on rsiwkt2: the guest loads siw and runs `rdma link add siwkt0 type siw netdev rsiwkt2` before insmod (tools/vmtest/foundation.sh)\n");
+            return Err(ENODEV);
+        }
+        Devices::create(&[(c"rsiw_si0", c"rsiwkt3")])
+    }
+
+    /// The framing and RTR the rsiw end of `p` negotiated.
+    fn negotiated(s: &Side) -> Result<(bool, Option<RtrMode>)> {
+        let qp = s.qp().rsiw().ok_or(EINVAL)?;
+        let (f, rtr) = qp.negotiated().ok_or(ENOTCONN)?;
+        Ok((f.crc, rtr))
+    }
+
+    /// Traffic both ways (siw has no Write with Immediate, and its CQ
+    /// misses solicited events), then the initiator disconnects:
+    /// DISCONNECTED on both, no QP_FATAL at rsiw.
+    fn exchange_and_close(p: &CmPair, rsiw: &Side) -> Result {
+        let to = |s: &Side| Caps { write_imm: false, solicited_notify: core::ptr::eq(s, rsiw) };
+        exchange_all(&p.client, &p.server, 11, to(&p.server))?;
+        exchange_all(&p.server, &p.client, 12, to(&p.client))?;
+        p.client.id.disconnect()?;
+        p.client.id.events().expect(DISCONNECTED, WAIT_MS)?;
+        p.server.id.events().expect(DISCONNECTED, WAIT_MS)?;
+        check!(rsiw.fatal_events() == 0);
+        Ok(())
+    }
+
+    #[test]
+    fn rsiw_initiator_siw_responder_rtr_and_crc() -> Result {
+        let devs = setup()?;
+        let tuning = devs.get(0)?.device().data().cm_tuning();
+        // siw arms its RTR receive path only after sending its Reply: over
+        // lo an immediate RTR beats it (and the connection hangs, then
+        // iw_cm BUG()s on siw's CLOSE in CONN_RECV at cleanup).
+        tuning.set_rtr_delay_ms(Some(50));
+        // siw answers a zero-length Write or Read RTR (it prefers Write).
+        // Offered a zero-length Send only, siw answers Write all the same,
+        // which rsiw then refuses; siw's listener then sees its peer close
+        // while it waits for the RTR, a path iw_cm BUG()s on: not run.
+        for (kind, crc) in [(Rtr::Write, false), (Rtr::Read, false), (Rtr::Write, true), (Rtr::Read, true)] {
+            tuning.set_p2p(Some(Some(RtrSet::one(kind))));
+            tuning.set_crc(Some(if crc { CrcPolicy::Required } else { CrcPolicy::IfPeerAsks }));
+            let o = PairOpts {
+                listen: SIW,
+                to: SIW,
+                from: RSIW,
+                client_pd: b"rsiw calling",
+                server_pd: b"siw here",
+                ..PairOpts::v4()
+            };
+            let p = CmPair::connect(&o)?;
+            check!(&p.request.private_data[..] == b"rsiw calling");
+            check!(&p.client_est.private_data[..] == b"siw here");
+            check!(negotiated(&p.client)? == (crc, Some(RtrMode::Zero(kind))));
+            exchange_and_close(&p, &p.client)?;
+        }
+        // The RTR-less client-server mode (`p2p_rtr=0`).
+        tuning.set_p2p(Some(None));
+        tuning.set_crc(Some(CrcPolicy::IfPeerAsks));
+        let o = PairOpts { listen: SIW, to: SIW, from: RSIW, ..PairOpts::v4() };
+        let p = CmPair::connect(&o)?;
+        check!(negotiated(&p.client)? == (false, None));
+        exchange_and_close(&p, &p.client)?;
+        tuning.set_p2p(None);
+        tuning.set_crc(None);
+        tuning.set_rtr_delay_ms(None);
+        Ok(())
+    }
+
+    #[test]
+    fn siw_initiator_rsiw_responder_crc() -> Result {
+        let devs = setup()?;
+        let tuning = devs.get(0)?.device().data().cm_tuning();
+        // siw never asks for CRC: the responder's policy decides.
+        for crc in [false, true] {
+            tuning.set_crc(Some(if crc { CrcPolicy::Required } else { CrcPolicy::IfPeerAsks }));
+            let o = PairOpts {
+                listen: RSIW,
+                to: RSIW,
+                from: SIW,
+                client_pd: b"siw calling",
+                server_pd: b"rsiw here",
+                ..PairOpts::v4()
+            };
+            let p = CmPair::connect(&o)?;
+            check!(&p.request.private_data[..] == b"siw calling");
+            check!(&p.client_est.private_data[..] == b"rsiw here");
+            // siw is never peer-to-peer as initiator.
+            check!(negotiated(&p.server)? == (crc, None));
+            exchange_and_close(&p, &p.server)?;
+        }
+        tuning.set_crc(None);
+        Ok(())
+    }
+}
