@@ -15,6 +15,7 @@ pub(crate) mod link;
 pub(crate) mod mr;
 pub(crate) mod netdev;
 pub(crate) mod object;
+pub(crate) mod pmem;
 pub(crate) mod qp;
 pub(crate) mod srq;
 pub(crate) mod socket;
