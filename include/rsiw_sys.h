@@ -106,5 +106,7 @@ struct dax_device *rsiw_fs_dax_get(struct file *bdev_file, u64 *start_off);
 void rsiw_fs_put_dax(struct dax_device *dax);
 long rsiw_dax_direct_access(struct dax_device *dax, pgoff_t pgoff, long nr_pages,
 			    void **kaddr, unsigned long *pfn);
+/* KUnit: marks the running test skipped (it goes on; 0 outside KUnit). */
+void rsiw_kunit_mark_skipped(const char *reason);
 
 #endif /* RSIW_SYS_H */

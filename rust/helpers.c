@@ -5,6 +5,8 @@
  * predicate.
  */
 #include "rsiw_sys.h"
+#include <kunit/test.h>
+#include <kunit/test-bug.h>
 
 struct net *rsiw_dev_net(struct net_device *ndev)
 {
@@ -255,4 +257,14 @@ long rsiw_dax_direct_access(struct dax_device *dax, pgoff_t pgoff, long nr_pages
 
 	dax_read_unlock(id);
 	return n;
+}
+
+void rsiw_kunit_mark_skipped(const char *reason)
+{
+#if IS_ENABLED(CONFIG_KUNIT)
+	struct kunit *test = kunit_get_current_test();
+
+	if (test)
+		kunit_mark_skipped(test, "%s", reason);
+#endif
 }

@@ -11,6 +11,7 @@ pub(crate) mod cm;
 pub(crate) mod crc;
 pub(crate) mod cq;
 pub(crate) mod device;
+pub(crate) mod flush;
 pub(crate) mod link;
 pub(crate) mod mr;
 pub(crate) mod netdev;

@@ -195,6 +195,11 @@ impl MrPages {
 pub(crate) struct KernelMemory(());
 
 impl KernelMemory {
+    #[cfg(CONFIG_KUNIT = "y")]
+    pub(super) fn for_tests() -> Self {
+        Self(())
+    }
+
     fn check(addr: u64, len: usize) -> Result<usize> {
         let addr = usize::try_from(addr).map_err(|_| EFAULT)?;
         // Never address the zero page or wrap around.
@@ -528,6 +533,10 @@ pub(crate) mod testing {
                 return Err(Error::from_errno(mr as isize as c_int));
             }
             Ok(Self(mr))
+        }
+
+        pub(crate) fn raw(&self) -> *mut sys::ib_mr {
+            self.0
         }
 
         pub(crate) fn ib(&self) -> &IbMr {
