@@ -101,7 +101,7 @@ void rsiw_wb_cache_pmem_page(struct page *page, size_t off, size_t len);
 void rsiw_pmem_wmb(void);
 void rsiw_wmb(void);
 /* KUnit: a pmem block device's DAX mapping. */
-struct file *rsiw_bdev_open_rw(const char *path);
+struct file *rsiw_bdev_open_rw(dev_t dev);
 struct dax_device *rsiw_fs_dax_get(struct file *bdev_file, u64 *start_off);
 void rsiw_fs_put_dax(struct dax_device *dax);
 long rsiw_dax_direct_access(struct dax_device *dax, pgoff_t pgoff, long nr_pages,

@@ -234,9 +234,9 @@ void rsiw_wmb(void)
 	wmb();
 }
 
-struct file *rsiw_bdev_open_rw(const char *path)
+struct file *rsiw_bdev_open_rw(dev_t dev)
 {
-	return bdev_file_open_by_path(path, BLK_OPEN_READ | BLK_OPEN_WRITE, NULL, NULL);
+	return bdev_file_open_by_dev(dev, BLK_OPEN_READ | BLK_OPEN_WRITE, NULL, NULL);
 }
 
 struct dax_device *rsiw_fs_dax_get(struct file *bdev_file, u64 *start_off)

@@ -43,6 +43,10 @@ module! {
             default: false,
             description: "Request MPA CRC32c on every connection (default: only when the peer asks)",
         },
+        kunit_pmem_dev: u32 {
+            default: 0,
+            description: "KUnit only: dev_t (major << 20 | minor) of an fsdax pmem block device the persistent RDMA Commit test may overwrite (0: skip that test)",
+        },
     },
 }
 

@@ -60,15 +60,19 @@ mod tests {
     const LEN: usize = 256 * 1024;
     const CHUNK: usize = 32 * 1024;
 
-    fn poll_one(cq: &KCq, ms: u32) -> Option<RawWc> {
+    /// The next completion within `ms` milliseconds (a timeout is logged
+    /// with the caller's line).
+    #[track_caller]
+    fn poll_one(cq: &KCq, ms: u32) -> Result<RawWc> {
         for _ in 0..ms {
             let mut wc = [RawWc::default(); 1];
             if cq.poll(&mut wc) == 1 {
-                return Some(wc[0]);
+                return Ok(wc[0]);
             }
             fsleep(Delta::from_millis(1));
         }
-        None
+        pr_err!("rsiw kunit: no completion within {} ms (line {})\n", ms, core::panic::Location::caller().line());
+        Err(ETIMEDOUT)
     }
 
     fn fill(seed: u8, buf: &mut [u8]) {
@@ -131,6 +135,9 @@ mod tests {
             let p = Pair { a, b, cq_a, cq_b, pd };
             f(&dev, &p)
         })();
+        if let Err(e) = &res {
+            pr_err!("rsiw kunit: {:?} failed: {:?}\n", name, e);
+        }
         dev.unregister();
         res
     }
@@ -142,7 +149,7 @@ mod tests {
         check!(mr.map_buf(dev, buf, 4096)? == 1);
         mr.update_key(key);
         post_reg_mr(&p.b, 0x4E6, &mr, acc)?;
-        let wc = poll_one(&p.cq_b, 5000).ok_or(ETIMEDOUT)?;
+        let wc = poll_one(&p.cq_b, 5000)?;
         check!((wc.wr_id, wc.opcode) == (0x4E6, WC_REG_MR));
         Ok((mr, wc.status))
     }
@@ -156,7 +163,7 @@ mod tests {
             p.a.post(wr_id * 100 + i as u64, WR_WRITE, &[Seg::of(c, lkey)], Some((rkey, iova + off)), false)?;
         }
         post_flush(&p.a, wr_id, rkey, iova, src.len() as u32, false)?;
-        poll_one(&p.cq_a, 10000).ok_or(ETIMEDOUT)
+        poll_one(&p.cq_a, 10000)
     }
 
     #[test]
@@ -218,8 +225,9 @@ mod tests {
             // Persistent flush over RAM, through the QP: REG_MR fails.
             let (bad, st) = reg_at_b(dev, p, &mut dst[..4096], 0x11, RW | access::FLUSH_PERSISTENT)?;
             check!(st == WC_LOC_PROT_ERR);
-            let table = dev.device().data().stags();
-            check!(table.lookup(bad.keys().1).map(|r| r.valid) == Some(false));
+            // Not registered: invalid, and the new key does not name it.
+            check!(!bad.ib().mr().is_valid(bad.keys().1));
+            check!(dev.device().data().stags().lookup(bad.keys().1).is_none());
             // Global flush: registered.
             let (mr, st) = reg_at_b(dev, p, &mut dst, 0x22, RW | access::FLUSH_GLOBAL)?;
             check!(st == WC_SUCCESS);
@@ -249,7 +257,7 @@ mod tests {
             check!(st == WC_SUCCESS);
             let (rkey, iova) = (mr.keys().1, mr.iova_len().0);
             let expect = |wr_id: u64, status: u32, vendor: u32| -> Result {
-                let wc = poll_one(&p.cq_a, 5000).ok_or(ETIMEDOUT)?;
+                let wc = poll_one(&p.cq_a, 5000)?;
                 check!((wc.wr_id, wc.status, wc.opcode, wc.vendor_err) == (wr_id, status, WC_FLUSH, vendor));
                 Ok(())
             };
@@ -274,9 +282,9 @@ mod tests {
             let mut back = [0u8; 32];
             p.b.post_recv(50, Seg::of(&back, lkey))?;
             p.a.post(51, WR_SEND, &[Seg::of(&msg, lkey)], None, true)?;
-            let wc = poll_one(&p.cq_a, 5000).ok_or(ETIMEDOUT)?;
+            let wc = poll_one(&p.cq_a, 5000)?;
             check!((wc.wr_id, wc.status, wc.opcode) == (51, WC_SUCCESS, WC_SEND));
-            let wc = poll_one(&p.cq_b, 5000).ok_or(ETIMEDOUT)?;
+            let wc = poll_one(&p.cq_b, 5000)?;
             check!((wc.wr_id, wc.status, wc.opcode, wc.byte_len) == (50, WC_SUCCESS, WC_RECV, msg.len() as u32));
             back[31] ^= 0; // written by the device behind Rust's back
             check!(back[..msg.len()] == msg[..]);
@@ -292,10 +300,12 @@ mod tests {
 
     #[test]
     fn pmem_persistent_flush() -> Result {
-        let Some(mut pm) = PmemDev::open(c"/dev/pmem0", PMEM_LEN)? else {
-            mark_skipped(c"no /dev/pmem0: boot with memmap=N!S and make an fsdax namespace (tools/vmtest/pmem.sh)");
+        let devt = crate::module_parameters::kunit_pmem_dev.value();
+        if devt == 0 {
+            mark_skipped(c"no pmem device: rsiw.kunit_pmem_dev=0 (tools/vmtest/pmem.sh sets it)");
             return Ok(());
-        };
+        }
+        let mut pm = PmemDev::open(devt, PMEM_LEN)?;
         // An fsdax namespace of (legacy) pmem: DAX pages in a pmem resource.
         assert!(pm.is_persistent());
         pm.bytes().fill(0);
@@ -313,7 +323,7 @@ mod tests {
             check!(pm.bytes()[..] == src[..]);
             // A sub-range commit too (unaligned, inside one cache line).
             post_flush(&p.a, 21, rkey, iova + 4097, 3, false)?;
-            let wc = poll_one(&p.cq_a, 5000).ok_or(ETIMEDOUT)?;
+            let wc = poll_one(&p.cq_a, 5000)?;
             check!((wc.wr_id, wc.status, wc.opcode) == (21, WC_SUCCESS, WC_FLUSH));
             pr_info!("rsiw kunit: {} octets written and committed to /dev/pmem0\n", PMEM_LEN);
             Ok(())

@@ -90,6 +90,7 @@ pub(crate) mod testing {
     use super::*;
     use kernel::{ffi::c_void, prelude::*};
 
+
     pub(crate) struct PmemDev {
         file: *mut sys::file,
         dax: *mut sys::dax_device,
@@ -108,14 +109,15 @@ pub(crate) mod testing {
     }
 
     impl PmemDev {
-        /// Opens `path` (a pmem block device with struct pages: an fsdax
-        /// namespace) and maps its first `len` octets. `Ok(None)` when the
-        /// device does not exist.
-        pub(crate) fn open(path: &CStr, len: usize) -> Result<Option<Self>> {
-            // SAFETY: a NUL-terminated path; returns a file or an ERR_PTR.
-            let file = unsafe { sys::rsiw_bdev_open_rw(path.as_char_ptr().cast()) };
+        /// Opens the block device `devt` (a pmem device with struct pages:
+        /// an fsdax namespace) and maps its first `len` octets. By number,
+        /// not path: KUnit cases run in kthreads, whose root is not the
+        /// guest's root filesystem.
+        pub(crate) fn open(devt: u32, len: usize) -> Result<Self> {
+            // SAFETY: plain arguments; returns a file or an ERR_PTR.
+            let file = unsafe { sys::rsiw_bdev_open_rw(devt) };
             if let Some(e) = err_of(file) {
-                return if e == ENOENT || e == ENXIO || e == ENODEV { Ok(None) } else { Err(e) };
+                return Err(e);
             }
             let mut start: u64 = 0;
             // SAFETY: `file` is an open block device file.
@@ -139,7 +141,7 @@ pub(crate) mod testing {
             if n < pages as _ || kaddr.is_null() {
                 return Err(if n < 0 { Error::from_errno(n as i32) } else { ERANGE });
             }
-            Ok(Some(dev))
+            Ok(dev)
         }
 
         /// The mapped octets. The device (and the RDMA device, through an
