@@ -584,6 +584,11 @@ impl Qp {
             if fatal {
                 self.notifier.fatal();
             }
+            if matches!(e, Event::Ready) {
+                // WRs posted while the responder waited for the RTR are on
+                // the SQ, which the engine cannot see: send them now.
+                self.kick();
+            }
             let sink = self.cm.lock().clone();
             if let Some(sink) = sink {
                 match e {
