@@ -70,7 +70,7 @@ fn check(data: &[u8]) -> Result<(), TermError> {
         }
         Body::CommitRequest(v) => {
             let plan = rdmap::validate_commit(&v, &Table, PD, &mut irq)?;
-            let _ = plan.flushes(&Table).count();
+            let _ = plan.flushes().count();
             assert_eq!(plan.response(true).request_id, v.request_id());
         }
         Body::AtomicResponse(r) => {
