@@ -434,8 +434,8 @@ unsafe fn convert_send(wr: *const sys::ib_send_wr) -> Result<Sqe> {
 /// are not used). Placement type and selectivity have no place in the WR
 /// nor on the wire: the responder's registration decides (draft 3.1).
 fn flush_op(rdma: &sys::ib_rdma_wr, mut sqe: Sqe, f: Flags, len: u32) -> Result<Sqe> {
-    if f.contains(Flags::INLINE) || rdma.wr.send_flags & sys::ib_send_flags_IB_SEND_INLINE != 0 {
-        return Err(EINVAL);
+    if rdma.wr.send_flags & sys::ib_send_flags_IB_SEND_INLINE != 0 {
+        return Err(EINVAL); // a flush carries no data
     }
     let region = crate::engine::wire::commit::Region { stag: rdma.rkey, len, to: rdma.remote_addr };
     let request = crate::engine::wire::commit::RequestRepr::new(0, &[region]).ok_or(EINVAL)?;
