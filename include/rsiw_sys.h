@@ -32,6 +32,12 @@
 #include <net/ipv6.h>
 #include <linux/workqueue.h>
 #include <linux/ratelimit.h>
+#include <linux/libnvdimm.h>
+#include <linux/memremap.h>
+#include <linux/ioport.h>
+#include <linux/blkdev.h>
+#include <linux/dax.h>
+#include <linux/file.h>
 
 /* Driver id reported to userspace; not one of the in-tree ids. */
 #define RSIW_DRIVER_ID 0x7273
@@ -90,5 +96,27 @@ int rsiw_ib_post_recv(struct ib_qp *qp, const struct ib_recv_wr *wr,
 		      const struct ib_recv_wr **bad_wr);
 /* The ifindex of the device in @net owning local address @ss (0: none). */
 int rsiw_addr_owner(struct net *net, const struct __kernel_sockaddr_storage *ss);
+/* Persistent memory and RDMA Commit (rust/ffi/pmem.rs). */
+/* The page of a direct-map kernel address; NULL if it has none. */
+struct page *rsiw_virt_to_page(const void *addr);
+/* A ZONE_DEVICE page of fs-DAX or device-DAX (pgmap type FS_DAX/GENERIC). */
+bool rsiw_page_is_dax(struct page *page);
+/* [start, start + len) lies in persistent memory resources only (NVDIMM
+ * or legacy memmap=! pmem), as region_intersects() judges it. */
+bool rsiw_phys_is_pmem(phys_addr_t start, size_t len);
+phys_addr_t rsiw_page_to_phys(struct page *page);
+bool rsiw_has_pmem_api(void);
+void rsiw_wb_cache_pmem(void *addr, size_t len);
+void rsiw_wb_cache_pmem_page(struct page *page, size_t off, size_t len);
+void rsiw_pmem_wmb(void);
+void rsiw_wmb(void);
+/* KUnit: a pmem block device's DAX mapping. */
+struct file *rsiw_bdev_open_rw(dev_t dev);
+struct dax_device *rsiw_fs_dax_get(struct file *bdev_file, u64 *start_off);
+void rsiw_fs_put_dax(struct dax_device *dax);
+long rsiw_dax_direct_access(struct dax_device *dax, pgoff_t pgoff, long nr_pages,
+			    void **kaddr, unsigned long *pfn);
+/* KUnit: marks the running test skipped (it goes on; 0 outside KUnit). */
+void rsiw_kunit_mark_skipped(const char *reason);
 
 #endif /* RSIW_SYS_H */

@@ -85,6 +85,8 @@ pub(crate) struct Completion {
     pub(crate) qp_num: u32,
     /// The message asked for a solicited event.
     pub(crate) solicited: bool,
+    /// `wc->vendor_err` (a failed RDMA Commit's status).
+    pub(crate) vendor_err: u32,
 }
 
 /// How a CQ is armed.

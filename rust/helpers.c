@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Out-of-line wrappers for the static inlines and macros rsiw's Rust code
- * needs. Nothing here holds logic: each is one call.
+ * needs. Nothing here holds logic: each is one call or one kernel
+ * predicate.
  */
 #include "rsiw_sys.h"
 #include <linux/inetdevice.h>
 #include <net/addrconf.h>
+#include <kunit/test.h>
+#include <kunit/test-bug.h>
 
 struct net *rsiw_dev_net(struct net_device *ndev)
 {
@@ -231,4 +234,91 @@ ipv4:
 		dev_put(dev);
 	}
 	return ifindex;
+
+struct page *rsiw_virt_to_page(const void *addr)
+{
+	return virt_addr_valid(addr) ? virt_to_page(addr) : NULL;
+}
+
+bool rsiw_page_is_dax(struct page *page)
+{
+	return is_zone_device_page(page) &&
+	       (page_pgmap(page)->type == MEMORY_DEVICE_FS_DAX ||
+		page_pgmap(page)->type == MEMORY_DEVICE_GENERIC);
+}
+
+bool rsiw_phys_is_pmem(phys_addr_t start, size_t len)
+{
+	return region_intersects(start, len, IORESOURCE_MEM,
+				 IORES_DESC_PERSISTENT_MEMORY) == REGION_INTERSECTS ||
+	       region_intersects(start, len, IORESOURCE_MEM,
+				 IORES_DESC_PERSISTENT_MEMORY_LEGACY) == REGION_INTERSECTS;
+}
+
+phys_addr_t rsiw_page_to_phys(struct page *page)
+{
+	return page_to_phys(page);
+}
+
+bool rsiw_has_pmem_api(void)
+{
+	return IS_ENABLED(CONFIG_ARCH_HAS_PMEM_API);
+}
+
+void rsiw_wb_cache_pmem(void *addr, size_t len)
+{
+	arch_wb_cache_pmem(addr, len);
+}
+
+void rsiw_wb_cache_pmem_page(struct page *page, size_t off, size_t len)
+{
+	void *p = kmap_local_page(page);
+
+	arch_wb_cache_pmem(p + off, len);
+	kunmap_local(p);
+}
+
+void rsiw_pmem_wmb(void)
+{
+	pmem_wmb();
+}
+
+void rsiw_wmb(void)
+{
+	wmb();
+}
+
+struct file *rsiw_bdev_open_rw(dev_t dev)
+{
+	return bdev_file_open_by_dev(dev, BLK_OPEN_READ | BLK_OPEN_WRITE, NULL, NULL);
+}
+
+struct dax_device *rsiw_fs_dax_get(struct file *bdev_file, u64 *start_off)
+{
+	return fs_dax_get_by_bdev(file_bdev(bdev_file), start_off, NULL, NULL);
+}
+
+void rsiw_fs_put_dax(struct dax_device *dax)
+{
+	fs_put_dax(dax, NULL);
+}
+
+long rsiw_dax_direct_access(struct dax_device *dax, pgoff_t pgoff, long nr_pages,
+			    void **kaddr, unsigned long *pfn)
+{
+	int id = dax_read_lock();
+	long n = dax_direct_access(dax, pgoff, nr_pages, DAX_ACCESS, kaddr, pfn);
+
+	dax_read_unlock(id);
+	return n;
+}
+
+void rsiw_kunit_mark_skipped(const char *reason)
+{
+#if IS_ENABLED(CONFIG_KUNIT)
+	struct kunit *test = kunit_get_current_test();
+
+	if (test)
+		kunit_mark_skipped(test, "%s", reason);
+#endif
 }

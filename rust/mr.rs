@@ -58,12 +58,14 @@ pub(crate) enum MrError {
     /// The operation does not apply to this MR or its state (fast-register
     /// of a valid MR, invalidation of a non fast-register MR, ...).
     State,
+    /// `IB_ACCESS_FLUSH_PERSISTENT` on memory that is not persistent.
+    NotPersistent,
 }
 
 impl MrError {
     pub(crate) fn to_error(self) -> Error {
         match self {
-            MrError::InvalidStag | MrError::State => EINVAL,
+            MrError::InvalidStag | MrError::State | MrError::NotPersistent => EINVAL,
             MrError::Pd | MrError::Access => EACCES,
             MrError::Wrap | MrError::Bounds => EFAULT,
         }
@@ -91,6 +93,9 @@ pub(crate) fn engine_access(flags: u32) -> Access {
     }
     if flags & ib::REMOTE_ATOMIC != 0 {
         a = a | Access::REMOTE_ATOMIC;
+    }
+    if flags & ib::FLUSH != 0 {
+        a = a | Access::COMMIT;
     }
     a
 }
@@ -220,6 +225,10 @@ impl Mr {
         if first_offset.checked_add(len).is_none_or(|end| end > pages.span()) {
             return Err(EINVAL);
         }
+        if access & ib::FLUSH_PERSISTENT != 0 && !pages.is_persistent(first_offset, len) {
+            crate::flush::refused_persistent("user MR");
+            return Err(EINVAL);
+        }
         if len > 0 && iova.checked_add(len - 1).is_none() {
             return Err(EINVAL);
         }
@@ -277,7 +286,7 @@ impl Mr {
             access: engine_access(st.access),
             pd: self.pd,
             valid: st.valid,
-            durable: false,
+            durable: st.access & ib::FLUSH_PERSISTENT != 0,
         })
     }
 
@@ -336,6 +345,32 @@ impl Mr {
         res.map_err(|_| MrError::Bounds)
     }
 
+    /// RDMA Commit of `len` octets at `to` through `stag` (checked like a
+    /// copy): written back to persistent memory if the MR grants
+    /// `FLUSH_PERSISTENT`, made visible if it grants `FLUSH_GLOBAL`. The
+    /// engine already checked PD and the commit right; this runs under the
+    /// MR's lock so the memory cannot go away meanwhile.
+    pub(crate) fn commit(&self, stag: u32, to: u64, len: u64) -> Result<(), MrError> {
+        let st = self.state.lock();
+        Self::check_locked(&st, stag, to, len)?;
+        let off = region_offset(st.iova, st.len, to, len)?;
+        if st.access & ib::FLUSH_PERSISTENT != 0 {
+            // Registration made sure these pages are persistent memory.
+            let (Memory::Pages(p), Ok(n)) = (&st.mem, usize::try_from(len)) else {
+                return Err(MrError::NotPersistent);
+            };
+            let pos = st.first_offset.checked_add(off).ok_or(MrError::Bounds)?;
+            p.write_back(pos, n).map_err(|_| MrError::Bounds)?;
+            crate::ffi::pmem::persistence_barrier();
+            Ok(())
+        } else if st.access & ib::FLUSH_GLOBAL != 0 {
+            crate::ffi::pmem::visibility_barrier();
+            Ok(())
+        } else {
+            Err(MrError::Access)
+        }
+    }
+
     /// `map_mr_sg`: lets `f` refill the mapped page list of a fast-register
     /// MR; `f` returns `ib_sg_to_pages`'s result and the first octet's
     /// offset in the first page. The registration in force is untouched
@@ -382,6 +417,10 @@ impl Mr {
         };
         if st.mapped_offset.checked_add(req.length).is_none_or(|end| end > mapped.span()) {
             return Err(MrError::Bounds);
+        }
+        if req.access & ib::FLUSH_PERSISTENT != 0 && !mapped.is_persistent(st.mapped_offset, req.length) {
+            crate::flush::refused_persistent("fast-register MR");
+            return Err(MrError::NotPersistent);
         }
         active.copy_from(mapped).map_err(|_| MrError::Bounds)?;
         st.first_offset = st.mapped_offset;
@@ -513,6 +552,11 @@ impl StagTable {
         self.get(stag).ok_or(MrError::InvalidStag)?.copy_from(stag, to, dst)
     }
 
+    /// RDMA Commit of a region of the MR `stag` names (see [`Mr::commit`]).
+    pub(crate) fn commit(&self, stag: u32, to: u64, len: u64) -> Result<(), MrError> {
+        self.get(stag).ok_or(MrError::InvalidStag)?.commit(stag, to, len)
+    }
+
     /// `IB_WR_LOCAL_INV` or remote invalidation of `stag` by a QP of `pd`.
     pub(crate) fn invalidate(&self, stag: u32, pd: u32) -> Result<(), MrError> {
         self.get(stag).ok_or(MrError::InvalidStag)?.invalidate(stag, pd)
@@ -545,12 +589,17 @@ mod tests {
         assert!(!r.contains(Access::REMOTE_WRITE));
         assert!(!r.contains(Access::LOCAL_WRITE));
         assert!(!engine_access(ib::LOCAL_WRITE).contains(Access::REMOTE_WRITE));
+        // Either flush right grants the commit right, nothing else does.
+        assert!(engine_access(ib::FLUSH_GLOBAL).contains(Access::COMMIT));
+        assert!(engine_access(ib::FLUSH_PERSISTENT).contains(Access::COMMIT));
+        assert!(!engine_access(ib::LOCAL_WRITE | ib::REMOTE_WRITE).contains(Access::COMMIT));
     }
 
     #[test]
     fn access_flag_rules() {
         assert_eq!(check_access_flags(ib::LOCAL_WRITE | ib::REMOTE_WRITE), Ok(()));
         assert_eq!(check_access_flags(ib::REMOTE_READ), Ok(()));
+        assert_eq!(check_access_flags(ib::FLUSH_GLOBAL | ib::FLUSH_PERSISTENT), Ok(()));
         assert_eq!(check_access_flags(ib::REMOTE_WRITE), Err(MrError::Access));
         assert_eq!(check_access_flags(ib::REMOTE_ATOMIC), Err(MrError::Access));
         assert_eq!(check_access_flags(ib::MW_BIND), Err(MrError::Access));

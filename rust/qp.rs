@@ -614,6 +614,11 @@ impl Qp {
                 self.fin_pending.store(true, Ordering::Release);
                 self.kick();
             }
+            if matches!(e, Event::Ready) {
+                // WRs posted while the responder waited for the RTR are on
+                // the SQ, which the engine cannot see: send them now.
+                self.kick();
+            }
             let sink = self.cm.lock().clone();
             if let Some(sink) = sink {
                 match e {
@@ -1020,6 +1025,9 @@ impl Host for QpHost<'_> {
         wc.imm = c.imm.map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
         wc.invalidated = c.invalidated;
         wc.solicited = c.solicited;
+        if let Status::CommitFailed(s) = c.status {
+            wc.vendor_err = s.to_u32(); // the draft's status, for the consumer
+        }
         let _ = cq.push(wc); // a full CQ raises IB_EVENT_CQ_ERR itself
     }
 
@@ -1065,9 +1073,8 @@ impl Host for QpHost<'_> {
         Err(term::rdmap::LOCAL_CATA)
     }
 
-    fn make_durable(&mut self, _region: &commitw::Region) -> bool {
-        // RDMA Commit is not announced yet: report "not durable".
-        false
+    fn make_durable(&mut self, region: &commitw::Region) -> bool {
+        crate::flush::commit_region(self.stags(), region)
     }
 
     fn invalidate(&mut self, stag: u32) -> Result<(), TermError> {
@@ -1132,7 +1139,7 @@ fn wc_status(s: Status, q: WorkQueue) -> WcStatus {
             if q == WorkQueue::Send { WcStatus::LocProtErr } else { WcStatus::LocAccessErr }
         }
         Status::LocalError(_) => WcStatus::LocQpOpErr,
-        Status::CommitFailed(_) => WcStatus::RemOpErr,
+        Status::CommitFailed(s) => crate::flush::wc_status(s),
     }
 }
 

@@ -14,13 +14,15 @@ mod cm_tuning;
 mod cq;
 mod device;
 mod ffi;
+mod flush;
 mod mr;
 mod qp;
 mod selftest;
-mod selftest_imm;
-mod selftest_verbs;
 mod selftest_cm;
+mod selftest_flush;
+mod selftest_imm;
 mod selftest_siw;
+mod selftest_verbs;
 mod srq;
 mod verbs;
 
@@ -53,6 +55,10 @@ module! {
         p2p_rtr: u32 {
             default: 7,
             description: "RTR kinds an initiator offers in peer-to-peer mode: bit 0 zero-length Send, bit 1 Write, bit 2 Read (default 7: all); 0: client-server mode",
+        },
+        kunit_pmem_dev: u32 {
+            default: 0,
+            description: "KUnit only: dev_t (major << 20 | minor) of an fsdax pmem block device the persistent RDMA Commit test may overwrite (0: skip that test)",
         },
     },
 }

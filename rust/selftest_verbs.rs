@@ -70,7 +70,7 @@ mod tests {
         assert!(qp_addr != 0);
         assert_eq!(wc[0], RawWc {
             wr_id: 0x1111, status: WC_SUCCESS, opcode: WC_RECV_RDMA_WITH_IMM, byte_len: 100,
-            qp: qp_addr, src_qp: 5, wc_flags: WITH_IMM, ex: 0x1122_3344u32.to_be(),
+            qp: qp_addr, src_qp: 5, wc_flags: WITH_IMM, ex: 0x1122_3344u32.to_be(), vendor_err: 0,
         });
         assert_eq!(wc[1].wr_id, 0x2222);
         assert_eq!(wc[1].status, WC_WR_FLUSH_ERR);
@@ -78,7 +78,7 @@ mod tests {
         assert_eq!(wc[1].wc_flags, 0);
         assert_eq!(wc[2], RawWc {
             wr_id: 0x3333, status: WC_SUCCESS, opcode: WC_RECV, byte_len: 7,
-            qp: qp_addr, src_qp: 5, wc_flags: WITH_INVALIDATE, ex: 0x00AB_CD01,
+            qp: qp_addr, src_qp: 5, wc_flags: WITH_INVALIDATE, ex: 0x00AB_CD01, vendor_err: 0,
         });
         assert_eq!(cq.poll(&mut wc), 0);
 

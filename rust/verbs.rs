@@ -38,8 +38,14 @@ fn new_mr(dev: &Device, make: impl FnOnce() -> Result<Arc<Mr>>) -> Result<Arc<Mr
 
 /// A DMA MR (the core makes one per kernel PD for its local DMA key, and
 /// one with remote rights for `IB_PD_UNSAFE_GLOBAL_RKEY`).
+/// A DMA MR spans all of kernel memory, which rsiw cannot vouch for:
+/// persistent flush is refused on it (global flush is fine).
 pub(crate) fn get_dma_mr(dev: &Device, pd: u32, access: u32, mem: KernelMemory) -> Result<Arc<Mr>> {
     crate::mr::check_access_flags(access)?;
+    if access & crate::ffi::mr::access::FLUSH_PERSISTENT != 0 {
+        crate::flush::refused_persistent("DMA MR");
+        return Err(EOPNOTSUPP);
+    }
     new_mr(dev, || Mr::new_dma(pd, access, mem))
 }
 

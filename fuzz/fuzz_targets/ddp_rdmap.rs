@@ -18,7 +18,7 @@ struct Table;
 
 impl StagTable for Table {
     fn lookup(&self, stag: u32) -> Option<Region> {
-        let all = Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC | Access::LOCAL_WRITE;
+        let all = Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC | Access::LOCAL_WRITE | Access::COMMIT;
         match stag & 0xFF {
             0 => None,
             1 => Some(Region { base_to: 0, len: 1 << 16, access: all, pd: PD, valid: true, durable: true }),
@@ -70,7 +70,7 @@ fn check(data: &[u8]) -> Result<(), TermError> {
         }
         Body::CommitRequest(v) => {
             let plan = rdmap::validate_commit(&v, &Table, PD, &mut irq)?;
-            let _ = plan.flushes(&Table).count();
+            let _ = plan.flushes().count();
             assert_eq!(plan.response(true).request_id, v.request_id());
         }
         Body::AtomicResponse(r) => {

@@ -33,7 +33,7 @@ struct H {
 
 impl StagTable for H {
     fn lookup(&self, stag: u32) -> Option<Region> {
-        let access = Access::LOCAL_WRITE | Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC;
+        let access = Access::LOCAL_WRITE | Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC | Access::COMMIT;
         (stag == 0x100).then_some(Region { base_to: 0x1000, len: 4096, access, pd: 1, valid: true, durable: true })
     }
 }

@@ -155,6 +155,7 @@ fn fill_wc(wc: &mut sys::ib_wc, c: &Completion) {
     wc.byte_len = c.byte_len;
     wc.qp = c.qp.0;
     wc.src_qp = c.qp_num;
+    wc.vendor_err = c.vendor_err;
     let mut flags = 0;
     if let Some(imm) = c.imm {
         wc.ex.imm_data = imm.to_be();
@@ -294,6 +295,7 @@ pub(crate) mod testing {
         pub(crate) wc_flags: i32,
         /// `ex` as stored (imm_data is big-endian).
         pub(crate) ex: u32,
+        pub(crate) vendor_err: u32,
     }
 
     /// A CQ created through the core, with counting handlers.
@@ -407,6 +409,7 @@ pub(crate) mod testing {
                         src_qp: w.src_qp,
                         wc_flags: w.wc_flags,
                         ex: w.ex.invalidate_rkey,
+                        vendor_err: w.vendor_err,
                     }
                 };
             }

@@ -261,7 +261,8 @@ unsafe extern "C" fn query_device(
     let l = &a.limits;
     // SAFETY: `attr` is valid for writes for the call, per the core.
     let attr = unsafe { &mut *attr };
-    attr.device_cap_flags = sys::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS as u64;
+    attr.device_cap_flags = sys::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS as u64
+        | super::pmem::device_flush_caps();
     attr.kernel_cap_flags = sys::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG as u64;
     attr.atomic_cap = sys::ib_atomic_cap_IB_ATOMIC_NONE;
     attr.max_mr_size = u64::MAX;

@@ -36,10 +36,16 @@ pub(crate) mod access {
     pub(crate) const ZERO_BASED: u32 = sys::ib_access_flags_IB_ZERO_BASED;
     pub(crate) const ON_DEMAND: u32 = sys::ib_access_flags_IB_ACCESS_ON_DEMAND;
     pub(crate) const RELAXED_ORDERING: u32 = sys::ib_access_flags_IB_ACCESS_RELAXED_ORDERING;
+    /// RDMA Commit (`IB_WR_FLUSH`) may make placed data visible.
+    pub(crate) const FLUSH_GLOBAL: u32 = sys::ib_access_flags_IB_ACCESS_FLUSH_GLOBAL;
+    /// RDMA Commit may make placed data persistent (persistent memory only).
+    pub(crate) const FLUSH_PERSISTENT: u32 = sys::ib_access_flags_IB_ACCESS_FLUSH_PERSISTENT;
+    /// Either flush right: the region accepts RDMA Commit.
+    pub(crate) const FLUSH: u32 = FLUSH_GLOBAL | FLUSH_PERSISTENT;
     /// Everything rsiw understands (relaxed ordering is meaningless for a
     /// software device and accepted).
     pub(crate) const SUPPORTED: u32 =
-        LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ | REMOTE_ATOMIC | RELAXED_ORDERING;
+        LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ | REMOTE_ATOMIC | RELAXED_ORDERING | FLUSH;
     /// An rkey is only handed out with one of these.
     pub(crate) const REMOTE: u32 = REMOTE_WRITE | REMOTE_READ | REMOTE_ATOMIC;
 }
@@ -137,6 +143,32 @@ impl MrPages {
         })
     }
 
+    /// Whether every octet of `len` at `pos` lies in persistent memory
+    /// (see `ffi::pmem`); false if the range is not inside the pages.
+    pub(crate) fn is_persistent(&self, pos: u64, len: u64) -> bool {
+        let Ok(len) = usize::try_from(len) else { return false };
+        let mut ok = true;
+        let walked = self.walk(pos, len, |entry, off, n| {
+            ok &= match self.kind {
+                PagesKind::VirtDma => super::pmem::virt_is_persistent(entry + off, n),
+                // SAFETY: `entry` is a page pinned by the MR's umem.
+                PagesKind::Page => unsafe { super::pmem::page_is_persistent(entry as *mut sys::page) },
+            };
+        });
+        walked.is_ok() && ok
+    }
+
+    /// Writes the CPU cache lines of `len` octets at `pos` back to memory
+    /// (`arch_wb_cache_pmem`); the caller issues the persistence barrier.
+    pub(crate) fn write_back(&self, pos: u64, len: usize) -> Result {
+        self.walk(pos, len, |entry, off, n| match self.kind {
+            // SAFETY: as in `write`: mapped kernel memory of the MR.
+            PagesKind::VirtDma => unsafe { sys::rsiw_wb_cache_pmem((entry + off) as *mut _, n) },
+            // SAFETY: as in `write`: a pinned page, `off + n <= PAGE_SIZE`.
+            PagesKind::Page => unsafe { sys::rsiw_wb_cache_pmem_page(entry as *mut sys::page, off, n) },
+        })
+    }
+
     /// Splits `len` octets at `pos` into per-page pieces `(entry, offset,
     /// count)`; `EFAULT` unless all of them lie inside the pages.
     fn walk(&self, pos: u64, len: usize, mut f: impl FnMut(usize, usize, usize)) -> Result {
@@ -163,6 +195,11 @@ impl MrPages {
 pub(crate) struct KernelMemory(());
 
 impl KernelMemory {
+    #[cfg(CONFIG_KUNIT = "y")]
+    pub(super) fn for_tests() -> Self {
+        Self(())
+    }
+
     fn check(addr: u64, len: usize) -> Result<usize> {
         let addr = usize::try_from(addr).map_err(|_| EFAULT)?;
         // Never address the zero page or wrap around.
@@ -496,6 +533,10 @@ pub(crate) mod testing {
                 return Err(Error::from_errno(mr as isize as c_int));
             }
             Ok(Self(mr))
+        }
+
+        pub(crate) fn raw(&self) -> *mut sys::ib_mr {
+            self.0
         }
 
         pub(crate) fn ib(&self) -> &IbMr {

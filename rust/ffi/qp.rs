@@ -352,6 +352,11 @@ unsafe fn convert_send(wr: *const sys::ib_send_wr) -> Result<Sqe> {
         sqe.sges[i] = Sge { addr: s.addr, len: s.length, lkey: s.lkey };
         len = len.checked_add(s.length).ok_or(EINVAL)?;
     }
+    if w.opcode == sys::ib_wr_opcode_IB_WR_FLUSH {
+        // SAFETY: the core hands FLUSH over as an `ib_rdma_wr` (rsiw's
+        // convention, see `flush_op`).
+        return flush_op(unsafe { &*wr.cast::<sys::ib_rdma_wr>() }, sqe, f, len);
+    }
     if flags & sys::ib_send_flags_IB_SEND_INLINE != 0 && len > 0 {
         if len as usize > MAX_INLINE {
             return Err(EINVAL);
@@ -413,12 +418,30 @@ unsafe fn convert_send(wr: *const sys::ib_send_wr) -> Result<Sqe> {
             sqe.num_sge = 0;
             return Ok(sqe);
         }
-        // Atomics, Immediate Data alone and RDMA Commit (IB_WR_FLUSH) are
-        // offered once the device announces them; a Send with Immediate has
+        // Atomics and Immediate Data alone are offered once the device
+        // announces them; a Send with Immediate has
         // no iWARP wire form (RFC 7306 has Write with Immediate only).
         _ => return Err(EOPNOTSUPP),
     };
     sqe.kind = SqeKind::Wire(SendWr { wr_id: sqe.wr_id, flags: f, op, len, local });
+    Ok(sqe)
+}
+
+/// `IB_WR_FLUSH` as an RDMA Commit of one region. The kernel's send WR has
+/// no flush fields, so rsiw takes them as rxe does for kernel WRs: the
+/// `ib_rdma_wr`'s `rkey`/`remote_addr` name the first octet, the SGE
+/// lengths add up to the range's length (the SGEs name no local data and
+/// are not used). Placement type and selectivity have no place in the WR
+/// nor on the wire: the responder's registration decides (draft 3.1).
+fn flush_op(rdma: &sys::ib_rdma_wr, mut sqe: Sqe, f: Flags, len: u32) -> Result<Sqe> {
+    if rdma.wr.send_flags & sys::ib_send_flags_IB_SEND_INLINE != 0 {
+        return Err(EINVAL); // a flush carries no data
+    }
+    let region = crate::engine::wire::commit::Region { stag: rdma.rkey, len, to: rdma.remote_addr };
+    let request = crate::engine::wire::commit::RequestRepr::new(0, &[region]).ok_or(EINVAL)?;
+    sqe.num_sge = 0;
+    let local = Local { stag: 0, to: 0, handle: 0 };
+    sqe.kind = SqeKind::Wire(SendWr { wr_id: sqe.wr_id, flags: f, op: SendOp::Commit { request }, len: 0, local });
     Ok(sqe)
 }
 
@@ -539,6 +562,10 @@ pub(crate) mod testing {
                 return Err(if qp.is_null() { ENOMEM } else { Error::from_errno(qp as isize as c_int) });
             }
             Ok(Self(qp))
+        }
+
+        pub(crate) fn raw(&self) -> *mut sys::ib_qp {
+            self.0
         }
 
         pub(crate) fn qp(&self) -> Arc<Qp> {

@@ -466,5 +466,5 @@ pub fn wait_until(
 
 /// All rights.
 pub fn all_access() -> Access {
-    Access::LOCAL_WRITE | Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC
+    Access::LOCAL_WRITE | Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC | Access::COMMIT
 }

@@ -24,6 +24,10 @@ impl Access {
     pub const REMOTE_WRITE: Self = Self(4);
     /// Remote atomics (RFC 7306).
     pub const REMOTE_ATOMIC: Self = Self(8);
+    /// RDMA Commit may target the region (verbs: `IB_ACCESS_FLUSH_GLOBAL`
+    /// or `IB_ACCESS_FLUSH_PERSISTENT`); how durable a commit makes it is
+    /// [`Region::durable`].
+    pub const COMMIT: Self = Self(16);
 
     /// Whether every right in `need` is granted.
     #[inline]
@@ -53,7 +57,8 @@ pub struct Region {
     pub pd: u32,
     /// False once invalidated or deregistered.
     pub valid: bool,
-    /// Registered with the durability attribute (RDMA Commit draft 3.1).
+    /// Registered with the durability attribute (RDMA Commit draft 3.1):
+    /// a commit makes the data persistent, not only visible.
     pub durable: bool,
 }
 
@@ -175,7 +180,7 @@ pub(crate) mod tests {
 
     impl StagTable for Table {
         fn lookup(&self, stag: u32) -> Option<Region> {
-            let rw = Access::REMOTE_WRITE | Access::REMOTE_READ | Access::LOCAL_WRITE;
+            let rw = Access::REMOTE_WRITE | Access::REMOTE_READ | Access::LOCAL_WRITE | Access::COMMIT;
             let r = |base_to, len, access, pd, valid| Region {
                 base_to,
                 len,

@@ -566,7 +566,7 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
                 let mut regions =
                     [crate::wire::commit::Region::default(); crate::wire::commit::MAX_REGIONS];
                 let mut count = 0;
-                for (d, r) in regions.iter_mut().zip(plan.flushes(host)) {
+                for (d, r) in regions.iter_mut().zip(plan.flushes()) {
                     *d = r;
                     count += 1;
                 }

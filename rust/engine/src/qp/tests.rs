@@ -31,6 +31,8 @@ struct Mock {
     cq: Vec<Completion>,
     events: Vec<Event>,
     fail_durable: bool,
+    /// Regions `make_durable` was asked to commit.
+    committed: Vec<commitw::Region>,
     /// Snapshot of region 0 taken at each completion (ordering checks).
     snap: Vec<Vec<u8>>,
 }
@@ -139,7 +141,8 @@ impl Host for Mock {
             .copy_from_slice(&original.to_le_bytes());
         Ok(())
     }
-    fn make_durable(&mut self, _region: &commitw::Region) -> bool {
+    fn make_durable(&mut self, region: &commitw::Region) -> bool {
+        self.committed.push(*region);
         !self.fail_durable
     }
     fn invalidate(&mut self, stag: u32) -> Result<(), TermError> {
@@ -166,7 +169,11 @@ struct Pair {
 
 #[allow(non_snake_case)]
 fn RW() -> Access {
-    Access::LOCAL_WRITE | Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC
+    Access::LOCAL_WRITE
+        | Access::REMOTE_READ
+        | Access::REMOTE_WRITE
+        | Access::REMOTE_ATOMIC
+        | Access::COMMIT
 }
 
 impl Pair {
@@ -994,7 +1001,17 @@ fn commit_statuses() {
     post_a(&mut p, commit(4, &[reg(0x4242, 0, 8)]));
     post_a(&mut p, commit(5, &[reg(r, 0, 8); 4]));
     post_a(&mut p, commit(6, &[reg(r, 0, 8); 8]));
+    // Writable but without the commit right (no flush access).
+    let w = p.hb.mr(0, 64, Access::LOCAL_WRITE | Access::REMOTE_WRITE);
+    post_a(&mut p, commit(8, &[reg(w, 0, 8)]));
+    // A zero-length region is validated but needs no flush.
+    post_a(&mut p, commit(9, &[reg(r, 64, 0)]));
     p.pump();
+    // Every non-empty region of a valid request, in order; nothing else.
+    assert_eq!(
+        p.hb.committed,
+        [reg(r, 0, 32), reg(r, 0, 8), reg(r, 0, 8), reg(r, 0, 8), reg(r, 0, 8)]
+    );
     p.hb.fail_durable = true;
     post_a(&mut p, commit(7, &[reg(r, 0, 8)]));
     p.pump();
@@ -1008,6 +1025,8 @@ fn commit_statuses() {
             (4, Status::CommitFailed(CommitStatus::Access)),
             (5, Status::Success),
             (6, Status::CommitFailed(CommitStatus::Limit)),
+            (8, Status::CommitFailed(CommitStatus::Access)),
+            (9, Status::Success),
             (7, Status::CommitFailed(CommitStatus::NotDurable)),
         ]
     );

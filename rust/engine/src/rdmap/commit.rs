@@ -30,18 +30,14 @@ pub struct CommitPlan<'a> {
 }
 
 impl<'a> CommitPlan<'a> {
-    /// Regions the caller must make durable (only when validation
-    /// succeeded; regions registered without the durability attribute need
-    /// nothing, section 3.1: a commit of a non-durable region does not
-    /// require durability).
-    pub fn flushes<'s, S: StagTable + ?Sized>(
-        &'s self,
-        table: &'s S,
-    ) -> impl Iterator<Item = Region> + 's {
+    /// Regions the caller must commit, in order (only when validation
+    /// succeeded, empty regions left out). The caller makes each as durable
+    /// as its registration says: a [`crate::ddp::Region::durable`] region
+    /// persistent, any other only visible (section 3.1: a commit of a
+    /// non-durable region does not require durability).
+    pub fn flushes(&self) -> impl Iterator<Item = Region> + '_ {
         let ok = self.status == Status::Success;
-        self.request
-            .regions()
-            .filter(move |r| ok && r.len > 0 && table.lookup(r.stag).is_some_and(|g| g.durable))
+        self.request.regions().filter(move |r| ok && r.len > 0)
     }
 
     /// The Commit Response once the flushes ran (`flushed_ok` false if any
@@ -60,8 +56,9 @@ impl<'a> CommitPlan<'a> {
 
 /// Validates a Commit Request and takes its IRD credit. IRD exceeded is
 /// `ddp::U_NO_BUFFER`; then the status: more than [`MAX_REGIONS`] is
-/// `Limit`; per region in order, an invalid, foreign or non-writable STag
-/// is `Access` and a TO wrap or bounds violation is `Bounds`.
+/// `Limit`; per region in order, an invalid or foreign STag, or one without
+/// the commit right ([`Access::COMMIT`]), is `Access` and a TO wrap or
+/// bounds violation is `Bounds`.
 pub fn validate_commit<'a, S: StagTable + ?Sized, const N: usize>(
     req: &Request<&'a [u8]>,
     table: &S,
@@ -82,7 +79,7 @@ pub fn validate_commit<'a, S: StagTable + ?Sized, const N: usize>(
                     r.stag,
                     r.to,
                     u64::from(r.len),
-                    Access::REMOTE_WRITE,
+                    Access::COMMIT,
                     codes,
                 ) {
                     Ok(_) => None,
