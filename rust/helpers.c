@@ -234,6 +234,7 @@ ipv4:
 		dev_put(dev);
 	}
 	return ifindex;
+}
 
 struct page *rsiw_virt_to_page(const void *addr)
 {
