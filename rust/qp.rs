@@ -1140,6 +1140,22 @@ fn wc_status(s: Status, q: WorkQueue) -> WcStatus {
         }
         Status::LocalError(_) => WcStatus::LocQpOpErr,
         Status::CommitFailed(s) => crate::flush::wc_status(s),
+        Status::RemoteError(e) => remote_wc_status(e),
+    }
+}
+
+/// The peer's Terminate, as the status of the request it ended: remote
+/// protection errors (RDMAP 0x1, DDP tagged) are access errors, an opcode
+/// or version the peer does not support (e.g. RFC 7306 to Linux siw) an
+/// invalid request, anything else a remote operation error.
+fn remote_wc_status(e: TermError) -> WcStatus {
+    use term::{ddp, rdmap, Layer};
+    let invalid_request = [rdmap::UNEXPECTED_OPCODE, rdmap::INVALID_VERSION, ddp::U_INVALID_QN, ddp::U_INVALID_VERSION];
+    match (e.layer, e.etype) {
+        (Layer::Rdmap, t) if t == rdmap::INVALID_STAG.etype => WcStatus::RemAccessErr,
+        (Layer::Ddp, t) if t == ddp::T_INVALID_STAG.etype => WcStatus::RemAccessErr,
+        _ if invalid_request.contains(&e) => WcStatus::RemInvReqErr,
+        _ => WcStatus::RemOpErr,
     }
 }
 

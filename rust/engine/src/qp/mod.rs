@@ -270,6 +270,9 @@ pub enum Status {
     LocalError(TermError),
     /// The Commit Response carried this non-success status.
     CommitFailed(CommitStatus),
+    /// The peer terminated the stream with this error while the request
+    /// was the oldest outstanding one (the others are [`Status::Flushed`]).
+    RemoteError(TermError),
 }
 
 /// One completion.
@@ -500,6 +503,8 @@ pub struct Qp<const ORD: usize, const IRD: usize> {
     pub(crate) term_sent: bool,
     /// Flush the send side once the FPDU in flight is out.
     pub(crate) flush_pending: bool,
+    /// The peer's Terminate, for the oldest request the flush completes.
+    pub(crate) remote_term: Option<TermError>,
 
     // ---- receive ----
     pub(crate) mpa_rx: Rx,
@@ -558,6 +563,7 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
             term: None,
             term_sent: false,
             flush_pending: false,
+            remote_term: None,
             mpa_rx: Rx::new(crate::mpa::rx::RxConfig {
                 crc: false,
                 markers: false,
@@ -863,6 +869,10 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
 
     pub(crate) fn flush_send<H: Host + ?Sized>(&mut self, host: &mut H) {
         self.flush_pending = false;
+        // After a Terminate from the peer, the oldest request in progress
+        // (awaiting its response, or being sent) carries the peer's
+        // reason; the rest, and WRs never started, are flushed.
+        let mut remote = self.remote_term.take();
         // Merge held completions and ORQ entries by sequence number.
         loop {
             let h = self.held.front().map(|x| x.0);
@@ -885,7 +895,7 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
                             WorkQueue::Send,
                             a.wr_id,
                             a.opcode,
-                            Status::Flushed,
+                            remote.take().map_or(Status::Flushed, Status::RemoteError),
                             0,
                         ));
                     }
@@ -897,7 +907,7 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
                 WorkQueue::Send,
                 c.wr.wr_id,
                 sq_opcode(&c.wr.op),
-                Status::Flushed,
+                remote.take().map_or(Status::Flushed, Status::RemoteError),
                 0,
             ));
         }

@@ -632,6 +632,7 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
                 host.event(Event::TerminateReceived(t));
                 self.state = State::Error;
                 self.term = None;
+                self.remote_term = Some(t.error);
                 self.flush_all(host);
             }
         }

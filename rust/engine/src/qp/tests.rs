@@ -692,9 +692,10 @@ fn atomics_and_unsupported_aopcode() {
             .unwrap();
     assert_eq!(t.error, rdmape::UNEXPECTED_OPCODE);
     assert!(t.ddp.is_some());
+    // The request the peer refused completes with the peer's reason.
     assert_eq!(
         p.ha.cq.last().map(|c| (c.wr_id, c.status)),
-        Some((4, Status::Flushed))
+        Some((4, Status::RemoteError(rdmape::UNEXPECTED_OPCODE)))
     );
     assert_eq!((p.a.state(), p.b.state()), (State::Error, State::Error));
 }
@@ -863,6 +864,41 @@ fn terminate_paths() {
             )
         },
         rdmape::INVALID_STAG,
+    );
+}
+
+#[test]
+fn peer_terminate_completes_the_oldest_request_with_its_reason() {
+    // Two Reads outstanding, the first from a bad source: the peer's
+    // Terminate (invalid STag) completes the first with that reason; the
+    // second, never answered, is flushed.
+    let mut p = pair();
+    let l = p.ha.mr(0, 64, RW());
+    let r = p.hb.mr(0, 64, RW());
+    let read = |id, stag| {
+        wr(
+            id,
+            SendOp::Read {
+                remote: Remote { stag, to: 0 },
+            },
+            8,
+            Local {
+                stag: l,
+                to: 0,
+                handle: 0,
+            },
+        )
+    };
+    post_a(&mut p, read(1, 0x1234));
+    post_a(&mut p, read(2, r));
+    p.pump();
+    let got: Vec<_> = p.ha.cq.iter().map(|c| (c.wr_id, c.status)).collect();
+    assert_eq!(
+        got,
+        vec![
+            (1, Status::RemoteError(rdmape::INVALID_STAG)),
+            (2, Status::Flushed),
+        ]
     );
 }
 
