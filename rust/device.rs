@@ -6,7 +6,7 @@ use core::sync::atomic::{AtomicU32, Ordering};
 
 use kernel::prelude::*;
 
-use crate::mr::StagTable;
+use crate::{atomic_locks::AtomicLocks, mr::StagTable};
 
 /// Limits the device reports through `query_device` and enforces. Keep the
 /// two in one place so they cannot drift apart.
@@ -97,6 +97,8 @@ pub(crate) struct Device {
     next_pd_id: AtomicU32,
     /// STag index -> MR (`crate::mr`).
     stags: Pin<KBox<StagTable>>,
+    /// Serialises RFC 7306 atomics per target word (`crate::atomic_locks`).
+    atomic_locks: Pin<KVBox<AtomicLocks>>,
 }
 
 impl Device {
@@ -114,6 +116,7 @@ impl Device {
             qps: KBox::pin_init(crate::qp::QpTable::new(), GFP_KERNEL)?,
             next_pd_id: AtomicU32::new(1),
             stags: KBox::pin_init(StagTable::new(), GFP_KERNEL)?,
+            atomic_locks: KVBox::pin_init(AtomicLocks::new(), GFP_KERNEL)?,
         })
     }
 
@@ -125,6 +128,11 @@ impl Device {
     /// The device's STag table.
     pub(crate) fn stags(&self) -> &StagTable {
         &self.stags
+    }
+
+    /// The device's atomic lock table.
+    pub(crate) fn atomic_locks(&self) -> &AtomicLocks {
+        &self.atomic_locks
     }
 
     /// A fresh PD number (wraps after 2^32 allocations).

@@ -174,7 +174,16 @@ struct HostState {
     /// A receive WQE taken off the RQ/SRQ for the message being received.
     claimed: Option<Rqe>,
     next_handle: u64,
+    /// Whether the atomic whose result was just placed is masked, for its
+    /// completion (the engine only passes the `Local` handle to the first).
+    atomic_done: Option<bool>,
+    /// A received Terminate was already blamed on an outstanding request.
+    term_blamed: bool,
 }
+
+/// Handle bit marking a masked atomic (`Local::handle` travels with the
+/// request to `write_atomic_result`).
+const MASKED_HANDLE: u64 = 1 << 63;
 
 /// State that only changes under the engine lock.
 struct Stream {
@@ -272,6 +281,8 @@ impl Qp {
                 cur: CurWr { handle: 0, sqe: None, read_invs: ReadInvs::default() },
                 claimed: None,
                 next_handle: 1,
+                atomic_done: None,
+                term_blamed: false,
             },
             tx: KVec::with_capacity(TX_BUF, GFP_KERNEL)?,
             tx_off: 0,
@@ -902,8 +913,11 @@ impl Host for QpHost<'_> {
             let sqe = self.qp.sq.lock().pop()?;
             match sqe.kind {
                 SqeKind::Wire(mut wr) => {
-                    let handle = self.st.next_handle;
+                    let mut handle = self.st.next_handle & !MASKED_HANDLE;
                     self.st.next_handle = handle.wrapping_add(1);
+                    if sqe.masked {
+                        handle |= MASKED_HANDLE;
+                    }
                     wr.local.handle = handle;
                     if self.qp.sig_all {
                         wr.flags = wr.flags.with(crate::engine::qp::Flags::SIGNALED);
@@ -959,7 +973,16 @@ impl Host for QpHost<'_> {
         }
         let (cq, opcode) = match c.queue {
             WorkQueue::Send => {
-                let masked = self.st.cur.sqe.is_some_and(|s| s.masked && c.wr_id == s.wr_id);
+                let placed = match c.opcode {
+                    CompOp::FetchAdd | CompOp::CmpSwap | CompOp::AtomicOther => self.st.atomic_done.take(),
+                    _ => None,
+                };
+                // A flushed atomic had no result: the opcode of an error
+                // completion is best effort (the verbs leave it undefined).
+                let masked = match placed {
+                    Some(m) if c.status != Status::Flushed => m,
+                    _ => self.st.cur.sqe.is_some_and(|s| s.masked && c.wr_id == s.wr_id),
+                };
                 (self.qp.links.send_cq(), send_opcode(c.opcode, masked))
             }
             WorkQueue::Recv => match self.qp.links.recv_cq() {
@@ -968,6 +991,9 @@ impl Host for QpHost<'_> {
             },
         };
         let mut wc = self.qp.wc(c.wr_id, opcode, wc_status(c.status, c.queue), c.byte_len);
+        if let Some(status) = self.remote_status(&c) {
+            wc.status = status;
+        }
         wc.imm = c.imm.map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
         wc.invalidated = c.invalidated;
         wc.solicited = c.solicited;
@@ -1005,15 +1031,14 @@ impl Host for QpHost<'_> {
         self.scatter_gather(rqe.sges(), u64::from(offset), &mut [], Some(data))
     }
 
-    fn atomic(&mut self, _plan: &AtomicPlan) -> Result<u64, TermError> {
-        // RFC 7306 atomics at the responder come with the per-device lock
-        // table; until then the device reports atomic_cap = NONE and an
-        // incoming atomic ends the stream (the engine sends the Terminate).
-        Err(term::rdmap::UNEXPECTED_OPCODE)
+    fn atomic(&mut self, plan: &AtomicPlan) -> Result<u64, TermError> {
+        crate::atomic::respond(self.qp.links.device(), self.qp.pd, plan)
     }
 
-    fn write_atomic_result(&mut self, _wr: &Local, _original: u64) -> Result<(), TermError> {
-        Err(term::rdmap::LOCAL_CATA)
+    fn write_atomic_result(&mut self, wr: &Local, original: u64) -> Result<(), TermError> {
+        // The engine completes this atomic right after (if signaled).
+        self.st.atomic_done = Some(wr.handle & MASKED_HANDLE != 0);
+        crate::atomic::place_result(self.qp.links.device(), self.qp.pd, wr, original)
     }
 
     fn make_durable(&mut self, _region: &commitw::Region) -> bool {
@@ -1027,6 +1052,30 @@ impl Host for QpHost<'_> {
 }
 
 impl QpHost<'_> {
+    /// The status of the first request a received Terminate flushes: the
+    /// peer's RDMAP error was about the oldest outstanding Read, Atomic or
+    /// Commit (responses to older ones arrived before the Terminate).
+    fn remote_status(&mut self, c: &EngineCompletion) -> Option<WcStatus> {
+        let outstanding = matches!(
+            c.opcode,
+            CompOp::Read | CompOp::FetchAdd | CompOp::CmpSwap | CompOp::AtomicOther | CompOp::Commit
+        );
+        if c.queue != WorkQueue::Send || c.status != Status::Flushed || !outstanding || self.st.term_blamed {
+            return None;
+        }
+        let err = self.events.iter().find_map(|e| match e {
+            Event::TerminateReceived(t) if t.error.layer == term::Layer::Rdmap => Some(t.error),
+            _ => None,
+        })?;
+        let status = match err.etype {
+            0x1 => WcStatus::RemAccessErr, // Remote Protection
+            0x2 => WcStatus::RemOpErr,     // Remote Operation
+            _ => return None,
+        };
+        self.st.term_blamed = true;
+        Some(status)
+    }
+
     fn local_done(&self, sqe: &Sqe, op: WcOpcode, ok: bool) {
         if ok && !(sqe.signaled || self.qp.sig_all) {
             return;

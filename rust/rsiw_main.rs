@@ -8,6 +8,8 @@
 
 use kernel::prelude::*;
 
+mod atomic;
+mod atomic_locks;
 mod cm;
 mod cq;
 mod device;

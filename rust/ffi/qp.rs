@@ -22,6 +22,7 @@ use crate::{
     device::Device,
     engine::{
         qp::{Flags, Local, Remote, SendOp, SendWr},
+        wire::atomic::AtomicOp,
     },
     qp::{IbState, Qp, QpInit, Sqe, SqeKind, MAX_INLINE, MAX_IRD, MAX_ORD},
     srq::{Sge, Srq, MAX_SGE},
@@ -413,13 +414,47 @@ unsafe fn convert_send(wr: *const sys::ib_send_wr) -> Result<Sqe> {
             sqe.num_sge = 0;
             return Ok(sqe);
         }
-        // Atomics, Immediate Data alone and RDMA Commit (IB_WR_FLUSH) are
-        // offered once the device announces them; a Send with Immediate has
+        sys::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD
+        | sys::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP
+        | sys::ib_wr_opcode_IB_WR_MASKED_ATOMIC_FETCH_AND_ADD
+        | sys::ib_wr_opcode_IB_WR_MASKED_ATOMIC_CMP_AND_SWP => {
+            // SAFETY: the opcode says this is an `ib_atomic_wr`.
+            let (op, masked) = atomic_op(w.opcode, unsafe { &*wr.cast::<sys::ib_atomic_wr>() })?;
+            sqe.masked = masked;
+            len = 8;
+            op
+        }
+        // Immediate Data alone and RDMA Commit (IB_WR_FLUSH) are offered
+        // once the device announces them; a Send with Immediate has
         // no iWARP wire form (RFC 7306 has Write with Immediate only).
         _ => return Err(EOPNOTSUPP),
     };
     sqe.kind = SqeKind::Wire(SendWr { wr_id: sqe.wr_id, flags: f, op, len, local });
     Ok(sqe)
+}
+
+/// An atomic WR as the RFC 7306 request (section 5.1: FetchAdd's Compare
+/// fields unused, Compare Mask all ones; an unmasked CmpSwap compares and
+/// swaps all 64 bits) and whether it is a masked verb. One local SGE of at
+/// least 8 octets takes the original value; the remote address must be
+/// 8-octet aligned: `EINVAL` otherwise, at post time.
+fn atomic_op(opcode: u32, a: &sys::ib_atomic_wr) -> Result<(SendOp, bool)> {
+    // SAFETY: `sg_list` has `num_sge` entries (checked non-empty first).
+    if a.wr.num_sge != 1 || unsafe { (*a.wr.sg_list).length } < 8 || a.remote_addr % 8 != 0 {
+        return Err(EINVAL);
+    }
+    let remote = Remote { stag: a.rkey, to: a.remote_addr };
+    let (op, add_swap, add_swap_mask, compare, compare_mask, masked) = match opcode {
+        sys::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD => (AtomicOp::FetchAdd, a.compare_add, 0, 0, u64::MAX, false),
+        sys::ib_wr_opcode_IB_WR_MASKED_ATOMIC_FETCH_AND_ADD => {
+            (AtomicOp::FetchAdd, a.compare_add, a.compare_add_mask, 0, u64::MAX, true)
+        }
+        sys::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP => {
+            (AtomicOp::CmpSwap, a.swap, u64::MAX, a.compare_add, u64::MAX, false)
+        }
+        _ => (AtomicOp::CmpSwap, a.swap, a.swap_mask, a.compare_add, a.compare_add_mask, true),
+    };
+    Ok((SendOp::Atomic { op, remote, add_swap, add_swap_mask, compare, compare_mask }, masked))
 }
 
 fn imm8(imm_be: u32) -> [u8; 8] {
