@@ -333,6 +333,12 @@ impl Qp {
         self.ib_state.lock().0
     }
 
+    /// What the stream reported (Terminates sent and received, ...).
+    #[allow(dead_code)] // For the self-tests.
+    pub(crate) fn stream_status(&self) -> StreamStatus {
+        self.ib_state.lock().1
+    }
+
 
     // ---- posting -------------------------------------------------------
 

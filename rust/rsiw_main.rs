@@ -17,6 +17,7 @@ mod ffi;
 mod mr;
 mod qp;
 mod selftest;
+mod selftest_atomic;
 mod selftest_verbs;
 mod srq;
 mod verbs;
@@ -42,6 +43,10 @@ module! {
         mpa_crc: bool {
             default: false,
             description: "Request MPA CRC32c on every connection (default: only when the peer asks)",
+        },
+        atomic_bench_ops: u32 {
+            default: 0,
+            description: "KUnit only: FetchAdds per QP in the rsiw_atomic_bench suite (0: a short run)",
         },
     },
 }

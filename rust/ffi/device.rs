@@ -471,6 +471,16 @@ pub(crate) mod testing {
             Ok(during)
         }
 
+        /// What the core cached from `query_device` about atomics:
+        /// (atomic_cap is HCA, masked_atomic_cap is HCA, max_qp_rd_atom,
+        /// max_qp_init_rd_atom, max_res_rd_atom).
+        pub(crate) fn atomic_attrs(&self) -> (bool, bool, u32, u32, u32) {
+            // SAFETY: device held; `attrs` is filled at registration.
+            let a = unsafe { &(*self.0).attrs };
+            let hca = sys::ib_atomic_cap_IB_ATOMIC_HCA;
+            (a.atomic_cap == hca, a.masked_atomic_cap == hca, a.max_qp_rd_atom, a.max_qp_init_rd_atom, a.max_res_rd_atom)
+        }
+
         /// Unregisters the device (what `rdma link delete` does).
         pub(crate) fn unregister(self) {
             // SAFETY: consumes our reference.

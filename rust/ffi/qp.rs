@@ -640,6 +640,38 @@ pub(crate) mod testing {
             to_result(unsafe { post_send(self.0, &wr.wr, &mut bad) })
         }
 
+        /// An atomic WR (`opcode` one of the `WR_*ATOMIC*`): the original
+        /// value lands in `segs[0]` (more than one is refused by the QP).
+        pub(crate) fn post_atomic(
+            &self,
+            wr_id: u64,
+            opcode: u32,
+            segs: &[Seg],
+            rkey: u32,
+            addr: u64,
+            args: AtomicArgs,
+        ) -> Result {
+            let mut sges = [sys::ib_sge::default(); 2];
+            for (s, g) in sges.iter_mut().zip(segs) {
+                *s = sys::ib_sge { addr: g.addr, length: g.len, lkey: g.lkey };
+            }
+            let mut wr = sys::ib_atomic_wr::default();
+            wr.wr.__bindgen_anon_1.wr_id = wr_id;
+            wr.wr.sg_list = sges.as_mut_ptr();
+            wr.wr.num_sge = segs.len().min(2) as c_int;
+            wr.wr.opcode = opcode;
+            wr.wr.send_flags = sys::ib_send_flags_IB_SEND_SIGNALED;
+            wr.remote_addr = addr;
+            wr.compare_add = args.compare_add;
+            wr.compare_add_mask = args.compare_add_mask;
+            wr.swap = args.swap;
+            wr.swap_mask = args.swap_mask;
+            wr.rkey = rkey;
+            let mut bad: *const sys::ib_send_wr = ptr::null();
+            // SAFETY: as for `post`.
+            to_result(unsafe { post_send(self.0, &wr.wr, &mut bad) })
+        }
+
         pub(crate) fn post_recv(&self, wr_id: u64, seg: Seg) -> Result {
             let mut sge = sys::ib_sge { addr: seg.addr, length: seg.len, lkey: seg.lkey };
             let mut wr = sys::ib_recv_wr::default();
@@ -651,6 +683,21 @@ pub(crate) mod testing {
             to_result(unsafe { post_recv(self.0, &wr, &mut bad) })
         }
     }
+
+    /// The operands of an `ib_atomic_wr`.
+    #[derive(Clone, Copy, Default)]
+    pub(crate) struct AtomicArgs {
+        pub(crate) compare_add: u64,
+        pub(crate) compare_add_mask: u64,
+        pub(crate) swap: u64,
+        pub(crate) swap_mask: u64,
+    }
+
+    // SAFETY: the verbs on a kernel QP (`ib_post_send`, `ib_post_recv`,
+    // `ib_modify_qp`) may be called from any thread, concurrently.
+    unsafe impl Send for KQp {}
+    // SAFETY: as above.
+    unsafe impl Sync for KQp {}
 
     impl Drop for KQp {
         fn drop(&mut self) {
@@ -664,6 +711,16 @@ pub(crate) mod testing {
     pub(crate) const WR_READ: u32 = sys::ib_wr_opcode_IB_WR_RDMA_READ;
     pub(crate) const WR_WRITE_IMM: u32 = sys::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM;
     pub(crate) const WR_ATOMIC_FA: u32 = sys::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD;
+    pub(crate) const WR_ATOMIC_CS: u32 = sys::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP;
+    pub(crate) const WR_MASKED_FA: u32 = sys::ib_wr_opcode_IB_WR_MASKED_ATOMIC_FETCH_AND_ADD;
+    pub(crate) const WR_MASKED_CS: u32 = sys::ib_wr_opcode_IB_WR_MASKED_ATOMIC_CMP_AND_SWP;
+    pub(crate) const WR_SEND_WITH_IMM: u32 = sys::ib_wr_opcode_IB_WR_SEND_WITH_IMM;
+    pub(crate) const WC_FETCH_ADD: u32 = sys::ib_wc_opcode_IB_WC_FETCH_ADD;
+    pub(crate) const WC_COMP_SWAP: u32 = sys::ib_wc_opcode_IB_WC_COMP_SWAP;
+    pub(crate) const WC_MASKED_FETCH_ADD: u32 = sys::ib_wc_opcode_IB_WC_MASKED_FETCH_ADD;
+    pub(crate) const WC_MASKED_COMP_SWAP: u32 = sys::ib_wc_opcode_IB_WC_MASKED_COMP_SWAP;
+    pub(crate) const WC_REM_ACCESS_ERR: u32 = sys::ib_wc_status_IB_WC_REM_ACCESS_ERR;
+    pub(crate) const WC_REM_OP_ERR: u32 = sys::ib_wc_status_IB_WC_REM_OP_ERR;
     pub(crate) const WC_RDMA_WRITE: u32 = sys::ib_wc_opcode_IB_WC_RDMA_WRITE;
     pub(crate) const WC_RDMA_READ: u32 = sys::ib_wc_opcode_IB_WC_RDMA_READ;
 
