@@ -37,7 +37,10 @@ mod harness {
         ffi::{
             cq::testing::{KCq, RawWc, WC_SUCCESS},
             device::{self, testing::Found},
-            mr::testing::KPd,
+            mr::{
+                access,
+                testing::{KMr, KPd},
+            },
             netdev::NetDevRef,
             qp::testing::*,
             socket::{Net, SockAddr, TcpSocket},
@@ -103,6 +106,38 @@ mod harness {
         a.qp.attach(sa, params(true))?;
         b.qp.attach(sb, params(false))?;
         Ok((a, b))
+    }
+
+    /// A fast-registered MR over `mem` with `rights`, its TO range starting
+    /// at `iova` (the buffer's address if `None`); returns (MR, STag).
+    /// Atomic targets need one: the PD's global rkey grants remote read
+    /// and write only (what the core asks `get_dma_mr` for).
+    pub(crate) fn fast_reg(dev: &Found, pd: &KPd, mem: &mut [u8], iova: Option<u64>, rights: u32) -> Result<(KMr, u32)> {
+        let mr = KMr::alloc(pd, 4)?;
+        check!(mr.map_buf(dev, mem, 4096)? == 1);
+        mr.update_key(0x31);
+        let (stag, _) = mr.keys();
+        let mut req = mr.ib().fast_reg(stag, rights);
+        if let Some(iova) = iova {
+            req.iova = iova;
+        }
+        mr.ib().mr().fast_register(pd.id(), &req)?;
+        Ok((mr, stag))
+    }
+
+    /// Remote atomics and everything else.
+    pub(crate) const ALL_RIGHTS: u32 =
+        access::LOCAL_WRITE | access::REMOTE_READ | access::REMOTE_WRITE | access::REMOTE_ATOMIC;
+
+    /// Word `i` of `mem`, host order.
+    pub(crate) fn word(mem: &[u8], i: usize) -> u64 {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&mem[8 * i..8 * i + 8]);
+        u64::from_ne_bytes(b)
+    }
+
+    pub(crate) fn set_word(mem: &mut [u8], i: usize, v: u64) {
+        mem[8 * i..8 * i + 8].copy_from_slice(&v.to_ne_bytes());
     }
 
     pub(crate) fn poll_one(cq: &KCq, ms: u32) -> Option<RawWc> {
@@ -182,14 +217,15 @@ mod harness {
         if qps == 0 || words == 0 || words > qps {
             return Err(EINVAL);
         }
-        let pd = KPd::alloc(dev, true)?;
-        let (lkey, rkey) = (pd.local_dma_lkey(), pd.unsafe_global_rkey());
+        let pd = KPd::alloc(dev, false)?;
+        let lkey = pd.local_dma_lkey();
         // Declared before the QPs: dropped after them (no late placement).
-        let mut target = KVec::from_elem(0u64, words + 1, GFP_KERNEL)?;
-        target[words] = SENTINEL;
-        let tbase = target.as_mut_ptr() as u64;
+        let mut target = KVec::from_elem(0u8, 8 * (words + 1), GFP_KERNEL)?;
+        set_word(&mut target, words, SENTINEL);
+        let tbase = target.as_ptr() as u64;
         let mut results = KVVec::from_elem(u64::MAX, qps * ops, GFP_KERNEL)?;
         let rbase = results.as_mut_ptr() as u64;
+        let (_mr, rkey) = fast_reg(dev, &pd, &mut target, None, ALL_RIGHTS)?;
         let mut responders = KVec::with_capacity(qps, GFP_KERNEL)?;
         let mut workers: KVec<Arc<Worker>> = KVec::with_capacity(qps, GFP_KERNEL)?;
         for i in 0..qps {
@@ -244,14 +280,14 @@ mod harness {
         Ok((qps * ops) as u64 * 1_000_000_000 / nanos)
     }
 
-    fn verify(target: &[u64], results: &[u64], qps: usize, words: usize, ops: usize) -> Result {
-        check!(target[words] == SENTINEL);
-        for word in 0..words {
-            // QPs `word`, `word + words`, ... add to this word.
-            let total = (qps - word).div_ceil(words) * ops;
-            check!(target[word] == total as u64);
+    fn verify(target: &[u8], results: &[u64], qps: usize, words: usize, ops: usize) -> Result {
+        check!(word(target, words) == SENTINEL);
+        for w in 0..words {
+            // QPs `w`, `w + words`, ... add to this word.
+            let total = (qps - w).div_ceil(words) * ops;
+            check!(word(target, w) == total as u64);
             let mut seen = KVVec::from_elem(false, total, GFP_KERNEL)?;
-            for q in (word..qps).step_by(words) {
+            for q in (w..qps).step_by(words) {
                 let mine = &results[q * ops..(q + 1) * ops];
                 check!(mine.windows(2).all(|p| p[0] < p[1]));
                 for &orig in mine {
@@ -270,19 +306,16 @@ mod harness {
 mod semantics {
     use kernel::prelude::*;
 
-    use super::harness::{connect, poll_one, with_device, End};
+    use super::harness::{connect, fast_reg, poll_one, set_word, with_device, word, End, ALL_RIGHTS};
     use crate::{
         engine::error as term,
         ffi::{
             cq::testing::{RawWc, WC_SUCCESS},
             device::testing::Found,
-            mr::{
-                access,
-                testing::{KMr, KPd},
-            },
+            mr::{access, testing::KPd},
             qp::testing::*,
         },
-        mr::{FastReg, MrError},
+        mr::MrError,
         qp::IbState,
     };
 
@@ -302,64 +335,65 @@ mod semantics {
         check!(hca && masked_hca);
         check!(qp_rd_atom == 32 && init_rd_atom == 32 && res_rd_atom >= 32);
 
-        let pd = KPd::alloc(dev, true)?;
-        let (lkey, rkey) = (pd.local_dma_lkey(), pd.unsafe_global_rkey());
+        let pd = KPd::alloc(dev, false)?;
+        let lkey = pd.local_dma_lkey();
         let (a, b) = connect(dev, &pd, 16)?;
         // Word 0 is the target, word 1 a neighbour that must stay as is.
-        let mut target = KVec::from_elem(0u64, 2, GFP_KERNEL)?;
+        let mut target = KVec::from_elem(0u8, 16, GFP_KERNEL)?;
+        let (_mr, rkey) = fast_reg(dev, &pd, &mut target, None, ALL_RIGHTS)?;
         let mut res = KVec::from_elem(0u64, 32, GFP_KERNEL)?;
-        let t = target.as_mut_ptr() as u64;
+        let t = target.as_ptr() as u64;
         let rbase = res.as_mut_ptr() as u64;
         let r = |i: u64| Seg { addr: rbase + 8 * i, len: 8, lkey };
-        target[1] = 0x5A5A;
+        set_word(&mut target, 1, 0x5A5A);
 
         // FetchAdd.
-        target[0] = 10;
+        set_word(&mut target, 0, 10);
         let wc = run(&a, 1, WR_ATOMIC_FA, r(0), rkey, t, args(5, 0, 0, 0))?;
         check!((wc.wr_id, wc.status, wc.opcode) == (1, WC_SUCCESS, WC_FETCH_ADD));
-        check!(res[0] == 10 && target[0] == 15);
+        check!(res[0] == 10 && word(&target, 0) == 15);
         // 64-bit wrap.
-        target[0] = u64::MAX;
+        set_word(&mut target, 0, u64::MAX);
         run(&a, 2, WR_ATOMIC_FA, r(1), rkey, t, args(2, 0, 0, 0))?;
-        check!(res[1] == u64::MAX && target[0] == 1);
+        check!(res[1] == u64::MAX && word(&target, 0) == 1);
 
         // CmpSwap, equal then not equal.
-        target[0] = 15;
+        set_word(&mut target, 0, 15);
         let wc = run(&a, 3, WR_ATOMIC_CS, r(2), rkey, t, args(15, 0, 100, 0))?;
         check!((wc.wr_id, wc.status, wc.opcode) == (3, WC_SUCCESS, WC_COMP_SWAP));
-        check!(res[2] == 15 && target[0] == 100);
+        check!(res[2] == 15 && word(&target, 0) == 100);
         let wc = run(&a, 4, WR_ATOMIC_CS, r(3), rkey, t, args(7, 0, 1, 0))?;
         check!((wc.status, wc.opcode) == (WC_SUCCESS, WC_COMP_SWAP));
-        check!(res[3] == 100 && target[0] == 100);
+        check!(res[3] == 100 && word(&target, 0) == 100);
 
         // Masked FetchAdd (RFC 7306 5.1.1): the mask bits are field MSBs
         // whose carry is dropped. Two 32-bit fields: the low one wraps to
         // 0 without carrying into the high one (a plain add gives 7 << 32).
-        target[0] = 0x0000_0005_FFFF_FFFF;
+        set_word(&mut target, 0, 0x0000_0005_FFFF_FFFF);
         let wc = run(&a, 5, WR_MASKED_FA, r(4), rkey, t, args(0x0000_0001_0000_0001, 0x8000_0000_8000_0000, 0, 0))?;
         check!((wc.wr_id, wc.status, wc.opcode) == (5, WC_SUCCESS, WC_MASKED_FETCH_ADD));
-        check!(res[4] == 0x0000_0005_FFFF_FFFF && target[0] == 0x0000_0006_0000_0000);
+        check!(res[4] == 0x0000_0005_FFFF_FFFF && word(&target, 0) == 0x0000_0006_0000_0000);
         // Eight byte fields.
-        target[0] = 0xFF01_FF01_FF01_FF01;
+        set_word(&mut target, 0, 0xFF01_FF01_FF01_FF01);
         run(&a, 6, WR_MASKED_FA, r(5), rkey, t, args(0x0101_0101_0101_0101, 0x8080_8080_8080_8080, 0, 0))?;
-        check!(res[5] == 0xFF01_FF01_FF01_FF01 && target[0] == 0x0002_0002_0002_0002);
+        check!(res[5] == 0xFF01_FF01_FF01_FF01 && word(&target, 0) == 0x0002_0002_0002_0002);
 
         // Masked CmpSwap (5.1.2): compare only under the compare mask,
         // swap only the swap mask's bits.
-        target[0] = 0x1234;
+        set_word(&mut target, 0, 0x1234);
         let wc = run(&a, 7, WR_MASKED_CS, r(6), rkey, t, args(0x0034, 0xFF, 0xAB00, 0xFF00))?;
         check!((wc.wr_id, wc.status, wc.opcode) == (7, WC_SUCCESS, WC_MASKED_COMP_SWAP));
-        check!(res[6] == 0x1234 && target[0] == 0xAB34);
+        check!(res[6] == 0x1234 && word(&target, 0) == 0xAB34);
         let wc = run(&a, 8, WR_MASKED_CS, r(7), rkey, t, args(0x0035, 0xFF, 0, u64::MAX))?;
         check!((wc.status, wc.opcode) == (WC_SUCCESS, WC_MASKED_COMP_SWAP));
-        check!(res[7] == 0xAB34 && target[0] == 0xAB34);
+        check!(res[7] == 0xAB34 && word(&target, 0) == 0xAB34);
         // Differences outside the compare mask do not matter.
         run(&a, 9, WR_MASKED_CS, r(8), rkey, t, args(0xFF34, 0x00FF, u64::MAX, 0xF))?;
-        check!(res[8] == 0xAB34 && target[0] == 0xAB3F);
+        check!(res[8] == 0xAB34 && word(&target, 0) == 0xAB3F);
 
         // Many in flight, masked and plain interleaved: each completes in
         // order with its own opcode and the value it saw.
-        target[0] = 0;
+        set_word(&mut target, 0, 0);
         for i in 0..12u64 {
             let (op, a_) = if i % 2 == 0 { (WR_ATOMIC_FA, args(1, 0, 0, 0)) } else { (WR_MASKED_FA, args(1, 0, 0, 0)) };
             a.qp.post_atomic(100 + i, op, &[r(10 + i)], rkey, t, a_)?;
@@ -370,7 +404,7 @@ mod semantics {
             check!((wc.wr_id, wc.status, wc.opcode) == (100 + i, WC_SUCCESS, want));
             check!(res[(10 + i) as usize] == i);
         }
-        check!(target[0] == 12);
+        check!(word(&target, 0) == 12);
 
         // Refused at post time: misaligned remote address, a result buffer
         // under 8 octets, more than one SGE. Nothing is sent.
@@ -379,7 +413,7 @@ mod semantics {
         check!(a.qp.post_atomic(21, WR_ATOMIC_CS, &[short], rkey, t, args(12, 0, 0, 0)) == Err(EINVAL));
         check!(a.qp.post_atomic(22, WR_MASKED_FA, &[r(22), r(23)], rkey, t, args(1, 0, 0, 0)) == Err(EINVAL));
         check!(poll_one(&a.cq, 50).is_none());
-        check!(target[0] == 12 && target[1] == 0x5A5A);
+        check!(word(&target, 0) == 12 && word(&target, 1) == 0x5A5A);
         check!(a.qp.qp().ib_state() == IbState::Rts && b.qp.qp().ib_state() == IbState::Rts);
         drop(a);
         drop(b);
@@ -389,18 +423,6 @@ mod semantics {
     #[test]
     fn atomic_verbs() -> Result {
         with_device(c"rsiw_at0", verbs)
-    }
-
-    /// A fast-registered MR over `mem[off..off + 64]` with `rights`, its
-    /// TO range starting at `iova`; returns (MR, STag).
-    fn fast_reg(dev: &Found, pd: &KPd, mem: &mut [u8], off: usize, iova: u64, rights: u32) -> Result<(KMr, u32)> {
-        let mr = KMr::alloc(pd, 2)?;
-        check!(mr.map_buf(dev, &mut mem[off..off + 64], 4096)? == 1);
-        mr.update_key(0x31);
-        let (stag, _) = mr.keys();
-        let req = FastReg { key: stag, iova, length: 64, access: rights };
-        mr.ib().mr().fast_register(pd.id(), &req)?;
-        Ok((mr, stag))
     }
 
     /// Posts a FetchAdd to `stag`/`to` that the responder must refuse:
@@ -443,7 +465,7 @@ mod semantics {
         // No IB_ACCESS_REMOTE_ATOMIC: RDMAP Remote Protection, Access
         // Rights Violation; the requester sees IB_WC_REM_ACCESS_ERR.
         {
-            let (_mr, stag) = fast_reg(dev, &pd, &mut mem, off, va, rw)?;
+            let (_mr, stag) = fast_reg(dev, &pd, &mut mem[off..off + 64], None, rw)?;
             refused(dev, &pd, stag, va, WC_REM_ACCESS_ERR, term::rdmap::ACCESS, &mem)?;
         }
 
@@ -452,7 +474,7 @@ mod semantics {
         // Remote Operation, seen as IB_WC_REM_OP_ERR.
         {
             let rights = rw | access::REMOTE_ATOMIC;
-            let (mr, stag) = fast_reg(dev, &pd, &mut mem, off, 0x1_0004, rights)?;
+            let (mr, stag) = fast_reg(dev, &pd, &mut mem[off..off + 64], Some(0x1_0004), rights)?;
             let table = dev.device().data().stags();
             let m = table.get(stag).ok_or(EINVAL)?;
             check!(m.with_word(stag, 0x1_0008, |w| w.load()).err() == Some(MrError::Misaligned));
