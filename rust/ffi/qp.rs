@@ -418,6 +418,9 @@ unsafe fn convert_send(wr: *const sys::ib_send_wr) -> Result<Sqe> {
         | sys::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP
         | sys::ib_wr_opcode_IB_WR_MASKED_ATOMIC_FETCH_AND_ADD
         | sys::ib_wr_opcode_IB_WR_MASKED_ATOMIC_CMP_AND_SWP => {
+            if num_sge != 1 || sqe.sges[0].len < 8 {
+                return Err(EINVAL); // one result buffer of 8 octets
+            }
             // SAFETY: the opcode says this is an `ib_atomic_wr`.
             let (op, masked) = atomic_op(w.opcode, unsafe { &*wr.cast::<sys::ib_atomic_wr>() })?;
             sqe.masked = masked;
@@ -435,12 +438,10 @@ unsafe fn convert_send(wr: *const sys::ib_send_wr) -> Result<Sqe> {
 
 /// An atomic WR as the RFC 7306 request (section 5.1: FetchAdd's Compare
 /// fields unused, Compare Mask all ones; an unmasked CmpSwap compares and
-/// swaps all 64 bits) and whether it is a masked verb. One local SGE of at
-/// least 8 octets takes the original value; the remote address must be
-/// 8-octet aligned: `EINVAL` otherwise, at post time.
+/// swaps all 64 bits) and whether it is a masked verb. The remote address
+/// must be 8-octet aligned: `EINVAL` otherwise, at post time.
 fn atomic_op(opcode: u32, a: &sys::ib_atomic_wr) -> Result<(SendOp, bool)> {
-    // SAFETY: `sg_list` has `num_sge` entries (checked non-empty first).
-    if a.wr.num_sge != 1 || unsafe { (*a.wr.sg_list).length } < 8 || a.remote_addr % 8 != 0 {
+    if a.remote_addr % 8 != 0 {
         return Err(EINVAL);
     }
     let remote = Remote { stag: a.rkey, to: a.remote_addr };
