@@ -175,7 +175,8 @@ struct HostState {
     claimed: Option<Rqe>,
     next_handle: u64,
     /// Whether the atomic whose result was just placed is masked, for its
-    /// completion (the engine only passes the `Local` handle to the first).
+    /// completion (`write_atomic_result` sees the WR's handle, `complete`
+    /// only its wr_id).
     atomic_done: Option<bool>,
     /// A received Terminate was already blamed on an outstanding request.
     term_blamed: bool,
