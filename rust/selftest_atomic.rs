@@ -467,6 +467,8 @@ mod semantics {
         {
             let (_mr, stag) = fast_reg(dev, &pd, &mut mem[off..off + 64], None, rw)?;
             refused(dev, &pd, stag, va, WC_REM_ACCESS_ERR, term::rdmap::ACCESS, &mem)?;
+            // A stale key: Invalid STag.
+            refused(dev, &pd, stag ^ 1, va, WC_REM_ACCESS_ERR, term::rdmap::INVALID_STAG, &mem)?;
         }
 
         // Aligned TO, misaligned memory (iova 4 past an 8-octet boundary
