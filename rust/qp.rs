@@ -1177,13 +1177,17 @@ impl QpTable {
 
     pub(crate) fn get(&self, qpn: u32) -> Option<Arc<Qp>> {
         let _irq = self.lock.lock();
-        self.xa.lock().get(qpn as usize).map(Arc::from)
+        // A named guard drops before `_irq` (a tail-expression temporary
+        // would outlive it: xa_lock held with interrupts on, see lockdep).
+        let xa = self.xa.lock();
+        xa.get(qpn as usize).map(Arc::from)
     }
 
     pub(crate) fn remove(&self, qpn: u32) -> Option<Arc<Qp>> {
         let removed = {
             let _irq = self.lock.lock();
-            self.xa.lock().remove(qpn as usize)
+            let mut xa = self.xa.lock(); // dropped before `_irq` (see `get`)
+            xa.remove(qpn as usize)
         };
         // The last reference may go here: outside the locks.
         removed

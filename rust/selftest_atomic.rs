@@ -436,9 +436,11 @@ mod semantics {
         let seg = Seg { addr: res.as_mut_ptr() as u64, len: 8, lkey: pd.local_dma_lkey() };
         let wc = run(&a, 77, WR_ATOMIC_FA, seg, stag, to, args(1, 0, 0, 0))?;
         check!((wc.wr_id, wc.status) == (77, status));
-        // The responder records its Terminate right after sending it.
-        for _ in 0..1000 {
-            if b.qp.qp().stream_status().terminate_sent.is_some() {
+        // Each side records its Terminate right after the engine call that
+        // sent or received it (the completion may be polled before).
+        for _ in 0..2000 {
+            let (sa, sb) = (a.qp.qp().stream_status(), b.qp.qp().stream_status());
+            if sa.terminate_received.is_some() && sb.terminate_sent.is_some() {
                 break;
             }
             kernel::time::delay::fsleep(kernel::time::Delta::from_millis(1));
