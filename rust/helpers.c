@@ -124,8 +124,10 @@ bool rsiw_ib_uses_virt_dma(struct ib_device *dev)
 	return ib_uses_virt_dma(dev);
 }
 
-/* Addresses outside the linear map and vmalloc (none a consumer can hand
- * over today) identify the word by themselves. */
+/* The physical address of a kernel virtual address (the atomic lock
+ * table's key): the one helper with a branch, as which translation applies
+ * (linear map or vmalloc) is a question only C can ask. Other addresses
+ * (none a consumer can hand over today) identify the word by themselves. */
 u64 rsiw_kaddr_phys(const void *addr)
 {
 	if (is_vmalloc_or_module_addr(addr)) {
