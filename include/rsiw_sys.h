@@ -66,6 +66,13 @@ void rsiw_sg_init_one(struct scatterlist *sg, void *buf, unsigned int len);
 int rsiw_ib_dma_map_sg(struct ib_device *dev, struct scatterlist *sg, int nents);
 void rsiw_ib_dma_unmap_sg(struct ib_device *dev, struct scatterlist *sg, int nents);
 bool rsiw_ib_uses_virt_dma(struct ib_device *dev);
+/* RFC 7306 atomics (rust/ffi/mr.rs): the physical address of a kernel
+ * virtual address (linear map or vmalloc) or of a page, the key of the
+ * per-device atomic lock table; a page mapped for an in-place update. */
+u64 rsiw_kaddr_phys(const void *addr);
+u64 rsiw_page_phys(struct page *page);
+void *rsiw_kmap_local_page(struct page *page);
+void rsiw_kunmap_local(void *addr);
 /* sk_callback_lock, taken around socket callback (un)installation and in
  * the callbacks themselves. */
 void rsiw_sk_callback_write_lock(struct sock *sk);

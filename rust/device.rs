@@ -6,7 +6,7 @@ use core::sync::atomic::{AtomicU32, Ordering};
 
 use kernel::prelude::*;
 
-use crate::mr::StagTable;
+use crate::{atomic_locks::AtomicLocks, mr::StagTable};
 
 /// Limits the device reports through `query_device` and enforces. Keep the
 /// two in one place so they cannot drift apart.
@@ -99,6 +99,8 @@ pub(crate) struct Device {
     stags: Pin<KBox<StagTable>>,
     /// Overrides of the CM's MPA settings for this device.
     cm_tuning: crate::cm_tuning::CmTuning,
+    /// Serialises RFC 7306 atomics per target word (`crate::atomic_locks`).
+    atomic_locks: Pin<KVBox<AtomicLocks>>,
 }
 
 impl Device {
@@ -117,6 +119,7 @@ impl Device {
             next_pd_id: AtomicU32::new(1),
             stags: KBox::pin_init(StagTable::new(), GFP_KERNEL)?,
             cm_tuning: crate::cm_tuning::CmTuning::new(),
+            atomic_locks: KVBox::pin_init(AtomicLocks::new(), GFP_KERNEL)?,
         })
     }
 
@@ -130,8 +133,14 @@ impl Device {
         &self.stags
     }
 
+    /// Overrides of the CM's MPA settings for this device.
     pub(crate) fn cm_tuning(&self) -> &crate::cm_tuning::CmTuning {
         &self.cm_tuning
+    }
+
+    /// The device's atomic lock table.
+    pub(crate) fn atomic_locks(&self) -> &AtomicLocks {
+        &self.atomic_locks
     }
 
     /// A fresh PD number (wraps after 2^32 allocations).

@@ -9,6 +9,8 @@
 #include <net/addrconf.h>
 #include <kunit/test.h>
 #include <kunit/test-bug.h>
+#include <linux/mm.h>
+#include <linux/vmalloc.h>
 
 struct net *rsiw_dev_net(struct net_device *ndev)
 {
@@ -125,6 +127,37 @@ void rsiw_ib_dma_unmap_sg(struct ib_device *dev, struct scatterlist *sg, int nen
 bool rsiw_ib_uses_virt_dma(struct ib_device *dev)
 {
 	return ib_uses_virt_dma(dev);
+}
+
+/* The physical address of a kernel virtual address (the atomic lock
+ * table's key): the one helper with a branch, as which translation applies
+ * (linear map or vmalloc) is a question only C can ask. Other addresses
+ * (none a consumer can hand over today) identify the word by themselves. */
+u64 rsiw_kaddr_phys(const void *addr)
+{
+	if (is_vmalloc_or_module_addr(addr)) {
+		struct page *page = vmalloc_to_page(addr);
+
+		return page ? page_to_phys(page) + offset_in_page(addr) : (uintptr_t)addr;
+	}
+	if (virt_addr_valid(addr))
+		return __pa(addr);
+	return (uintptr_t)addr;
+}
+
+u64 rsiw_page_phys(struct page *page)
+{
+	return page_to_phys(page);
+}
+
+void *rsiw_kmap_local_page(struct page *page)
+{
+	return kmap_local_page(page);
+}
+
+void rsiw_kunmap_local(void *addr)
+{
+	kunmap_local(addr);
 }
 
 void rsiw_sk_callback_write_lock(struct sock *sk)

@@ -26,7 +26,7 @@ use kernel::{
 
 use crate::{
     engine::ddp::{self, Access, Region},
-    ffi::mr::{access as ib, KernelMemory, MrPages},
+    ffi::mr::{access as ib, KernelMemory, MrPages, Word},
 };
 
 /// Largest STag index (24 bits).
@@ -60,12 +60,14 @@ pub(crate) enum MrError {
     State,
     /// `IB_ACCESS_FLUSH_PERSISTENT` on memory that is not persistent.
     NotPersistent,
+    /// An atomic's 8 octets are not 8-octet aligned in memory.
+    Misaligned,
 }
 
 impl MrError {
     pub(crate) fn to_error(self) -> Error {
         match self {
-            MrError::InvalidStag | MrError::State | MrError::NotPersistent => EINVAL,
+            MrError::InvalidStag | MrError::State | MrError::NotPersistent | MrError::Misaligned => EINVAL,
             MrError::Pd | MrError::Access => EACCES,
             MrError::Wrap | MrError::Bounds => EFAULT,
         }
@@ -369,6 +371,27 @@ impl Mr {
         } else {
             Err(MrError::Access)
         }
+    }
+
+    /// Runs `f` on the aligned 8-octet word at `to` through `stag`, in
+    /// place, under the MR's lock (checks as [`Mr::copy_to`]): the target
+    /// of an RFC 7306 atomic. The caller serialises atomics on the word
+    /// (the device's `AtomicLocks`, keyed by `Word::phys`).
+    pub(crate) fn with_word<R>(
+        &self,
+        stag: u32,
+        to: u64,
+        f: impl FnOnce(&mut Word<'_>) -> R,
+    ) -> Result<R, MrError> {
+        let st = self.state.lock();
+        Self::check_locked(&st, stag, to, 8)?;
+        let off = region_offset(st.iova, st.len, to, 8)?;
+        let res = match &st.mem {
+            Memory::Kernel(k) => k.with_word(to, f),
+            Memory::Pages(p) => p.with_word(st.first_offset.checked_add(off).ok_or(MrError::Bounds)?, f),
+            Memory::None => return Err(MrError::InvalidStag),
+        };
+        res.map_err(|e| if e == EINVAL { MrError::Misaligned } else { MrError::Bounds })
     }
 
     /// `map_mr_sg`: lets `f` refill the mapped page list of a fast-register

@@ -174,7 +174,15 @@ struct HostState {
     /// A receive WQE taken off the RQ/SRQ for the message being received.
     claimed: Option<Rqe>,
     next_handle: u64,
+    /// Whether the atomic whose result was just placed is masked, for its
+    /// completion (`write_atomic_result` sees the WR's handle, `complete`
+    /// only its wr_id).
+    atomic_done: Option<bool>,
 }
+
+/// Handle bit marking a masked atomic (`Local::handle` travels with the
+/// request to `write_atomic_result`).
+const MASKED_HANDLE: u64 = 1 << 63;
 
 /// State that only changes under the engine lock.
 struct Stream {
@@ -278,6 +286,7 @@ impl Qp {
                 cur: CurWr { handle: 0, sqe: None, read_invs: ReadInvs::default() },
                 claimed: None,
                 next_handle: 1,
+                atomic_done: None,
             },
             tx: KVec::with_capacity(TX_BUF, GFP_KERNEL)?,
             tx_off: 0,
@@ -340,7 +349,6 @@ impl Qp {
     pub(crate) fn negotiated(&self) -> Option<(Framing, Option<RtrMode>)> {
         self.stream.lock().engine.as_deref().map(|e| (e.framing(), e.rtr_mode()))
     }
-
 
     // ---- posting -------------------------------------------------------
 
@@ -956,8 +964,11 @@ impl Host for QpHost<'_> {
             let sqe = self.qp.sq.lock().pop()?;
             match sqe.kind {
                 SqeKind::Wire(mut wr) => {
-                    let handle = self.st.next_handle;
+                    let mut handle = self.st.next_handle & !MASKED_HANDLE;
                     self.st.next_handle = handle.wrapping_add(1);
+                    if sqe.masked {
+                        handle |= MASKED_HANDLE;
+                    }
                     wr.local.handle = handle;
                     if self.qp.sig_all {
                         wr.flags = wr.flags.with(crate::engine::qp::Flags::SIGNALED);
@@ -1013,7 +1024,16 @@ impl Host for QpHost<'_> {
         }
         let (cq, opcode) = match c.queue {
             WorkQueue::Send => {
-                let masked = self.st.cur.sqe.is_some_and(|s| s.masked && c.wr_id == s.wr_id);
+                let placed = match c.opcode {
+                    CompOp::FetchAdd | CompOp::CmpSwap | CompOp::AtomicOther => self.st.atomic_done.take(),
+                    _ => None,
+                };
+                // A flushed atomic had no result: the opcode of an error
+                // completion is best effort (the verbs leave it undefined).
+                let masked = match placed {
+                    Some(m) if c.status != Status::Flushed => m,
+                    _ => self.st.cur.sqe.is_some_and(|s| s.masked && c.wr_id == s.wr_id),
+                };
                 (self.qp.links.send_cq(), send_opcode(c.opcode, masked))
             }
             WorkQueue::Recv => match self.qp.links.recv_cq() {
@@ -1062,15 +1082,14 @@ impl Host for QpHost<'_> {
         self.scatter_gather(rqe.sges(), u64::from(offset), &mut [], Some(data))
     }
 
-    fn atomic(&mut self, _plan: &AtomicPlan) -> Result<u64, TermError> {
-        // RFC 7306 atomics at the responder come with the per-device lock
-        // table; until then the device reports atomic_cap = NONE and an
-        // incoming atomic ends the stream (the engine sends the Terminate).
-        Err(term::rdmap::UNEXPECTED_OPCODE)
+    fn atomic(&mut self, plan: &AtomicPlan) -> Result<u64, TermError> {
+        crate::atomic::respond(self.qp.links.device(), self.qp.pd, plan)
     }
 
-    fn write_atomic_result(&mut self, _wr: &Local, _original: u64) -> Result<(), TermError> {
-        Err(term::rdmap::LOCAL_CATA)
+    fn write_atomic_result(&mut self, wr: &Local, original: u64) -> Result<(), TermError> {
+        // The engine completes this atomic right after (if signaled).
+        self.st.atomic_done = Some(wr.handle & MASKED_HANDLE != 0);
+        crate::atomic::place_result(self.qp.links.device(), self.qp.pd, wr, original)
     }
 
     fn make_durable(&mut self, region: &commitw::Region) -> bool {

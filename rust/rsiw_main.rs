@@ -8,6 +8,8 @@
 
 use kernel::prelude::*;
 
+mod atomic;
+mod atomic_locks;
 mod cm;
 mod cm_loopback;
 mod cm_tuning;
@@ -18,6 +20,7 @@ mod flush;
 mod mr;
 mod qp;
 mod selftest;
+mod selftest_atomic;
 mod selftest_cm;
 mod selftest_flush;
 mod selftest_imm;
@@ -59,6 +62,10 @@ module! {
         kunit_pmem_dev: u32 {
             default: 0,
             description: "KUnit only: dev_t (major << 20 | minor) of an fsdax pmem block device the persistent RDMA Commit test may overwrite (0: skip that test)",
+        },
+        atomic_bench_ops: u32 {
+            default: 0,
+            description: "KUnit only: FetchAdds per QP in the rsiw_atomic_bench suite (0: a short run)",
         },
     },
 }

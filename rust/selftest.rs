@@ -349,7 +349,7 @@ mod qp_datapath {
             check!(dst[..4000] == src[..4000]);
 
             // Unsupported verbs are refused, not dropped.
-            check!(a.post(4, WR_ATOMIC_FA, &[Seg::of(&src[..8], lkey)], Some((rkey, 0)), true) == Err(EOPNOTSUPP));
+            check!(a.post(4, WR_SEND_WITH_IMM, &[Seg::of(&src[..8], lkey)], None, true) == Err(EOPNOTSUPP));
 
             // Error flushes posted receives.
             b.post_recv(101, Seg::of(&dst, lkey))?;

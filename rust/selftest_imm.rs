@@ -225,7 +225,7 @@ mod tests {
             let src = KVec::from_elem(1u8, 16, GFP_KERNEL)?;
             // iWARP has no Send with Immediate (RFC 7306 composes only
             // Write with Immediate): a clear error, nothing queued.
-            check!(a.post(1, WR_SEND_IMM, &[Seg::of(&src, lkey)], None, true) == Err(EOPNOTSUPP));
+            check!(a.post(1, WR_SEND_WITH_IMM, &[Seg::of(&src, lkey)], None, true) == Err(EOPNOTSUPP));
             check!(poll_one(cq_a, 50).is_none());
             check!(a.qp().ib_state() == IbState::Rts);
             Ok(())

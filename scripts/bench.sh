@@ -7,7 +7,25 @@
 #            (tx build + rx parse, markers off and on), next to the fastest
 #            CRC32c available on this CPU as the physical reference;
 #   decode   decode + validate ns per DDP/RDMAP header.
+#
+#   scripts/bench.sh --vm-atomics [OPS]
+#            boots the test guest and runs the rsiw_atomic_bench KUnit
+#            suite: RFC 7306 FetchAdd operations per second for 1, 4 and 16
+#            QPs (each on its own loopback connection, posted from its own
+#            work item) on one word and on distinct words, OPS per QP
+#            (default 20000). Needs the module built (make).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cd "$RSIW_ROOT"
+if [ "${1:-}" = --vm-atomics ]; then
+	ops=${2:-20000}
+	[ -f rsiw.ko ] || die "build the module first (make)"
+	out=$(mktemp -d "${TMPDIR:-/tmp}/rsiw-atomic-bench.XXXXXX")
+	rc=0
+	scripts/vm-run.sh --quiet --timeout 1200 --out "$out" \
+		--append 'kunit.filter_glob=rsiw_atomic_bench' \
+		-- tools/vmtest/atomic-bench.sh "$ops" || rc=$?
+	cat "$out/output.log" 2>/dev/null || true
+	exit "$rc"
+fi
 cargo bench -p rsiw-engine --bench framing --bench decode "$@"

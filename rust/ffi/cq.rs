@@ -429,6 +429,12 @@ pub(crate) mod testing {
         }
     }
 
+    // SAFETY: `ib_poll_cq` and `ib_req_notify_cq` may be called from any
+    // thread; the counters in `seen` are atomics.
+    unsafe impl Send for KCq {}
+    // SAFETY: as above.
+    unsafe impl Sync for KCq {}
+
     impl Drop for KCq {
         fn drop(&mut self) {
             // SAFETY: created by `create`, not used after.

@@ -264,7 +264,11 @@ unsafe extern "C" fn query_device(
     attr.device_cap_flags = sys::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS as u64
         | super::pmem::device_flush_caps();
     attr.kernel_cap_flags = sys::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG as u64;
-    attr.atomic_cap = sys::ib_atomic_cap_IB_ATOMIC_NONE;
+    // RFC 7306 atomics, masked ones too, are atomic with respect to every
+    // other atomic through this device (its lock table), not to CPU
+    // accesses or other devices: HCA, not GLOB (crate::atomic_locks).
+    attr.atomic_cap = sys::ib_atomic_cap_IB_ATOMIC_HCA;
+    attr.masked_atomic_cap = sys::ib_atomic_cap_IB_ATOMIC_HCA;
     attr.max_mr_size = u64::MAX;
     attr.page_size_cap = kernel::page::PAGE_SIZE as u64;
     attr.vendor_id = a.vendor_id;
@@ -279,8 +283,10 @@ unsafe extern "C" fn query_device(
     attr.max_cqe = l.max_cqe as _;
     attr.max_mr = l.max_mr as _;
     attr.max_pd = l.max_pd as _;
-    attr.max_qp_rd_atom = l.max_ord as _;
-    attr.max_qp_init_rd_atom = l.max_ird as _;
+    // Reads and atomics share IRD/ORD (RFC 7306 5.2): as responder per QP
+    // (IRD), as initiator (ORD), and responder resources device-wide.
+    attr.max_qp_rd_atom = l.max_ird as _;
+    attr.max_qp_init_rd_atom = l.max_ord as _;
     attr.max_res_rd_atom = l.max_qp.saturating_mul(l.max_ird) as _;
     attr.max_srq = l.max_srq as _;
     attr.max_srq_wr = l.max_srq_wr as _;
@@ -464,6 +470,16 @@ pub(crate) mod testing {
             // SAFETY: `pd` was just allocated and is not used after.
             unsafe { sys::ib_dealloc_pd_user(pd, ptr::null_mut()) };
             Ok(during)
+        }
+
+        /// What the core cached from `query_device` about atomics:
+        /// (atomic_cap is HCA, masked_atomic_cap is HCA, max_qp_rd_atom,
+        /// max_qp_init_rd_atom, max_res_rd_atom).
+        pub(crate) fn atomic_attrs(&self) -> (bool, bool, u32, u32, u32) {
+            // SAFETY: device held; `attrs` is filled at registration.
+            let a = unsafe { &(*self.0).attrs };
+            let hca = sys::ib_atomic_cap_IB_ATOMIC_HCA;
+            (a.atomic_cap == hca, a.masked_atomic_cap == hca, a.max_qp_rd_atom, a.max_qp_init_rd_atom, a.max_res_rd_atom)
         }
 
         /// Unregisters the device (what `rdma link delete` does).

@@ -21,7 +21,6 @@ pub(crate) mod testing {
     pub(crate) use sys::{
         ib_wc_opcode_IB_WC_FLUSH as WC_FLUSH, ib_wc_opcode_IB_WC_REG_MR as WC_REG_MR,
         ib_wc_status_IB_WC_LOC_PROT_ERR as WC_LOC_PROT_ERR,
-        ib_wc_status_IB_WC_REM_ACCESS_ERR as WC_REM_ACCESS_ERR,
     };
 
     /// `IB_WR_FLUSH` of `len` octets at `rkey`/`addr` (rsiw's convention:

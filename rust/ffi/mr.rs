@@ -17,7 +17,12 @@ use core::{
     sync::atomic::{AtomicPtr, Ordering},
 };
 
-use kernel::{error::from_result, ffi::c_int, prelude::*, sync::Arc};
+use kernel::{
+    error::from_result,
+    ffi::{c_int, c_void},
+    prelude::*,
+    sync::Arc,
+};
 
 use super::{device::IbDevice, object::CoreObj, sys};
 use crate::{
@@ -169,6 +174,47 @@ impl MrPages {
         })
     }
 
+    /// Runs `f` on the 8-octet word at `pos` from the start of the first
+    /// page, in place (RFC 7306 atomics). `EINVAL` unless the word is
+    /// 8-octet aligned in memory (so it never straddles a page), `EFAULT`
+    /// unless it lies inside the pages.
+    pub(crate) fn with_word<R>(&self, pos: u64, f: impl FnOnce(&mut Word<'_>) -> R) -> Result<R> {
+        if pos % WORD != 0 || self.page_size % WORD as usize != 0 {
+            return Err(EINVAL);
+        }
+        let mut piece = None;
+        self.walk(pos, WORD as usize, |entry, off, n| piece = Some((entry, off, n)))?;
+        let Some((entry, off, n)) = piece else { return Err(EFAULT) };
+        if n != WORD_LEN {
+            return Err(EFAULT);
+        }
+        match self.kind {
+            PagesKind::VirtDma => {
+                let addr = entry.checked_add(off).ok_or(EFAULT)?;
+                // SAFETY: as in `write`: the consumer's kernel mapping of
+                // the block, `off + 8 <= page_size`; `addr` is 8-aligned
+                // (block addresses are page_size aligned, `pos` is 8-aligned).
+                let phys = unsafe { sys::rsiw_kaddr_phys(addr as *const c_void) };
+                // SAFETY: as above; the MR's lock (held by the caller) keeps
+                // the mapping registered for the call.
+                Ok(f(&mut unsafe { Word::new(addr as *mut u64, phys) }))
+            }
+            PagesKind::Page => {
+                let page = entry as *mut sys::page;
+                // SAFETY: `entry` is a page pinned by the MR's umem; mapped
+                // and unmapped around `f` on this thread (no sleeping inside:
+                // the caller holds spinlocks).
+                unsafe {
+                    let base = sys::rsiw_kmap_local_page(page).cast::<u8>();
+                    let phys = sys::rsiw_page_phys(page) + off as u64;
+                    let r = f(&mut Word::new(base.add(off).cast::<u64>(), phys));
+                    sys::rsiw_kunmap_local(base.cast());
+                    Ok(r)
+                }
+            }
+        }
+    }
+
     /// Splits `len` octets at `pos` into per-page pieces `(entry, offset,
     /// count)`; `EFAULT` unless all of them lie inside the pages.
     fn walk(&self, pos: u64, len: usize, mut f: impl FnMut(usize, usize, usize)) -> Result {
@@ -224,6 +270,65 @@ impl KernelMemory {
         // SAFETY: as in `write`.
         unsafe { ptr::copy_nonoverlapping(addr as *const u8, dst.as_mut_ptr(), dst.len()) };
         Ok(())
+    }
+
+    /// Runs `f` on the 8-octet word at `addr` in place; `EINVAL` unless
+    /// `addr` is 8-aligned (see [`MrPages::with_word`]).
+    pub(crate) fn with_word<R>(&self, addr: u64, f: impl FnOnce(&mut Word<'_>) -> R) -> Result<R> {
+        let addr = Self::check(addr, WORD_LEN)?;
+        if addr % WORD_LEN != 0 {
+            return Err(EINVAL);
+        }
+        // SAFETY: as in `write`; `addr` is non-null and does not wrap.
+        let phys = unsafe { sys::rsiw_kaddr_phys(addr as *const c_void) };
+        // SAFETY: as in `write`; aligned as checked.
+        Ok(f(&mut unsafe { Word::new(addr as *mut u64, phys) }))
+    }
+}
+
+/// Octets of an RFC 7306 atomic operand.
+const WORD: u64 = 8;
+const WORD_LEN: usize = 8;
+
+/// One 8-octet aligned word of registered memory, in place: the target of
+/// an RFC 7306 atomic. Loads and stores are single aligned 64-bit accesses
+/// (never torn for a CPU reading the word concurrently).
+///
+/// # Invariants
+///
+/// `ptr` is 8-aligned and valid for reads and writes for `'a`; `phys` is
+/// the physical address of the word.
+pub(crate) struct Word<'a> {
+    ptr: *mut u64,
+    phys: u64,
+    _life: core::marker::PhantomData<&'a mut u64>,
+}
+
+impl Word<'_> {
+    /// # Safety
+    ///
+    /// `ptr` must be 8-aligned and valid for reads and writes while the
+    /// `Word` exists; `phys` its physical address.
+    unsafe fn new(ptr: *mut u64, phys: u64) -> Self {
+        Self { ptr, phys, _life: core::marker::PhantomData }
+    }
+
+    /// The physical address (the key of the device's atomic lock table).
+    pub(crate) fn phys(&self) -> u64 {
+        self.phys
+    }
+
+    /// The value, in host order.
+    pub(crate) fn load(&self) -> u64 {
+        // SAFETY: by the invariant. Volatile: the memory belongs to the
+        // consumer and may change behind the compiler's back.
+        unsafe { ptr::read_volatile(self.ptr) }
+    }
+
+    /// Stores `v` (host order).
+    pub(crate) fn store(&mut self, v: u64) {
+        // SAFETY: by the invariant.
+        unsafe { ptr::write_volatile(self.ptr, v) }
     }
 }
 

@@ -22,6 +22,7 @@ use crate::{
     device::Device,
     engine::{
         qp::{Flags, Local, Remote, SendOp, SendWr},
+        wire::atomic::AtomicOp,
     },
     qp::{IbState, Qp, QpInit, Sqe, SqeKind, MAX_INLINE, MAX_IRD, MAX_ORD},
     srq::{Sge, Srq, MAX_SGE},
@@ -418,9 +419,21 @@ unsafe fn convert_send(wr: *const sys::ib_send_wr) -> Result<Sqe> {
             sqe.num_sge = 0;
             return Ok(sqe);
         }
-        // Atomics and Immediate Data alone are offered once the device
-        // announces them; a Send with Immediate has
-        // no iWARP wire form (RFC 7306 has Write with Immediate only).
+        sys::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD
+        | sys::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP
+        | sys::ib_wr_opcode_IB_WR_MASKED_ATOMIC_FETCH_AND_ADD
+        | sys::ib_wr_opcode_IB_WR_MASKED_ATOMIC_CMP_AND_SWP => {
+            if num_sge != 1 || sqe.sges[0].len < 8 {
+                return Err(EINVAL); // one result buffer of 8 octets
+            }
+            // SAFETY: the opcode says this is an `ib_atomic_wr`.
+            let (op, masked) = atomic_op(w.opcode, unsafe { &*wr.cast::<sys::ib_atomic_wr>() })?;
+            sqe.masked = masked;
+            len = 8;
+            op
+        }
+        // A Send with Immediate has no iWARP wire form (RFC 7306 has Write
+        // with Immediate only): refused, see Documentation/extensions.md.
         _ => return Err(EOPNOTSUPP),
     };
     sqe.kind = SqeKind::Wire(SendWr { wr_id: sqe.wr_id, flags: f, op, len, local });
@@ -443,6 +456,28 @@ fn flush_op(rdma: &sys::ib_rdma_wr, mut sqe: Sqe, f: Flags, len: u32) -> Result<
     let local = Local { stag: 0, to: 0, handle: 0 };
     sqe.kind = SqeKind::Wire(SendWr { wr_id: sqe.wr_id, flags: f, op: SendOp::Commit { request }, len: 0, local });
     Ok(sqe)
+}
+
+/// An atomic WR as the RFC 7306 request (section 5.1: FetchAdd's Compare
+/// fields unused, Compare Mask all ones; an unmasked CmpSwap compares and
+/// swaps all 64 bits) and whether it is a masked verb. The remote address
+/// must be 8-octet aligned: `EINVAL` otherwise, at post time.
+fn atomic_op(opcode: u32, a: &sys::ib_atomic_wr) -> Result<(SendOp, bool)> {
+    if a.remote_addr % 8 != 0 {
+        return Err(EINVAL);
+    }
+    let remote = Remote { stag: a.rkey, to: a.remote_addr };
+    let (op, add_swap, add_swap_mask, compare, compare_mask, masked) = match opcode {
+        sys::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD => (AtomicOp::FetchAdd, a.compare_add, 0, 0, u64::MAX, false),
+        sys::ib_wr_opcode_IB_WR_MASKED_ATOMIC_FETCH_AND_ADD => {
+            (AtomicOp::FetchAdd, a.compare_add, a.compare_add_mask, 0, u64::MAX, true)
+        }
+        sys::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP => {
+            (AtomicOp::CmpSwap, a.swap, u64::MAX, a.compare_add, u64::MAX, false)
+        }
+        _ => (AtomicOp::CmpSwap, a.swap, a.swap_mask, a.compare_add, a.compare_add_mask, true),
+    };
+    Ok((SendOp::Atomic { op, remote, add_swap, add_swap_mask, compare, compare_mask }, masked))
 }
 
 fn imm8(imm_be: u32) -> [u8; 8] {
@@ -662,6 +697,38 @@ pub(crate) mod testing {
             to_result(unsafe { post_send(self.0, &wr.wr, &mut bad) })
         }
 
+        /// An atomic WR (`opcode` one of the `WR_*ATOMIC*`): the original
+        /// value lands in `segs[0]` (more than one is refused by the QP).
+        pub(crate) fn post_atomic(
+            &self,
+            wr_id: u64,
+            opcode: u32,
+            segs: &[Seg],
+            rkey: u32,
+            addr: u64,
+            args: AtomicArgs,
+        ) -> Result {
+            let mut sges = [sys::ib_sge::default(); 2];
+            for (s, g) in sges.iter_mut().zip(segs) {
+                *s = sys::ib_sge { addr: g.addr, length: g.len, lkey: g.lkey };
+            }
+            let mut wr = sys::ib_atomic_wr::default();
+            wr.wr.__bindgen_anon_1.wr_id = wr_id;
+            wr.wr.sg_list = sges.as_mut_ptr();
+            wr.wr.num_sge = segs.len().min(2) as c_int;
+            wr.wr.opcode = opcode;
+            wr.wr.send_flags = sys::ib_send_flags_IB_SEND_SIGNALED;
+            wr.remote_addr = addr;
+            wr.compare_add = args.compare_add;
+            wr.compare_add_mask = args.compare_add_mask;
+            wr.swap = args.swap;
+            wr.swap_mask = args.swap_mask;
+            wr.rkey = rkey;
+            let mut bad: *const sys::ib_send_wr = ptr::null();
+            // SAFETY: as for `post`.
+            to_result(unsafe { post_send(self.0, &wr.wr, &mut bad) })
+        }
+
         pub(crate) fn post_recv(&self, wr_id: u64, seg: Seg) -> Result {
             let mut sge = sys::ib_sge { addr: seg.addr, length: seg.len, lkey: seg.lkey };
             let mut wr = sys::ib_recv_wr::default();
@@ -674,6 +741,21 @@ pub(crate) mod testing {
         }
     }
 
+    /// The operands of an `ib_atomic_wr`.
+    #[derive(Clone, Copy, Default)]
+    pub(crate) struct AtomicArgs {
+        pub(crate) compare_add: u64,
+        pub(crate) compare_add_mask: u64,
+        pub(crate) swap: u64,
+        pub(crate) swap_mask: u64,
+    }
+
+    // SAFETY: the verbs on a kernel QP (`ib_post_send`, `ib_post_recv`,
+    // `ib_modify_qp`) may be called from any thread, concurrently.
+    unsafe impl Send for KQp {}
+    // SAFETY: as above.
+    unsafe impl Sync for KQp {}
+
     impl Drop for KQp {
         fn drop(&mut self) {
             // SAFETY: created by `ib_create_qp_kernel`, destroyed once.
@@ -685,8 +767,17 @@ pub(crate) mod testing {
     pub(crate) const WR_WRITE: u32 = sys::ib_wr_opcode_IB_WR_RDMA_WRITE;
     pub(crate) const WR_READ: u32 = sys::ib_wr_opcode_IB_WR_RDMA_READ;
     pub(crate) const WR_WRITE_IMM: u32 = sys::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM;
-    pub(crate) const WR_SEND_IMM: u32 = sys::ib_wr_opcode_IB_WR_SEND_WITH_IMM;
     pub(crate) const WR_ATOMIC_FA: u32 = sys::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD;
+    pub(crate) const WR_ATOMIC_CS: u32 = sys::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP;
+    pub(crate) const WR_MASKED_FA: u32 = sys::ib_wr_opcode_IB_WR_MASKED_ATOMIC_FETCH_AND_ADD;
+    pub(crate) const WR_MASKED_CS: u32 = sys::ib_wr_opcode_IB_WR_MASKED_ATOMIC_CMP_AND_SWP;
+    pub(crate) const WR_SEND_WITH_IMM: u32 = sys::ib_wr_opcode_IB_WR_SEND_WITH_IMM;
+    pub(crate) const WC_FETCH_ADD: u32 = sys::ib_wc_opcode_IB_WC_FETCH_ADD;
+    pub(crate) const WC_COMP_SWAP: u32 = sys::ib_wc_opcode_IB_WC_COMP_SWAP;
+    pub(crate) const WC_MASKED_FETCH_ADD: u32 = sys::ib_wc_opcode_IB_WC_MASKED_FETCH_ADD;
+    pub(crate) const WC_MASKED_COMP_SWAP: u32 = sys::ib_wc_opcode_IB_WC_MASKED_COMP_SWAP;
+    pub(crate) const WC_REM_ACCESS_ERR: u32 = sys::ib_wc_status_IB_WC_REM_ACCESS_ERR;
+    pub(crate) const WC_REM_OP_ERR: u32 = sys::ib_wc_status_IB_WC_REM_OP_ERR;
     pub(crate) const WC_RDMA_WRITE: u32 = sys::ib_wc_opcode_IB_WC_RDMA_WRITE;
     pub(crate) const WC_RDMA_READ: u32 = sys::ib_wc_opcode_IB_WC_RDMA_READ;
 
