@@ -31,7 +31,7 @@ use crate::{
         mpa::negotiate::{Framing, RtrMode},
         qp::{
             CompOp, Completion as EngineCompletion, Event, Host, Local, QpConfig, RecvWr,
-            SendWr, Status, WorkQueue,
+            SendWr, State as EngineState, Status, WorkQueue,
         },
         rdmap::AtomicPlan,
         wire::commit as commitw,
@@ -545,6 +545,7 @@ impl Qp {
     fn handle_events(self: &Arc<Self>, events: &Events) {
         for e in events.iter() {
             let mut st = self.ib_state.lock();
+            let was_failed = st.1.failed;
             match e {
                 Event::Ready | Event::Established => st.1.ready = true,
                 Event::Closed => st.1.closed = true,
@@ -576,13 +577,18 @@ impl Qp {
                 }
                 Event::ConnectRequest => {}
             }
-            let fatal = matches!(
-                e,
-                Event::LocalTerminate(_) | Event::TerminateReceived(_) | Event::ConnectionLost
-            );
+            // One QP_FATAL per failure: a reset after a Terminate is the
+            // same failure.
+            let fatal = !was_failed
+                && matches!(
+                    e,
+                    Event::LocalTerminate(_) | Event::TerminateReceived(_) | Event::ConnectionLost
+                );
             drop(st);
             if fatal {
                 self.notifier.fatal();
+                // TX sends what is left (the Terminate) and then closes.
+                self.kick();
             }
             let sink = self.cm.lock().clone();
             if let Some(sink) = sink {
@@ -630,6 +636,7 @@ impl Qp {
     /// are none), sends what the socket takes, puts the rest back.
     fn tx_round(self: &Arc<Self>) -> TxRound {
         let mut events = Events::default();
+        let mut failed_out = false;
         let taken = {
             let mut st = self.stream.lock();
             let st = &mut *st;
@@ -646,6 +653,14 @@ impl Qp {
                     let mut host = QpHost { qp: self, st: &mut st.host, events: &mut events };
                     let n = engine.tx(&mut host, &KernelCrc32c, &mut st.tx);
                     st.tx.truncate(n);
+                    if n == 0 && engine.state() == EngineState::Error {
+                        // The Terminate, if any, is in the socket: flush what
+                        // was posted while the stream failed, then close the
+                        // LLP stream (RFC 5040 5.2.2: Terminate, then close).
+                        engine.flush(&mut host);
+                        st.dead = true;
+                        failed_out = true;
+                    }
                     (n > 0).then(|| (core::mem::take(&mut st.tx), 0))
                 }
             } else {
@@ -653,6 +668,11 @@ impl Qp {
             }
         };
         self.handle_events(&events);
+        if failed_out {
+            if let Some(s) = self.sock.lock().as_ref() {
+                s.shutdown();
+            }
+        }
         let Some((buf, mut off)) = taken else { return TxRound::Done };
 
         let sent = match self.sock.lock().as_ref() {

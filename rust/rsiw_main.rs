@@ -15,6 +15,7 @@ mod ffi;
 mod mr;
 mod qp;
 mod selftest;
+mod selftest_faults;
 mod selftest_verbs;
 mod srq;
 mod verbs;
