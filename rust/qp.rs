@@ -656,7 +656,7 @@ impl Qp {
                     if n == 0 && engine.state() == EngineState::Error {
                         // The Terminate, if any, is in the socket: flush what
                         // was posted while the stream failed, then close the
-                        // LLP stream (RFC 5040 5.2.2: Terminate, then close).
+                        // LLP stream (a Terminate is the stream's last message).
                         engine.flush(&mut host);
                         st.dead = true;
                         failed_out = true;

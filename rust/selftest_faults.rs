@@ -393,10 +393,12 @@ mod faults {
         let mut target = KVec::from_elem(0u8, 3 * 4096, GFP_KERNEL)?;
         let rig = Rig::new(false, 8)?;
         let rw = access::LOCAL_WRITE | access::REMOTE_WRITE;
-        let (_mr, stag, iova) = page_mr(&rig, &mut target, rw)?;
+        let (mr, stag, iova) = page_mr(&rig, &mut target, rw)?;
         // 16 octets from 8 before the end of the page.
         let frame = rig.fpdu(&write_segment(stag, iova + 4096 - 8, &[2u8; 16])?)?;
         expect_terminate(&rig, &local, &[], &frame, term::ddp::T_BASE_BOUNDS)?;
+        // Deregister the MR before its device goes.
+        drop(mr);
         drop(rig);
         check!(target.iter().all(|&b| b == 0)); // nothing was placed
         Ok(())
@@ -408,9 +410,11 @@ mod faults {
         let mut target = KVec::from_elem(0u8, 3 * 4096, GFP_KERNEL)?;
         let rig = Rig::new(false, 8)?;
         let ro = access::LOCAL_WRITE | access::REMOTE_READ;
-        let (_mr, stag, iova) = page_mr(&rig, &mut target, ro)?;
+        let (mr, stag, iova) = page_mr(&rig, &mut target, ro)?;
         let frame = rig.fpdu(&write_segment(stag, iova, &[3u8; 16])?)?;
         expect_terminate(&rig, &local, &[], &frame, term::rdmap::ACCESS)?;
+        // Deregister the MR before its device goes.
+        drop(mr);
         drop(rig);
         check!(target.iter().all(|&b| b == 0));
         Ok(())
