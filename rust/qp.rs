@@ -322,6 +322,12 @@ impl Qp {
         self.ib_state.lock().0
     }
 
+    /// The TCP state of the QP's connection, for the self-tests.
+    #[cfg(CONFIG_KUNIT = "y")]
+    pub(crate) fn tcp_state(&self) -> Option<TcpState> {
+        self.sock.lock().as_ref().map(|s| s.state())
+    }
+
 
     // ---- posting -------------------------------------------------------
 

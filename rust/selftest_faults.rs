@@ -217,6 +217,16 @@ mod faults {
                     fsleep(Delta::from_millis(1));
                 }
             }
+            if got.len() != want.len() {
+                let qp = self.qp()?.qp();
+                pr_err!(
+                    "rsiw kunit: {} of {} completions, QP {:?}, TCP {:?}, fatal {}\n",
+                    got.len(), want.len(), qp.ib_state(), qp.tcp_state(), QP_EVENTS.fatal()
+                );
+                for w in got.iter() {
+                    pr_err!("rsiw kunit:   wr_id {} status {}\n", w.wr_id, w.status);
+                }
+            }
             check!(got.len() == want.len());
             Ok(got)
         }
