@@ -31,7 +31,7 @@ use crate::{
         mpa::negotiate::{Framing, RtrMode},
         qp::{
             CompOp, Completion as EngineCompletion, Event, Host, Local, QpConfig, RecvWr,
-            SendWr, Status, WorkQueue,
+            SendWr, State as EngineState, Status, WorkQueue,
         },
         rdmap::AtomicPlan,
         wire::commit as commitw,
@@ -350,6 +350,12 @@ impl Qp {
         self.stream.lock().engine.as_deref().map(|e| (e.framing(), e.rtr_mode()))
     }
 
+    /// The TCP state of the QP's connection, for the self-tests.
+    #[cfg(CONFIG_KUNIT = "y")]
+    pub(crate) fn tcp_state(&self) -> Option<TcpState> {
+        self.sock.lock().as_ref().map(|s| s.state())
+    }
+
     // ---- posting -------------------------------------------------------
 
     /// Queues a send WR (`ib_post_send`). In Error the WR completes at once
@@ -577,6 +583,7 @@ impl Qp {
     fn handle_events(self: &Arc<Self>, events: &Events) {
         for e in events.iter() {
             let mut st = self.ib_state.lock();
+            let was_failed = st.1.failed;
             match e {
                 Event::Ready | Event::Established => st.1.ready = true,
                 Event::Closed => st.1.closed = true,
@@ -609,13 +616,18 @@ impl Qp {
                 Event::ConnectRequest => {}
             }
             // A graceful close by the peer (its FIN) is no error of the
-            // QP: the WRs are flushed, the iw_cm sees a disconnect.
+            // QP: the WRs are flushed, the iw_cm sees a disconnect. And one
+            // QP_FATAL per failure: a reset after a Terminate is the same
+            // failure.
             let graceful = matches!(e, Event::ConnectionLost) && self.quiet_end.load(Ordering::Acquire);
-            let fatal = !graceful
+            let fatal = !was_failed
+                && !graceful
                 && matches!(e, Event::LocalTerminate(_) | Event::TerminateReceived(_) | Event::ConnectionLost);
             drop(st);
             if fatal {
                 self.notifier.fatal();
+                // TX sends what is left (the Terminate) and then closes.
+                self.kick();
             }
             if matches!(e, Event::Closed | Event::ConnectionLost) {
                 // The stream is over: our FIN follows what is still queued.
@@ -680,6 +692,7 @@ impl Qp {
     /// are none), sends what the socket takes, puts the rest back.
     fn tx_round(self: &Arc<Self>) -> TxRound {
         let mut events = Events::default();
+        let mut failed_out = false;
         let taken = {
             let mut st = self.stream.lock();
             let st = &mut *st;
@@ -696,6 +709,14 @@ impl Qp {
                     let mut host = QpHost { qp: self, st: &mut st.host, events: &mut events };
                     let n = engine.tx(&mut host, &KernelCrc32c, &mut st.tx);
                     st.tx.truncate(n);
+                    if n == 0 && engine.state() == EngineState::Error {
+                        // The Terminate, if any, is in the socket: flush what
+                        // was posted while the stream failed, then close the
+                        // LLP stream (a Terminate is the stream's last message).
+                        engine.flush(&mut host);
+                        st.dead = true;
+                        failed_out = true;
+                    }
                     (n > 0).then(|| (core::mem::take(&mut st.tx), 0))
                 }
             } else {
@@ -703,6 +724,11 @@ impl Qp {
             }
         };
         self.handle_events(&events);
+        if failed_out {
+            if let Some(s) = self.sock.lock().as_ref() {
+                s.shutdown();
+            }
+        }
         let Some((buf, mut off)) = taken else {
             if self.fin_pending.swap(false, Ordering::AcqRel) {
                 // Everything the engine produced has left: FIN.

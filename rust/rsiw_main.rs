@@ -22,6 +22,7 @@ mod qp;
 mod selftest;
 mod selftest_atomic;
 mod selftest_cm;
+mod selftest_faults;
 mod selftest_flush;
 mod selftest_imm;
 mod selftest_siw;

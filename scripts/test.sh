@@ -101,6 +101,9 @@ vm_test foundation 2G "" tools/vmtest/foundation.sh
 # A real kernel ULP end to end: NVMe-oF over rsiw (the KUnit suites ran
 # above; they need not run again at each insmod here).
 vm_test nvmeof 3G kunit.enable=0 tools/vmtest/nvmeof.sh 64
+# rmmod rsiw under NVMe-oF I/O: bounded, devices and controller gone,
+# only the expected kernel messages.
+vm_test nvmeof-rmmod 3G kunit.enable=0 tools/vmtest/nvmeof-rmmod.sh
 # RDMA Commit into persistent memory: emulated pmem (RAM-backed below the
 # 2G), an fsdax namespace, the rsiw_flush suite with its pmem case.
 vm_test pmem 2G 'memmap=64M!1G kunit.filter_glob=rsiw_flush' tools/vmtest/pmem.sh

@@ -581,7 +581,24 @@ pub(crate) mod testing {
 
     impl KQp {
         pub(crate) fn create(pd: &KPd, scq: &KCq, rcq: &KCq, wr: u32) -> Result<Self> {
+            Self::create_with(pd, scq, rcq, wr, None)
+        }
+
+        /// A QP whose asynchronous events are counted in [`QP_EVENTS`].
+        pub(crate) fn create_watched(pd: &KPd, scq: &KCq, rcq: &KCq, wr: u32) -> Result<Self> {
+            QP_EVENTS.reset();
+            Self::create_with(pd, scq, rcq, wr, Some(count_qp_event))
+        }
+
+        fn create_with(
+            pd: &KPd,
+            scq: &KCq,
+            rcq: &KCq,
+            wr: u32,
+            handler: Option<unsafe extern "C" fn(*mut sys::ib_event, *mut c_void)>,
+        ) -> Result<Self> {
             let mut attr = sys::ib_qp_init_attr::default();
+            attr.event_handler = handler;
             attr.send_cq = scq.raw();
             attr.recv_cq = rcq.raw();
             attr.cap.max_send_wr = wr;
@@ -630,6 +647,19 @@ pub(crate) mod testing {
             rdma: Option<(u32, u64)>,
             signaled: bool,
         ) -> Result {
+            let flags = if signaled { sys::ib_send_flags_IB_SEND_SIGNALED } else { 0 };
+            self.post_with(wr_id, opcode, segs, rdma, flags)
+        }
+
+        /// As [`Self::post`], with the `ib_send_flags` given.
+        pub(crate) fn post_with(
+            &self,
+            wr_id: u64,
+            opcode: u32,
+            segs: &[Seg],
+            rdma: Option<(u32, u64)>,
+            send_flags: i32,
+        ) -> Result {
             let mut sges = [sys::ib_sge::default(); 2];
             for (s, g) in sges.iter_mut().zip(segs) {
                 *s = sys::ib_sge { addr: g.addr, length: g.len, lkey: g.lkey };
@@ -639,7 +669,7 @@ pub(crate) mod testing {
             wr.wr.sg_list = sges.as_mut_ptr();
             wr.wr.num_sge = segs.len() as c_int;
             wr.wr.opcode = opcode;
-            wr.wr.send_flags = if signaled { sys::ib_send_flags_IB_SEND_SIGNALED } else { 0 };
+            wr.wr.send_flags = send_flags;
             if let Some((rkey, addr)) = rdma {
                 wr.rkey = rkey;
                 wr.remote_addr = addr;
@@ -763,6 +793,41 @@ pub(crate) mod testing {
         }
     }
 
+    /// Asynchronous events of the QP made by [`KQp::create_watched`]
+    /// (KUnit cases run one at a time; each such QP resets the counts).
+    pub(crate) struct QpEventLog {
+        fatal: AtomicU32,
+        other: AtomicU32,
+    }
+
+    pub(crate) static QP_EVENTS: QpEventLog = QpEventLog { fatal: AtomicU32::new(0), other: AtomicU32::new(0) };
+
+    impl QpEventLog {
+        fn reset(&self) {
+            self.fatal.store(0, Ordering::Relaxed);
+            self.other.store(0, Ordering::Relaxed);
+        }
+
+        /// `IB_EVENT_QP_FATAL` events seen.
+        pub(crate) fn fatal(&self) -> u32 {
+            self.fatal.load(Ordering::Acquire)
+        }
+
+        /// Any other QP event seen.
+        pub(crate) fn other(&self) -> u32 {
+            self.other.load(Ordering::Acquire)
+        }
+    }
+
+    unsafe extern "C" fn count_qp_event(ev: *mut sys::ib_event, _ctx: *mut c_void) {
+        // SAFETY: the core passes an event valid for the call.
+        let kind = unsafe { (*ev).event };
+        let counter = if kind == sys::ib_event_type_IB_EVENT_QP_FATAL { &QP_EVENTS.fatal } else { &QP_EVENTS.other };
+        counter.fetch_add(1, Ordering::AcqRel);
+    }
+
+    pub(crate) const SEND_SIGNALED: i32 = sys::ib_send_flags_IB_SEND_SIGNALED;
+    pub(crate) const SEND_FENCE: i32 = sys::ib_send_flags_IB_SEND_FENCE;
     pub(crate) const WR_SEND: u32 = sys::ib_wr_opcode_IB_WR_SEND;
     pub(crate) const WR_WRITE: u32 = sys::ib_wr_opcode_IB_WR_RDMA_WRITE;
     pub(crate) const WR_READ: u32 = sys::ib_wr_opcode_IB_WR_RDMA_READ;
@@ -781,5 +846,5 @@ pub(crate) mod testing {
     pub(crate) const WC_RDMA_WRITE: u32 = sys::ib_wc_opcode_IB_WC_RDMA_WRITE;
     pub(crate) const WC_RDMA_READ: u32 = sys::ib_wc_opcode_IB_WC_RDMA_READ;
 
-    use kernel::error::to_result;
+    use kernel::{error::to_result, ffi::c_void};
 }

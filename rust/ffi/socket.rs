@@ -590,6 +590,19 @@ impl TcpSocket {
     }
 }
 
+/// What the self-tests need to play a misbehaving peer.
+#[cfg(CONFIG_KUNIT = "y")]
+impl TcpSocket {
+    /// Aborts the connection the way a crashed peer does: `SO_LINGER` with
+    /// a zero timeout, then release, so TCP sends a reset, not a FIN.
+    pub(crate) fn abort(self) {
+        // SAFETY: the socket is alive; `sock_no_linger` takes the socket
+        // lock itself. The release in `drop` then sees the zero linger.
+        unsafe { sys::sock_no_linger(self.sk()) };
+        drop(self);
+    }
+}
+
 impl Drop for TcpSocket {
     fn drop(&mut self) {
         self.unhook();
