@@ -465,6 +465,54 @@ mod tests {
         Ok(())
     }
 
+    /// RFC 7306 atomics and RDMA Commit between two rsiw devices through
+    /// rdma_cm: FetchAdd and CmpSwap on a word of an MR registered with
+    /// REMOTE_ATOMIC, then Writes and a Flush (global) that completes only
+    /// after them. Both directions.
+    #[test]
+    fn atomics_and_commit_through_rdma_cm() -> Result {
+        let _devs = Devices::pair()?;
+        let p = CmPair::connect(&PairOpts::v4())?;
+        for (a, b) in [(&p.client, &p.server), (&p.server, &p.client)] {
+            let mut target = KVec::from_elem(0u8, 8192, GFP_KERNEL)?;
+            target[..8].copy_from_slice(&40u64.to_ne_bytes());
+            let mr = FrMr::map(&b.pd, &mut target)?;
+            b.qp().post_reg_mr_access(50, &mr, 0x21, ACCESS_REMOTE_ATOMIC | ACCESS_FLUSH_GLOBAL)?;
+            b.send_done(50, WC_REG_MR)?;
+            let (_, rkey, iova) = mr.keys();
+            let orig = KVec::from_elem(0u8, 8, GFP_KERNEL)?;
+            let word = |buf: &[u8]| u64::from_ne_bytes([buf[0], buf[1], buf[2], buf[3], buf[4], buf[5], buf[6], buf[7]]);
+
+            a.qp().post_atomic(51, rkey, iova, 2, None, Seg::of(&orig, a.lkey()))?;
+            a.send_done(51, WC_FETCH_ADD)?;
+            check!(word(&orig) == 40 && word(core::hint::black_box(&target[..8])) == 42);
+            // Compare matches: swapped; then it no longer does.
+            a.qp().post_atomic(52, rkey, iova, 42, Some(7), Seg::of(&orig, a.lkey()))?;
+            a.send_done(52, WC_COMP_SWAP)?;
+            check!(word(&orig) == 42 && word(core::hint::black_box(&target[..8])) == 7);
+            a.qp().post_atomic(53, rkey, iova, 42, Some(9), Seg::of(&orig, a.lkey()))?;
+            a.send_done(53, WC_COMP_SWAP)?;
+            check!(word(&orig) == 7 && word(core::hint::black_box(&target[..8])) == 7);
+
+            // Writes, then a Flush of the range: at its completion every
+            // Write before it is placed (the Commit is ordered after them).
+            let data = pattern(0x61, 4096)?;
+            for (i, chunk) in data.chunks(1024).enumerate() {
+                let off = 4096 + (i * 1024) as u64;
+                a.qp().post(60 + i as u64, Op::Write { rkey, addr: iova + off }, Some(Seg::of(chunk, a.lkey())))?;
+            }
+            a.qp().post_flush(70, rkey, iova + 4096, 4096)?;
+            for i in 0..4 {
+                a.send_done(60 + i, WC_WRITE)?;
+            }
+            a.send_done(70, WC_FLUSH)?;
+            check!(core::hint::black_box(&target[4096..]) == &data[..]);
+            drop(mr);
+        }
+        p.disconnect()?;
+        Ok(())
+    }
+
     #[test]
     fn ipv6_connect_exchange_disconnect() -> Result {
         let _devs = Devices::pair()?;

@@ -99,6 +99,64 @@ mod tests {
         Ok(())
     }
 
+    /// RFC 7306 opcodes to a peer that does not know them (siw): its
+    /// Terminate is reported on the request it refused, the QP fails once,
+    /// nothing hangs.
+    ///
+    /// siw means RDMAP / remote operation / unexpected opcode (0x0206),
+    /// but its `struct iwarp_terminate` declares the layer and error type
+    /// as `__be32` bitfields, which on a little-endian host swaps the two
+    /// nibbles of the first octet: on the wire it says 0x20 0x06, which
+    /// RFC 5040 section 4.8 reads as layer LLP, type 0, code 6.
+    #[test]
+    fn rfc7306_to_siw_ends_in_its_terminate() -> Result {
+        let devs = setup()?;
+        let tuning = devs.get(0)?.device().data().cm_tuning();
+        tuning.set_rtr_delay_ms(Some(50));
+        let o = PairOpts { listen: SIW, to: SIW, from: RSIW, ..PairOpts::v4() };
+        // RDMAP 0x0206 as siw puts it on the wire (see above).
+        let unexpected_opcode = crate::engine::error::TermError::from_bits(0x2006).ok_or(EINVAL)?;
+
+        // An Atomic Request: the FetchAdd completes with the peer's reason.
+        let p = CmPair::connect(&o)?;
+        let mut target = KVec::from_elem(0u8, 4096, GFP_KERNEL)?;
+        let orig = KVec::from_elem(0u8, 8, GFP_KERNEL)?;
+        let addr = target.as_mut_ptr() as u64;
+        p.client.qp().post_atomic(1, p.server.rkey(), addr, 1, None, Seg::of(&orig, p.client.lkey()))?;
+        let wc = p.client.scq.poll(WAIT_MS).ok_or(ETIMEDOUT)?;
+        let qp = p.client.qp().rsiw().ok_or(EINVAL)?;
+        check!((wc.wr_id, wc.status) == (1, WC_REM_OP_ERR));
+        check!(qp.stream_status().terminate_received == Some(unexpected_opcode));
+        check!(wait_for(|| p.client.fatal_events() == 1));
+        // Later work is flushed at once.
+        p.client.qp().post(2, Op::Send, Some(Seg::of(&orig, p.client.lkey())))?;
+        let wc = p.client.scq.poll(WAIT_MS).ok_or(ETIMEDOUT)?;
+        check!((wc.wr_id, wc.status) == (2, WC_WR_FLUSH_ERR));
+        check!(target.iter().all(|&b| b == 0));
+        drop(p);
+
+        // Write with Immediate: siw places the Write, then refuses the
+        // Immediate Data message; its receive is flushed, not completed.
+        let p = CmPair::connect(&o)?;
+        let rbuf = KVec::from_elem(0u8, 64, GFP_KERNEL)?;
+        p.server.qp().post_recv(10, Seg::of(&rbuf, p.server.lkey()))?;
+        let src = pattern(0x42, 512)?;
+        let rkey = p.server.rkey();
+        p.client.qp().post(3, Op::WriteImm { rkey, addr, imm: 5 }, Some(Seg::of(&src, p.client.lkey())))?;
+        // The Write leaves (and completes) before the Terminate comes back.
+        let wc = p.client.scq.poll(WAIT_MS).ok_or(ETIMEDOUT)?;
+        check!(wc.wr_id == 3);
+        let qp = p.client.qp().rsiw().ok_or(EINVAL)?;
+        check!(wait_for(|| qp.stream_status().terminate_received == Some(unexpected_opcode)));
+        check!(wait_for(|| p.client.fatal_events() == 1));
+        let wc = p.server.rcq.poll(WAIT_MS).ok_or(ETIMEDOUT)?;
+        check!((wc.wr_id, wc.status) == (10, WC_WR_FLUSH_ERR));
+        check!(lands(&target[..512], &src));
+        drop(p);
+        tuning.set_rtr_delay_ms(None);
+        Ok(())
+    }
+
     #[test]
     fn siw_initiator_rsiw_responder_crc() -> Result {
         let devs = setup()?;

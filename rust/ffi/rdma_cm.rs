@@ -541,6 +541,12 @@ pub(crate) mod testing {
 
     pub(crate) const WC_SUCCESS: u32 = sys::ib_wc_status_IB_WC_SUCCESS;
     pub(crate) const WC_WR_FLUSH_ERR: u32 = sys::ib_wc_status_IB_WC_WR_FLUSH_ERR;
+    pub(crate) const WC_REM_OP_ERR: u32 = sys::ib_wc_status_IB_WC_REM_OP_ERR;
+    pub(crate) const WC_FETCH_ADD: u32 = sys::ib_wc_opcode_IB_WC_FETCH_ADD;
+    pub(crate) const WC_COMP_SWAP: u32 = sys::ib_wc_opcode_IB_WC_COMP_SWAP;
+    pub(crate) const WC_FLUSH: u32 = sys::ib_wc_opcode_IB_WC_FLUSH;
+    pub(crate) const ACCESS_REMOTE_ATOMIC: u32 = sys::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC;
+    pub(crate) const ACCESS_FLUSH_GLOBAL: u32 = sys::ib_access_flags_IB_ACCESS_FLUSH_GLOBAL;
     pub(crate) const WC_SEND: u32 = sys::ib_wc_opcode_IB_WC_SEND;
     pub(crate) const WC_RECV: u32 = sys::ib_wc_opcode_IB_WC_RECV;
     pub(crate) const WC_RECV_IMM: u32 = sys::ib_wc_opcode_IB_WC_RECV_RDMA_WITH_IMM;
@@ -622,9 +628,61 @@ pub(crate) mod testing {
             to_result(unsafe { sys::rsiw_ib_post_recv(self.0, &wr, &mut bad) })
         }
 
+        /// An RFC 7306 atomic (`IB_WR_ATOMIC_FETCH_AND_ADD` with `swap`
+        /// `None`, `IB_WR_ATOMIC_CMP_AND_SWP` with `Some(swap)`): the
+        /// original value lands in `seg` (8 octets).
+        pub(crate) fn post_atomic(&self, wr_id: u64, rkey: u32, addr: u64, compare_add: u64, swap: Option<u64>, seg: Seg) -> Result {
+            if self.0.is_null() {
+                return Err(EINVAL);
+            }
+            let mut sge = sys::ib_sge { addr: seg.addr, length: seg.len, lkey: seg.lkey };
+            let mut wr = sys::ib_atomic_wr::default();
+            wr.wr.__bindgen_anon_1.wr_id = wr_id;
+            wr.wr.sg_list = &mut sge;
+            wr.wr.num_sge = 1;
+            wr.wr.send_flags = sys::ib_send_flags_IB_SEND_SIGNALED;
+            wr.wr.opcode = match swap {
+                None => sys::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD,
+                Some(_) => sys::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP,
+            };
+            wr.compare_add = compare_add;
+            wr.swap = swap.unwrap_or(0);
+            wr.rkey = rkey;
+            wr.remote_addr = addr;
+            let mut bad: *const sys::ib_send_wr = ptr::null();
+            // SAFETY: as for `post`.
+            to_result(unsafe { sys::rsiw_ib_post_send(self.0, &wr.wr, &mut bad) })
+        }
+
+        /// `IB_WR_FLUSH` of `len` octets at `rkey`/`addr` (rsiw's kernel
+        /// convention, rxe's: an `ib_rdma_wr`, the length in the SGE).
+        pub(crate) fn post_flush(&self, wr_id: u64, rkey: u32, addr: u64, len: u32) -> Result {
+            if self.0.is_null() {
+                return Err(EINVAL);
+            }
+            let mut sge = sys::ib_sge { addr: 0, length: len, lkey: 0 };
+            let mut wr = sys::ib_rdma_wr::default();
+            wr.wr.__bindgen_anon_1.wr_id = wr_id;
+            wr.wr.sg_list = &mut sge;
+            wr.wr.num_sge = 1;
+            wr.wr.opcode = sys::ib_wr_opcode_IB_WR_FLUSH;
+            wr.wr.send_flags = sys::ib_send_flags_IB_SEND_SIGNALED;
+            wr.rkey = rkey;
+            wr.remote_addr = addr;
+            let mut bad: *const sys::ib_send_wr = ptr::null();
+            // SAFETY: as for `post`.
+            to_result(unsafe { sys::rsiw_ib_post_send(self.0, &wr.wr, &mut bad) })
+        }
+
         /// `IB_WR_REG_MR`: registers `mr` with new key byte `key` and
         /// local write + remote read/write access (signaled).
         pub(crate) fn post_reg_mr(&self, wr_id: u64, mr: &FrMr, key: u8) -> Result {
+            self.post_reg_mr_access(wr_id, mr, key, 0)
+        }
+
+        /// As [`Self::post_reg_mr`], with `extra` access flags (e.g.
+        /// [`ACCESS_REMOTE_ATOMIC`], [`ACCESS_FLUSH_GLOBAL`]).
+        pub(crate) fn post_reg_mr_access(&self, wr_id: u64, mr: &FrMr, key: u8, extra: u32) -> Result {
             // SAFETY: the MR is alive; the consumer owns its key fields
             // (`ib_update_fast_reg_key`).
             let rkey = unsafe {
@@ -641,7 +699,8 @@ pub(crate) mod testing {
             wr.key = rkey;
             wr.access = (sys::ib_access_flags_IB_ACCESS_LOCAL_WRITE
                 | sys::ib_access_flags_IB_ACCESS_REMOTE_READ
-                | sys::ib_access_flags_IB_ACCESS_REMOTE_WRITE) as c_int;
+                | sys::ib_access_flags_IB_ACCESS_REMOTE_WRITE
+                | extra) as c_int;
             let mut bad: *const sys::ib_send_wr = ptr::null();
             // SAFETY: QP and MR alive.
             to_result(unsafe { sys::rsiw_ib_post_send(self.0, &wr.wr, &mut bad) })
