@@ -87,6 +87,8 @@ unsigned int rsiw_tcp_mss(struct sock *sk);
 /* Connection management (rust/ffi/cm.rs). */
 /* The CM's own workqueue: drained and destroyed at module unload. */
 struct workqueue_struct *rsiw_cm_wq_alloc(void);
+/* The QPs' transmit work (unbound, usable in memory reclaim: NVMe-oF). */
+struct workqueue_struct *rsiw_tx_wq_alloc(void);
 /* Rate limit for CM log messages driven by peers. */
 bool rsiw_cm_ratelimit(void);
 /* IPV6_V6ONLY on a kernel socket (iw_cm_id->afonly). */

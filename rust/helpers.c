@@ -190,6 +190,11 @@ struct workqueue_struct *rsiw_cm_wq_alloc(void)
 	return alloc_workqueue("rsiw_cm", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
 }
 
+struct workqueue_struct *rsiw_tx_wq_alloc(void)
+{
+	return alloc_workqueue("rsiw_tx", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
+}
+
 static DEFINE_RATELIMIT_STATE(rsiw_cm_rs, 5 * HZ, 10);
 
 bool rsiw_cm_ratelimit(void)

@@ -20,7 +20,7 @@ use kernel::{
     new_mutex, new_spinlock_irq, new_work,
     prelude::*,
     sync::{Arc, Mutex, SpinLockIrq},
-    workqueue::{self, impl_has_work, Work, WorkItem},
+    workqueue::{impl_has_work, Work, WorkItem},
 };
 
 use crate::{
@@ -664,8 +664,15 @@ impl Qp {
         if self.tx_queued.swap(true, Ordering::AcqRel) {
             return;
         }
-        if workqueue::system().enqueue(self.clone()).is_err() {
-            // Already queued (a race with the flag): it will run.
+        match crate::ffi::cm::tx_queue() {
+            Some(q) => {
+                if q.enqueue(self.clone()).is_err() {
+                    // Already queued (a race with the flag): it will run.
+                }
+            }
+            // The module is going away: no device, so no QP, is left to
+            // send (unreachable while a QP lives).
+            None => self.tx_queued.store(false, Ordering::Release),
         }
     }
 

@@ -32,6 +32,10 @@ use crate::cm::{self, CmConfig, CmEvent, CmEventKind, CmEventTarget, CmQp, ConnP
 // ---- runtime: workqueue and registry ------------------------------------
 
 static WQ: AtomicPtr<sys::workqueue_struct> = AtomicPtr::new(ptr::null_mut());
+/// The QPs' transmit work (`Qp::kick`): its own queue rather than the
+/// system one, as it must make progress in memory reclaim (a storage ULP
+/// such as NVMe-oF sends through it).
+static TX_WQ: AtomicPtr<sys::workqueue_struct> = AtomicPtr::new(ptr::null_mut());
 static REGISTRY_READY: AtomicBool = AtomicBool::new(false);
 
 kernel::sync::global_lock! {
@@ -40,9 +44,10 @@ kernel::sync::global_lock! {
     unsafe(uninit) static CM_REGISTRY: Mutex<Registry> = Registry::new();
 }
 
-/// The CM's module-lifetime state: its workqueue (and the registry).
-/// Dropped at module unload after every device is gone: closes what is
-/// left, then drains and destroys the workqueue.
+/// The module-lifetime state: the CM's and the QPs' workqueues (and the
+/// CM registry). Dropped at module unload after every device is gone (so
+/// after every QP, whose teardown waits for its TX work): closes what is
+/// left, then drains and destroys the workqueues.
 pub(crate) struct Runtime(());
 
 impl Runtime {
@@ -57,7 +62,15 @@ impl Runtime {
         if wq.is_null() {
             return Err(ENOMEM);
         }
+        // SAFETY: plain allocation call.
+        let tx = unsafe { sys::rsiw_tx_wq_alloc() };
+        if tx.is_null() {
+            // SAFETY: just allocated, never used.
+            unsafe { sys::destroy_workqueue(wq) };
+            return Err(ENOMEM);
+        }
         WQ.store(wq, Ordering::Release);
+        TX_WQ.store(tx, Ordering::Release);
         Ok(Self(()))
     }
 }
@@ -67,11 +80,14 @@ impl Drop for Runtime {
         // Sockets unhooked and timers cancelled: nothing queues work after
         // this (the work items of closed ceps/listeners return at once).
         cm::shutdown();
-        let wq = WQ.swap(ptr::null_mut(), Ordering::AcqRel);
-        if !wq.is_null() {
-            // SAFETY: allocated in `new`; no enqueuer is left (above), and
-            // `destroy_workqueue` drains what is still queued.
-            unsafe { sys::destroy_workqueue(wq) };
+        for q in [&WQ, &TX_WQ] {
+            let wq = q.swap(ptr::null_mut(), Ordering::AcqRel);
+            if !wq.is_null() {
+                // SAFETY: allocated in `new`; no enqueuer is left (above;
+                // the QPs are gone with the devices), and
+                // `destroy_workqueue` drains what is still queued.
+                unsafe { sys::destroy_workqueue(wq) };
+            }
         }
     }
 }
@@ -84,6 +100,17 @@ pub(crate) fn queue() -> Option<&'static Queue> {
     }
     // SAFETY: the workqueue lives until `Runtime::drop`, which first stops
     // every user (`cm::shutdown`) and only then destroys it.
+    Some(unsafe { Queue::from_raw(wq.cast()) })
+}
+
+/// The QPs' transmit workqueue, while the module is loaded.
+pub(crate) fn tx_queue() -> Option<&'static Queue> {
+    let wq = TX_WQ.load(Ordering::Acquire);
+    if wq.is_null() {
+        return None;
+    }
+    // SAFETY: destroyed only in `Runtime::drop`, after every device and so
+    // every QP (whose teardown waits for its TX work) is gone.
     Some(unsafe { Queue::from_raw(wq.cast()) })
 }
 
