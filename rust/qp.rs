@@ -511,9 +511,15 @@ impl Qp {
         if let Some(s) = self.sock.lock().as_ref() {
             s.shutdown();
         }
-        // The connection is over for the iw_cm: DISCONNECT (if it was up),
-        // then CLOSE, which drops its reference on the cm_id.
-        if let Some(sink) = self.cm.lock().take() {
+        self.end_cm();
+    }
+
+    /// The connection is over for the iw_cm: DISCONNECT (if it was up),
+    /// then CLOSE, on which the iw_cm drops its references on the cm_id
+    /// and on this QP (`iw_rem_ref`; `destroy_qp` waits for them). Once.
+    fn end_cm(&self) {
+        let sink = self.cm.lock().take();
+        if let Some(sink) = sink {
             sink.disconnected();
             sink.closed();
         }
@@ -535,6 +541,9 @@ impl Qp {
         if self.ib_state() != IbState::Err {
             self.fail();
         }
+        // Already in Error (a Terminate, a reset): the iw_cm may not have
+        // had its CLOSE yet, and holds a reference on the QP until then.
+        self.end_cm();
         if let Some(mut s) = self.sock.lock().take() {
             s.unhook();
             drop(s);
@@ -735,6 +744,8 @@ impl Qp {
             if let Some(s) = self.sock.lock().as_ref() {
                 s.shutdown();
             }
+            // The stream ended with our Terminate.
+            self.end_cm();
         }
         let Some((buf, mut off)) = taken else {
             if self.fin_pending.swap(false, Ordering::AcqRel) {
@@ -861,17 +872,25 @@ impl SocketEvents for Qp {
                 self.quiet_end.store(true, Ordering::Release);
             }
             let mut events = Events::default();
+            let mut was_done = false;
             {
                 let mut st = self.stream.lock();
                 let st = &mut *st;
                 if let Some(engine) = st.engine.as_deref_mut() {
                     let mut host = QpHost { qp: self, st: &mut st.host, events: &mut events };
-                    if !engine.is_done() {
+                    if engine.is_done() {
+                        was_done = true;
+                    } else {
                         engine.on_connection_lost(&mut host);
                     }
                 }
             }
             self.after_callback(&events, false);
+            if was_done {
+                // The stream had already ended (a Terminate either way):
+                // the peer's FIN or reset closes it for the iw_cm.
+                self.end_cm();
+            }
         }
     }
 }

@@ -205,13 +205,17 @@ pub(super) unsafe extern "C" fn destroy_qp(ibqp: *mut sys::ib_qp, _udata: *mut s
     let (dev, data) = unsafe { (IbDevice::from_raw((*ibqp).device), QpObj::data(ibqp)) };
     let qp = data.qp.clone();
     qp.detach();
-    // The iw_cm drops its references when the connection it tracks ends,
-    // which the detach above forces; give it a bounded while.
-    for _ in 0..2000 {
-        if data.cm_refs.load(Ordering::Acquire) == 0 {
-            break;
-        }
+    // The iw_cm drops its references when it handles the CLOSE the detach
+    // above delivered (on its own workqueue). The core frees the QP when
+    // this returns, so wait for them however long it takes (as siw does):
+    // an `iw_rem_ref` after that would touch freed memory.
+    let mut waited_ms = 0u32;
+    while data.cm_refs.load(Ordering::Acquire) != 0 {
         kernel::time::delay::fsleep(kernel::time::Delta::from_millis(1));
+        waited_ms = waited_ms.wrapping_add(1);
+        if waited_ms % 10_000 == 0 {
+            pr_warn!("rsiw: destroy_qp: still waiting for the iw_cm to release qp {}\n", qp.qpn());
+        }
     }
     dev.data().qps().remove(qp.qpn());
     // SAFETY: as above; nothing uses the data after this.
