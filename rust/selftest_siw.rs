@@ -101,7 +101,8 @@ mod tests {
 
     /// RFC 7306 opcodes to a peer that does not know them (siw): its
     /// Terminate is reported on the request it refused, the QP fails once,
-    /// nothing hangs.
+    /// nothing hangs. (siw sends Terminates best effort: when its close
+    /// wins, the request is flushed instead; either way an error.)
     ///
     /// siw means RDMAP / remote operation / unexpected opcode (0x0206),
     /// but its `struct iwarp_terminate` declares the layer and error type
@@ -125,9 +126,15 @@ mod tests {
         p.client.qp().post_atomic(1, p.server.rkey(), addr, 1, None, Seg::of(&orig, p.client.lkey()))?;
         let wc = p.client.scq.poll(WAIT_MS).ok_or(ETIMEDOUT)?;
         let qp = p.client.qp().rsiw().ok_or(EINVAL)?;
-        check!((wc.wr_id, wc.status) == (1, WC_REM_OP_ERR));
-        check!(qp.stream_status().terminate_received == Some(unexpected_opcode));
-        check!(wait_for(|| p.client.fatal_events() == 1));
+        check!(wc.wr_id == 1);
+        if wc.status == WC_REM_OP_ERR {
+            check!(qp.stream_status().terminate_received == Some(unexpected_opcode));
+            check!(wait_for(|| p.client.fatal_events() == 1));
+        } else {
+            // siw sends its Terminate best effort, racing its own close of
+            // the connection: without it the request is flushed.
+            check!(wc.status == WC_WR_FLUSH_ERR && qp.stream_status().terminate_received.is_none());
+        }
         // Later work is flushed at once.
         p.client.qp().post(2, Op::Send, Some(Seg::of(&orig, p.client.lkey())))?;
         let wc = p.client.scq.poll(WAIT_MS).ok_or(ETIMEDOUT)?;
@@ -147,8 +154,10 @@ mod tests {
         let wc = p.client.scq.poll(WAIT_MS).ok_or(ETIMEDOUT)?;
         check!(wc.wr_id == 3);
         let qp = p.client.qp().rsiw().ok_or(EINVAL)?;
-        check!(wait_for(|| qp.stream_status().terminate_received == Some(unexpected_opcode)));
-        check!(wait_for(|| p.client.fatal_events() == 1));
+        // The stream ends (with siw's Terminate, unless siw's close beat it).
+        check!(wait_for(|| qp.stream_status().failed || qp.stream_status().closed));
+        let t = qp.stream_status().terminate_received;
+        check!(t.is_none() || t == Some(unexpected_opcode));
         let wc = p.server.rcq.poll(WAIT_MS).ok_or(ETIMEDOUT)?;
         check!((wc.wr_id, wc.status) == (10, WC_WR_FLUSH_ERR));
         check!(lands(&target[..512], &src));
