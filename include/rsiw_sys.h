@@ -87,6 +87,22 @@ unsigned int rsiw_tcp_mss(struct sock *sk);
 /* Connection management (rust/ffi/cm.rs). */
 /* The CM's own workqueue: drained and destroyed at module unload. */
 struct workqueue_struct *rsiw_cm_wq_alloc(void);
+/*
+ * A socket's callbacks and user data, read and written by C: bindgen's
+ * layout of struct sock can differ from the compiler's past its first
+ * cache lines (64 bytes short on a lockdep/KASAN kernel), so rsiw never
+ * touches these fields from Rust. The caller holds sk_callback_lock.
+ */
+struct rsiw_sk_cbs {
+	void (*data_ready)(struct sock *sk);
+	void (*write_space)(struct sock *sk);
+	void (*state_change)(struct sock *sk);
+	void *user_data;
+};
+void rsiw_sk_get_cbs(struct sock *sk, struct rsiw_sk_cbs *out);
+void rsiw_sk_set_cbs(struct sock *sk, const struct rsiw_sk_cbs *cbs);
+/* sk_user_data as stored (with its flag bits). */
+void *rsiw_sk_user_data(struct sock *sk);
 /* The QPs' transmit work (unbound, usable in memory reclaim: NVMe-oF). */
 struct workqueue_struct *rsiw_tx_wq_alloc(void);
 /* Rate limit for CM log messages driven by peers. */

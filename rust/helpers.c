@@ -185,6 +185,27 @@ struct net *rsiw_sock_net(struct sock *sk)
 	return sock_net(sk);
 }
 
+void rsiw_sk_get_cbs(struct sock *sk, struct rsiw_sk_cbs *out)
+{
+	out->data_ready = sk->sk_data_ready;
+	out->write_space = sk->sk_write_space;
+	out->state_change = sk->sk_state_change;
+	out->user_data = sk->sk_user_data;
+}
+
+void rsiw_sk_set_cbs(struct sock *sk, const struct rsiw_sk_cbs *cbs)
+{
+	sk->sk_user_data = cbs->user_data;
+	WRITE_ONCE(sk->sk_data_ready, cbs->data_ready);
+	WRITE_ONCE(sk->sk_write_space, cbs->write_space);
+	WRITE_ONCE(sk->sk_state_change, cbs->state_change);
+}
+
+void *rsiw_sk_user_data(struct sock *sk)
+{
+	return sk->sk_user_data;
+}
+
 struct workqueue_struct *rsiw_cm_wq_alloc(void)
 {
 	return alloc_workqueue("rsiw_cm", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);

@@ -339,9 +339,12 @@ impl TcpSocket {
                 let sk = s.sk();
                 sys::rsiw_sk_callback_write_lock(sk);
                 let h = h.as_ptr();
-                (*sk).sk_data_ready = (*h).data_ready;
-                (*sk).sk_write_space = (*h).write_space;
-                (*sk).sk_state_change = (*h).state_change;
+                let mut cbs = sys::rsiw_sk_cbs::default();
+                sys::rsiw_sk_get_cbs(sk, &mut cbs);
+                cbs.data_ready = (*h).data_ready;
+                cbs.write_space = (*h).write_space;
+                cbs.state_change = (*h).state_change;
+                sys::rsiw_sk_set_cbs(sk, &cbs);
                 sys::rsiw_sk_callback_write_unlock(sk);
             }
         }
@@ -468,18 +471,23 @@ impl TcpSocket {
         unsafe {
             sys::rsiw_sk_callback_write_lock(sk);
             let h = hooks.as_ptr();
-            (*h).data_ready = (*sk).sk_data_ready;
-            (*h).write_space = (*sk).sk_write_space;
-            (*h).state_change = (*sk).sk_state_change;
+            let mut old = sys::rsiw_sk_cbs::default();
+            sys::rsiw_sk_get_cbs(sk, &mut old);
+            (*h).data_ready = old.data_ready;
+            (*h).write_space = old.write_space;
+            (*h).state_change = old.state_change;
             // NOCOPY: a socket cloned from this one (a listener's child
             // connection) must not inherit a pointer to these hooks, which
             // go away with this socket; the child's inherited trampolines
             // then find no hooks and do nothing until `accept` gives the
             // child the listener's original callbacks.
-            (*sk).sk_user_data = h.cast::<c_void>().map_addr(|a| a | NOCOPY);
-            (*sk).sk_data_ready = Some(data_ready_tramp);
-            (*sk).sk_write_space = Some(write_space_tramp);
-            (*sk).sk_state_change = Some(state_change_tramp);
+            let new = sys::rsiw_sk_cbs {
+                data_ready: Some(data_ready_tramp),
+                write_space: Some(write_space_tramp),
+                state_change: Some(state_change_tramp),
+                user_data: h.cast::<c_void>().map_addr(|a| a | NOCOPY),
+            };
+            sys::rsiw_sk_set_cbs(sk, &new);
             sys::rsiw_sk_callback_write_unlock(sk);
         }
         // INVARIANT: the hooks are installed and owned by `self.hooks`.
@@ -500,10 +508,13 @@ impl TcpSocket {
         // cleared, nothing references `h`.
         unsafe {
             sys::rsiw_sk_callback_write_lock(sk);
-            (*sk).sk_data_ready = (*h).data_ready;
-            (*sk).sk_write_space = (*h).write_space;
-            (*sk).sk_state_change = (*h).state_change;
-            (*sk).sk_user_data = ptr::null_mut();
+            let orig = sys::rsiw_sk_cbs {
+                data_ready: (*h).data_ready,
+                write_space: (*h).write_space,
+                state_change: (*h).state_change,
+                user_data: ptr::null_mut(),
+            };
+            sys::rsiw_sk_set_cbs(sk, &orig);
             sys::rsiw_sk_callback_write_unlock(sk);
             drop(KBox::from_raw(h));
         }
@@ -622,7 +633,7 @@ const NOCOPY: usize = sys::SK_USER_DATA_NOCOPY as usize;
 unsafe fn user_data_ptr(sk: *mut sys::sock) -> *mut c_void {
     // SAFETY: per the contract; the flag bits are the low three (the
     // `Hooks` allocation is at least 8-byte aligned).
-    let p = unsafe { (*sk).sk_user_data };
+    let p = unsafe { sys::rsiw_sk_user_data(sk) };
     p.map_addr(|a| a & !7)
 }
 
