@@ -382,3 +382,54 @@ void rsiw_kunit_mark_skipped(const char *reason)
 		kunit_mark_skipped(test, "%s", reason);
 #endif
 }
+
+/* Layout self-check (KUnit rsiw_bindings): the compiler's sizes and
+ * offsets of what rsiw touches through bindgen's structs, in the order
+ * of rust/ffi/layout.rs. */
+void rsiw_layout(size_t *out, size_t n)
+{
+	const size_t v[] = {
+		sizeof(struct ib_device),
+		sizeof(struct ib_qp),
+		sizeof(struct ib_cq),
+		sizeof(struct ib_mr),
+		sizeof(struct ib_pd),
+		sizeof(struct ib_srq),
+		sizeof(struct ib_sge),
+		sizeof(struct ib_send_wr),
+		sizeof(struct ib_recv_wr),
+		sizeof(struct ib_rdma_wr),
+		sizeof(struct ib_atomic_wr),
+		sizeof(struct ib_reg_wr),
+		sizeof(struct ib_wc),
+		sizeof(struct ib_event),
+		sizeof(struct ib_srq_attr),
+		sizeof(struct ib_qp_init_attr),
+		sizeof(struct ib_qp_attr),
+		sizeof(struct ib_port_attr),
+		sizeof(struct ib_device_attr),
+		sizeof(struct ib_cq_init_attr),
+		sizeof(struct iw_cm_id),
+		sizeof(struct iw_cm_event),
+		sizeof(struct iw_cm_conn_param),
+		sizeof(struct ib_udata),
+		sizeof(struct scatterlist),
+		offsetof(struct ib_qp, device),
+		offsetof(struct ib_qp, qp_num),
+		offsetof(struct ib_cq, device),
+		offsetof(struct ib_cq, cqe),
+		offsetof(struct ib_mr, lkey),
+		offsetof(struct ib_mr, rkey),
+		offsetof(struct ib_mr, iova),
+		offsetof(struct ib_pd, device),
+		offsetof(struct ib_device, ops),
+		offsetof(struct iw_cm_id, provider_data),
+		offsetof(struct iw_cm_id, local_addr),
+		offsetof(struct iw_cm_id, m_remote_addr),
+		offsetof(struct sock, sk_data_ready),
+	};
+	size_t i;
+
+	for (i = 0; i < n && i < ARRAY_SIZE(v); i++)
+		out[i] = v[i];
+}

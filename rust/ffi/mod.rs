@@ -12,6 +12,7 @@ pub(crate) mod crc;
 pub(crate) mod cq;
 pub(crate) mod device;
 pub(crate) mod flush;
+mod layout;
 pub(crate) mod link;
 pub(crate) mod mr;
 pub(crate) mod netdev;

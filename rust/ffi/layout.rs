@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: GPL-2.0
+//! A self-check of the generated bindings: bindgen computes struct layouts
+//! from its own run of clang over the headers, and on the lockdep/KASAN
+//! kernel its `struct sock` came out 64 bytes short of the compiler's (the
+//! socket callbacks now live in C for that reason). This compares, at
+//! insmod, the size of every struct rsiw passes through the bindings and
+//! the offset of the fields it reads or writes directly with what the C
+//! compiler says (`rsiw_layout` in rust/helpers.c, same order).
+
+#[cfg(CONFIG_KUNIT = "y")]
+use kernel::prelude::*;
+
+#[cfg(CONFIG_KUNIT = "y")]
+#[kunit_tests(rsiw_bindings)]
+mod tests {
+    use core::mem::{offset_of, size_of};
+
+    use kernel::prelude::*;
+
+    use crate::ffi::sys;
+
+    #[test]
+    fn generated_layouts_match_the_compiler() -> Result {
+        let ours: &[(&str, usize)] = &[
+            ("sizeof ib_device", size_of::<sys::ib_device>()),
+            ("sizeof ib_qp", size_of::<sys::ib_qp>()),
+            ("sizeof ib_cq", size_of::<sys::ib_cq>()),
+            ("sizeof ib_mr", size_of::<sys::ib_mr>()),
+            ("sizeof ib_pd", size_of::<sys::ib_pd>()),
+            ("sizeof ib_srq", size_of::<sys::ib_srq>()),
+            ("sizeof ib_sge", size_of::<sys::ib_sge>()),
+            ("sizeof ib_send_wr", size_of::<sys::ib_send_wr>()),
+            ("sizeof ib_recv_wr", size_of::<sys::ib_recv_wr>()),
+            ("sizeof ib_rdma_wr", size_of::<sys::ib_rdma_wr>()),
+            ("sizeof ib_atomic_wr", size_of::<sys::ib_atomic_wr>()),
+            ("sizeof ib_reg_wr", size_of::<sys::ib_reg_wr>()),
+            ("sizeof ib_wc", size_of::<sys::ib_wc>()),
+            ("sizeof ib_event", size_of::<sys::ib_event>()),
+            ("sizeof ib_srq_attr", size_of::<sys::ib_srq_attr>()),
+            ("sizeof ib_qp_init_attr", size_of::<sys::ib_qp_init_attr>()),
+            ("sizeof ib_qp_attr", size_of::<sys::ib_qp_attr>()),
+            ("sizeof ib_port_attr", size_of::<sys::ib_port_attr>()),
+            ("sizeof ib_device_attr", size_of::<sys::ib_device_attr>()),
+            ("sizeof ib_cq_init_attr", size_of::<sys::ib_cq_init_attr>()),
+            ("sizeof iw_cm_id", size_of::<sys::iw_cm_id>()),
+            ("sizeof iw_cm_event", size_of::<sys::iw_cm_event>()),
+            ("sizeof iw_cm_conn_param", size_of::<sys::iw_cm_conn_param>()),
+            ("sizeof ib_udata", size_of::<sys::ib_udata>()),
+            ("sizeof scatterlist", size_of::<sys::scatterlist>()),
+            ("offsetof ib_qp.device", offset_of!(sys::ib_qp, device)),
+            ("offsetof ib_qp.qp_num", offset_of!(sys::ib_qp, qp_num)),
+            ("offsetof ib_cq.device", offset_of!(sys::ib_cq, device)),
+            ("offsetof ib_cq.cqe", offset_of!(sys::ib_cq, cqe)),
+            ("offsetof ib_mr.lkey", offset_of!(sys::ib_mr, lkey)),
+            ("offsetof ib_mr.rkey", offset_of!(sys::ib_mr, rkey)),
+            ("offsetof ib_mr.iova", offset_of!(sys::ib_mr, iova)),
+            ("offsetof ib_pd.device", offset_of!(sys::ib_pd, device)),
+            ("offsetof ib_device.ops", offset_of!(sys::ib_device, ops)),
+            ("offsetof iw_cm_id.provider_data", offset_of!(sys::iw_cm_id, provider_data)),
+            ("offsetof iw_cm_id.local_addr", offset_of!(sys::iw_cm_id, local_addr)),
+            ("offsetof iw_cm_id.m_remote_addr", offset_of!(sys::iw_cm_id, m_remote_addr)),
+            ("offsetof sock.sk_data_ready", offset_of!(sys::sock, sk_data_ready)),
+        ];
+        let mut c = [0usize; 64];
+        let n = ours.len().min(c.len());
+        // SAFETY: `c` has room for `n` entries.
+        unsafe { sys::rsiw_layout(c.as_mut_ptr(), n) };
+        let mut bad = 0;
+        for (i, (what, rust)) in ours.iter().enumerate().take(n) {
+            if c[i] != *rust {
+                pr_err!("rsiw kunit: bindings: {} is {} in C, {} in Rust\n", what, c[i], rust);
+                bad += 1;
+            }
+        }
+        assert_eq!(n, ours.len());
+        assert_eq!(bad, 0);
+        Ok(())
+    }
+}
