@@ -210,12 +210,12 @@ mod qp_datapath {
     use crate::{
         engine::{mpa::negotiate::{Framing, RtrMode}, wire::mpa::Rtr},
         ffi::{
-            cq::testing::{KCq, RawWc, WC_RECV, WC_RECV_RDMA_WITH_IMM, WC_SEND, WC_SUCCESS, WC_WR_FLUSH_ERR, WITH_IMM},
+            cq::testing::{KCq, WC_RECV, WC_RECV_RDMA_WITH_IMM, WC_SEND, WC_SUCCESS, WC_WR_FLUSH_ERR, WITH_IMM},
             device::{self, testing::Found},
             mr::testing::KPd,
             netdev::NetDevRef,
             qp::testing::*,
-            socket::{Net, SockAddr, TcpSocket},
+            socket::TcpSocket,
         },
         qp::{IbState, StreamParams},
     };
@@ -231,36 +231,10 @@ mod qp_datapath {
         };
     }
 
-    fn poll_one(cq: &KCq, ms: u32) -> Option<RawWc> {
-        for _ in 0..ms {
-            let mut wc = [RawWc::default(); 1];
-            if cq.poll(&mut wc) == 1 {
-                return Some(wc[0]);
-            }
-            fsleep(Delta::from_millis(1));
-        }
-        None
-    }
-
     fn pattern(seed: u8, buf: &mut [u8]) {
         for (i, b) in buf.iter_mut().enumerate() {
             *b = seed.wrapping_add((i * 7) as u8).wrapping_add((i >> 8) as u8);
         }
-    }
-
-    /// Connected sockets: (initiator side, responder side).
-    fn socket_pair() -> Result<(TcpSocket, TcpSocket)> {
-        let any = SockAddr::V4 { addr: [127, 0, 0, 1], port: 0 };
-        let l = TcpSocket::listen(Net::init(), any, 2)?;
-        let port = l.local_addr()?.port();
-        let c = TcpSocket::connect(Net::init(), any.with_port(port), false)?;
-        for _ in 0..2000 {
-            if let Some(s) = l.accept()? {
-                return Ok((c, s));
-            }
-            fsleep(Delta::from_millis(1));
-        }
-        Err(ETIMEDOUT)
     }
 
     fn params(initiator: bool, crc: bool, markers: bool) -> StreamParams {
@@ -296,15 +270,15 @@ mod qp_datapath {
             pattern(3, &mut src);
             b.post_recv(100, Seg::of(&dst, lkey))?;
 
-            let (sa, sb) = socket_pair()?;
+            let (sa, sb) = TcpSocket::loopback_pair()?;
             a.attach(sa, params(true, crc, markers))?;
             b.attach(sb, params(false, crc, markers))?;
 
             // Send -> Recv.
             a.post(1, WR_SEND, &[Seg::of(&src, lkey)], None, true)?;
-            let wc = poll_one(&cq_a, 5000).ok_or(ETIMEDOUT)?;
+            let wc = cq_a.poll_one(5000).ok_or(ETIMEDOUT)?;
             check!((wc.wr_id, wc.status, wc.opcode) == (1, WC_SUCCESS, WC_SEND));
-            let wc = poll_one(&cq_b, 5000).ok_or(ETIMEDOUT)?;
+            let wc = cq_b.poll_one(5000).ok_or(ETIMEDOUT)?;
             check!((wc.wr_id, wc.status, wc.opcode, wc.byte_len) == (100, WC_SUCCESS, WC_RECV, LEN as u32));
             check!(src[..] == dst[..]);
             check!(a.qp().ib_state() == IbState::Rts && b.qp().ib_state() == IbState::Rts);
@@ -312,7 +286,7 @@ mod qp_datapath {
             // RDMA Write: A's buffer into B's memory (the global rkey).
             pattern(9, &mut src);
             a.post(2, WR_WRITE, &[Seg::of(&src, lkey)], Some((rkey, dst_addr)), true)?;
-            let wc = poll_one(&cq_a, 5000).ok_or(ETIMEDOUT)?;
+            let wc = cq_a.poll_one(5000).ok_or(ETIMEDOUT)?;
             check!((wc.wr_id, wc.status, wc.opcode) == (2, WC_SUCCESS, WC_RDMA_WRITE));
             // The Write's completion at A means the data left; B places it
             // as it arrives: wait for it.
@@ -329,7 +303,7 @@ mod qp_datapath {
             // RDMA Read: B's memory back into a fresh buffer at A.
             let mut back = KVec::from_elem(0u8, LEN, GFP_KERNEL)?;
             a.post(3, WR_READ, &[Seg::of(&back, lkey)], Some((rkey, dst_addr)), true)?;
-            let wc = poll_one(&cq_a, 5000).ok_or(ETIMEDOUT)?;
+            let wc = cq_a.poll_one(5000).ok_or(ETIMEDOUT)?;
             check!((wc.wr_id, wc.status, wc.opcode, wc.byte_len) == (3, WC_SUCCESS, WC_RDMA_READ, LEN as u32));
             check!(back[..] == src[..]);
             back[0] ^= 1; // keep `back` mutable-borrowed semantics honest
@@ -340,9 +314,9 @@ mod qp_datapath {
             pattern(21, &mut src);
             b.post_recv(102, Seg::of(&back, lkey))?;
             a.post_write_imm(5, Seg::of(&src[..4000], lkey), rkey, dst_addr, 0x1234_5678)?;
-            let wc = poll_one(&cq_a, 5000).ok_or(ETIMEDOUT)?;
+            let wc = cq_a.poll_one(5000).ok_or(ETIMEDOUT)?;
             check!((wc.wr_id, wc.status, wc.opcode) == (5, WC_SUCCESS, WC_RDMA_WRITE));
-            let wc = poll_one(&cq_b, 5000).ok_or(ETIMEDOUT)?;
+            let wc = cq_b.poll_one(5000).ok_or(ETIMEDOUT)?;
             check!((wc.wr_id, wc.status, wc.opcode) == (102, WC_SUCCESS, WC_RECV_RDMA_WITH_IMM));
             check!(wc.wc_flags & WITH_IMM != 0);
             check!(u32::from_be(wc.ex) == 0x1234_5678);
@@ -354,7 +328,7 @@ mod qp_datapath {
             // Error flushes posted receives.
             b.post_recv(101, Seg::of(&dst, lkey))?;
             b.modify(IbState::Err)?;
-            let wc = poll_one(&cq_b, 5000).ok_or(ETIMEDOUT)?;
+            let wc = cq_b.poll_one(5000).ok_or(ETIMEDOUT)?;
             check!((wc.wr_id, wc.status) == (101, WC_WR_FLUSH_ERR));
             drop(a);
             drop(b);

@@ -43,7 +43,7 @@ mod harness {
             },
             netdev::NetDevRef,
             qp::testing::*,
-            socket::{Net, SockAddr, TcpSocket},
+            socket::TcpSocket,
         },
         qp::{IbState, StreamParams, MAX_IRD, MAX_ORD},
     };
@@ -73,20 +73,6 @@ mod harness {
         }
     }
 
-    fn socket_pair() -> Result<(TcpSocket, TcpSocket)> {
-        let any = SockAddr::V4 { addr: [127, 0, 0, 1], port: 0 };
-        let l = TcpSocket::listen(Net::init(), any, 2)?;
-        let port = l.local_addr()?.port();
-        let c = TcpSocket::connect(Net::init(), any.with_port(port), false)?;
-        for _ in 0..2000 {
-            if let Some(s) = l.accept()? {
-                return Ok((c, s));
-            }
-            fsleep(Delta::from_millis(1));
-        }
-        Err(ETIMEDOUT)
-    }
-
     fn params(initiator: bool) -> StreamParams {
         StreamParams {
             framing: Framing { crc: false, markers_tx: false, markers_rx: false },
@@ -102,7 +88,7 @@ mod harness {
     pub(crate) fn connect(dev: &Found, pd: &KPd, depth: u32) -> Result<(End, End)> {
         let a = End::new(dev, pd, depth)?;
         let b = End::new(dev, pd, depth)?;
-        let (sa, sb) = socket_pair()?;
+        let (sa, sb) = TcpSocket::loopback_pair()?;
         a.qp.attach(sa, params(true))?;
         b.qp.attach(sb, params(false))?;
         Ok((a, b))
@@ -138,17 +124,6 @@ mod harness {
 
     pub(crate) fn set_word(mem: &mut [u8], i: usize, v: u64) {
         mem[8 * i..8 * i + 8].copy_from_slice(&v.to_ne_bytes());
-    }
-
-    pub(crate) fn poll_one(cq: &KCq, ms: u32) -> Option<RawWc> {
-        for _ in 0..ms {
-            let mut wc = [RawWc::default(); 1];
-            if cq.poll(&mut wc) == 1 {
-                return Some(wc[0]);
-            }
-            fsleep(Delta::from_millis(1));
-        }
-        None
     }
 
     /// One requester of the stress routine.
@@ -306,7 +281,7 @@ mod harness {
 mod semantics {
     use kernel::prelude::*;
 
-    use super::harness::{connect, fast_reg, poll_one, set_word, with_device, word, End, ALL_RIGHTS};
+    use super::harness::{connect, fast_reg, set_word, with_device, word, End, ALL_RIGHTS};
     use crate::{
         engine::error as term,
         ffi::{
@@ -322,7 +297,7 @@ mod semantics {
     /// Posts one atomic on `a` and waits for its completion.
     fn run(a: &End, wr_id: u64, opcode: u32, res: Seg, rkey: u32, addr: u64, args: AtomicArgs) -> Result<RawWc> {
         a.qp.post_atomic(wr_id, opcode, &[res], rkey, addr, args)?;
-        poll_one(&a.cq, 5000).ok_or(ETIMEDOUT)
+        a.cq.poll_one(5000).ok_or(ETIMEDOUT)
     }
 
     fn args(compare_add: u64, compare_add_mask: u64, swap: u64, swap_mask: u64) -> AtomicArgs {
@@ -399,7 +374,7 @@ mod semantics {
             a.qp.post_atomic(100 + i, op, &[r(10 + i)], rkey, t, a_)?;
         }
         for i in 0..12u64 {
-            let wc = poll_one(&a.cq, 5000).ok_or(ETIMEDOUT)?;
+            let wc = a.cq.poll_one(5000).ok_or(ETIMEDOUT)?;
             let want = if i % 2 == 0 { WC_FETCH_ADD } else { WC_MASKED_FETCH_ADD };
             check!((wc.wr_id, wc.status, wc.opcode) == (100 + i, WC_SUCCESS, want));
             check!(res[(10 + i) as usize] == i);
@@ -412,7 +387,7 @@ mod semantics {
         let short = Seg { len: 4, ..r(21) };
         check!(a.qp.post_atomic(21, WR_ATOMIC_CS, &[short], rkey, t, args(12, 0, 0, 0)) == Err(EINVAL));
         check!(a.qp.post_atomic(22, WR_MASKED_FA, &[r(22), r(23)], rkey, t, args(1, 0, 0, 0)) == Err(EINVAL));
-        check!(poll_one(&a.cq, 50).is_none());
+        check!(a.cq.poll_one(50).is_none());
         check!(word(&target, 0) == 12 && word(&target, 1) == 0x5A5A);
         check!(a.qp.qp().ib_state() == IbState::Rts && b.qp.qp().ib_state() == IbState::Rts);
         drop(a);

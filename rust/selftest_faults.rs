@@ -36,7 +36,7 @@ mod faults {
             },
             netdev::NetDevRef,
             qp::testing::*,
-            socket::{Net, SockAddr, TcpSocket},
+            socket::TcpSocket,
         },
         qp::{IbState, StreamParams},
     };
@@ -69,20 +69,6 @@ mod faults {
         cond()
     }
 
-    /// Connected sockets: (the QP's end, the test's raw end).
-    fn socket_pair() -> Result<(TcpSocket, TcpSocket)> {
-        let any = SockAddr::V4 { addr: [127, 0, 0, 1], port: 0 };
-        let l = TcpSocket::listen(Net::init(), any, 2)?;
-        let port = l.local_addr()?.port();
-        let c = TcpSocket::connect(Net::init(), any.with_port(port), false)?;
-        let mut accepted = None;
-        wait_until(2000, || {
-            accepted = l.accept().ok().flatten();
-            accepted.is_some()
-        });
-        Ok((c, accepted.ok_or(ETIMEDOUT)?))
-    }
-
     /// A device on lo, one PD, one CQ and a watched QP attached (as MPA
     /// initiator, no RTR) to one end of a TCP connection; the test holds
     /// the other end. Torn down in drop, QP first, so a failed check does
@@ -112,7 +98,7 @@ mod faults {
             rig.pd = Some(pd);
             rig.cq = Some(cq);
             qp.modify(IbState::Init)?;
-            let (mine, theirs) = socket_pair()?;
+            let (mine, theirs) = TcpSocket::loopback_pair()?;
             let params = StreamParams {
                 framing: Framing { crc, markers_tx: false, markers_rx: false },
                 ird,

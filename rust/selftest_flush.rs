@@ -17,7 +17,6 @@ pub(crate) const PMEM_LEN: usize = 256 * 1024;
 mod tests {
     use kernel::{
         prelude::*,
-        time::{delay::fsleep, Delta},
     };
 
     use super::{PMEM_LEN, PMEM_LINE};
@@ -38,7 +37,7 @@ mod tests {
             netdev::NetDevRef,
             pmem::testing::{virt_persistent, PmemDev},
             qp::testing::*,
-            socket::{Net, SockAddr, TcpSocket},
+            socket::TcpSocket,
         },
         mr::{FastReg, MrError},
         qp::{IbState, StreamParams},
@@ -64,36 +63,17 @@ mod tests {
     /// with the caller's line).
     #[track_caller]
     fn poll_one(cq: &KCq, ms: u32) -> Result<RawWc> {
-        for _ in 0..ms {
-            let mut wc = [RawWc::default(); 1];
-            if cq.poll(&mut wc) == 1 {
-                return Ok(wc[0]);
-            }
-            fsleep(Delta::from_millis(1));
-        }
-        pr_err!("rsiw kunit: no completion within {} ms (line {})\n", ms, core::panic::Location::caller().line());
-        Err(ETIMEDOUT)
+        let line = core::panic::Location::caller().line();
+        cq.poll_one(ms).ok_or_else(|| {
+            pr_err!("rsiw kunit: no completion within {} ms (line {})\n", ms, line);
+            ETIMEDOUT
+        })
     }
 
     fn fill(seed: u8, buf: &mut [u8]) {
         for (i, b) in buf.iter_mut().enumerate() {
             *b = seed.wrapping_add((i * 13) as u8).wrapping_add((i >> 9) as u8);
         }
-    }
-
-    /// Connected sockets: (initiator side, responder side).
-    fn socket_pair() -> Result<(TcpSocket, TcpSocket)> {
-        let any = SockAddr::V4 { addr: [127, 0, 0, 1], port: 0 };
-        let l = TcpSocket::listen(Net::init(), any, 2)?;
-        let port = l.local_addr()?.port();
-        let c = TcpSocket::connect(Net::init(), any.with_port(port), false)?;
-        for _ in 0..2000 {
-            if let Some(s) = l.accept()? {
-                return Ok((c, s));
-            }
-            fsleep(Delta::from_millis(1));
-        }
-        Err(ETIMEDOUT)
     }
 
     fn params(initiator: bool) -> StreamParams {
@@ -129,7 +109,7 @@ mod tests {
             let b = KQp::create(&pd, &cq_b, &cq_b, 64)?;
             a.modify(IbState::Init)?;
             b.modify(IbState::Init)?;
-            let (sa, sb) = socket_pair()?;
+            let (sa, sb) = TcpSocket::loopback_pair()?;
             a.attach(sa, params(true))?;
             b.attach(sb, params(false))?;
             let p = Pair { a, b, cq_a, cq_b, pd };

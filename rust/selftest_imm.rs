@@ -19,12 +19,12 @@ mod tests {
     use crate::{
         engine::{mpa::negotiate::{Framing, RtrMode}, wire::mpa::Rtr},
         ffi::{
-            cq::testing::{KCq, RawWc, SOLICITED, WC_RECV_RDMA_WITH_IMM, WC_SUCCESS, WC_WR_FLUSH_ERR, WITH_IMM},
+            cq::testing::{KCq, SOLICITED, WC_RECV_RDMA_WITH_IMM, WC_SUCCESS, WC_WR_FLUSH_ERR, WITH_IMM},
             device::{self, testing::Found},
             mr::testing::KPd,
             netdev::NetDevRef,
             qp::testing::*,
-            socket::{Net, SockAddr, TcpSocket},
+            socket::TcpSocket,
         },
         qp::{IbState, StreamParams},
     };
@@ -37,31 +37,6 @@ mod tests {
                 return Err(EBADMSG);
             }
         };
-    }
-
-    fn poll_one(cq: &KCq, ms: u32) -> Option<RawWc> {
-        for _ in 0..ms {
-            let mut wc = [RawWc::default(); 1];
-            if cq.poll(&mut wc) == 1 {
-                return Some(wc[0]);
-            }
-            fsleep(Delta::from_millis(1));
-        }
-        None
-    }
-
-    fn socket_pair() -> Result<(TcpSocket, TcpSocket)> {
-        let any = SockAddr::V4 { addr: [127, 0, 0, 1], port: 0 };
-        let l = TcpSocket::listen(Net::init(), any, 2)?;
-        let port = l.local_addr()?.port();
-        let c = TcpSocket::connect(Net::init(), any.with_port(port), false)?;
-        for _ in 0..2000 {
-            if let Some(s) = l.accept()? {
-                return Ok((c, s));
-            }
-            fsleep(Delta::from_millis(1));
-        }
-        Err(ETIMEDOUT)
     }
 
     fn params(initiator: bool) -> StreamParams {
@@ -89,7 +64,7 @@ mod tests {
             let b = KQp::create(&pd, &cq_b, &cq_b, 16)?;
             a.modify(IbState::Init)?;
             b.modify(IbState::Init)?;
-            let (sa, sb) = socket_pair()?;
+            let (sa, sb) = TcpSocket::loopback_pair()?;
             a.attach(sa, params(true))?;
             b.attach(sb, params(false))?;
             f(&a, &cq_a, &b, &cq_b, pd.local_dma_lkey(), pd.unsafe_global_rkey())
@@ -114,7 +89,7 @@ mod tests {
             b.post_recv(200, Seg::of(&rbuf, lkey))?;
             a.post_write_imm_ex(1, &[Seg::of(&src, lkey)], rkey, dst_addr, 0xA1B2_C3D4, false)?;
 
-            let wc = poll_one(cq_b, 10000).ok_or(ETIMEDOUT)?;
+            let wc = cq_b.poll_one(10000).ok_or(ETIMEDOUT)?;
             // Compare before anything else can land: the completion is
             // the only ordering point the consumer has.
             check!(dst[..] == src[..]);
@@ -123,7 +98,7 @@ mod tests {
             check!(u32::from_be(wc.ex) == 0xA1B2_C3D4);
             // Nothing lands in the receive buffer: the immediate is in the WC.
             check!(rbuf.iter().all(|&x| x == 0));
-            let wc = poll_one(cq_a, 5000).ok_or(ETIMEDOUT)?;
+            let wc = cq_a.poll_one(5000).ok_or(ETIMEDOUT)?;
             check!((wc.wr_id, wc.status, wc.opcode) == (1, WC_SUCCESS, WC_RDMA_WRITE));
             Ok(())
         })
@@ -142,19 +117,19 @@ mod tests {
             check!(cq_b.req_notify(SOLICITED) == 0);
             b.post_recv(300, Seg::of(&rbuf, lkey))?;
             a.post_write_imm_ex(1, &[Seg::of(&src, lkey)], rkey, dst_addr, 1, false)?;
-            let wc = poll_one(cq_b, 5000).ok_or(ETIMEDOUT)?;
+            let wc = cq_b.poll_one(5000).ok_or(ETIMEDOUT)?;
             check!((wc.wr_id, wc.status, wc.opcode) == (300, WC_SUCCESS, WC_RECV_RDMA_WITH_IMM));
             check!(cq_b.seen().comp.load(Ordering::Relaxed) == 0);
 
             // ...Immediate Data with SE (IB_SEND_SOLICITED) raises it.
             b.post_recv(301, Seg::of(&rbuf, lkey))?;
             a.post_write_imm_ex(2, &[Seg::of(&src, lkey)], rkey, dst_addr, 2, true)?;
-            let wc = poll_one(cq_b, 5000).ok_or(ETIMEDOUT)?;
+            let wc = cq_b.poll_one(5000).ok_or(ETIMEDOUT)?;
             check!((wc.wr_id, wc.status, wc.opcode) == (301, WC_SUCCESS, WC_RECV_RDMA_WITH_IMM));
             check!(u32::from_be(wc.ex) == 2);
             check!(cq_b.seen().comp.load(Ordering::Relaxed) == 1);
             for id in [1u64, 2] {
-                let wc = poll_one(cq_a, 5000).ok_or(ETIMEDOUT)?;
+                let wc = cq_a.poll_one(5000).ok_or(ETIMEDOUT)?;
                 check!((wc.wr_id, wc.status) == (id, WC_SUCCESS));
             }
             check!(dst[..] == src[..]);
@@ -170,11 +145,11 @@ mod tests {
             let rbuf = KVec::from_elem(0u8, 8, GFP_KERNEL)?;
             b.post_recv(400, Seg::of(&rbuf, lkey))?;
             a.post_write_imm_ex(1, &[], rkey, dst_addr, 0xFEED_0001, false)?;
-            let wc = poll_one(cq_b, 5000).ok_or(ETIMEDOUT)?;
+            let wc = cq_b.poll_one(5000).ok_or(ETIMEDOUT)?;
             check!((wc.wr_id, wc.status, wc.opcode) == (400, WC_SUCCESS, WC_RECV_RDMA_WITH_IMM));
             check!(u32::from_be(wc.ex) == 0xFEED_0001);
             check!(dst.iter().all(|&x| x == 0x5A));
-            let wc = poll_one(cq_a, 5000).ok_or(ETIMEDOUT)?;
+            let wc = cq_a.poll_one(5000).ok_or(ETIMEDOUT)?;
             check!((wc.wr_id, wc.status) == (1, WC_SUCCESS));
             Ok(())
         })
@@ -206,14 +181,14 @@ mod tests {
             // The Write itself had been placed before the Immediate failed.
             check!(dst[..] == src[..]);
             // The WR reports; later ones are flushed, receives too.
-            let wc = poll_one(cq_a, 5000).ok_or(ETIMEDOUT)?;
+            let wc = cq_a.poll_one(5000).ok_or(ETIMEDOUT)?;
             check!(wc.wr_id == 1);
             check!(a.post(2, WR_SEND, &[Seg::of(&src, lkey)], None, true).is_ok());
-            let wc = poll_one(cq_a, 5000).ok_or(ETIMEDOUT)?;
+            let wc = cq_a.poll_one(5000).ok_or(ETIMEDOUT)?;
             check!((wc.wr_id, wc.status) == (2, WC_WR_FLUSH_ERR));
             let rbuf = KVec::from_elem(0u8, 8, GFP_KERNEL)?;
             b.post_recv(500, Seg::of(&rbuf, lkey))?;
-            let wc = poll_one(cq_b, 5000).ok_or(ETIMEDOUT)?;
+            let wc = cq_b.poll_one(5000).ok_or(ETIMEDOUT)?;
             check!((wc.wr_id, wc.status) == (500, WC_WR_FLUSH_ERR));
             Ok(())
         })
@@ -226,7 +201,7 @@ mod tests {
             // iWARP has no Send with Immediate (RFC 7306 composes only
             // Write with Immediate): a clear error, nothing queued.
             check!(a.post(1, WR_SEND_WITH_IMM, &[Seg::of(&src, lkey)], None, true) == Err(EOPNOTSUPP));
-            check!(poll_one(cq_a, 50).is_none());
+            check!(cq_a.poll_one(50).is_none());
             check!(a.qp().ib_state() == IbState::Rts);
             Ok(())
         })

@@ -416,6 +416,18 @@ pub(crate) mod testing {
             got
         }
 
+        /// The next completion, polling every millisecond for up to `ms`.
+        pub(crate) fn poll_one(&self, ms: u32) -> Option<RawWc> {
+            for _ in 0..ms {
+                let mut wc = [RawWc::default(); 1];
+                if self.poll(&mut wc) == 1 {
+                    return Some(wc[0]);
+                }
+                kernel::time::delay::fsleep(kernel::time::Delta::from_millis(1));
+            }
+            None
+        }
+
         /// `ib_req_notify_cq`.
         pub(crate) fn req_notify(&self, flags: u32) -> i32 {
             // SAFETY: CQ alive.

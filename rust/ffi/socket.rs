@@ -601,9 +601,24 @@ impl TcpSocket {
     }
 }
 
-/// What the self-tests need to play a misbehaving peer.
+/// What the self-tests need: loopback connections and a misbehaving peer.
 #[cfg(CONFIG_KUNIT = "y")]
 impl TcpSocket {
+    /// A connected pair on 127.0.0.1, (connecting end, accepted end).
+    pub(crate) fn loopback_pair() -> Result<(TcpSocket, TcpSocket)> {
+        let any = SockAddr::V4 { addr: [127, 0, 0, 1], port: 0 };
+        let l = TcpSocket::listen(Net::init(), any, 2)?;
+        let port = l.local_addr()?.port();
+        let c = TcpSocket::connect(Net::init(), any.with_port(port), false)?;
+        for _ in 0..2000 {
+            if let Some(s) = l.accept()? {
+                return Ok((c, s));
+            }
+            kernel::time::delay::fsleep(kernel::time::Delta::from_millis(1));
+        }
+        Err(ETIMEDOUT)
+    }
+
     /// Aborts the connection the way a crashed peer does: `SO_LINGER` with
     /// a zero timeout, then release, so TCP sends a reset, not a FIN.
     pub(crate) fn abort(self) {
