@@ -93,3 +93,22 @@ nvme_connect() {
 	timeout 60 nvme connect -t rdma -a "$2" -s 4420 -n "$1" \
 		--hostnqn=nqn.2014-08.org.nvmexpress:uuid:$hid --hostid=$hid
 }
+
+# nvmeof_over_rsiw NQN IP: one guest, both ends over rsiw0 on veth0 (IP/24):
+# load rsiw, a memory-backed null_blk exported by nvmet-rdma, nvme-rdma
+# connected to it; sets $dev to the namespace's block device.
+nvmeof_over_rsiw() {
+	local nqn=$1 ip=$2
+	check "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
+	ip link add veth0 type veth peer name veth1
+	ip addr add $ip/24 dev veth0
+	ip link set veth0 up
+	ip link set veth1 up
+	check "rdma link add rsiw0 on veth0" rdma link add rsiw0 type rsiw netdev veth0
+	check "memory-backed null_blk" modprobe null_blk nr_devices=1 memory_backed=1 gb=1 queue_mode=2
+	check "nvmet-rdma and nvme-rdma load" modprobe -a nvmet-rdma nvme-rdma
+	check "nvmet port on rsiw" nvmet_export $nqn /dev/nullb0 $ip
+	check "nvme connect over rsiw" nvme_connect $nqn $ip
+	check "namespace appears" wait_for 10 bash -c 'ls /dev/nvme*n1 >/dev/null 2>&1'
+	dev=$(ls /dev/nvme*n1 2>/dev/null | head -1)
+}

@@ -15,18 +15,7 @@ ip=10.99.0.1
 nqn=rsiw-rmmod-nqn
 
 dmesg -C
-check "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
-ip link add veth0 type veth peer name veth1
-ip addr add $ip/24 dev veth0
-ip link set veth0 up
-ip link set veth1 up
-check "rdma link add rsiw0 on veth0" rdma link add rsiw0 type rsiw netdev veth0
-check "memory-backed null_blk" modprobe null_blk nr_devices=1 memory_backed=1 gb=1 queue_mode=2
-check "nvmet-rdma and nvme-rdma load" modprobe -a nvmet-rdma nvme-rdma
-check "nvmet port on rsiw" nvmet_export $nqn /dev/nullb0 $ip
-check "nvme connect over rsiw" nvme_connect $nqn $ip
-check "namespace appears" wait_for 10 bash -c 'ls /dev/nvme*n1 >/dev/null 2>&1'
-dev=$(ls /dev/nvme*n1 2>/dev/null | head -1)
+nvmeof_over_rsiw $nqn $ip
 ctrl=$(ls -d /sys/class/nvme/nvme* 2>/dev/null | head -1)
 check "the controller is an RDMA one" grep -qx rdma "$ctrl/transport"
 
