@@ -26,7 +26,7 @@ check "the controller is an RDMA one" grep -qx rdma "$ctrl/transport"
 		dd if=/dev/urandom of="$dev" bs=1M count=16 oflag=direct conv=nocreat status=none || exit 0
 	done
 	exit 3 # never stopped: the removal did not reach the I/O
-) &
+) 2>"$OUT/writer.err" & # its expected errors must not split the ok/not ok lines
 io=$!
 check "I/O is running" wait_for 20 bash -c "kill -0 $io && awk '{ exit !(\$5 > 0) }' /sys/block/$(basename "$dev")/stat"
 sleep 1
