@@ -69,12 +69,14 @@
 //!
 //! See `Documentation/engine-qp.md` for the design discussion.
 
+mod plan;
 mod rx;
 mod tx;
 
 #[cfg(test)]
 mod tests;
 
+use crate::crc::Crc32c;
 use crate::ddp::{StagTable, UntaggedRx};
 use crate::error::TermError;
 use crate::mpa::negotiate::{CrcPolicy, Framing, InitiatorConfig, ResponderConfig, RtrMode};
@@ -86,6 +88,7 @@ use crate::wire::commit::{self as commitw, Status as CommitStatus};
 use crate::wire::mpa::{Rtr, RtrSet, HEADER_LEN as MPA_HEADER_LEN, MAX_PRIVATE_DATA};
 use crate::wire::terminate;
 
+pub use plan::{PayloadRef, Piece, TxPlan};
 pub use tx::FpduEncoder;
 
 /// Completions held back to keep send-queue completion order.
@@ -357,6 +360,24 @@ pub trait Host: StagTable {
     /// Copies `dst.len()` octets of `wr`'s local data, starting `offset`
     /// octets into it, into `dst`.
     fn read_source(&mut self, wr: &Local, offset: u32, dst: &mut [u8]) -> Result<(), TermError>;
+    /// Zero-copy transmit ([`Qp::tx_plan`]): the host may take `len`
+    /// payload octets of `src` by reference (recording them, in stream
+    /// order, for its send) instead of having them copied. It validates
+    /// the source as `read_source`/`read_tagged` would and, when `crc` is
+    /// `Some(state)`, returns the CRC32c state extended over the octets.
+    /// `None`: declined (e.g. memory that cannot be sent by reference),
+    /// the engine copies; `Some(Err)`: invalid, the engine copies and the
+    /// copy reports the error.
+    fn payload_by_ref<C: Crc32c + ?Sized>(
+        &mut self,
+        src: &PayloadRef,
+        len: usize,
+        crc: &C,
+        state: Option<u32>,
+    ) -> Option<Result<Option<u32>, TermError>> {
+        let _ = (src, len, crc, state);
+        None
+    }
     /// Copies local registered memory at `stag`/`to` into `dst` (Read
     /// Response source; already validated against the STag table).
     fn read_tagged(&mut self, stag: u32, to: u64, dst: &mut [u8]) -> Result<(), TermError>;
@@ -755,7 +776,9 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
         self.rtr = rtr;
         self.initiator = initiator;
         self.tx = framing.tx();
+        let ref_min = self.enc.ref_min();
         self.enc = FpduEncoder::new(framing.crc, framing.markers_tx);
+        self.enc.set_ref_min(ref_min);
         self.mulpdu = self
             .tx
             .mulpdu(self.cfg.emss)

@@ -35,6 +35,15 @@ struct Mock {
     committed: Vec<commitw::Region>,
     /// Snapshot of region 0 taken at each completion (ordering checks).
     snap: Vec<Vec<u8>>,
+    /// Zero-copy TX: take payload by reference, declining every `n`th
+    /// offer (0: take all); `None`: decline all (the default host).
+    by_ref: Option<usize>,
+    offers: usize,
+    /// Payload taken by reference, in stream order (what the real host
+    /// would send from the pages).
+    refs: VecDeque<u8>,
+    /// Octets taken by reference.
+    ref_octets: usize,
 }
 
 const PD: u32 = 7;
@@ -102,6 +111,30 @@ impl Host for Mock {
     }
     fn event(&mut self, e: Event) {
         self.events.push(e);
+    }
+    fn payload_by_ref<C: Crc32c + ?Sized>(
+        &mut self,
+        src: &PayloadRef,
+        len: usize,
+        crc: &C,
+        state: Option<u32>,
+    ) -> Option<Result<Option<u32>, TermError>> {
+        let every = self.by_ref?;
+        self.offers += 1;
+        if every > 0 && self.offers % every == 0 {
+            return None;
+        }
+        let (stag, to) = match *src {
+            PayloadRef::Local { local, offset } => (local.stag, local.to + u64::from(offset)),
+            PayloadRef::Tagged { stag, to } => (stag, to),
+        };
+        let bytes = match self.slice(stag, to, len) {
+            Ok(b) => b.to_vec(),
+            Err(e) => return Some(Err(e)),
+        };
+        self.ref_octets += len;
+        self.refs.extend(bytes.iter().copied());
+        Some(Ok(state.map(|st| crc.append(st, &bytes))))
     }
     fn read_source(&mut self, wr: &Local, offset: u32, dst: &mut [u8]) -> Result<(), TermError> {
         let s = self.slice(wr.stag, wr.to + u64::from(offset), dst.len())?;
@@ -186,12 +219,24 @@ impl Pair {
     fn pump(&mut self) {
         for _ in 0..100_000 {
             let mut moved = false;
-            let mut buf = vec![0u8; self.chunk()];
-            let n = self.a.tx(&mut self.ha, &SoftCrc32c, &mut buf);
-            self.ab.extend_from_slice(&buf[..n]);
-            let mut buf = vec![0u8; self.chunk()];
-            let m = self.b.tx(&mut self.hb, &SoftCrc32c, &mut buf);
-            self.ba.extend_from_slice(&buf[..m]);
+            let n = if self.ha.by_ref.is_some() {
+                let (budget, lit) = (self.chunk(), self.chunk());
+                plan_round(&mut self.a, &mut self.ha, budget, lit, &mut self.ab)
+            } else {
+                let mut buf = vec![0u8; self.chunk()];
+                let n = self.a.tx(&mut self.ha, &SoftCrc32c, &mut buf);
+                self.ab.extend_from_slice(&buf[..n]);
+                n
+            };
+            let m = if self.hb.by_ref.is_some() {
+                let (budget, lit) = (self.chunk(), self.chunk());
+                plan_round(&mut self.b, &mut self.hb, budget, lit, &mut self.ba)
+            } else {
+                let mut buf = vec![0u8; self.chunk()];
+                let m = self.b.tx(&mut self.hb, &SoftCrc32c, &mut buf);
+                self.ba.extend_from_slice(&buf[..m]);
+                m
+            };
             moved |= n + m > 0;
             if !self.ab.is_empty() {
                 let c = self.chunk().min(self.ab.len());
@@ -215,6 +260,35 @@ impl Pair {
         }
         panic!("pump did not settle");
     }
+}
+
+/// One zero-copy TX round of `q` (a plan of at most `budget` stream
+/// octets and `lit` literal octets, 8 pieces): the stream octets are
+/// rebuilt from the plan's pieces and the payload the host took by
+/// reference, and appended to `wire`.
+fn plan_round(q: &mut Q, h: &mut Mock, budget: usize, lit: usize, wire: &mut Vec<u8>) -> usize {
+    let mut lit = vec![0u8; lit];
+    let mut pieces = [Piece::Literal(0); 8];
+    let mut plan = TxPlan::new(&mut lit, &mut pieces, budget);
+    let n = q.tx_plan(h, &SoftCrc32c, &mut plan);
+    assert_eq!(n, plan.len());
+    assert!(n <= budget);
+    let mut lit_at = 0;
+    for p in plan.pieces() {
+        match *p {
+            Piece::Literal(l) => {
+                wire.extend_from_slice(&plan.literal()[lit_at..lit_at + l]);
+                lit_at += l;
+            }
+            Piece::Host(l) => {
+                assert!(h.refs.len() >= l);
+                wire.extend(h.refs.drain(..l));
+            }
+        }
+    }
+    assert_eq!(lit_at, plan.literal().len());
+    assert!(h.refs.is_empty(), "every reference is in the plan");
+    n
 }
 
 fn pair_with(
@@ -1306,6 +1380,30 @@ proptest! {
         }
     }
 
+    /// Zero-copy TX on both sides (payload by reference, some offers
+    /// declined, plans cut by small budgets, literal buffers and piece
+    /// lists): the same workload completes in order with intact data, and
+    /// payload really went by reference.
+    #[test]
+    fn zero_copy_workload_keeps_order(
+        ops in proptest::collection::vec((0u8..5, 0u32..3000), 1..12),
+        chunks in proptest::collection::vec(1usize..2000, 1..4),
+        crc: bool, markers: bool,
+        decline in 0usize..4, min in 0usize..500,
+    ) {
+        let mut p = pair_with(crc, markers, Some(RtrSet::one(Rtr::Write)), 600, chunks);
+        p.ha.by_ref = Some(decline);
+        p.hb.by_ref = Some(decline);
+        p.a.set_tx_ref_min(Some(min));
+        p.b.set_tx_ref_min(Some(min));
+        // FPDU payloads are about 570 octets here (EMSS 600).
+        let big = ops.iter().any(|&(op, len)| op < 3 && len >= 500);
+        run_workload(&mut p, &ops)?;
+        if big && decline != 1 {
+            prop_assert!(p.ha.ref_octets + p.hb.ref_octets > 0);
+        }
+    }
+
     /// Random mixes of operations and chunkings: every signaled request
     /// completes exactly once, in posting order, and data arrives intact.
     #[test]
@@ -1315,28 +1413,7 @@ proptest! {
         crc: bool, markers: bool,
     ) {
         let mut p = pair_with(crc, markers, Some(RtrSet::one(Rtr::Write)), 600, chunks);
-        let l = p.ha.mr(0, 8192, RW());
-        let r = p.hb.mr(0, 8192, RW());
-        let loc = Local { stag: l, to: 0, handle: 0 };
-        let mut expect = Vec::new();
-        for (i, (op, len)) in ops.iter().enumerate() {
-            let id = i as u64;
-            let w = match op {
-                0 => { p.hb.post_recv(3000); wr(id, SendOp::Send { invalidate: None }, *len, loc) }
-                1 => wr(id, SendOp::Write { remote: Remote { stag: r, to: 0 } }, *len, loc),
-                2 => wr(id, SendOp::Read { remote: Remote { stag: r, to: 4096 } }, *len, Local { stag: l, to: 4096, handle: 0 }),
-                3 => wr(id, SendOp::Atomic { op: AtomicOp::FetchAdd, remote: Remote { stag: r, to: 8000 }, add_swap: 1, add_swap_mask: 0, compare: 0, compare_mask: 0 }, 0, Local { stag: l, to: 8000, handle: 0 }),
-                _ => wr(id, SendOp::Commit { request: commitw::RequestRepr::new(0, &[commitw::Region { stag: r, to: 0, len: 8 }]).unwrap() }, 0, loc),
-            };
-            expect.push(id);
-            post_a(&mut p, w);
-        }
-        p.pump();
-        let got: Vec<u64> = p.ha.cq.iter().map(|c| c.wr_id).collect();
-        prop_assert_eq!(got, expect);
-        prop_assert!(p.ha.cq.iter().all(|c| c.status == Status::Success));
-        prop_assert_eq!(&p.ha.mrs[0].data[4096..4096 + 3000], &p.hb.mrs[0].data[4096..4096 + 3000]);
-        prop_assert_eq!(p.hb.cq.len(), ops.iter().filter(|o| o.0 == 0).count());
+        run_workload(&mut p, &ops)?;
     }
 
     /// Arbitrary bytes into an established QP: no panic, and every posted
@@ -1403,4 +1480,78 @@ fn rtr_read_does_not_hold_completions() {
         p.a.orq_aux,
         p.a.held
     );
+}
+
+/// Posts `ops` (kind, length) on `a`, pumps, and checks: completions in
+/// posting order, all successful, Writes, Sends and Reads carry the right
+/// octets (the two sides' memory starts with different patterns).
+fn run_workload(p: &mut Pair, ops: &[(u8, u32)]) -> Result<(), TestCaseError> {
+    let l = p.ha.mr(0, 8192, RW());
+    let r = p.hb.mr(0, 8192, RW());
+    for (i, b) in p.ha.mrs[0].data[..4096].iter_mut().enumerate() {
+        *b = (i * 7 + 3) as u8;
+    }
+    let loc = Local { stag: l, to: 0, handle: 0 };
+    let mut expect = Vec::new();
+    for (i, (op, len)) in ops.iter().enumerate() {
+        let id = i as u64;
+        let w = match op {
+            0 => { p.hb.post_recv(3000); wr(id, SendOp::Send { invalidate: None }, *len, loc) }
+            1 => wr(id, SendOp::Write { remote: Remote { stag: r, to: 0 } }, *len, loc),
+            2 => wr(id, SendOp::Read { remote: Remote { stag: r, to: 4096 } }, *len, Local { stag: l, to: 4096, handle: 0 }),
+            3 => wr(id, SendOp::Atomic { op: AtomicOp::FetchAdd, remote: Remote { stag: r, to: 8000 }, add_swap: 1, add_swap_mask: 0, compare: 0, compare_mask: 0 }, 0, Local { stag: l, to: 8000, handle: 0 }),
+            _ => wr(id, SendOp::Commit { request: commitw::RequestRepr::new(0, &[commitw::Region { stag: r, to: 0, len: 8 }]).unwrap() }, 0, loc),
+        };
+        expect.push(id);
+        post_a(p, w);
+    }
+    p.pump();
+    let got: Vec<u64> = p.ha.cq.iter().map(|c| c.wr_id).collect();
+    prop_assert_eq!(got, expect);
+    prop_assert!(p.ha.cq.iter().all(|c| c.status == Status::Success));
+    let maxr = ops.iter().filter(|o| o.0 == 2).map(|o| o.1 as usize).max().unwrap_or(0);
+    prop_assert_eq!(&p.ha.mrs[0].data[4096..4096 + maxr], &p.hb.mrs[0].data[4096..4096 + maxr]);
+    prop_assert_eq!(p.hb.cq.len(), ops.iter().filter(|o| o.0 == 0).count());
+    let maxw = ops.iter().filter(|o| o.0 == 1).map(|o| o.1 as usize).max().unwrap_or(0);
+    prop_assert_eq!(&p.hb.mrs[0].data[..maxw], &p.ha.mrs[0].data[..maxw]);
+    let sends: Vec<usize> = ops.iter().filter(|o| o.0 == 0).map(|o| o.1 as usize).collect();
+    for (k, len) in sends.iter().enumerate() {
+        prop_assert_eq!(&p.hb.rbufs[k][..*len], &p.ha.mrs[0].data[..*len]);
+    }
+    Ok(())
+}
+
+/// A Write and a Read Response go out by reference (CRC computed over the
+/// referenced octets, markers on and off): the peer gets the data with a
+/// good CRC, only headers and trailers were copied, and memory the host
+/// refuses to reference is copied instead.
+#[test]
+fn zero_copy_payload_goes_by_reference() {
+    for markers in [false, true] {
+        let mut p = pair_with(true, markers, Some(RtrSet::one(Rtr::Write)), 1460, vec![65536]);
+        p.ha.by_ref = Some(0);
+        p.hb.by_ref = Some(0);
+        p.a.set_tx_ref_min(Some(1));
+        p.b.set_tx_ref_min(Some(1));
+        let ops = [(1u8, 3000u32), (2, 2500)];
+        run_workload(&mut p, &ops).unwrap();
+        // a wrote 3000 octets, b answered the Read with 2500: nearly all of
+        // it by reference (markers cut payload into pieces, not copies).
+        assert_eq!(p.ha.ref_octets, 3000, "markers {markers}");
+        assert_eq!(p.hb.ref_octets, 2500, "markers {markers}");
+        assert!(p.a.state() == State::Rts && p.b.state() == State::Rts);
+    }
+    // Declined offers are copied; the stream is the same.
+    let mut p = pair_with(true, false, Some(RtrSet::one(Rtr::Write)), 1460, vec![65536]);
+    p.ha.by_ref = Some(1);
+    p.a.set_tx_ref_min(Some(1));
+    run_workload(&mut p, &[(1, 3000), (0, 2000)]).unwrap();
+    assert_eq!(p.ha.ref_octets, 0);
+    assert_eq!(p.ha.offers, 5); // 3 Write FPDUs, 2 Send FPDUs
+    // Below the threshold nothing is offered.
+    let mut p = pair_with(true, false, Some(RtrSet::one(Rtr::Write)), 1460, vec![65536]);
+    p.ha.by_ref = Some(0);
+    p.a.set_tx_ref_min(Some(2000));
+    run_workload(&mut p, &[(1, 1500)]).unwrap();
+    assert_eq!((p.ha.offers, p.ha.ref_octets), (0, 0));
 }

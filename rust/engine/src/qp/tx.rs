@@ -3,6 +3,7 @@
 //! the control frame, the Terminate, RTR, responses (IRQ) and send queue
 //! work into FPDUs.
 
+use super::plan::{Out, PayloadRef, SliceOut, TxPlan};
 use super::{
     seq_lt, sq_opcode, CompOp, Completion, CurWqe, Event, Host, IrqAux, Local, OrqAux, Qp, SendOp,
     State, Status, WorkQueue,
@@ -69,6 +70,9 @@ struct Cur {
 pub struct FpduEncoder {
     crc_on: bool,
     markers: bool,
+    /// Offer FPDU payloads of at least this many octets to the host by
+    /// reference (`None`: always copy).
+    ref_min: Option<usize>,
     pos: u32,
     cur: Option<Cur>,
 }
@@ -90,9 +94,20 @@ impl FpduEncoder {
         FpduEncoder {
             crc_on,
             markers,
+            ref_min: None,
             pos: 0,
             cur: None,
         }
+    }
+
+    /// Payloads of at least `min` octets are offered to the host by
+    /// reference when the output can take them (`None`: never).
+    pub fn set_ref_min(&mut self, min: Option<usize>) {
+        self.ref_min = min;
+    }
+
+    pub(crate) fn ref_min(&self) -> Option<usize> {
+        self.ref_min
     }
 
     /// Whether an FPDU is in progress.
@@ -148,6 +163,19 @@ impl FpduEncoder {
         crc: &C,
         out: &mut [u8],
     ) -> Written {
+        self.write_to(host, crc, &mut SliceOut { buf: out, at: 0 })
+    }
+
+    /// Writes as much of the FPDU in progress as `out` takes. Payload
+    /// chunks of at least `ref_min` octets are offered to the host by
+    /// reference first ([`super::Host::payload_by_ref`]) when `out` can
+    /// record them; otherwise, or when the host declines, they are copied.
+    pub(crate) fn write_to<H: super::Host + ?Sized, C: Crc32c + ?Sized, O: Out + ?Sized>(
+        &mut self,
+        host: &mut H,
+        crc: &C,
+        out: &mut O,
+    ) -> Written {
         let mut res = Written {
             len: 0,
             finished: false,
@@ -155,20 +183,24 @@ impl FpduEncoder {
         };
         let crc_on = self.crc_on;
         let markers_on = self.markers;
+        let ref_min = self.ref_min;
         let Some(cur) = self.cur.as_mut() else {
             return res;
         };
         let mut at = 0usize;
         let mut pos = self.pos;
-        while at < out.len() {
+        while out.room() > 0 {
             if markers_on && (cur.moff > 0 || markers::is_marker_pos(pos)) {
                 if cur.moff == 0 {
                     cur.mpos = pos;
                 }
                 let m = markers::encode(cur.mpos, cur.start);
-                let n = (MARKER_LEN - cur.moff).min(out.len() - at);
-                if let (Some(d), Some(s)) = (out.get_mut(at..at + n), m.get(cur.moff..cur.moff + n))
-                {
+                let d = out.reserve(MARKER_LEN - cur.moff);
+                let n = d.len();
+                if n == 0 {
+                    break;
+                }
+                if let Some(s) = m.get(cur.moff..cur.moff + n) {
                     d.copy_from_slice(s);
                     if crc_on {
                         cur.crc = crc.append(cur.crc, s);
@@ -184,18 +216,18 @@ impl FpduEncoder {
             } else {
                 usize::MAX
             };
-            let avail = (out.len() - at).min(room);
-            let Some(dst_all) = out.get_mut(at..at + avail) else {
-                break;
-            };
             let n;
+            let before = cur.phase;
             match cur.phase {
                 Phase::Len => {
                     let b = cur.ulpdu_len.to_be_bytes();
-                    n = (2 - cur.off).min(avail);
-                    if let (Some(d), Some(s)) = (dst_all.get_mut(..n), b.get(cur.off..cur.off + n))
-                    {
+                    let d = out.reserve((2 - cur.off).min(room));
+                    n = d.len();
+                    if let Some(s) = b.get(cur.off..cur.off + n) {
                         d.copy_from_slice(s);
+                        if crc_on {
+                            cur.crc = crc.append(cur.crc, d);
+                        }
                     }
                     cur.off += n;
                     if cur.off == 2 {
@@ -204,11 +236,13 @@ impl FpduEncoder {
                     }
                 }
                 Phase::Hdr => {
-                    n = (cur.hdr_len - cur.off).min(avail);
-                    if let (Some(d), Some(s)) =
-                        (dst_all.get_mut(..n), cur.hdr.get(cur.off..cur.off + n))
-                    {
+                    let d = out.reserve((cur.hdr_len - cur.off).min(room));
+                    n = d.len();
+                    if let Some(s) = cur.hdr.get(cur.off..cur.off + n) {
                         d.copy_from_slice(s);
+                        if crc_on {
+                            cur.crc = crc.append(cur.crc, d);
+                        }
                     }
                     cur.off += n;
                     if cur.off == cur.hdr_len {
@@ -217,10 +251,45 @@ impl FpduEncoder {
                     }
                 }
                 Phase::Payload => {
-                    n = (cur.payload_len - cur.off).min(avail);
-                    if let Some(d) = dst_all.get_mut(..n) {
+                    let want = (cur.payload_len - cur.off).min(room).min(out.room());
+                    let off32 = u32::try_from(cur.off).unwrap_or(u32::MAX);
+                    let by_ref = match cur.src {
+                        Src::Local { local, offset } => Some(PayloadRef::Local {
+                            local,
+                            offset: offset.saturating_add(off32),
+                        }),
+                        Src::Tagged { stag, to } => Some(PayloadRef::Tagged {
+                            stag,
+                            to: to.wrapping_add(u64::from(off32)),
+                        }),
+                        Src::None => None,
+                    };
+                    let taken = match (by_ref, ref_min) {
+                        (Some(r), Some(min))
+                            if want > 0 && cur.payload_len >= min && out.can_ref() =>
+                        {
+                            let state = crc_on.then_some(cur.crc);
+                            match host.payload_by_ref(&r, want, crc, state) {
+                                Some(Ok(c)) => {
+                                    out.push_ref(want);
+                                    if let Some(c) = c {
+                                        cur.crc = c;
+                                    }
+                                    true
+                                }
+                                // Refused (memory it cannot reference) or
+                                // invalid: copy, which reports the error.
+                                _ => false,
+                            }
+                        }
+                        _ => false,
+                    };
+                    if taken {
+                        n = want;
+                    } else {
+                        let d = out.reserve(want);
+                        n = d.len();
                         if n > 0 {
-                            let off32 = u32::try_from(cur.off).unwrap_or(u32::MAX);
                             let r = match cur.src {
                                 Src::None => Err(error::rdmap::LOCAL_CATA),
                                 Src::Local { local, offset } => {
@@ -234,6 +303,9 @@ impl FpduEncoder {
                                 d.fill(0);
                                 res.error.get_or_insert(e);
                             }
+                            if crc_on {
+                                cur.crc = crc.append(cur.crc, d);
+                            }
                         }
                     }
                     cur.off += n;
@@ -244,9 +316,11 @@ impl FpduEncoder {
                 }
                 Phase::Pad => {
                     let pad = pad_len(usize::from(cur.ulpdu_len));
-                    n = (pad - cur.off).min(avail);
-                    if let Some(d) = dst_all.get_mut(..n) {
-                        d.fill(0);
+                    let d = out.reserve((pad - cur.off).min(room));
+                    n = d.len();
+                    d.fill(0);
+                    if crc_on {
+                        cur.crc = crc.append(cur.crc, d);
                     }
                     cur.off += n;
                     if cur.off == pad {
@@ -256,9 +330,9 @@ impl FpduEncoder {
                 }
                 Phase::Crc => {
                     let v = if crc_on { cur.crc } else { 0 }.to_le_bytes();
-                    n = (CRC_LEN - cur.off).min(avail);
-                    if let (Some(d), Some(s)) = (dst_all.get_mut(..n), v.get(cur.off..cur.off + n))
-                    {
+                    let d = out.reserve((CRC_LEN - cur.off).min(room));
+                    n = d.len();
+                    if let Some(s) = v.get(cur.off..cur.off + n) {
                         d.copy_from_slice(s);
                     }
                     cur.off += n;
@@ -268,13 +342,15 @@ impl FpduEncoder {
                         res.finished = true;
                         break;
                     }
+                    if n == 0 {
+                        break;
+                    }
                     continue;
                 }
             }
-            if crc_on && n > 0 {
-                if let Some(d) = dst_all.get(..n) {
-                    cur.crc = crc.append(cur.crc, d);
-                }
+            if n == 0 && cur.phase == before {
+                // The output is full (an empty phase moves on instead).
+                break;
             }
             at += n;
             pos = pos.wrapping_add(n as u32);
@@ -356,6 +432,33 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
         crc: &C,
         out: &mut [u8],
     ) -> usize {
+        self.tx_to(host, crc, &mut SliceOut { buf: out, at: 0 })
+    }
+
+    /// Like [`Qp::tx`], into a zero-copy plan: payload the host accepts by
+    /// reference ([`Host::payload_by_ref`]) is not copied. Returns the
+    /// stream octets planned; all must be sent, in the plan's order.
+    pub fn tx_plan<H: Host + ?Sized, C: Crc32c + ?Sized>(
+        &mut self,
+        host: &mut H,
+        crc: &C,
+        plan: &mut TxPlan<'_>,
+    ) -> usize {
+        self.tx_to(host, crc, plan)
+    }
+
+    /// Payloads of at least `min` octets go by reference when the output
+    /// is a [`TxPlan`] and the host takes them (`None`: always copy).
+    pub fn set_tx_ref_min(&mut self, min: Option<usize>) {
+        self.enc.set_ref_min(min);
+    }
+
+    fn tx_to<H: Host + ?Sized, C: Crc32c + ?Sized, O: Out + ?Sized>(
+        &mut self,
+        host: &mut H,
+        crc: &C,
+        out: &mut O,
+    ) -> usize {
         let mut at = 0;
         // The MPA frame first.
         if self.ctl_tx_off < self.ctl_tx_len {
@@ -363,19 +466,19 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
                 .ctl_tx
                 .get(self.ctl_tx_off..self.ctl_tx_len)
                 .unwrap_or(&[]);
-            let n = src.len().min(out.len());
-            if let (Some(d), Some(s)) = (out.get_mut(..n), src.get(..n)) {
+            let d = out.reserve(src.len());
+            let n = d.len();
+            if let Some(s) = src.get(..n) {
                 d.copy_from_slice(s);
             }
             self.ctl_tx_off += n;
             at += n;
         }
-        while at < out.len() && self.ctl_tx_off >= self.ctl_tx_len {
+        while out.room() > 0 && self.ctl_tx_off >= self.ctl_tx_len {
             if !self.enc.busy() && !self.plan(host) {
                 break;
             }
-            let Some(rest) = out.get_mut(at..) else { break };
-            let w = self.enc.write(host, crc, rest);
+            let w = self.enc.write_to(host, crc, out);
             at += w.len;
             if let (Some(e), Done::Sq { .. }, Some(c)) = (w.error, self.txs.done, self.cur.as_mut())
             {
@@ -388,6 +491,9 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
             }
             if w.error.is_some() {
                 self.fail(host, error::rdmap::LOCAL_CATA, None);
+            }
+            if w.len == 0 && !w.finished {
+                break; // the output is full
             }
         }
         at
