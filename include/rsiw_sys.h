@@ -146,4 +146,20 @@ long rsiw_dax_direct_access(struct dax_device *dax, pgoff_t pgoff, long nr_pages
 /* KUnit: marks the running test skipped (it goes on; 0 outside KUnit). */
 void rsiw_kunit_mark_skipped(const char *reason);
 
+/* Zero-copy transmit (rust/ffi/zcopy.rs). */
+struct page *rsiw_kaddr_to_page(const void *addr);
+bool rsiw_sendpage_ok(struct page *page);
+void rsiw_get_page(struct page *page);
+void rsiw_put_page(struct page *page);
+struct page *rsiw_alloc_tx_page(void);
+void *rsiw_page_address(struct page *page);
+u32 rsiw_page_crc32c(struct page *page, size_t off, size_t len, u32 crc);
+struct rsiw_zc_notif;
+struct rsiw_zc_notif *rsiw_zc_alloc(void (*release)(void *owner, u64 token), void *owner);
+void rsiw_zc_set_token(struct rsiw_zc_notif *notif, u64 token);
+void rsiw_zc_put(struct rsiw_zc_notif *notif);
+int rsiw_zc_live(void);
+int rsiw_sock_send_pages(struct socket *sock, struct bio_vec *bv, unsigned int n, size_t len,
+			 struct rsiw_zc_notif *notif);
+
 #endif /* RSIW_SYS_H */

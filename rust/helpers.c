@@ -433,3 +433,138 @@ void rsiw_layout(size_t *out, size_t n)
 	for (i = 0; i < n && i < ARRAY_SIZE(v); i++)
 		out[i] = v[i];
 }
+
+/*
+ * Zero-copy transmit. TCP takes its own page references when it splices
+ * (skb_append_pagefrags), so rsiw only holds its references until
+ * sock_sendmsg has taken the pages.
+ */
+
+/* The page of a direct-mapped or vmalloc kernel address; NULL otherwise. */
+struct page *rsiw_kaddr_to_page(const void *addr)
+{
+	if (is_vmalloc_addr(addr))
+		return vmalloc_to_page(addr);
+	if (virt_addr_valid(addr))
+		return virt_to_page(addr);
+	return NULL;
+}
+
+bool rsiw_sendpage_ok(struct page *page)
+{
+	return sendpage_ok(page);
+}
+
+void rsiw_get_page(struct page *page)
+{
+	get_page(page);
+}
+
+void rsiw_put_page(struct page *page)
+{
+	put_page(page);
+}
+
+/* A lowmem page for the literal octets (headers, trailers) of a round. */
+struct page *rsiw_alloc_tx_page(void)
+{
+	return alloc_page(GFP_KERNEL);
+}
+
+void *rsiw_page_address(struct page *page)
+{
+	return page_address(page);
+}
+
+/* crc32c() over part of a page (the raw register, as crc32c() itself). */
+u32 rsiw_page_crc32c(struct page *page, size_t off, size_t len, u32 crc)
+{
+	void *p = kmap_local_page(page);
+
+	crc = crc32c(crc, p + off, len);
+	kunmap_local(p);
+	return crc;
+}
+
+/*
+ * A zero-copy notification (MSG_ZEROCOPY with msg_ubuf, as io_uring's send
+ * zerocopy): every skb that refers to the batch's pages holds a reference,
+ * and so does the sender until the batch is sent. When the last goes, no
+ * skb refers to the pages any more (freed after the peer's ACK, or copied
+ * by skb_orphan_frags_rx when delivered to a local socket), and release()
+ * tells the QP. Any context.
+ */
+struct rsiw_zc_notif {
+	struct ubuf_info ubuf;
+	void (*release)(void *owner, u64 token);
+	void *owner;
+	u64 token;
+};
+
+static atomic_t rsiw_zc_count = ATOMIC_INIT(0);
+
+static void rsiw_zc_complete(struct sk_buff *skb, struct ubuf_info *uarg, bool zerocopy)
+{
+	struct rsiw_zc_notif *n = container_of(uarg, struct rsiw_zc_notif, ubuf);
+
+	if (!refcount_dec_and_test(&uarg->refcnt))
+		return;
+	n->release(n->owner, n->token);
+	kfree(n);
+	atomic_dec(&rsiw_zc_count);
+}
+
+static const struct ubuf_info_ops rsiw_zc_ops = {
+	.complete = rsiw_zc_complete,
+};
+
+struct rsiw_zc_notif *rsiw_zc_alloc(void (*release)(void *owner, u64 token), void *owner)
+{
+	struct rsiw_zc_notif *n = kzalloc(sizeof(*n), GFP_KERNEL);
+
+	if (!n)
+		return NULL;
+	n->ubuf.ops = &rsiw_zc_ops;
+	n->ubuf.flags = SKBFL_ZEROCOPY_FRAG;
+	refcount_set(&n->ubuf.refcnt, 1);
+	n->release = release;
+	n->owner = owner;
+	atomic_inc(&rsiw_zc_count);
+	return n;
+}
+
+void rsiw_zc_set_token(struct rsiw_zc_notif *notif, u64 token)
+{
+	notif->token = token;
+}
+
+/* Drops the sender's reference. */
+void rsiw_zc_put(struct rsiw_zc_notif *notif)
+{
+	net_zcopy_put(&notif->ubuf);
+}
+
+/* Notifications not yet released (module unload waits for none). */
+int rsiw_zc_live(void)
+{
+	return atomic_read(&rsiw_zc_count);
+}
+
+/*
+ * Sends the pages by reference; the socket takes what fits now. With a
+ * notification: MSG_ZEROCOPY; without (only rsiw's own literal pages,
+ * never rewritten): MSG_SPLICE_PAGES.
+ */
+int rsiw_sock_send_pages(struct socket *sock, struct bio_vec *bv, unsigned int n, size_t len,
+			 struct rsiw_zc_notif *notif)
+{
+	struct msghdr msg = {
+		.msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL |
+			     (notif ? MSG_ZEROCOPY : MSG_SPLICE_PAGES),
+	};
+
+	if (notif)
+		msg.msg_ubuf = &notif->ubuf;
+	iov_iter_bvec(&msg.msg_iter, ITER_SOURCE, bv, n, len);
+	return sock_sendmsg(sock, &msg);
+}

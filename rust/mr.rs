@@ -26,7 +26,10 @@ use kernel::{
 
 use crate::{
     engine::ddp::{self, Access, Region},
-    ffi::mr::{access as ib, KernelMemory, MrPages, Word},
+    ffi::{
+        mr::{access as ib, KernelMemory, MrPages, Word},
+        zcopy::Segments,
+    },
 };
 
 /// Largest STag index (24 bits).
@@ -707,5 +710,30 @@ mod tests {
         table.deregister(&b);
         table.deregister(&c);
         Ok(())
+    }
+}
+
+/// Zero-copy transmit: payload sent straight from an MR's pages.
+impl Mr {
+    /// Appends the `len` octets at `to` through `stag` to `out` as page
+    /// references (checks as [`Mr::copy_from`]) and returns the CRC state
+    /// extended over them (if asked). `Ok(None)`: the memory cannot be
+    /// sent by reference (slab, or `out` full); nothing was appended.
+    pub(crate) fn ref_pages(
+        &self,
+        stag: u32,
+        to: u64,
+        len: usize,
+        out: &mut Segments,
+        crc: Option<u32>,
+    ) -> Result<Option<Option<u32>>, MrError> {
+        let st = self.state.lock();
+        Self::check_locked(&st, stag, to, len as u64)?;
+        let off = region_offset(st.iova, st.len, to, len as u64)?;
+        Ok(match &st.mem {
+            Memory::Kernel(k) => k.ref_pages(to, len, out, crc),
+            Memory::Pages(p) => p.ref_pages(st.first_offset.checked_add(off).ok_or(MrError::Bounds)?, len, out, crc),
+            Memory::None => return Err(MrError::InvalidStag),
+        })
     }
 }

@@ -14,7 +14,7 @@
 //!   the order the engine produced them.
 //! - Lock order: engine → queue (SQ, RQ/SRQ) → CQ / STag table.
 
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use kernel::{
     new_mutex, new_spinlock_irq, new_work,
@@ -29,9 +29,10 @@ use crate::{
     engine::{
         error::{self as term, TermError},
         mpa::negotiate::{Framing, RtrMode},
+        crc::Crc32c,
         qp::{
-            CompOp, Completion as EngineCompletion, Event, Host, Local, QpConfig, RecvWr,
-            SendWr, State as EngineState, Status, WorkQueue,
+            CompOp, Completion as EngineCompletion, Event, Host, Local, PayloadRef, Piece, QpConfig,
+            RecvWr, SendWr, State as EngineState, Status, TxPlan, WorkQueue,
         },
         rdmap::AtomicPlan,
         wire::commit as commitw,
@@ -41,8 +42,10 @@ use crate::{
         crc::KernelCrc32c,
         qp::{QpLinks, QpNotifier},
         socket::{SockRx, SocketEvents, TcpSocket, TcpState},
+        zcopy::{Batch, LiteralPage, Notif, Segments, ZcOwner},
     },
     mr::{self as mrmod, FastReg},
+    send_order::SendOrder,
     srq::{Rqe, RecvQueue, Sge, MAX_SGE},
 };
 
@@ -54,6 +57,12 @@ pub(crate) const MAX_IRD: usize = 32;
 pub(crate) const MAX_INLINE: usize = 128;
 /// TX buffer: the engine fills it, the socket drains it.
 const TX_BUF: usize = 64 * 1024;
+/// Zero-copy TX: pieces of one round (literal runs and payload).
+const ZC_PIECES: usize = 48;
+/// Zero-copy TX: page segments of one round.
+const ZC_SEGMENTS: usize = 64;
+/// Zero-copy TX: literal octets a round needs at least (a few headers).
+const ZC_LITERAL_MIN: usize = 512;
 
 type Engine = crate::engine::qp::Qp<MAX_ORD, MAX_IRD>;
 
@@ -178,6 +187,28 @@ struct HostState {
     /// completion (`write_atomic_result` sees the WR's handle, `complete`
     /// only its wr_id).
     atomic_done: Option<bool>,
+    /// Send-queue completions waiting for the peer's acknowledgement of
+    /// payload sent by reference (zero-copy TX).
+    order: SendOrder,
+}
+
+/// Zero-copy TX state; only the TX work touches it.
+struct ZeroCopyTx {
+    /// FPDU payloads of at least this many octets go by reference on this
+    /// stream; `None`: the stream copies.
+    min: Option<usize>,
+    /// Where a round's literal octets go.
+    lit: LiteralPage,
+    /// Pages the engine's host referenced while filling a round.
+    refs: Segments,
+    /// The round being sent.
+    batch: Batch,
+    /// The notification for the next batch with pages (allocated before
+    /// the round, which runs under a spinlock).
+    notif: Option<Notif>,
+    /// Octets sent by reference and copied (statistics).
+    ref_octets: u64,
+    literal_octets: u64,
 }
 
 /// Handle bit marking a masked atomic (`Local::handle` travels with the
@@ -266,6 +297,22 @@ pub(crate) struct Qp {
     quiet_end: AtomicBool,
     /// Send our FIN once everything queued has left (TX work).
     fin_pending: AtomicBool,
+    #[pin]
+    zc: Mutex<ZeroCopyTx>,
+    /// The self-tests' choice of zero-copy threshold (`u32::MAX`: the
+    /// module parameter).
+    zc_min_override: AtomicU32,
+    /// The TX work is sending or the socket did not take everything: a
+    /// `write_space` must kick it.
+    tx_blocked: AtomicBool,
+    /// Completions that waited for page releases (statistics).
+    zc_deferred: AtomicU64,
+    /// This QP's batches TCP has not released yet.
+    zc_live: AtomicU32,
+    /// Torn down: a late page release only drops its reference.
+    zc_detached: AtomicBool,
+    /// The TX work waits for page releases (too many batches out).
+    zc_stalled: AtomicBool,
 }
 
 impl_has_work! {
@@ -280,6 +327,15 @@ impl Qp {
         } else {
             Some(RecvQueue::new(init.max_recv_wr as usize, init.max_recv_sge as usize)?)
         };
+        let zc = ZeroCopyTx {
+            min: None,
+            lit: LiteralPage::new(),
+            refs: Segments::with_capacity(ZC_SEGMENTS)?,
+            batch: Batch::with_capacity(ZC_PIECES + ZC_SEGMENTS)?,
+            notif: None,
+            ref_octets: 0,
+            literal_octets: 0,
+        };
         let stream = Stream {
             engine: None,
             host: HostState {
@@ -287,6 +343,7 @@ impl Qp {
                 claimed: None,
                 next_handle: 1,
                 atomic_done: None,
+                order: SendOrder::new(2 * init.max_send_wr as usize + MAX_ORD + 8)?,
             },
             tx: KVec::with_capacity(TX_BUF, GFP_KERNEL)?,
             tx_off: 0,
@@ -312,6 +369,13 @@ impl Qp {
                 tx_running: AtomicBool::new(false),
                 quiet_end: AtomicBool::new(false),
                 fin_pending: AtomicBool::new(false),
+                zc <- new_mutex!(zc, "rsiw_qp_zc"),
+                zc_min_override: AtomicU32::new(u32::MAX),
+                tx_blocked: AtomicBool::new(false),
+                zc_deferred: AtomicU64::new(0),
+                zc_live: AtomicU32::new(0),
+                zc_detached: AtomicBool::new(false),
+                zc_stalled: AtomicBool::new(false),
             }? Error),
             GFP_KERNEL,
         )
@@ -472,6 +536,15 @@ impl Qp {
         self.fin_pending.store(false, Ordering::Release);
         let mut engine = KBox::new(Engine::new(QpConfig { pd: self.pd, emss: params.emss }), GFP_KERNEL)?;
         engine.establish(params.framing, ird, ord, params.rtr, params.initiator);
+        let zc_min = self.zcopy_min();
+        engine.set_tx_ref_min(zc_min);
+        self.zc_detached.store(false, Ordering::Release);
+        {
+            let mut zc = self.zc.lock();
+            zc.min = zc_min;
+            zc.batch.clear();
+            zc.refs.clear();
+        }
         self.stream.lock().engine = Some(engine);
         self.ib_state.lock().0 = IbState::Rts;
         // Hook first, then read what arrived before: nothing is lost.
@@ -508,6 +581,7 @@ impl Qp {
             self.flush_recv();
         }
         self.stream.lock().dead = true;
+        self.drain_order();
         if let Some(s) = self.sock.lock().as_ref() {
             s.shutdown();
         }
@@ -555,9 +629,67 @@ impl Qp {
             }
             kernel::time::delay::fsleep(kernel::time::Delta::from_millis(1));
         }
+        {
+            // The unsent batch and the spare notification hold references
+            // (the notification one on this QP).
+            let mut zc = self.zc.lock();
+            zc.batch.clear();
+            zc.refs.clear();
+            zc.notif = None;
+        }
+        // The socket is released, so TCP frees the skbs with our pages
+        // soon: wait for their releases, then completions go nowhere else.
+        for _ in 0..5000 {
+            if self.zc_live.load(Ordering::Acquire) == 0 {
+                break;
+            }
+            kernel::time::delay::fsleep(kernel::time::Delta::from_millis(1));
+        }
+        {
+            let _st = self.stream.lock();
+            self.zc_detached.store(true, Ordering::Release);
+        }
+        self.drain_order();
         let mut st = self.stream.lock();
         st.engine = None;
         st.host.claimed = None;
+    }
+
+    // ---- zero-copy TX ----------------------------------------------------
+
+    /// The FPDU payload size from which a new stream sends by reference
+    /// (`zcopy_min`, or the self-tests' override); `None`: copy.
+    fn zcopy_min(&self) -> Option<usize> {
+        let v = match self.zc_min_override.load(Ordering::Relaxed) {
+            u32::MAX => crate::module_parameters::zcopy_min.value(),
+            v => v,
+        };
+        (v > 0).then_some(v as usize)
+    }
+
+    /// Overrides `zcopy_min` for the next stream (`None`: the parameter).
+    #[cfg(CONFIG_KUNIT = "y")]
+    pub(crate) fn set_zcopy_min(&self, min: Option<u32>) {
+        self.zc_min_override.store(min.unwrap_or(u32::MAX), Ordering::Relaxed);
+    }
+
+    /// Zero-copy statistics: octets sent by reference, literal octets
+    /// (headers, trailers, copied payload) of zero-copy rounds, and
+    /// completions that waited for the peer's acknowledgement.
+    #[cfg(CONFIG_KUNIT = "y")]
+    pub(crate) fn zcopy_stats(&self) -> (u64, u64, u64) {
+        let zc = self.zc.lock();
+        (zc.ref_octets, zc.literal_octets, self.zc_deferred.load(Ordering::Relaxed))
+    }
+
+    /// The stream is over: deliver every waiting send completion (a flush
+    /// error for what the peer had not acknowledged).
+    fn drain_order(&self) {
+        let mut st = self.stream.lock();
+        let qp = self;
+        st.host.order.drain(|wc| {
+            let _ = qp.links.send_cq().push(wc);
+        });
     }
 
     // ---- engine plumbing -----------------------------------------------
@@ -573,7 +705,7 @@ impl Qp {
             let mut st = self.stream.lock();
             let st = &mut *st;
             let engine = st.engine.as_deref_mut()?;
-            let mut host = QpHost { qp: self, st: &mut st.host, events: &mut events };
+            let mut host = QpHost { qp: self, st: &mut st.host, events: &mut events, zc: None };
             let r = f(engine, &mut host);
             (r, engine.wants_tx())
         };
@@ -633,6 +765,11 @@ impl Qp {
                 && !graceful
                 && matches!(e, Event::LocalTerminate(_) | Event::TerminateReceived(_) | Event::ConnectionLost);
             drop(st);
+            if matches!(e, Event::LocalTerminate(_) | Event::TerminateReceived(_) | Event::ConnectionLost) {
+                // Completions waiting for acknowledgements will not get
+                // them; the engine's flushes queued behind them.
+                self.drain_order();
+            }
             if fatal {
                 self.notifier.fatal();
                 // TX sends what is left (the Terminate) and then closes.
@@ -704,9 +841,26 @@ impl Qp {
         self.kick();
     }
 
+    /// One TX round: zero-copy if the stream sends by reference.
+    fn tx_round(self: &Arc<Self>) -> TxRound {
+        let mut zc = self.zc.lock();
+        // Octets a copying round left unsent go first (a zero-copy round
+        // falls back to copying when it has no page for its headers).
+        let copy_pending = {
+            let st = self.stream.lock();
+            st.tx_off < st.tx.len()
+        };
+        if zc.min.is_some() && !copy_pending {
+            self.tx_round_zc(&mut zc)
+        } else {
+            drop(zc);
+            self.tx_round_copy()
+        }
+    }
+
     /// Takes the pending TX bytes (producing them from the engine if there
     /// are none), sends what the socket takes, puts the rest back.
-    fn tx_round(self: &Arc<Self>) -> TxRound {
+    fn tx_round_copy(self: &Arc<Self>) -> TxRound {
         let mut events = Events::default();
         let mut failed_out = false;
         let taken = {
@@ -722,7 +876,7 @@ impl Qp {
                 if st.tx.resize(TX_BUF, 0, GFP_ATOMIC).is_err() {
                     None
                 } else {
-                    let mut host = QpHost { qp: self, st: &mut st.host, events: &mut events };
+                    let mut host = QpHost { qp: self, st: &mut st.host, events: &mut events, zc: None };
                     let n = engine.tx(&mut host, &KernelCrc32c, &mut st.tx);
                     st.tx.truncate(n);
                     if n == 0 && engine.state() == EngineState::Error {
@@ -757,6 +911,7 @@ impl Qp {
             return TxRound::Done;
         };
 
+        self.tx_blocked.store(true, Ordering::Release);
         let sent = match self.sock.lock().as_ref() {
             Some(s) => s.send(&[&buf[off..]], false),
             None => Err(ENOTCONN),
@@ -769,12 +924,162 @@ impl Qp {
             Err(e) => e != EAGAIN,
         };
         let blocked = off < buf.len();
+        self.tx_blocked.store(blocked, Ordering::Release);
         {
             let mut st = self.stream.lock();
             st.tx = buf;
             st.tx_off = off;
         }
         if lost {
+            self.with_engine(|e, h| e.on_connection_lost(h));
+            TxRound::Done
+        } else if blocked {
+            TxRound::Done // write_space kicks us again
+        } else {
+            TxRound::More
+        }
+    }
+}
+
+impl ZcOwner for Qp {
+    /// TCP is done with the pages of batch `token` (any context): deliver
+    /// the completions that waited for them.
+    fn released(this: &Arc<Self>, token: u64) {
+        if token == 0 {
+            return; // a spare notification, never sent
+        }
+        let stalled = {
+            let mut st = this.stream.lock();
+            // Checked under the lock `detach` sets it under: once `detach`
+            // returns, no completion reaches the (then freed) CQ.
+            if !this.zc_detached.load(Ordering::Acquire) {
+                let qp = &**this;
+                st.host.order.released(token, |wc| {
+                    let _ = qp.links.send_cq().push(wc);
+                });
+            }
+            this.zc_stalled.swap(false, Ordering::AcqRel)
+        };
+        this.zc_live.fetch_sub(1, Ordering::AcqRel);
+        if stalled && !this.zc_detached.load(Ordering::Acquire) {
+            this.kick();
+        }
+    }
+}
+
+impl Qp {
+    /// A zero-copy TX round: plan the next octets from the engine (payload
+    /// by page reference, literal octets into the literal page), send the
+    /// batch with `MSG_SPLICE_PAGES`, keep what the socket did not take
+    /// for the next round, then deliver the send completions the peer's
+    /// acknowledgements allow.
+    fn tx_round_zc(self: &Arc<Self>, zc: &mut ZeroCopyTx) -> TxRound {
+        let mut events = Events::default();
+        let mut failed_out = false;
+        let mut broken = false;
+        if zc.batch.remaining() == 0 {
+            if zc.lit.ensure(ZC_LITERAL_MIN).is_err() {
+                // No page for the headers now: copy this round.
+                return self.tx_round_copy();
+            }
+            if zc.notif.is_none() {
+                match self.links.qp_arc().map(Notif::new) {
+                    Some(Ok(n)) => zc.notif = Some(n),
+                    _ => return self.tx_round_copy(),
+                }
+            }
+        }
+        let have = {
+            let mut st = self.stream.lock();
+            let st = &mut *st;
+            if st.dead {
+                zc.batch.clear();
+                false
+            } else if zc.batch.remaining() > 0 {
+                true
+            } else if !st.host.order.can_plan() {
+                // Too many batches TCP has not released: a release kicks.
+                self.zc_stalled.store(true, Ordering::Release);
+                false
+            } else if let Some(engine) = st.engine.as_deref_mut() {
+                let mut pieces = [Piece::Literal(0); ZC_PIECES];
+                let ZeroCopyTx { lit, refs, .. } = &mut *zc;
+                let (n, np) = {
+                    let mut plan = TxPlan::new(lit.free_mut(), &mut pieces, TX_BUF);
+                    let mut host = QpHost { qp: self, st: &mut st.host, events: &mut events, zc: Some(refs) };
+                    let n = engine.tx_plan(&mut host, &KernelCrc32c, &mut plan);
+                    (n, plan.pieces().len())
+                };
+                if zc.refs.is_empty() {
+                    st.host.order.no_batch();
+                } else if let Some(mut notif) = zc.notif.take() {
+                    notif.set_token(st.host.order.new_batch());
+                    self.zc_live.fetch_add(1, Ordering::AcqRel);
+                    zc.batch.set_notif(notif);
+                }
+                for p in &pieces[..np] {
+                    let ok = match *p {
+                        Piece::Literal(l) => {
+                            zc.literal_octets += l as u64;
+                            zc.lit.take(l).is_some_and(|seg| zc.batch.segments().push(seg).is_ok())
+                        }
+                        Piece::Host(l) => {
+                            zc.ref_octets += l as u64;
+                            zc.refs.move_front(l, zc.batch.segments())
+                        }
+                    };
+                    broken |= !ok;
+                }
+                broken |= !zc.refs.is_empty();
+                zc.refs.clear();
+                if n == 0 && engine.state() == EngineState::Error {
+                    let mut host = QpHost { qp: self, st: &mut st.host, events: &mut events, zc: None };
+                    engine.flush(&mut host);
+                    st.dead = true;
+                    failed_out = true;
+                }
+                n > 0
+            } else {
+                false
+            }
+        };
+        self.zc_deferred.store(self.stream.lock().host.order.deferred(), Ordering::Relaxed);
+        self.handle_events(&events);
+        if failed_out {
+            self.drain_order();
+            if let Some(s) = self.sock.lock().as_ref() {
+                s.shutdown();
+            }
+            self.end_cm();
+        }
+        if broken {
+            // Cannot happen (the plan and the pages are built together):
+            // the stream would be corrupt, so it ends here.
+            if crate::ffi::cm::ratelimited() {
+                pr_err!("rsiw: qp {}: zero-copy round out of step, closing\n", self.qpn);
+            }
+            zc.batch.clear();
+            self.with_engine(|e, h| e.on_connection_lost(h));
+            return TxRound::Done;
+        }
+        if !have {
+            if self.fin_pending.swap(false, Ordering::AcqRel) {
+                if let Some(s) = self.sock.lock().as_ref() {
+                    s.shutdown();
+                }
+            }
+            return TxRound::Done;
+        }
+        self.tx_blocked.store(true, Ordering::Release);
+        let sent = match self.sock.lock().as_ref() {
+            Some(s) => s.send_pages(&mut zc.batch),
+            None => Err(ENOTCONN),
+        };
+        let lost = matches!(sent, Err(e) if e != EAGAIN);
+        let blocked = zc.batch.remaining() > 0;
+        self.tx_blocked.store(blocked, Ordering::Release);
+        if lost {
+            zc.batch.clear();
             self.with_engine(|e, h| e.on_connection_lost(h));
             TxRound::Done
         } else if blocked {
@@ -853,7 +1158,7 @@ impl SocketEvents for Qp {
             let mut st = self.stream.lock();
             let st = &mut *st;
             let Some(engine) = st.engine.as_deref_mut() else { return chunk.len() };
-            let mut host = QpHost { qp: self, st: &mut st.host, events: &mut events };
+            let mut host = QpHost { qp: self, st: &mut st.host, events: &mut events, zc: None };
             let n = engine.rx(&mut host, &KernelCrc32c, chunk);
             wants_tx |= engine.wants_tx();
             n
@@ -862,7 +1167,10 @@ impl SocketEvents for Qp {
     }
 
     fn write_space(&self) {
-        self.after_callback(&Events::default(), true);
+        // Only a TX work that could not send everything needs the room.
+        if self.tx_blocked.load(Ordering::Acquire) {
+            self.after_callback(&Events::default(), true);
+        }
     }
 
     fn state_change(&self, state: TcpState) {
@@ -877,7 +1185,7 @@ impl SocketEvents for Qp {
                 let mut st = self.stream.lock();
                 let st = &mut *st;
                 if let Some(engine) = st.engine.as_deref_mut() {
-                    let mut host = QpHost { qp: self, st: &mut st.host, events: &mut events };
+                    let mut host = QpHost { qp: self, st: &mut st.host, events: &mut events, zc: None };
                     if engine.is_done() {
                         was_done = true;
                     } else {
@@ -934,6 +1242,8 @@ struct QpHost<'a> {
     qp: &'a Qp,
     st: &'a mut HostState,
     events: &'a mut Events,
+    /// Zero-copy TX round being filled: the pages referenced so far.
+    zc: Option<&'a mut Segments>,
 }
 
 /// A local memory problem ends the stream with a local catastrophic error.
@@ -1100,11 +1410,39 @@ impl Host for QpHost<'_> {
         if let Status::CommitFailed(s) = c.status {
             wc.vendor_err = s.to_u32(); // the draft's status, for the consumer
         }
-        let _ = cq.push(wc); // a full CQ raises IB_EVENT_CQ_ERR itself
+        if c.queue == WorkQueue::Send {
+            self.send_wc(wc);
+        } else {
+            let _ = cq.push(wc); // a full CQ raises IB_EVENT_CQ_ERR itself
+        }
     }
 
     fn event(&mut self, e: Event) {
         self.events.push(e);
+    }
+
+    fn payload_by_ref<C: Crc32c + ?Sized>(
+        &mut self,
+        src: &PayloadRef,
+        len: usize,
+        _crc: &C, // the pages' CRC is the kernel's crc32c, as `KernelCrc32c`
+        state: Option<u32>,
+    ) -> Option<Result<Option<u32>, TermError>> {
+        match *src {
+            PayloadRef::Local { local, offset } => self.ref_local(&local, offset, len, state),
+            PayloadRef::Tagged { stag, to } => {
+                let stags = self.qp.links.device().stags();
+                let refs = self.zc.as_deref_mut()?;
+                let Some(mr) = stags.get(stag) else {
+                    return Some(Err(term::rdmap::LOCAL_CATA));
+                };
+                match mr.ref_pages(stag, to, len, refs, state) {
+                    Ok(Some(c)) => Some(Ok(c)),
+                    Ok(None) => None,
+                    Err(e) => Some(Err(local_err(e))),
+                }
+            }
+        }
     }
 
     fn read_source(&mut self, wr: &Local, offset: u32, dst: &mut [u8]) -> Result<(), TermError> {
@@ -1154,12 +1492,76 @@ impl Host for QpHost<'_> {
 }
 
 impl QpHost<'_> {
-    fn local_done(&self, sqe: &Sqe, op: WcOpcode, ok: bool) {
+    fn local_done(&mut self, sqe: &Sqe, op: WcOpcode, ok: bool) {
         if ok && !(sqe.signaled || self.qp.sig_all) {
             return;
         }
         let status = if ok { WcStatus::Success } else { WcStatus::LocProtErr };
-        let _ = self.qp.links.send_cq().push(self.qp.wc(sqe.wr_id, op, status, 0));
+        self.send_wc(self.qp.wc(sqe.wr_id, op, status, 0));
+    }
+
+    /// A send-queue completion: delivered now, or after the peer has
+    /// acknowledged payload sent by reference before it (`send_order`).
+    fn send_wc(&mut self, wc: Wc) {
+        let round_refs = self.zc.as_ref().is_some_and(|r| !r.is_empty());
+        if let Some(wc) = self.st.order.route(wc, round_refs) {
+            let _ = self.qp.links.send_cq().push(wc); // a full CQ raises IB_EVENT_CQ_ERR itself
+        }
+    }
+
+    /// Zero-copy TX of a send WR's local data: its SGEs' pages.
+    fn ref_local(
+        &mut self,
+        local: &Local,
+        offset: u32,
+        len: usize,
+        crc: Option<u32>,
+    ) -> Option<Result<Option<u32>, TermError>> {
+        let qp = self.qp;
+        let sqe = match self.st.cur.sqe {
+            Some(s) if self.st.cur.handle == local.handle => s,
+            _ => return Some(Err(term::rdmap::LOCAL_CATA)),
+        };
+        if sqe.inline_len > 0 {
+            return None; // inline data lives in the SQE: copied
+        }
+        let refs = self.zc.as_deref_mut()?;
+        let stags = qp.links.device().stags();
+        let mark = refs.len();
+        let (mut crc, mut offset, mut done) = (crc, u64::from(offset), 0usize);
+        let res = (|| {
+            for sge in sqe.sges() {
+                if done == len {
+                    break;
+                }
+                let sl = u64::from(sge.len);
+                if offset >= sl {
+                    offset -= sl;
+                    continue;
+                }
+                let n = ((sl - offset) as usize).min(len - done);
+                let addr = sge.addr.checked_add(offset).ok_or(term::rdmap::LOCAL_CATA)?;
+                let mr = stags.check(sge.lkey, qp.pd, addr, n as u64, 0).map_err(local_err)?;
+                match mr.ref_pages(sge.lkey, addr, n, refs, crc).map_err(local_err)? {
+                    Some(c) => crc = c,
+                    None => return Ok(None),
+                }
+                done += n;
+                offset = 0;
+            }
+            if done == len { Ok(Some(crc)) } else { Err(term::rdmap::LOCAL_CATA) }
+        })();
+        match res {
+            Ok(Some(c)) => Some(Ok(c)),
+            Ok(None) => {
+                refs.truncate(mark);
+                None
+            }
+            Err(e) => {
+                refs.truncate(mark);
+                Some(Err(e))
+            }
+        }
     }
 }
 

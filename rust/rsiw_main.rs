@@ -27,6 +27,10 @@ mod selftest_flush;
 mod selftest_imm;
 mod selftest_siw;
 mod selftest_verbs;
+#[cfg(CONFIG_KUNIT = "y")]
+mod selftest_util;
+mod selftest_zcopy;
+mod send_order;
 mod srq;
 mod verbs;
 
@@ -59,6 +63,10 @@ module! {
         p2p_rtr: u32 {
             default: 7,
             description: "RTR kinds an initiator offers in peer-to-peer mode: bit 0 zero-length Send, bit 1 Write, bit 2 Read (default 7: all); 0: client-server mode",
+        },
+        zcopy_min: u32 {
+            default: 1024,
+            description: "Send FPDU payloads of at least this many octets straight from the registered pages (MSG_SPLICE_PAGES; their WRs complete once the peer has acknowledged them) instead of copying them; 0: always copy",
         },
         kunit_pmem_dev: u32 {
             default: 0,

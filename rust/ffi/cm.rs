@@ -80,6 +80,18 @@ impl Drop for Runtime {
         // Sockets unhooked and timers cancelled: nothing queues work after
         // this (the work items of closed ceps/listeners return at once).
         cm::shutdown();
+        // Zero-copy notifications call into this module when TCP frees
+        // the last skb with a QP's pages; the sockets are closed, so that
+        // is soon.
+        for _ in 0..10_000 {
+            if super::zcopy::live_notifs() == 0 {
+                break;
+            }
+            kernel::time::delay::fsleep(kernel::time::Delta::from_millis(1));
+        }
+        if super::zcopy::live_notifs() != 0 {
+            pr_err!("rsiw: {} zero-copy notifications still held by the network stack\n", super::zcopy::live_notifs());
+        }
         for q in [&WQ, &TX_WQ] {
             let wq = q.swap(ptr::null_mut(), Ordering::AcqRel);
             if !wq.is_null() {

@@ -22,3 +22,4 @@ pub(crate) mod qp;
 pub(crate) mod rdma_cm;
 pub(crate) mod srq;
 pub(crate) mod socket;
+pub(crate) mod zcopy;

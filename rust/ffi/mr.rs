@@ -24,7 +24,12 @@ use kernel::{
     sync::Arc,
 };
 
-use super::{device::IbDevice, object::CoreObj, sys};
+use super::{
+    device::IbDevice,
+    object::CoreObj,
+    sys,
+    zcopy::{self, Segments},
+};
 use crate::{
     mr::{FastReg, Mr},
     verbs,
@@ -233,6 +238,43 @@ impl MrPages {
         }
         Ok(())
     }
+
+    /// Zero-copy TX: appends the `len` octets at `pos` to `out` as page
+    /// references and returns the CRC state extended over them (if
+    /// asked); `None` (nothing appended) if the range is outside the
+    /// pages, a page cannot be spliced, or `out` is full.
+    pub(crate) fn ref_pages(
+        &self,
+        pos: u64,
+        len: usize,
+        out: &mut Segments,
+        mut crc: Option<u32>,
+    ) -> Option<Option<u32>> {
+        let mark = out.len();
+        let mut ok = true;
+        let walked = self.walk(pos, len, |entry, off, n| {
+            if !ok {
+                return;
+            }
+            let r = match self.kind {
+                // SAFETY: as in `write`: mapped kernel memory of the block.
+                PagesKind::VirtDma => unsafe { zcopy::ref_kernel_range(entry + off, n, out, crc) },
+                // SAFETY: as in `write`: a page pinned by the MR's umem.
+                PagesKind::Page => unsafe {
+                    zcopy::ref_page_range(entry as *mut sys::page, off, n, out, crc)
+                },
+            };
+            match r {
+                Some(c) => crc = c,
+                None => ok = false,
+            }
+        });
+        if walked.is_err() || !ok {
+            out.truncate(mark);
+            return None;
+        }
+        Some(crc)
+    }
 }
 
 /// All of kernel memory, addressed by kernel virtual address: a DMA MR on
@@ -270,6 +312,15 @@ impl KernelMemory {
         // SAFETY: as in `write`.
         unsafe { ptr::copy_nonoverlapping(addr as *const u8, dst.as_mut_ptr(), dst.len()) };
         Ok(())
+    }
+
+    /// Zero-copy TX: as [`MrPages::ref_pages`] for `len` octets at kernel
+    /// address `addr` (slab memory, e.g. from `kmalloc`, is refused: TCP
+    /// cannot splice it, the engine copies it instead).
+    pub(crate) fn ref_pages(&self, addr: u64, len: usize, out: &mut Segments, crc: Option<u32>) -> Option<Option<u32>> {
+        let addr = Self::check(addr, len).ok()?;
+        // SAFETY: as in `write`.
+        unsafe { zcopy::ref_kernel_range(addr, len, out, crc) }
     }
 
     /// Runs `f` on the 8-octet word at `addr` in place; `EINVAL` unless

@@ -579,6 +579,12 @@ pub(crate) mod testing {
         pub(crate) fn of(buf: &[u8], lkey: u32) -> Self {
             Self { addr: buf.as_ptr() as u64, len: buf.len() as u32, lkey }
         }
+
+        /// A segment the device writes: the address comes from a mutable
+        /// borrow, so the compiler never assumes the buffer unchanged.
+        pub(crate) fn of_mut(buf: &mut [u8], lkey: u32) -> Self {
+            Self { addr: buf.as_mut_ptr() as u64, len: buf.len() as u32, lkey }
+        }
     }
 
     pub(crate) struct KQp(*mut sys::ib_qp);

@@ -429,6 +429,28 @@ impl TcpSocket {
         }
     }
 
+    /// Sends the unsent part of `batch` by page reference without
+    /// blocking, as [`Self::send`]; the batch advances by what the socket
+    /// took. TCP takes its own page references. With a notification in the
+    /// batch (`MSG_ZEROCOPY`), TCP reports when no skb refers to the pages
+    /// any more, and a local receiver gets a copy (`skb_orphan_frags_rx`),
+    /// never the pages themselves.
+    pub(crate) fn send_pages(&self, batch: &mut super::zcopy::Batch) -> Result<usize> {
+        let (vecs, n, total, notif) = batch.bio_vecs();
+        if total == 0 {
+            return Ok(0);
+        }
+        // SAFETY: the socket is alive; the bio_vecs describe `total` octets
+        // of pages the batch holds references on until they are sent; the
+        // notification, if any, is the batch's and it holds a reference.
+        let ret = unsafe { sys::rsiw_sock_send_pages(self.sock.as_ptr(), vecs, n, total, notif) };
+        if ret < 0 {
+            return Err(Error::from_errno(ret));
+        }
+        batch.advance(ret as usize);
+        Ok(ret as usize)
+    }
+
     /// Reads queued data from process context (for data that arrived
     /// before the socket was hooked); see [`SockRx::read`]. `f` runs in
     /// atomic context (the skb pages are mapped): it must not sleep, so

@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Self-tests of zero-copy TX: payload goes to TCP by page reference
+//! (`MSG_ZEROCOPY` with rsiw's own notification), a WR completes only
+//! once TCP is done with its pages, so a consumer may rewrite its buffer
+//! the moment it sees the completion; slab memory and small payloads are
+//! copied; the copying path still works when zero-copy is off.
+//!
+//! The big buffers are vmalloc memory: large kmalloc memory is frozen
+//! pages (reference count 0), which TCP refuses to splice (`sendpage_ok`),
+//! so rsiw copies it.
+
+use kernel::prelude::*;
+
+#[kunit_tests(rsiw_zcopy)]
+mod tests {
+    use kernel::{
+        prelude::*,
+        time::{delay::fsleep, Delta},
+    };
+
+    use crate::{
+        ffi::{
+            cq::testing::{WC_RECV, WC_SUCCESS},
+            qp::testing::*,
+        },
+        selftest_util::{check, with_pair, Pair},
+    };
+
+    const LEN: usize = 1024 * 1024;
+
+    fn pattern(seed: u8, buf: &mut [u8]) {
+        for (i, b) in buf.iter_mut().enumerate() {
+            *b = seed.wrapping_add((i * 7) as u8).wrapping_add((i >> 9) as u8);
+        }
+    }
+
+    /// Waits until `dst` equals `want` (the responder places as data
+    /// arrives, after the requester's completion).
+    fn placed(dst: &[u8], want: &[u8]) -> bool {
+        for _ in 0..5000 {
+            if dst == want {
+                return true;
+            }
+            fsleep(Delta::from_millis(1));
+        }
+        false
+    }
+
+    fn no_terminate(p: &Pair<'_>) -> bool {
+        let (sa, sb) = (p.a.qp().stream_status(), p.b.qp().stream_status());
+        sa.terminate_sent.is_none() && sa.terminate_received.is_none() && sb.terminate_sent.is_none()
+            && !sa.failed && !sb.failed
+    }
+
+    /// Writes of 1 MiB from vmalloc memory, the source rewritten the
+    /// moment each completes: the peer still gets every original octet
+    /// with a good CRC (a page changed under TCP after the completion
+    /// would fail the CRC and end in a Terminate), nearly all payload went
+    /// by reference, and completions waited for TCP to release the pages.
+    fn rewrite_after_completion(zc: Option<u32>) -> Result<(u64, u64, u64)> {
+        let mut src = VVec::from_elem(0u8, LEN, GFP_KERNEL)?;
+        let mut want = VVec::from_elem(0u8, LEN, GFP_KERNEL)?;
+        let mut dst = VVec::from_elem(0u8, LEN, GFP_KERNEL)?;
+        let dst_addr = dst.as_mut_ptr() as u64;
+        let mut stats = (0, 0, 0);
+        with_pair(
+            c"rsiw_kt_zc0",
+            true,
+            |a, b| {
+                a.qp().set_zcopy_min(zc);
+                b.qp().set_zcopy_min(zc);
+            },
+            |p| {
+                for round in 0..6u8 {
+                    pattern(round.wrapping_mul(31).wrapping_add(1), &mut src);
+                    want.copy_from_slice(&src);
+                    p.a.post(u64::from(round), WR_WRITE, &[Seg::of(&src, p.lkey)], Some((p.rkey, dst_addr)), true)?;
+                    let wc = p.cq_a.poll_one(10_000).ok_or(ETIMEDOUT)?;
+                    check!((wc.wr_id, wc.status, wc.opcode) == (u64::from(round), WC_SUCCESS, WC_RDMA_WRITE));
+                    // The consumer owns the buffer again: reuse it at once.
+                    src.fill(0xEE);
+                    check!(placed(&dst, &want));
+                    check!(no_terminate(p));
+                }
+                stats = p.a.qp().zcopy_stats();
+                Ok(())
+            },
+        )?;
+        Ok(stats)
+    }
+
+    #[test]
+    fn writes_go_by_reference_and_buffers_are_free_on_completion() -> Result {
+        let (refs, literal, deferred) = rewrite_after_completion(Some(1024))?;
+        pr_info!("rsiw kunit: zero-copy writes: {} octets by reference, {} literal, {} completions deferred\n", refs, literal, deferred);
+        // All but each message's last FPDU, which is short of the 1024
+        // octets that go by reference (1 MiB = 728 FPDUs of 1440 + 256).
+        check!(refs >= 6 * (LEN as u64 - 1024));
+        // Headers and trailers only: about 26 octets per 1440-octet FPDU.
+        check!(literal < refs / 20);
+        check!(deferred >= 6);
+        Ok(())
+    }
+
+    #[test]
+    fn copying_tx_when_zero_copy_is_off() -> Result {
+        let (refs, literal, deferred) = rewrite_after_completion(Some(0))?;
+        check!((refs, literal, deferred) == (0, 0, 0));
+        Ok(())
+    }
+
+    /// A Read Response goes out of the responder's memory by reference;
+    /// a Send from slab memory (kmalloc) is copied, small payloads too.
+    #[test]
+    fn read_responses_by_reference_slab_copied() -> Result {
+        let mut src = VVec::from_elem(0u8, LEN, GFP_KERNEL)?;
+        let mut back = VVec::from_elem(0u8, LEN, GFP_KERNEL)?;
+        pattern(77, &mut src);
+        let src_addr = src.as_mut_ptr() as u64;
+        with_pair(
+            c"rsiw_kt_zc1",
+            true,
+            |a, b| {
+                a.qp().set_zcopy_min(Some(1024));
+                b.qp().set_zcopy_min(Some(1024));
+            },
+            |p| {
+                // A reads B's memory: B sends the Read Response.
+                p.a.post(1, WR_READ, &[Seg::of_mut(&mut back, p.lkey)], Some((p.rkey, src_addr)), true)?;
+                let wc = p.cq_a.poll_one(10_000).ok_or(ETIMEDOUT)?;
+                check!((wc.wr_id, wc.status, wc.opcode, wc.byte_len) == (1, WC_SUCCESS, WC_RDMA_READ, LEN as u32));
+                check!(back[..] == src[..]);
+                let (b_refs, _, _) = p.b.qp().zcopy_stats();
+                check!(b_refs >= LEN as u64 - 1024);
+
+                // 3000 octets of kmalloc memory (slab): copied, not spliced.
+                let mut small = KVec::from_elem(0u8, 3000, GFP_KERNEL)?;
+                pattern(5, &mut small);
+                let mut got = KVec::from_elem(0u8, 3000, GFP_KERNEL)?;
+                p.b.post_recv(9, Seg::of_mut(&mut got, p.lkey))?;
+                let (before, lit_before, _) = p.a.qp().zcopy_stats();
+                p.a.post(2, WR_SEND, &[Seg::of(&small, p.lkey)], None, true)?;
+                let wc = p.cq_a.poll_one(10_000).ok_or(ETIMEDOUT)?;
+                check!((wc.wr_id, wc.status) == (2, WC_SUCCESS));
+                let wc = p.cq_b.poll_one(10_000).ok_or(ETIMEDOUT)?;
+                check!((wc.wr_id, wc.status, wc.opcode, wc.byte_len) == (9, WC_SUCCESS, WC_RECV, 3000));
+                check!(got[..] == small[..]);
+                let (after, lit_after, _) = p.a.qp().zcopy_stats();
+                check!(after == before);
+                check!(lit_after >= lit_before + 3000);
+                check!(no_terminate(p));
+                Ok(())
+            },
+        )
+    }
+}
