@@ -159,6 +159,7 @@ struct rsiw_zc_notif *rsiw_zc_alloc(void (*release)(void *owner, u64 token), voi
 void rsiw_zc_set_token(struct rsiw_zc_notif *notif, u64 token);
 void rsiw_zc_put(struct rsiw_zc_notif *notif);
 int rsiw_zc_live(void);
+bool rsiw_sk_loopback_route(struct sock *sk);
 int rsiw_sock_send_pages(struct socket *sock, struct bio_vec *bv, unsigned int n, size_t len,
 			 struct rsiw_zc_notif *notif);
 

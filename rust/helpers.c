@@ -550,6 +550,19 @@ int rsiw_zc_live(void)
 	return atomic_read(&rsiw_zc_count);
 }
 
+/* Whether the connection's route leaves through a loopback device. */
+bool rsiw_sk_loopback_route(struct sock *sk)
+{
+	struct dst_entry *dst = sk_dst_get(sk);
+	bool lo = false;
+
+	if (dst) {
+		lo = dst->dev && (dst->dev->flags & IFF_LOOPBACK);
+		dst_release(dst);
+	}
+	return lo;
+}
+
 /*
  * Sends the pages by reference; the socket takes what fits now. With a
  * notification: MSG_ZEROCOPY; without (only rsiw's own literal pages,

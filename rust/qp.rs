@@ -57,10 +57,11 @@ pub(crate) const MAX_IRD: usize = 32;
 pub(crate) const MAX_INLINE: usize = 128;
 /// TX buffer: the engine fills it, the socket drains it.
 const TX_BUF: usize = 64 * 1024;
-/// Zero-copy TX: pieces of one round (literal runs and payload).
-const ZC_PIECES: usize = 48;
+/// Zero-copy TX: pieces of one round (literal runs and payload; about
+/// two per FPDU, so a 64 KiB round of 1460-octet FPDUs fits).
+const ZC_PIECES: usize = 128;
 /// Zero-copy TX: page segments of one round.
-const ZC_SEGMENTS: usize = 64;
+const ZC_SEGMENTS: usize = 128;
 /// Zero-copy TX: literal octets a round needs at least (a few headers).
 const ZC_LITERAL_MIN: usize = 512;
 
@@ -201,6 +202,8 @@ struct ZeroCopyTx {
     lit: LiteralPage,
     /// Pages the engine's host referenced while filling a round.
     refs: Segments,
+    /// The plan of the round being filled.
+    pieces: KVec<Piece>,
     /// The round being sent.
     batch: Batch,
     /// The notification for the next batch with pages (allocated before
@@ -332,6 +335,7 @@ impl Qp {
             lit: LiteralPage::new(),
             refs: Segments::with_capacity(ZC_SEGMENTS)?,
             batch: Batch::with_capacity(ZC_PIECES + ZC_SEGMENTS)?,
+            pieces: KVec::from_elem(Piece::Literal(0), ZC_PIECES, GFP_KERNEL)?,
             notif: None,
             ref_octets: 0,
             literal_octets: 0,
@@ -536,7 +540,7 @@ impl Qp {
         self.fin_pending.store(false, Ordering::Release);
         let mut engine = KBox::new(Engine::new(QpConfig { pd: self.pd, emss: params.emss }), GFP_KERNEL)?;
         engine.establish(params.framing, ird, ord, params.rtr, params.initiator);
-        let zc_min = self.zcopy_min();
+        let zc_min = self.zcopy_min(sock.loopback_route());
         engine.set_tx_ref_min(zc_min);
         self.zc_detached.store(false, Ordering::Release);
         {
@@ -658,9 +662,13 @@ impl Qp {
     // ---- zero-copy TX ----------------------------------------------------
 
     /// The FPDU payload size from which a new stream sends by reference
-    /// (`zcopy_min`, or the self-tests' override); `None`: copy.
-    fn zcopy_min(&self) -> Option<usize> {
+    /// (`zcopy_min`, or the self-tests' override); `None`: copy. A
+    /// connection over a loopback device copies: the stack copies every
+    /// zero-copy skb it delivers locally (`skb_orphan_frags_rx`), so the
+    /// references would only add work (`scripts/bench.sh --vm-tx`).
+    fn zcopy_min(&self, loopback: bool) -> Option<usize> {
         let v = match self.zc_min_override.load(Ordering::Relaxed) {
+            u32::MAX if loopback => 0,
             u32::MAX => crate::module_parameters::zcopy_min.value(),
             v => v,
         };
@@ -1002,10 +1010,9 @@ impl Qp {
                 self.zc_stalled.store(true, Ordering::Release);
                 false
             } else if let Some(engine) = st.engine.as_deref_mut() {
-                let mut pieces = [Piece::Literal(0); ZC_PIECES];
-                let ZeroCopyTx { lit, refs, .. } = &mut *zc;
+                let ZeroCopyTx { lit, refs, pieces, .. } = &mut *zc;
                 let (n, np) = {
-                    let mut plan = TxPlan::new(lit.free_mut(), &mut pieces, TX_BUF);
+                    let mut plan = TxPlan::new(lit.free_mut(), pieces, TX_BUF);
                     let mut host = QpHost { qp: self, st: &mut st.host, events: &mut events, zc: Some(refs) };
                     let n = engine.tx_plan(&mut host, &KernelCrc32c, &mut plan);
                     (n, plan.pieces().len())
@@ -1017,8 +1024,8 @@ impl Qp {
                     self.zc_live.fetch_add(1, Ordering::AcqRel);
                     zc.batch.set_notif(notif);
                 }
-                for p in &pieces[..np] {
-                    let ok = match *p {
+                for i in 0..np {
+                    let ok = match zc.pieces[i] {
                         Piece::Literal(l) => {
                             zc.literal_octets += l as u64;
                             zc.lit.take(l).is_some_and(|seg| zc.batch.segments().push(seg).is_ok())

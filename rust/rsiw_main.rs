@@ -68,6 +68,10 @@ module! {
             default: 1024,
             description: "Send FPDU payloads of at least this many octets straight from the registered pages (MSG_SPLICE_PAGES; their WRs complete once the peer has acknowledged them) instead of copying them; 0: always copy",
         },
+        tx_bench_mib: u32 {
+            default: 0,
+            description: "KUnit only: MiB each configuration of the rsiw_tx_bench suite writes (0: a short run)",
+        },
         kunit_pmem_dev: u32 {
             default: 0,
             description: "KUnit only: dev_t (major << 20 | minor) of an fsdax pmem block device the persistent RDMA Commit test may overwrite (0: skip that test)",

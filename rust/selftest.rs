@@ -208,7 +208,6 @@ mod qp_datapath {
     };
 
     use crate::{
-        engine::{mpa::negotiate::{Framing, RtrMode}, wire::mpa::Rtr},
         ffi::{
             cq::testing::{KCq, WC_RECV, WC_RECV_RDMA_WITH_IMM, WC_SEND, WC_SUCCESS, WC_WR_FLUSH_ERR, WITH_IMM},
             device::{self, testing::Found},
@@ -217,34 +216,14 @@ mod qp_datapath {
             qp::testing::*,
             socket::TcpSocket,
         },
-        qp::{IbState, StreamParams},
+        qp::IbState,
     };
 
-    /// `assert!` outside a `#[test]` fn is core's and would BUG the kernel:
-    /// helpers report a failed check as an error, which fails the test.
-    macro_rules! check {
-        ($c:expr) => {
-            if !$c {
-                pr_err!("rsiw kunit: check failed (line {}): {}\n", line!(), stringify!($c));
-                return Err(EBADMSG);
-            }
-        };
-    }
+    use crate::selftest_util::{check, stream_params as params};
 
     fn pattern(seed: u8, buf: &mut [u8]) {
         for (i, b) in buf.iter_mut().enumerate() {
             *b = seed.wrapping_add((i * 7) as u8).wrapping_add((i >> 8) as u8);
-        }
-    }
-
-    fn params(initiator: bool, crc: bool, markers: bool) -> StreamParams {
-        StreamParams {
-            framing: Framing { crc, markers_tx: markers, markers_rx: markers },
-            ird: 8,
-            ord: 8,
-            rtr: Some(RtrMode::Zero(Rtr::Write)),
-            initiator,
-            emss: 1460,
         }
     }
 

@@ -22,16 +22,7 @@ pub(crate) mod harness {
         socket::SockAddr,
     };
 
-    /// `assert!` outside a `#[test]` fn BUGs the kernel: report instead.
-    macro_rules! check {
-        ($c:expr) => {
-            if !$c {
-                pr_err!("rsiw kunit: check failed ({}:{}): {}\n", file!(), line!(), stringify!($c));
-                return Err(EBADMSG);
-            }
-        };
-    }
-    pub(crate) use check;
+    pub(crate) use crate::selftest_util::check;
 
     pub(crate) const V4_SERVER: SockAddr = SockAddr::V4 { addr: [10, 98, 0, 1], port: 0 };
     pub(crate) const V4_CLIENT: SockAddr = SockAddr::V4 { addr: [10, 98, 0, 2], port: 0 };

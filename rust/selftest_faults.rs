@@ -41,16 +41,7 @@ mod faults {
         qp::{IbState, StreamParams},
     };
 
-    /// `assert!` outside a `#[test]` fn is core's and would BUG the kernel:
-    /// helpers report a failed check as an error, which fails the test.
-    macro_rules! check {
-        ($c:expr) => {
-            if !$c {
-                pr_err!("rsiw kunit: check failed (line {}): {}\n", line!(), stringify!($c));
-                return Err(EBADMSG);
-            }
-        };
-    }
+    use crate::selftest_util::check;
 
     /// A remote STag the QP's Reads name: the peer never answers them.
     const PEER_STAG: u32 = 0x0012_3400;

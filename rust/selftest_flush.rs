@@ -43,16 +43,7 @@ mod tests {
         qp::{IbState, StreamParams},
     };
 
-    /// `assert!` outside a `#[test]` fn is core's and would BUG the kernel:
-    /// helpers report a failed check as an error, which fails the test.
-    macro_rules! check {
-        ($c:expr) => {
-            if !$c {
-                pr_err!("rsiw kunit: check failed (line {}): {}\n", line!(), stringify!($c));
-                return Err(EBADMSG);
-            }
-        };
-    }
+    use crate::selftest_util::check;
 
     const RW: u32 = access::LOCAL_WRITE | access::REMOTE_WRITE;
     /// Responder buffer: 64 pages, mapped by one fast-register MR.

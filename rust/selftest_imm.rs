@@ -17,60 +17,20 @@ mod tests {
     };
 
     use crate::{
-        engine::{mpa::negotiate::{Framing, RtrMode}, wire::mpa::Rtr},
         ffi::{
             cq::testing::{KCq, SOLICITED, WC_RECV_RDMA_WITH_IMM, WC_SUCCESS, WC_WR_FLUSH_ERR, WITH_IMM},
-            device::{self, testing::Found},
-            mr::testing::KPd,
-            netdev::NetDevRef,
             qp::testing::*,
-            socket::TcpSocket,
         },
-        qp::{IbState, StreamParams},
+        qp::IbState,
     };
 
-    /// `assert!` outside a `#[test]` fn is core's and would BUG the kernel.
-    macro_rules! check {
-        ($c:expr) => {
-            if !$c {
-                pr_err!("rsiw kunit: check failed (line {}): {}\n", line!(), stringify!($c));
-                return Err(EBADMSG);
-            }
-        };
-    }
+    use crate::selftest_util::check;
 
-    fn params(initiator: bool) -> StreamParams {
-        StreamParams {
-            framing: Framing { crc: true, markers_tx: false, markers_rx: false },
-            ird: 8,
-            ord: 8,
-            rtr: Some(RtrMode::Zero(Rtr::Write)),
-            initiator,
-            emss: 1460,
-        }
-    }
-
-    /// A connected pair on a device on `lo`: A (requester) and B
-    /// (responder), each with its own CQ; `f` gets them with the PD's
+    /// A connected pair on a device on `lo` (CRC on): A (requester) and
+    /// B (responder), each with its own CQ; `f` gets them with the PD's
     /// local DMA lkey and global rkey.
     fn with_pair(name: &'static CStr, f: impl FnOnce(&KQp, &KCq, &KQp, &KCq, u32, u32) -> Result) -> Result {
-        let lo = NetDevRef::by_name(c"lo").ok_or(ENODEV)?;
-        device::create(name, &lo, false)?;
-        let dev = Found::by_netdev(&lo).ok_or(ENODEV)?;
-        let r = (|| {
-            let pd = KPd::alloc(&dev, true)?;
-            let (cq_a, cq_b) = (KCq::create(&dev, 64)?, KCq::create(&dev, 64)?);
-            let a = KQp::create(&pd, &cq_a, &cq_a, 16)?;
-            let b = KQp::create(&pd, &cq_b, &cq_b, 16)?;
-            a.modify(IbState::Init)?;
-            b.modify(IbState::Init)?;
-            let (sa, sb) = TcpSocket::loopback_pair()?;
-            a.attach(sa, params(true))?;
-            b.attach(sb, params(false))?;
-            f(&a, &cq_a, &b, &cq_b, pd.local_dma_lkey(), pd.unsafe_global_rkey())
-        })();
-        dev.unregister();
-        r
+        crate::selftest_util::with_pair(name, true, |_, _| {}, |p| f(p.a, p.cq_a, p.b, p.cq_b, p.lkey, p.rkey))
     }
 
     #[test]

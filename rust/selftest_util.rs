@@ -62,6 +62,17 @@ pub(crate) fn with_pair(
     setup: impl FnOnce(&KQp, &KQp),
     f: impl FnOnce(&Pair<'_>) -> Result,
 ) -> Result {
+    with_pair_emss(name, crc, 1460, setup, f)
+}
+
+/// As [`with_pair`] with FPDUs sized for an EMSS of `emss`.
+pub(crate) fn with_pair_emss(
+    name: &'static CStr,
+    crc: bool,
+    emss: usize,
+    setup: impl FnOnce(&KQp, &KQp),
+    f: impl FnOnce(&Pair<'_>) -> Result,
+) -> Result {
     let lo = NetDevRef::by_name(c"lo").ok_or(ENODEV)?;
     device::create(name, &lo, false)?;
     let dev = Found::by_netdev(&lo).ok_or(ENODEV)?;
@@ -74,8 +85,8 @@ pub(crate) fn with_pair(
         b.modify(IbState::Init)?;
         setup(&a, &b);
         let (sa, sb) = TcpSocket::loopback_pair()?;
-        a.attach(sa, stream_params(true, crc, false))?;
-        b.attach(sb, stream_params(false, crc, false))?;
+        a.attach(sa, StreamParams { emss, ..stream_params(true, crc, false) })?;
+        b.attach(sb, StreamParams { emss, ..stream_params(false, crc, false) })?;
         f(&Pair { a: &a, cq_a: &cq_a, b: &b, cq_b: &cq_b, lkey: pd.local_dma_lkey(), rkey: pd.unsafe_global_rkey() })
     })();
     dev.unregister();

@@ -8,6 +8,13 @@
 #            CRC32c available on this CPU as the physical reference;
 #   decode   decode + validate ns per DDP/RDMAP header.
 #
+#   scripts/bench.sh --vm-tx [MIB]
+#            boots the test guest and runs the rsiw_tx_bench KUnit suite:
+#            RDMA Write throughput over loopback TCP with copying TX
+#            (zcopy_min=0) and zero-copy TX, CRC off and on, 64 KiB and
+#            1 MiB messages, MIB MiB per run (default 64). Needs the
+#            module built (make).
+#
 #   scripts/bench.sh --vm-atomics [OPS]
 #            boots the test guest and runs the rsiw_atomic_bench KUnit
 #            suite: RFC 7306 FetchAdd operations per second for 1, 4 and 16
@@ -17,6 +24,17 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cd "$RSIW_ROOT"
+if [ "${1:-}" = --vm-tx ]; then
+	mib=${2:-64}
+	[ -f rsiw.ko ] || die "build the module first (make)"
+	out=$(mktemp -d "${TMPDIR:-/tmp}/rsiw-tx-bench.XXXXXX")
+	rc=0
+	scripts/vm-run.sh --quiet --timeout 1800 --out "$out" \
+		--append 'kunit.filter_glob=rsiw_tx_bench' \
+		-- tools/vmtest/tx-bench.sh "$mib" || rc=$?
+	cat "$out/output.log" 2>/dev/null || true
+	exit "$rc"
+fi
 if [ "${1:-}" = --vm-atomics ]; then
 	ops=${2:-20000}
 	[ -f rsiw.ko ] || die "build the module first (make)"

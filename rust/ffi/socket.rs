@@ -429,6 +429,14 @@ impl TcpSocket {
         }
     }
 
+    /// Whether the connection goes through a loopback device (both ends
+    /// on this host and in this namespace).
+    pub(crate) fn loopback_route(&self) -> bool {
+        // SAFETY: the socket is alive; the helper takes and drops its own
+        // reference on the route.
+        unsafe { sys::rsiw_sk_loopback_route(self.sk()) }
+    }
+
     /// Sends the unsent part of `batch` by page reference without
     /// blocking, as [`Self::send`]; the batch advances by what the socket
     /// took. TCP takes its own page references. With a notification in the
