@@ -105,6 +105,7 @@ void rsiw_sk_set_cbs(struct sock *sk, const struct rsiw_sk_cbs *cbs);
 void *rsiw_sk_user_data(struct sock *sk);
 /* KUnit: C sizes and offsets, see rust/ffi/layout.rs. */
 void rsiw_layout(size_t *out, size_t n);
+void rsiw_layout_sock(size_t *out, size_t n);
 /* The QPs' transmit work (unbound, usable in memory reclaim: NVMe-oF). */
 struct workqueue_struct *rsiw_tx_wq_alloc(void);
 /* Rate limit for CM log messages driven by peers. */

@@ -60,6 +60,27 @@ mod tests {
             ("offsetof iw_cm_id.local_addr", offset_of!(sys::iw_cm_id, local_addr)),
             ("offsetof iw_cm_id.m_remote_addr", offset_of!(sys::iw_cm_id, m_remote_addr)),
             ("offsetof sock.sk_data_ready", offset_of!(sys::sock, sk_data_ready)),
+            ("sizeof bio_vec", size_of::<sys::bio_vec>()),
+            ("offsetof bio_vec.bv_len", offset_of!(sys::bio_vec, bv_len)),
+            ("offsetof bio_vec.bv_offset", offset_of!(sys::bio_vec, bv_offset)),
+        ];
+        // Not used from Rust, reported to find where bindgen's `struct
+        // sock` starts to differ on the lockdep/KASAN kernel.
+        let sock: &[(&str, usize)] = &[
+            ("sock.sk_socket", offset_of!(sys::sock, sk_socket)),
+            ("sock.sk_lock", offset_of!(sys::sock, sk_lock)),
+            ("sock.sk_reserved_mem", offset_of!(sys::sock, sk_reserved_mem)),
+            ("sock.sk_write_pending", offset_of!(sys::sock, sk_write_pending)),
+            ("sock.sk_write_queue", offset_of!(sys::sock, sk_write_queue)),
+            ("sock.sk_frag", offset_of!(sys::sock, sk_frag)),
+            ("sock.sk_pacing_rate", offset_of!(sys::sock, sk_pacing_rate)),
+            ("sock.sk_dst_pending_confirm", offset_of!(sys::sock, sk_dst_pending_confirm)),
+            ("sock.sk_lingertime", offset_of!(sys::sock, sk_lingertime)),
+            ("sock.sk_callback_lock", offset_of!(sys::sock, sk_callback_lock)),
+            ("sock.sk_ack_backlog", offset_of!(sys::sock, sk_ack_backlog)),
+            ("sock.sk_peer_lock", offset_of!(sys::sock, sk_peer_lock)),
+            ("sock.sk_bind_phc", offset_of!(sys::sock, sk_bind_phc)),
+            ("sock.sk_state_change", offset_of!(sys::sock, sk_state_change)),
         ];
         let mut c = [0usize; 64];
         let n = ours.len().min(c.len());
@@ -70,6 +91,15 @@ mod tests {
             if c[i] != *rust {
                 pr_err!("rsiw kunit: bindings: {} is {} in C, {} in Rust\n", what, c[i], rust);
                 bad += 1;
+            }
+        }
+        let mut cs = [0usize; 16];
+        let m = sock.len().min(cs.len());
+        // SAFETY: `cs` has room for `m` entries.
+        unsafe { sys::rsiw_layout_sock(cs.as_mut_ptr(), m) };
+        for (i, (what, rust)) in sock.iter().enumerate().take(m) {
+            if cs[i] != *rust {
+                pr_info!("rsiw kunit: bindings (unused by Rust): {} is at {} in C, {} in Rust\n", what, cs[i], rust);
             }
         }
         assert_eq!(n, ours.len());
