@@ -105,7 +105,7 @@ void rsiw_sk_set_cbs(struct sock *sk, const struct rsiw_sk_cbs *cbs);
 void *rsiw_sk_user_data(struct sock *sk);
 /* KUnit: C sizes and offsets, see rust/ffi/layout.rs. */
 void rsiw_layout(size_t *out, size_t n);
-void rsiw_layout_sock(size_t *out, size_t n);
+
 /* The QPs' transmit work (unbound, usable in memory reclaim: NVMe-oF). */
 struct workqueue_struct *rsiw_tx_wq_alloc(void);
 /* Rate limit for CM log messages driven by peers. */
@@ -161,6 +161,9 @@ void rsiw_zc_set_token(struct rsiw_zc_notif *notif, u64 token);
 void rsiw_zc_put(struct rsiw_zc_notif *notif);
 int rsiw_zc_live(void);
 bool rsiw_sk_loopback_route(struct sock *sk);
+/* struct sock is opaque to bindgen (see rust/ffi/layout.rs): fields in C. */
+unsigned char rsiw_sk_state(const struct sock *sk);
+void rsiw_sk_bind_dev_if(struct sock *sk, int ifindex);
 int rsiw_sock_send_pages(struct socket *sock, struct bio_vec *bv, unsigned int n, size_t len,
 			 struct rsiw_zc_notif *notif);
 

@@ -386,31 +386,6 @@ void rsiw_kunit_mark_skipped(const char *reason)
 /* Layout self-check (KUnit rsiw_bindings): the compiler's sizes and
  * offsets of what rsiw touches through bindgen's structs, in the order
  * of rust/ffi/layout.rs. */
-/* Offsets in struct sock, in the order of rust/ffi/layout.rs's list. */
-void rsiw_layout_sock(size_t *out, size_t n)
-{
-	const size_t v[] = {
-		offsetof(struct sock, sk_socket),
-		offsetof(struct sock, sk_lock),
-		offsetof(struct sock, sk_reserved_mem),
-		offsetof(struct sock, sk_write_pending),
-		offsetof(struct sock, sk_write_queue),
-		offsetof(struct sock, sk_frag),
-		offsetof(struct sock, sk_pacing_rate),
-		offsetof(struct sock, sk_dst_pending_confirm),
-		offsetof(struct sock, sk_lingertime),
-		offsetof(struct sock, sk_callback_lock),
-		offsetof(struct sock, sk_ack_backlog),
-		offsetof(struct sock, sk_peer_lock),
-		offsetof(struct sock, sk_bind_phc),
-		offsetof(struct sock, sk_state_change),
-	};
-	size_t i;
-
-	for (i = 0; i < n && i < ARRAY_SIZE(v); i++)
-		out[i] = v[i];
-}
-
 void rsiw_layout(size_t *out, size_t n)
 {
 	const size_t v[] = {
@@ -451,7 +426,7 @@ void rsiw_layout(size_t *out, size_t n)
 		offsetof(struct iw_cm_id, provider_data),
 		offsetof(struct iw_cm_id, local_addr),
 		offsetof(struct iw_cm_id, m_remote_addr),
-		offsetof(struct sock, sk_data_ready),
+		offsetof(struct socket, sk),
 		sizeof(struct bio_vec),
 		offsetof(struct bio_vec, bv_len),
 		offsetof(struct bio_vec, bv_offset),
@@ -576,6 +551,17 @@ void rsiw_zc_put(struct rsiw_zc_notif *notif)
 int rsiw_zc_live(void)
 {
 	return atomic_read(&rsiw_zc_count);
+}
+
+unsigned char rsiw_sk_state(const struct sock *sk)
+{
+	return READ_ONCE(sk->sk_state);
+}
+
+/* Before bind, on a socket no one else sees (as siw does). */
+void rsiw_sk_bind_dev_if(struct sock *sk, int ifindex)
+{
+	sk->sk_bound_dev_if = ifindex;
 }
 
 /* Whether the connection's route leaves through a loopback device. */

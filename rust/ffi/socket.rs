@@ -216,7 +216,7 @@ impl SockRx<'_> {
 
     pub(crate) fn state(&self) -> TcpState {
         // SAFETY: the socket is alive during the callback.
-        TcpState::from_raw(unsafe { (*self.sk).__sk_common.skc_state })
+        TcpState::from_raw(unsafe { sys::rsiw_sk_state(self.sk) })
     }
 }
 
@@ -392,7 +392,7 @@ impl TcpSocket {
 
     pub(crate) fn state(&self) -> TcpState {
         // SAFETY: the socket is alive.
-        TcpState::from_raw(unsafe { (*self.sk()).__sk_common.skc_state })
+        TcpState::from_raw(unsafe { sys::rsiw_sk_state(self.sk()) })
     }
 
     /// The connection's MSS: the largest TCP payload a segment carries.
@@ -610,7 +610,7 @@ impl TcpSocket {
         if let Some(ifindex) = opts.bound_dev_if {
             // SAFETY: a fresh, unbound socket no one else sees; siw sets
             // the field the same way before bind.
-            unsafe { (*s.sk()).__sk_common.skc_bound_dev_if = ifindex };
+            unsafe { sys::rsiw_sk_bind_dev_if(s.sk(), ifindex) };
         }
         if opts.v6only && matches!(addr, SockAddr::V6 { .. }) {
             // SAFETY: the socket is alive.
@@ -720,7 +720,7 @@ unsafe extern "C" fn write_space_tramp(sk: *mut sys::sock) {
 unsafe extern "C" fn state_change_tramp(sk: *mut sys::sock) {
     // SAFETY: as for `data_ready_tramp`; the state is a byte of the socket.
     unsafe {
-        let state = TcpState::from_raw((*sk).__sk_common.skc_state);
+        let state = TcpState::from_raw(sys::rsiw_sk_state(sk));
         with_hooks(sk, |h| h.events.state_change(state));
     }
 }
