@@ -732,7 +732,7 @@ impl SocketEvents for CepWake {
 
     fn write_space(&self) {}
 
-    fn state_change(&self, _state: TcpState) {
+    fn state_change(&self, _rx: &SockRx<'_>) {
         kick_cep(&self.0);
     }
 }

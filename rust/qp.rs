@@ -1157,20 +1157,7 @@ impl WorkItem for Qp {
 
 impl SocketEvents for Qp {
     fn data_ready(&self, rx: &SockRx<'_>) {
-        // `self` is the `Arc<Qp>` the hook holds; the engine needs the Arc
-        // to schedule TX, so go through the stream lock directly.
-        let mut events = Events::default();
-        let mut wants_tx = false;
-        rx.read(&mut |chunk| {
-            let mut st = self.stream.lock();
-            let st = &mut *st;
-            let Some(engine) = st.engine.as_deref_mut() else { return chunk.len() };
-            let mut host = QpHost { qp: self, st: &mut st.host, events: &mut events, zc: None };
-            let n = engine.rx(&mut host, &KernelCrc32c, chunk);
-            wants_tx |= engine.wants_tx();
-            n
-        });
-        self.after_callback(&events, wants_tx);
+        self.rx_queued(rx);
     }
 
     fn write_space(&self) {
@@ -1180,8 +1167,13 @@ impl SocketEvents for Qp {
         }
     }
 
-    fn state_change(&self, state: TcpState) {
+    fn state_change(&self, rx: &SockRx<'_>) {
+        let state = rx.state();
         if state.is_closing() {
+            // What arrived before the FIN or reset comes first: TCP reports
+            // a FIN merged into the last segment (a Terminate followed by
+            // the peer's close) before that segment's `data_ready`.
+            self.rx_queued(rx);
             // FIN received (a reset leaves the socket in Close).
             if matches!(state, TcpState::CloseWait | TcpState::Closing | TcpState::LastAck | TcpState::TimeWait) {
                 self.quiet_end.store(true, Ordering::Release);
@@ -1211,6 +1203,24 @@ impl SocketEvents for Qp {
 }
 
 impl Qp {
+    /// Hands the socket's queued data to the engine (inside a socket
+    /// callback, where `self` is the `Arc<Qp>` the hook holds; the engine
+    /// needs an Arc to schedule TX, so go through the stream lock).
+    fn rx_queued(&self, rx: &SockRx<'_>) {
+        let mut events = Events::default();
+        let mut wants_tx = false;
+        rx.read(&mut |chunk| {
+            let mut st = self.stream.lock();
+            let st = &mut *st;
+            let Some(engine) = st.engine.as_deref_mut() else { return chunk.len() };
+            let mut host = QpHost { qp: self, st: &mut st.host, events: &mut events, zc: None };
+            let n = engine.rx(&mut host, &KernelCrc32c, chunk);
+            wants_tx |= engine.wants_tx();
+            n
+        });
+        self.after_callback(&events, wants_tx);
+    }
+
     /// Event handling and TX scheduling from a socket callback, where only
     /// `&Qp` is at hand: the hook's `Arc` keeps the QP alive, so take a new
     /// reference from the links for the work item.

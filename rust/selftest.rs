@@ -84,8 +84,8 @@ mod socket_tests {
             });
         }
 
-        fn state_change(&self, state: TcpState) {
-            self.inner.lock().state = Some(state);
+        fn state_change(&self, rx: &SockRx<'_>) {
+            self.inner.lock().state = Some(rx.state());
         }
     }
 

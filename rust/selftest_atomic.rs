@@ -410,6 +410,9 @@ mod semantics {
         let mut res = KVec::from_elem(0xEEu64, 1, GFP_KERNEL)?;
         let seg = Seg { addr: res.as_mut_ptr() as u64, len: 8, lkey: pd.local_dma_lkey() };
         let wc = run(&a, 77, WR_ATOMIC_FA, seg, stag, to, args(1, 0, 0, 0))?;
+        if (wc.wr_id, wc.status) != (77, status) {
+            pr_err!("rsiw kunit: wr_id {} status {}, expected 77 status {}\n", wc.wr_id, wc.status, status);
+        }
         check!((wc.wr_id, wc.status) == (77, status));
         // Each side records its Terminate right after the engine call that
         // sent or received it (the completion may be polled before).

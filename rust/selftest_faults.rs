@@ -24,6 +24,7 @@ mod faults {
                 ddp::{self as ddpw, Model},
                 fpdu,
                 rdmap::{qn, Control, Opcode, ReadRequest, ReadRequestRepr, READ_REQUEST_LEN},
+                terminate,
             },
         },
         ffi::{
@@ -423,6 +424,43 @@ mod faults {
         let mut both = rig.fpdu(&read_request(1, req)?)?;
         both.extend_from_slice(&rig.fpdu(&read_request(2, req)?)?, GFP_KERNEL)?;
         expect_terminate(&rig, &local, &[], &both, term::ddp::U_NO_BUFFER)
+    }
+
+    /// The peer refuses the QP's Read with a Terminate and closes at once,
+    /// its FIN in the Terminate's segment (`MSG_MORE` holds the Terminate
+    /// back until the shutdown adds the FIN to it): TCP reports the close
+    /// before the data, and the QP must still read the Terminate and end
+    /// the Read with the peer's error, not a flush.
+    #[test]
+    fn terminate_with_the_peers_fin_in_one_segment() -> Result {
+        let local = KVec::from_elem(0u8, 4096, GFP_KERNEL)?;
+        let rig = Rig::new(false, 8)?;
+        let qp = rig.qp()?;
+        let seg = Seg::of(&local[..64], rig.lkey);
+        qp.post(READ_WR, WR_READ, &[seg], Some((PEER_STAG, 0x1000)), true)?;
+        qp.post_recv(100, seg)?;
+        check!(qp.qp().ib_state() == IbState::Rts);
+
+        let refusal = terminate::Repr::for_error(term::rdmap::INVALID_STAG, None);
+        let mut ulpdu = KVec::from_elem(0u8, ddpw::UNTAGGED_HEADER_LEN + terminate::MAX_LEN, GFP_KERNEL)?;
+        let n = refusal.emit_segment(1, &mut ulpdu).ok_or(EINVAL)?;
+        let frame = rig.fpdu(&ulpdu[..n])?;
+        check!(rig.peer()?.send(&[&frame], true)? == frame.len());
+        rig.peer()?.shutdown();
+
+        let wcs = rig.completions(&[READ_WR, 100], 3000)?;
+        for wc in wcs.iter() {
+            let want = if wc.wr_id == READ_WR { WC_REM_ACCESS_ERR } else { WC_WR_FLUSH_ERR };
+            if wc.status != want {
+                pr_err!("rsiw kunit: wr_id {} status {}, expected {}\n", wc.wr_id, wc.status, want);
+            }
+            check!(wc.status == want);
+        }
+        check!(qp.qp().stream_status().terminate_received == Some(term::rdmap::INVALID_STAG));
+        check!(qp.qp().ib_state() == IbState::Err);
+        fsleep(Delta::from_millis(20));
+        check!(QP_EVENTS.fatal() == 1);
+        Ok(())
     }
 
     /// Every posted id completed once, successfully or flushed, and at

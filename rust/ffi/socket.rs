@@ -188,15 +188,19 @@ impl Net {
     }
 }
 
-/// What a hooked socket reports. Called in softirq context with the socket
-/// lock held (for `data_ready`): no sleeping.
+/// What a hooked socket reports. Called with the socket locked (by TCP's
+/// receive path in softirq, or by the process that owns the socket lock),
+/// and possibly in atomic context: no sleeping.
 pub(crate) trait SocketEvents: Send + Sync + 'static {
     /// Data arrived; read it with `rx.read`.
     fn data_ready(&self, rx: &SockRx<'_>);
     /// Send buffer space became available after a short send.
     fn write_space(&self) {}
-    /// The TCP state changed (connected, peer closed, reset, ...).
-    fn state_change(&self, _state: TcpState) {}
+    /// The TCP state changed (connected, peer closed, reset, ...); the new
+    /// state is `rx.state()`. Data may still be queued: a FIN that TCP
+    /// merged into the last data segment reports the state change before
+    /// `data_ready`.
+    fn state_change(&self, _rx: &SockRx<'_>) {}
 }
 
 /// The receive side of a socket inside `data_ready`.
@@ -210,7 +214,7 @@ impl SockRx<'_> {
     /// order and returns how many bytes of each it consumed; reading stops
     /// at the first chunk not consumed whole. Returns the bytes consumed.
     pub(crate) fn read(&self, f: &mut dyn FnMut(&[u8]) -> usize) -> usize {
-        // SAFETY: inside `data_ready` the socket is locked and alive.
+        // SAFETY: inside a socket callback the socket is locked and alive.
         unsafe { read_sock(self.sk, f) }
     }
 
@@ -718,11 +722,12 @@ unsafe extern "C" fn write_space_tramp(sk: *mut sys::sock) {
 }
 
 unsafe extern "C" fn state_change_tramp(sk: *mut sys::sock) {
-    // SAFETY: as for `data_ready_tramp`; the state is a byte of the socket.
+    // SAFETY: as for `data_ready_tramp`: TCP changes the state of a socket
+    // it has locked (the receive path, timers under `bh_lock_sock`,
+    // `shutdown` and `close` under `lock_sock`).
     unsafe {
-        let state = TcpState::from_raw(sys::rsiw_sk_state(sk));
-        with_hooks(sk, |h| h.events.state_change(state));
-    }
+        with_hooks(sk, |h| h.events.state_change(&SockRx { sk, _callback: PhantomData }))
+    };
 }
 
 /// The reader closure behind `read_descriptor_t.arg.data`.
