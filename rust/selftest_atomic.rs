@@ -19,7 +19,7 @@ macro_rules! check {
 
 /// Connections, QP ends and the stress routine, shared by the suites.
 #[cfg(CONFIG_KUNIT = "y")]
-mod harness {
+pub(crate) mod harness {
     use core::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 
     use kernel::{
