@@ -333,15 +333,19 @@ impl Mr {
     /// in the engine's order: STag valid with this key, PD, rights `need`
     /// (`IB_ACCESS_*`; 0 = local read), wrap, bounds.
     pub(crate) fn check(&self, stag: u32, pd: u32, to: u64, len: u64, need: u32) -> Result<(), MrError> {
-        let st = self.state.lock();
-        Self::check_locked(&st, stag, to, len)?;
+        self.check_all(&self.state.lock(), stag, pd, to, len, need).map(|_| ())
+    }
+
+    /// [`Mr::check`] under the lock; returns the offset of `to` in the region.
+    fn check_all(&self, st: &MrState, stag: u32, pd: u32, to: u64, len: u64, need: u32) -> Result<u64, MrError> {
+        Self::check_locked(st, stag, to, len)?;
         if self.pd != pd {
             return Err(MrError::Pd);
         }
         if st.access & need != need {
             return Err(MrError::Access);
         }
-        region_offset(st.iova, st.len, to, len).map(|_| ())
+        region_offset(st.iova, st.len, to, len)
     }
 
     fn check_locked(st: &MrState, stag: u32, _to: u64, _len: u64) -> Result<(), MrError> {
@@ -405,8 +409,9 @@ impl Mr {
     }
 
     /// Runs `f` on the aligned 8-octet word at `to` through `stag`, in
-    /// place (checks as [`Mr::copy_to`]): the target of an RFC 7306
-    /// atomic. The checks and the word's location run under the MR's lock;
+    /// place, after every check of [`Mr::check`] for a QP of `pd` needing
+    /// `need`: the target of an RFC 7306 atomic. The MR's lock is taken
+    /// once per atomic: the checks and the word's location run under it;
     /// `f` runs after it is released, under an in-flight pin and with
     /// local interrupts off (see the module doc). The caller serialises
     /// atomics on the word (the device's `AtomicLocks`, keyed by
@@ -414,14 +419,15 @@ impl Mr {
     pub(crate) fn with_word<R>(
         &self,
         stag: u32,
+        pd: u32,
         to: u64,
+        need: u32,
         f: impl FnOnce(&mut Word<'_>) -> R,
     ) -> Result<R, MrError> {
         let irqs_off = local_interrupt_disable();
         let word = {
             let st = self.state.lock_with(&irqs_off);
-            Self::check_locked(&st, stag, to, 8)?;
-            let off = region_offset(st.iova, st.len, to, 8)?;
+            let off = self.check_all(&st, stag, pd, to, 8, need)?;
             let word = match &st.mem {
                 Memory::Kernel(k) => k.word_at(to),
                 Memory::Pages(p) => p.word_at(st.first_offset.checked_add(off).ok_or(MrError::Bounds)?),

@@ -70,8 +70,11 @@ mod callers {
         pd: u32,
         plan: AtomicPlan,
         ops: usize,
-        /// Successes of all callers sharing it.
-        progress: Arc<AtomicUsize>,
+        /// Callers of the run that started (they start together).
+        started: Arc<AtomicUsize>,
+        callers: usize,
+        /// Successes so far.
+        pub(crate) ok: AtomicUsize,
         #[pin]
         pub(crate) out: Mutex<Outcome>,
     }
@@ -84,7 +87,8 @@ mod callers {
             stag: u32,
             to: u64,
             ops: usize,
-            progress: &Arc<AtomicUsize>,
+            started: &Arc<AtomicUsize>,
+            callers: usize,
         ) -> Result<Arc<Self>> {
             let originals = KVVec::with_capacity(ops, GFP_KERNEL)?;
             Arc::pin_init(
@@ -94,7 +98,9 @@ mod callers {
                     pd,
                     plan: AtomicPlan { stag, to, request: RequestRepr::fetch_add(0, stag, to, 1, 0) },
                     ops,
-                    progress: progress.clone(),
+                    started: started.clone(),
+                    callers,
+                    ok: AtomicUsize::new(0),
                     out <- new_mutex!(Outcome { originals, refused: 0, wrong: false, nanos: 0 }),
                 }),
                 GFP_KERNEL,
@@ -103,6 +109,13 @@ mod callers {
 
         fn run(&self) {
             let mut out = self.out.lock();
+            // Start together (sleeping: more callers than CPUs must get
+            // to run), give up waiting after a second.
+            self.started.fetch_add(1, Ordering::AcqRel);
+            let wait = Instant::<Monotonic>::now();
+            while self.started.load(Ordering::Acquire) < self.callers && wait.elapsed().as_millis() < 1000 {
+                fsleep(Delta::from_micros(50));
+            }
             let start = Instant::<Monotonic>::now();
             for _ in 0..self.ops {
                 match respond_on(&self.mr, &self.locks, self.pd, &self.plan) {
@@ -110,7 +123,7 @@ mod callers {
                         out.wrong |= out.refused > 0;
                         // Room for `ops` was reserved: never fails.
                         out.wrong |= out.originals.push_within_capacity(original).is_err();
-                        self.progress.fetch_add(1, Ordering::Relaxed);
+                        self.ok.fetch_add(1, Ordering::Relaxed);
                     }
                     Err(e) => {
                         out.wrong |= e != term::rdmap::INVALID_STAG;
@@ -210,7 +223,7 @@ mod cases {
     pub(crate) fn parallel(dev: &Found, layout: Layout, n: usize, ops: usize) -> Result<u64> {
         let pd = KPd::alloc(dev, false)?;
         let locks = locks()?;
-        let progress = Arc::new(AtomicUsize::new(0), GFP_KERNEL)?;
+        let started = Arc::new(AtomicUsize::new(0), GFP_KERNEL)?;
         // Declared before the MRs: outlives them.
         let mut mem = KVec::from_elem(0u8, 8 * (n + 1), GFP_KERNEL)?;
         set_word(&mut mem, n, SENTINEL);
@@ -225,7 +238,7 @@ mod cases {
                 mrs.push(fast_reg(dev, &pd, &mut mem[8 * w..8 * w + len], None, ALL_RIGHTS)?, GFP_KERNEL)?;
             }
             let (kmr, stag) = mrs.last().ok_or(EINVAL)?;
-            let c = Caller::new(kmr.ib().mr(), &locks, pd.id(), *stag, base + 8 * w as u64, ops, &progress)?;
+            let c = Caller::new(kmr.ib().mr(), &locks, pd.id(), *stag, base + 8 * w as u64, ops, &started, n)?;
             callers.push(c, GFP_KERNEL)?;
         }
         run_all(&callers, || Ok(()))?;
@@ -252,7 +265,7 @@ mod cases {
     }
 
     /// One MR over words 0, 1 and a sentinel: callers 0 and 1 on word 0,
-    /// caller 2 on word 1. Once they made progress this thread
+    /// caller 2 on word 1. Once each made progress this thread
     /// invalidates the MR (or deregisters it: drops the `ib_mr`). Every
     /// call either succeeded with a right original or was refused with
     /// Invalid STag, none succeeded after a refusal, every caller was
@@ -262,20 +275,21 @@ mod cases {
         const OPS: usize = 1 << 20;
         let pd = KPd::alloc(dev, false)?;
         let locks = locks()?;
-        let progress = Arc::new(AtomicUsize::new(0), GFP_KERNEL)?;
+        let started = Arc::new(AtomicUsize::new(0), GFP_KERNEL)?;
         let mut mem = KVec::from_elem(0u8, 24, GFP_KERNEL)?;
         set_word(&mut mem, 2, SENTINEL);
         let base = mem.as_ptr() as u64;
         let (kmr, stag) = fast_reg(dev, &pd, &mut mem, None, ALL_RIGHTS)?;
         let mut callers = KVec::with_capacity(3, GFP_KERNEL)?;
         for w in [0u64, 0, 1] {
-            callers.push(Caller::new(kmr.ib().mr(), &locks, pd.id(), stag, base + 8 * w, OPS, &progress)?, GFP_KERNEL)?;
+            callers.push(Caller::new(kmr.ib().mr(), &locks, pd.id(), stag, base + 8 * w, OPS, &started, 3)?, GFP_KERNEL)?;
         }
         let mut kmr = Some(kmr);
         let mut after = [0u64; 3];
         run_all(&callers, || {
             let start = Instant::<Monotonic>::now();
-            while progress.load(Ordering::Relaxed) < 3000 && start.elapsed().as_millis() < 10_000 {
+            // Every caller well under way.
+            while callers.iter().any(|c| c.ok.load(Ordering::Relaxed) < 500) && start.elapsed().as_millis() < 10_000 {
                 fsleep(Delta::from_micros(200));
             }
             if dereg {
@@ -327,6 +341,7 @@ mod cases {
         let pd = KPd::alloc(dev, false)?;
         let mut mem = KVec::from_elem(0u8, 16, GFP_KERNEL)?;
         let to = mem.as_ptr() as u64;
+        let pd_id = pd.id();
         for (round, dereg) in [(1u64, false), (2, true)] {
             let (kmr, stag) = fast_reg(dev, &pd, &mut mem, None, ALL_RIGHTS)?;
             let mr = kmr.ib().mr().clone();
@@ -336,7 +351,7 @@ mod cases {
             )?;
             let (m, g) = (mr.clone(), f.clone());
             let job = move || {
-                let _ = m.with_word(stag, to, |w| {
+                let _ = m.with_word(stag, pd_id, to, 0, |w| {
                     g.inside.store(true, Ordering::Release);
                     let t = Instant::<Monotonic>::now();
                     while t.elapsed().as_nanos() < HOLD_NS {
@@ -368,7 +383,7 @@ mod cases {
             pr_info!("rsiw atomic pin: round {}: the end of the registration overlapped the atomic: {}\n", round, overlapped);
             check!(inside && finished);
             check!(word(&mem, 0) == round);
-            check!(mr.with_word(stag, to, |w| w.load()).err() == Some(MrError::InvalidStag));
+            check!(mr.with_word(stag, pd_id, to, 0, |w| w.load()).err() == Some(MrError::InvalidStag));
             drop(kmr);
         }
         Ok(())
