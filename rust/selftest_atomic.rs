@@ -285,8 +285,8 @@ pub(crate) mod harness {
         if let Some(end) = end.as_mut() {
             let progress = || workers.iter().map(|w| w.ok.load(Ordering::Relaxed)).sum::<usize>();
             ended = end(&progress, rkey, &pd).and_then(|()| {
-                let mut snapshot = KVec::from_elem(0u8, target.len(), GFP_KERNEL)?;
-                snapshot.copy_from_slice(&target);
+                let mut snapshot = KVec::with_capacity(target.len(), GFP_KERNEL)?;
+                snapshot.extend_from_slice(&target, GFP_KERNEL)?;
                 Ok(Some(snapshot))
             });
         }
