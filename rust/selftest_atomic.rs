@@ -221,10 +221,11 @@ pub(crate) mod harness {
 
     /// [`stress`] with `qps` QPs on distinct words of the one MR while
     /// `end` ends its registration. Then every QP's atomics must be k
-    /// successes with originals 0..k (its word ends at k), then one
-    /// `IB_WC_REM_ACCESS_ERR` and flushes; the memory must not change
-    /// after `end` returned; each responder sent Invalid STag. Returns the
-    /// atomics that succeeded.
+    /// successes with originals 0..k, then one `IB_WC_REM_ACCESS_ERR` and
+    /// flushes; its word ends at k plus at most the atomics in flight
+    /// (executed, but their responses dropped for the Terminate); the
+    /// memory must not change after `end` returned; each responder sent
+    /// Invalid STag. Returns the atomics that succeeded.
     pub(crate) fn stress_ended(dev: &Found, qps: usize, ops: usize, end: EndRegistration<'_>) -> Result<u64> {
         run(dev, qps, qps, ops, Some(end))
     }
@@ -312,7 +313,13 @@ pub(crate) mod harness {
                 for (i, w) in workers.iter().enumerate() {
                     let ok = w.ok.load(Ordering::Relaxed);
                     check!(ok < ops && w.failed.load(Ordering::Relaxed) == WC_REM_ACCESS_ERR);
-                    check!(word(&target, i) == ok as u64);
+                    // Completed atomics are in the word; so may be a few
+                    // whose responses the responder's Terminate replaced
+                    // (it goes out after the FPDU in flight, queued
+                    // responses are dropped: the verbs leave the target of
+                    // a failed atomic undefined). At most the ones in flight.
+                    let v = word(&target, i);
+                    check!(v >= ok as u64 && v <= (ok + WINDOW) as u64);
                     check!((0..ok).all(|k| results[i * ops + k] == k as u64));
                     check!(results[i * ops + ok..(i + 1) * ops].iter().all(|&r| r == u64::MAX));
                     total += ok;
