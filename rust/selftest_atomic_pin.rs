@@ -9,17 +9,6 @@
 
 use kernel::prelude::*;
 
-/// `assert!` outside a `#[test]` fn is core's and would BUG the kernel:
-/// helpers report a failed check as an error, which fails the test.
-macro_rules! check {
-    ($c:expr) => {
-        if !$c {
-            pr_err!("rsiw kunit: check failed (line {}): {}\n", line!(), stringify!($c));
-            return Err(EBADMSG);
-        }
-    };
-}
-
 /// Callers of `respond_on` in work items.
 #[cfg(CONFIG_KUNIT = "y")]
 mod callers {
@@ -34,6 +23,7 @@ mod callers {
     };
 
     use crate::{
+        selftest_util::check,
         atomic::respond_on,
         atomic_locks::AtomicLocks,
         engine::{error as term, rdmap::AtomicPlan, wire::atomic::RequestRepr},
@@ -199,6 +189,7 @@ mod cases {
 
     use super::callers::{check_word, locks, run_all, Caller};
     use crate::{
+        selftest_util::check,
         ffi::{device::testing::Found, mr::testing::KPd},
         mr::MrError,
         selftest_atomic::harness::{fast_reg, set_word, word, ALL_RIGHTS},
