@@ -435,9 +435,9 @@ mod pin {
     }
 }
 
-/// `respond_on` calls per second from 2 and 4 work items, without QPs or
-/// TCP: distinct words of one MR, one word, distinct MRs. Prints only
-/// (`scripts/bench.sh --vm-atomics`).
+/// `respond_on` calls per second from 1, 2 and 4 work items, without QPs
+/// or TCP: distinct words of one MR, one word, distinct MRs; best of three
+/// runs each. Prints only (`scripts/bench.sh --vm-atomics`).
 #[kunit_tests(rsiw_atomic_bench_direct)]
 mod bench {
     use kernel::prelude::*;
@@ -458,8 +458,12 @@ mod bench {
                     (Layout::SameWord, "one word"),
                     (Layout::DistinctMrs, "distinct MRs"),
                 ] {
-                    let rate = parallel(dev, layout, n, ops)?;
-                    pr_info!("rsiw atomic bench direct: {} callers, {:<22}, {} ops each: {:>9} ops/s\n", n, what, ops, rate);
+                    // Best of three: a host descheduling a vCPU only slows.
+                    let mut rate = 0;
+                    for _ in 0..3 {
+                        rate = rate.max(parallel(dev, layout, n, ops)?);
+                    }
+                    pr_info!("rsiw atomic bench direct: {} callers, {:<22}, {} ops each: {:>9} ops/s (best of 3)\n", n, what, ops, rate);
                 }
             }
             Ok(())
