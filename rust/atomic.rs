@@ -5,6 +5,7 @@
 //! validation (AOpCode, STag, PD, REMOTE_ATOMIC, bounds, alignment).
 
 use crate::{
+    atomic_locks::AtomicLocks,
     device::Device,
     engine::{
         error::{self as term, TermError},
@@ -12,21 +13,27 @@ use crate::{
         rdmap::{atomic_execute, AtomicPlan, OPERAND_LEN},
     },
     ffi::mr::access,
-    mr::MrError,
+    mr::{Mr, MrError},
 };
 
 /// Executes a validated Atomic Request on the target word in place and
-/// returns the original value. The checks run again under the MR's lock
-/// (the MR may have been invalidated since the engine looked), then the
-/// word's load, compute and store run under its lock in the device's
-/// table. On any error nothing is written.
+/// returns the original value. The checks (STag, PD, REMOTE_ATOMIC,
+/// bounds, alignment) run again under the MR's lock (the MR may have been
+/// invalidated since the engine looked), then,
+/// with the MR's lock released and an in-flight pin on the MR (see
+/// `crate::mr`), the word's load, compute and store run under its lock in
+/// the device's table: atomics on distinct words of one MR run in
+/// parallel. On any error nothing is written.
 pub(crate) fn respond(dev: &Device, pd: u32, plan: &AtomicPlan) -> Result<u64, TermError> {
-    let mr = dev
-        .stags()
-        .check(plan.stag, pd, plan.to, OPERAND_LEN, access::REMOTE_ATOMIC)
-        .map_err(remote_err)?;
-    mr.with_word(plan.stag, plan.to, |word| {
-        dev.atomic_locks().with(word.phys(), || {
+    let mr = dev.stags().get(plan.stag).ok_or(term::rdmap::INVALID_STAG)?;
+    respond_on(&mr, dev.atomic_locks(), pd, plan)
+}
+
+/// [`respond`] on the MR `plan.stag` resolved to, with the lock table
+/// `locks` (the self-tests call it from several work items at once).
+pub(crate) fn respond_on(mr: &Mr, locks: &AtomicLocks, pd: u32, plan: &AtomicPlan) -> Result<u64, TermError> {
+    mr.with_word(plan.stag, pd, plan.to, access::REMOTE_ATOMIC, |word| {
+        locks.with(word.phys(), || {
             let (new, original) = atomic_execute(word.load(), &plan.request)?;
             if let Some(v) = new {
                 word.store(v);

@@ -18,8 +18,10 @@
 //!
 //! RX runs in softirq (the socket's `data_ready`) and in process context
 //! (the hand-off reads what arrived first): the locks are irq-safe. One
-//! lock is held at a time, innermost (after the QP's engine lock and the
-//! MR's lock), so they never nest.
+//! lock is held at a time, innermost (after the QP's engine lock), so they
+//! never nest. The MR's lock is not held: the caller pins the MR instead
+//! (`crate::mr`, `Mr::with_word`), so the table is the only point where
+//! atomics serialise and distinct words of one MR proceed in parallel.
 
 use kernel::{new_spinlock_irq, prelude::*, sync::SpinLockIrq};
 

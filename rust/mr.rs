@@ -15,10 +15,34 @@
 //! and the index cursor; `Mr::state` (irq-safe spinlock) protects one MR's
 //! registration and memory. The table lock is never held while taking an
 //! MR's lock. Both may be taken from any context (the RX softirq).
+//!
+//! Atomics do not hold the MR's lock for their read-modify-write, so
+//! atomics on distinct words of one MR run in parallel and the device's
+//! atomic lock table (`crate::atomic_locks`) is their only serialisation
+//! point. [`Mr::with_word`] disables local interrupts, checks state, key
+//! and bounds and locates the word under the MR's lock, takes an
+//! *in-flight pin* (`Mr::in_flight`) there, releases the lock, runs the
+//! read-modify-write (which takes the table lock of the word), and drops
+//! the pin, all before interrupts come back on. Everything that ends a
+//! registration or replaces its memory first makes it unreachable under
+//! the MR's lock (invalid, or memory detached: no new pin can be taken)
+//! and then spins until the pins drain ([`Mr::drain`]): invalidation
+//! (local, remote, Read with Invalidate), deregistration (before the
+//! memory is dropped and the umem released) and fast-register (before it
+//! swaps the page list; normally already drained by the invalidation).
+//! The spin is safe in any context, holding any lock: a pin holder runs
+//! with interrupts off, so it is never preempted or interrupted by the
+//! waiter on its own CPU, and it needs no lock but one table lock, which
+//! no waiter holds and whose holders take nothing else. The MR lock and
+//! the table locks never nest. Copies (`copy_to`, `copy_from`, `commit`)
+//! still run under the MR's lock; an RDMA Write into a word is not
+//! serialised against an atomic on it (the verbs only make atomics atomic
+//! with respect to each other).
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
 use kernel::{
+    interrupt::local_interrupt_disable,
     prelude::*,
     sync::{new_spinlock_irq, Arc, SpinLockIrq},
     xarray::{AllocKind, XArray},
@@ -185,6 +209,9 @@ pub(crate) struct Mr {
     index: AtomicU32,
     pd: u32,
     kind: MrKind,
+    /// Atomics between locating their word and finishing with it (see the
+    /// module doc): taken under `state`'s lock, dropped without it.
+    in_flight: AtomicU32,
     #[pin]
     state: SpinLockIrq<MrState>,
 }
@@ -196,6 +223,7 @@ impl Mr {
                 index: AtomicU32::new(0),
                 pd,
                 kind,
+                in_flight: AtomicU32::new(0),
                 state <- new_spinlock_irq!(st, "rsiw_mr"),
             }),
             GFP_KERNEL,
@@ -305,15 +333,19 @@ impl Mr {
     /// in the engine's order: STag valid with this key, PD, rights `need`
     /// (`IB_ACCESS_*`; 0 = local read), wrap, bounds.
     pub(crate) fn check(&self, stag: u32, pd: u32, to: u64, len: u64, need: u32) -> Result<(), MrError> {
-        let st = self.state.lock();
-        Self::check_locked(&st, stag, to, len)?;
+        self.check_all(&self.state.lock(), stag, pd, to, len, need).map(|_| ())
+    }
+
+    /// [`Mr::check`] under the lock; returns the offset of `to` in the region.
+    fn check_all(&self, st: &MrState, stag: u32, pd: u32, to: u64, len: u64, need: u32) -> Result<u64, MrError> {
+        Self::check_locked(st, stag, to, len)?;
         if self.pd != pd {
             return Err(MrError::Pd);
         }
         if st.access & need != need {
             return Err(MrError::Access);
         }
-        region_offset(st.iova, st.len, to, len).map(|_| ())
+        region_offset(st.iova, st.len, to, len)
     }
 
     fn check_locked(st: &MrState, stag: u32, _to: u64, _len: u64) -> Result<(), MrError> {
@@ -377,24 +409,51 @@ impl Mr {
     }
 
     /// Runs `f` on the aligned 8-octet word at `to` through `stag`, in
-    /// place, under the MR's lock (checks as [`Mr::copy_to`]): the target
-    /// of an RFC 7306 atomic. The caller serialises atomics on the word
-    /// (the device's `AtomicLocks`, keyed by `Word::phys`).
+    /// place, after every check of [`Mr::check`] for a QP of `pd` needing
+    /// `need`: the target of an RFC 7306 atomic. The MR's lock is taken
+    /// once per atomic: the checks and the word's location run under it;
+    /// `f` runs after it is released, under an in-flight pin and with
+    /// local interrupts off (see the module doc). The caller serialises
+    /// atomics on the word (the device's `AtomicLocks`, keyed by
+    /// `Word::phys`).
     pub(crate) fn with_word<R>(
         &self,
         stag: u32,
+        pd: u32,
         to: u64,
+        need: u32,
         f: impl FnOnce(&mut Word<'_>) -> R,
     ) -> Result<R, MrError> {
-        let st = self.state.lock();
-        Self::check_locked(&st, stag, to, 8)?;
-        let off = region_offset(st.iova, st.len, to, 8)?;
-        let res = match &st.mem {
-            Memory::Kernel(k) => k.with_word(to, f),
-            Memory::Pages(p) => p.with_word(st.first_offset.checked_add(off).ok_or(MrError::Bounds)?, f),
-            Memory::None => return Err(MrError::InvalidStag),
+        let irqs_off = local_interrupt_disable();
+        let word = {
+            let st = self.state.lock_with(&irqs_off);
+            let off = self.check_all(&st, stag, pd, to, 8, need)?;
+            let word = match &st.mem {
+                Memory::Kernel(k) => k.word_at(to),
+                Memory::Pages(p) => p.word_at(st.first_offset.checked_add(off).ok_or(MrError::Bounds)?),
+                Memory::None => return Err(MrError::InvalidStag),
+            };
+            let word = word.map_err(|e| if e == EINVAL { MrError::Misaligned } else { MrError::Bounds })?;
+            // Under the lock: whoever ends the registration takes the lock
+            // after this and waits for the pin, or before and we failed.
+            self.in_flight.fetch_add(1, Ordering::Relaxed);
+            word
         };
-        res.map_err(|e| if e == EINVAL { MrError::Misaligned } else { MrError::Bounds })
+        let r = word.with(f);
+        // Release: the read-modify-write is done before a drain sees 0.
+        self.in_flight.fetch_sub(1, Ordering::Release);
+        drop(irqs_off);
+        Ok(r)
+    }
+
+    /// Waits until no atomic holds an in-flight pin. The caller made the
+    /// registration unreachable under the MR's lock first, so no new pin
+    /// can be taken; the holders run a few instructions with interrupts
+    /// off and need no lock the caller may hold (see the module doc).
+    fn drain(&self) {
+        while self.in_flight.load(Ordering::Acquire) != 0 {
+            core::hint::spin_loop();
+        }
     }
 
     /// `map_mr_sg`: lets `f` refill the mapped page list of a fast-register
@@ -448,6 +507,9 @@ impl Mr {
             crate::flush::refused_persistent("fast-register MR");
             return Err(MrError::NotPersistent);
         }
+        // An invalidation racing with this one drains before it returns;
+        // wait here too, so the list never changes under an atomic.
+        self.drain();
         active.copy_from(mapped).map_err(|_| MrError::Bounds)?;
         st.first_offset = st.mapped_offset;
         st.key = stag_key(req.key);
@@ -473,16 +535,23 @@ impl Mr {
             return Err(MrError::State);
         }
         st.valid = false;
+        drop(st);
+        // Once this returns the consumer may reuse the memory.
+        self.drain();
         Ok(())
     }
 
-    /// Deregistration: invalid, memory detached. Returns the memory so the
-    /// caller drops it outside the lock (page lists may be vmalloc'ed).
+    /// Deregistration: invalid, memory detached, in-flight atomics
+    /// drained. Returns the memory so the caller drops it outside the lock
+    /// (page lists may be vmalloc'ed).
     fn detach(&self) -> (Memory, Option<MrPages>) {
         let mut st = self.state.lock();
         st.valid = false;
         let mem = core::mem::replace(&mut st.mem, Memory::None);
-        (mem, st.mapped.take())
+        let mapped = st.mapped.take();
+        drop(st);
+        self.drain();
+        (mem, mapped)
     }
 }
 
@@ -550,7 +619,7 @@ impl StagTable {
     }
 
     /// Deregisters `mr`: out of the table, then invalid and detached from
-    /// its memory. Afterwards no copy runs or can start.
+    /// its memory. Afterwards no copy or atomic runs or can start.
     pub(crate) fn deregister(&self, mr: &Arc<Mr>) {
         let removed = self.remove(mr);
         let detached = mr.detach();

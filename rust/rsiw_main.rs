@@ -21,6 +21,7 @@ mod mr;
 mod qp;
 mod selftest;
 mod selftest_atomic;
+mod selftest_atomic_pin;
 mod selftest_cm;
 mod selftest_faults;
 mod selftest_flush;

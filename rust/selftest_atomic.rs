@@ -19,8 +19,8 @@ macro_rules! check {
 
 /// Connections, QP ends and the stress routine, shared by the suites.
 #[cfg(CONFIG_KUNIT = "y")]
-mod harness {
-    use core::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
+pub(crate) mod harness {
+    use core::sync::atomic::{AtomicI32, AtomicU32, AtomicUsize, Ordering};
 
     use kernel::{
         prelude::*,
@@ -35,7 +35,7 @@ mod harness {
             wire::mpa::Rtr,
         },
         ffi::{
-            cq::testing::{KCq, RawWc, WC_SUCCESS},
+            cq::testing::{KCq, RawWc, WC_SUCCESS, WC_WR_FLUSH_ERR},
             device::{self, testing::Found},
             mr::{
                 access,
@@ -137,6 +137,13 @@ mod harness {
         results: u64,
         ops: usize,
         error: AtomicI32,
+        /// Stop at the first failed completion instead of failing (the
+        /// invalidation race): the rest must be flushed.
+        tolerate: bool,
+        /// Successful completions so far (all before any failure).
+        ok: AtomicUsize,
+        /// The status of the first failed completion (`WC_SUCCESS`: none).
+        failed: AtomicU32,
     }
 
     /// WRs in flight per QP (more than the ORD, so the SQ queues some).
@@ -146,16 +153,23 @@ mod harness {
     const STALL_NS: i64 = 20_000_000_000;
 
     /// Posts `ops` FetchAdds of 1, keeping `WINDOW` in flight, and polls.
+    /// Completions come in order; with `tolerate`, posting stops at the
+    /// first failure and every WR after it must be flushed.
     fn hammer(w: &Worker) -> Result {
         let (mut posted, mut completed) = (0usize, 0usize);
+        let mut stopped = false;
         let mut progress = Instant::<Monotonic>::now();
         let mut wcs = [RawWc::default(); 8];
         let add1 = AtomicArgs { compare_add: 1, ..Default::default() };
-        while completed < w.ops {
-            while posted < w.ops && posted - completed < WINDOW {
+        while completed < posted || (!stopped && completed < w.ops) {
+            while !stopped && posted < w.ops && posted - completed < WINDOW {
                 let seg = Seg { addr: w.results + 8 * posted as u64, len: 8, lkey: w.lkey };
-                w.end.qp.post_atomic(posted as u64, WR_ATOMIC_FA, &[seg], w.rkey, w.target, add1)?;
-                posted += 1;
+                match w.end.qp.post_atomic(posted as u64, WR_ATOMIC_FA, &[seg], w.rkey, w.target, add1) {
+                    Ok(()) => posted += 1,
+                    // The QP went to Error under us: what was posted is flushed.
+                    Err(_) if w.tolerate => stopped = true,
+                    Err(e) => return Err(e),
+                }
             }
             let n = w.end.cq.poll(&mut wcs);
             if n <= 0 {
@@ -166,9 +180,18 @@ mod harness {
                 continue;
             }
             for wc in &wcs[..n as usize] {
-                if wc.status != WC_SUCCESS || wc.opcode != WC_FETCH_ADD || wc.wr_id as usize >= posted {
-                    pr_err!("rsiw kunit: atomic wc {:?}\n", wc);
+                let first_failure = w.tolerate && !stopped && wc.status != WC_SUCCESS;
+                let flushed = w.tolerate && stopped && wc.status == WC_WR_FLUSH_ERR;
+                let good = wc.status == WC_SUCCESS && wc.opcode == WC_FETCH_ADD && !stopped;
+                if wc.wr_id as usize != completed || !(good || first_failure || flushed) {
+                    pr_err!("rsiw kunit: atomic wc {:?} (completion {})\n", wc, completed);
                     return Err(EIO);
+                }
+                if good {
+                    w.ok.fetch_add(1, Ordering::Relaxed);
+                } else if first_failure {
+                    w.failed.store(wc.status, Ordering::Relaxed);
+                    stopped = true;
                 }
                 completed += 1;
             }
@@ -189,7 +212,26 @@ mod harness {
     /// ..., n - 1 (no update lost or duplicated), increasing per QP.
     /// Returns atomic operations per second (for information only).
     pub(crate) fn stress(dev: &Found, qps: usize, words: usize, ops: usize) -> Result<u64> {
-        if qps == 0 || words == 0 || words > qps {
+        run(dev, qps, words, ops, None)
+    }
+
+    /// Ends the registration of the hammered MR during a run: gets the
+    /// sum of the QPs' successful completions so far, the STag, the PD.
+    pub(crate) type EndRegistration<'a> = &'a mut dyn FnMut(&dyn Fn() -> usize, u32, &KPd) -> Result;
+
+    /// [`stress`] with `qps` QPs on distinct words of the one MR while
+    /// `end` ends its registration. Then every QP's atomics must be k
+    /// successes with originals 0..k, then one `IB_WC_REM_ACCESS_ERR` and
+    /// flushes; its word ends at k plus at most the atomics in flight
+    /// (executed, but their responses dropped for the Terminate); the
+    /// memory must not change after `end` returned; each responder sent
+    /// Invalid STag. Returns the atomics that succeeded.
+    pub(crate) fn stress_ended(dev: &Found, qps: usize, ops: usize, end: EndRegistration<'_>) -> Result<u64> {
+        run(dev, qps, qps, ops, Some(end))
+    }
+
+    fn run(dev: &Found, qps: usize, words: usize, ops: usize, mut end: Option<EndRegistration<'_>>) -> Result<u64> {
+        if qps == 0 || words == 0 || words > qps || (end.is_some() && words != qps) {
             return Err(EINVAL);
         }
         let pd = KPd::alloc(dev, false)?;
@@ -200,7 +242,8 @@ mod harness {
         let tbase = target.as_ptr() as u64;
         let mut results = KVVec::from_elem(u64::MAX, qps * ops, GFP_KERNEL)?;
         let rbase = results.as_mut_ptr() as u64;
-        let (_mr, rkey) = fast_reg(dev, &pd, &mut target, None, ALL_RIGHTS)?;
+        // One MR over all the words: distinct words of it do not serialise.
+        let (mr, rkey) = fast_reg(dev, &pd, &mut target, None, ALL_RIGHTS)?;
         let mut responders = KVec::with_capacity(qps, GFP_KERNEL)?;
         let mut workers: KVec<Arc<Worker>> = KVec::with_capacity(qps, GFP_KERNEL)?;
         for i in 0..qps {
@@ -214,6 +257,9 @@ mod harness {
                 results: rbase + (8 * i * ops) as u64,
                 ops,
                 error: AtomicI32::new(0),
+                tolerate: end.is_some(),
+                ok: AtomicUsize::new(0),
+                failed: AtomicU32::new(WC_SUCCESS),
             };
             workers.push(Arc::new(w, GFP_KERNEL)?, GFP_KERNEL)?;
         }
@@ -236,6 +282,15 @@ mod harness {
                 spawned += 1;
             }
         }
+        let mut ended = Ok(None);
+        if let Some(end) = end.as_mut() {
+            let progress = || workers.iter().map(|w| w.ok.load(Ordering::Relaxed)).sum::<usize>();
+            ended = end(&progress, rkey, &pd).and_then(|()| {
+                let mut snapshot = KVec::with_capacity(target.len(), GFP_KERNEL)?;
+                snapshot.extend_from_slice(&target, GFP_KERNEL)?;
+                Ok(Some(snapshot))
+            });
+        }
         // Workers end by themselves (done, failed, or stalled).
         while done.load(Ordering::Acquire) < spawned {
             fsleep(Delta::from_millis(1));
@@ -249,9 +304,46 @@ mod harness {
                 return Err(Error::from_errno(e));
             }
         }
-        verify(&target, &results, qps, words, ops)?;
+        match ended? {
+            None => verify(&target, &results, qps, words, ops)?,
+            Some(snapshot) => {
+                check!(target[..] == snapshot[..]);
+                check!(word(&target, words) == SENTINEL);
+                let mut total = 0;
+                for (i, w) in workers.iter().enumerate() {
+                    let ok = w.ok.load(Ordering::Relaxed);
+                    check!(ok < ops && w.failed.load(Ordering::Relaxed) == WC_REM_ACCESS_ERR);
+                    // Completed atomics are in the word; so may be a few
+                    // whose responses the responder's Terminate replaced
+                    // (it goes out after the FPDU in flight, queued
+                    // responses are dropped: the verbs leave the target of
+                    // a failed atomic undefined). At most the ones in flight.
+                    let v = word(&target, i);
+                    check!(v >= ok as u64 && v <= (ok + WINDOW) as u64);
+                    check!((0..ok).all(|k| results[i * ops + k] == k as u64));
+                    check!(results[i * ops + ok..(i + 1) * ops].iter().all(|&r| r == u64::MAX));
+                    total += ok;
+                }
+                for b in responders.iter() {
+                    let mut sent = None;
+                    for _ in 0..2000 {
+                        sent = b.qp.qp().stream_status().terminate_sent;
+                        if sent.is_some() {
+                            break;
+                        }
+                        fsleep(Delta::from_millis(1));
+                    }
+                    check!(sent == Some(crate::engine::error::rdmap::INVALID_STAG));
+                }
+                drop(workers);
+                drop(responders);
+                drop(mr);
+                return Ok(total as u64);
+            }
+        }
         drop(workers);
         drop(responders);
+        drop(mr);
         Ok((qps * ops) as u64 * 1_000_000_000 / nanos)
     }
 
@@ -459,14 +551,14 @@ mod semantics {
             let (mr, stag) = fast_reg(dev, &pd, &mut mem[off..off + 64], Some(0x1_0004), rights)?;
             let table = dev.device().data().stags();
             let m = table.get(stag).ok_or(EINVAL)?;
-            check!(m.with_word(stag, 0x1_0008, |w| w.load()).err() == Some(MrError::Misaligned));
+            check!(m.with_word(stag, pd.id(), 0x1_0008, 0, |w| w.load()).err() == Some(MrError::Misaligned));
             // 4 octets further the word is aligned in memory, and it is the
             // word the DMA MR names by address: one physical word, one lock.
-            let phys = m.with_word(stag, 0x1_000C, |w| w.phys())?;
+            let phys = m.with_word(stag, pd.id(), 0x1_000C, 0, |w| w.phys())?;
             let lkey = pd.local_dma_lkey();
             let dma = table.get(lkey).ok_or(EINVAL)?;
-            check!(dma.with_word(lkey, va + 8, |w| w.phys())? == phys);
-            check!(m.with_word(stag, 0x1_000C, |w| w.load())? == 0x7777_7777_7777_7777);
+            check!(dma.with_word(lkey, pd.id(), va + 8, 0, |w| w.phys())? == phys);
+            check!(m.with_word(stag, pd.id(), 0x1_000C, 0, |w| w.load())? == 0x7777_7777_7777_7777);
             refused(dev, &pd, stag, 0x1_0008, WC_REM_OP_ERR, term::rdmap::CATA_STREAM, &mem)?;
             drop(mr);
         }
@@ -483,9 +575,45 @@ mod semantics {
 /// words at once: no update lost or duplicated.
 #[kunit_tests(rsiw_atomic_stress)]
 mod stress {
-    use kernel::prelude::*;
+    use kernel::{
+        prelude::*,
+        time::{delay::fsleep, Delta, Instant, Monotonic},
+    };
 
-    use super::harness::{stress, with_device};
+    use super::harness::{stress, stress_ended, with_device};
+    use crate::ffi::mr::testing::KPd;
+
+    /// Four QPs hammer distinct words of one MR; once they made progress
+    /// the MR is invalidated (then, in a second run, deregistered: out of
+    /// the STag table and detached) under them. Checked in
+    /// `stress_ended`: completed atomics have the right originals and
+    /// values, the rest fail with `IB_WC_REM_ACCESS_ERR` (Terminate,
+    /// Invalid STag) or are flushed, memory is frozen once the end of the
+    /// registration returned.
+    #[test]
+    fn end_of_registration_under_fetch_adds_in_flight() -> Result {
+        with_device(c"rsiw_at8", |dev| {
+            for dereg in [false, true] {
+                let mut end = |progress: &dyn Fn() -> usize, stag: u32, pd: &KPd| -> Result {
+                    let start = Instant::<Monotonic>::now();
+                    while progress() < 100 && start.elapsed().as_millis() < 10_000 {
+                        fsleep(Delta::from_micros(200));
+                    }
+                    let table = dev.device().data().stags();
+                    if dereg {
+                        table.deregister(&table.get(stag).ok_or(EINVAL)?);
+                        Ok(())
+                    } else {
+                        Ok(table.invalidate(stag, pd.id())?)
+                    }
+                };
+                let done = stress_ended(dev, 4, 100_000, &mut end)?;
+                let what = if dereg { "deregistration" } else { "invalidation" };
+                pr_info!("rsiw atomic stress: {} under 4 QPs: ok, {} FetchAdds completed before it\n", what, done);
+            }
+            Ok(())
+        })
+    }
 
     #[test]
     fn concurrent_fetch_add_same_and_neighbouring_words() -> Result {
@@ -501,9 +629,10 @@ mod stress {
     }
 }
 
-/// Atomic ops/s for 1, 4 and 16 QPs on one word and on distinct words.
-/// Prints only; `atomic_bench_ops` sets the FetchAdds per QP
-/// (`scripts/bench.sh --vm-atomics`).
+/// Atomic ops/s for 1, 4 and 16 QPs on one word and on distinct words of
+/// one MR (the words of a run are always in one MR). Prints only;
+/// `atomic_bench_ops` sets the FetchAdds per QP (`scripts/bench.sh
+/// --vm-atomics`).
 #[kunit_tests(rsiw_atomic_bench)]
 mod bench {
     use kernel::prelude::*;
@@ -518,9 +647,9 @@ mod bench {
         };
         with_device(c"rsiw_at3", |dev| {
             for qps in [1usize, 4, 16] {
-                for (words, what) in [(1, "one word"), (qps, "distinct words")] {
+                for (words, what) in [(1, "one word"), (qps, "distinct words, one MR")] {
                     let rate = stress(dev, qps, words, ops)?;
-                    pr_info!("rsiw atomic bench: {:>2} QPs, {:<14}, {} ops/QP: {:>8} ops/s\n", qps, what, ops, rate);
+                    pr_info!("rsiw atomic bench: {:>2} QPs, {:<22}, {} ops/QP: {:>8} ops/s\n", qps, what, ops, rate);
                 }
             }
             Ok(())

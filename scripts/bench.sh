@@ -19,8 +19,11 @@
 #            boots the test guest and runs the rsiw_atomic_bench KUnit
 #            suite: RFC 7306 FetchAdd operations per second for 1, 4 and 16
 #            QPs (each on its own loopback connection, posted from its own
-#            work item) on one word and on distinct words, OPS per QP
-#            (default 20000). Needs the module built (make).
+#            work item) on one word and on distinct words of one MR, OPS per
+#            QP (default 20000); then the responder's read-modify-write
+#            called directly from 1, 2 and 4 work items (no TCP), 10 x OPS
+#            each, on distinct words of one MR, one word, distinct MRs.
+#            Needs the module built (make).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cd "$RSIW_ROOT"
@@ -41,7 +44,7 @@ if [ "${1:-}" = --vm-atomics ]; then
 	out=$(mktemp -d "${TMPDIR:-/tmp}/rsiw-atomic-bench.XXXXXX")
 	rc=0
 	scripts/vm-run.sh --quiet --timeout 1200 --out "$out" \
-		--append 'kunit.filter_glob=rsiw_atomic_bench' \
+		--append 'kunit.filter_glob=rsiw_atomic_bench*' \
 		-- tools/vmtest/atomic-bench.sh "$ops" || rc=$?
 	cat "$out/output.log" 2>/dev/null || true
 	exit "$rc"

@@ -10,7 +10,9 @@
 //! deregistration. `crate::mr` checks every access against the
 //! registration (state, key, bounds) under the MR's lock before calling
 //! in here, and deregistration detaches the memory under that lock before
-//! the pages are unpinned.
+//! the pages are unpinned. Atomics touch their word after the MR's lock is
+//! released, under an in-flight pin the end of a registration waits for
+//! (see [`WordAt`] and `crate::mr`).
 
 use core::{
     ptr,
@@ -179,11 +181,11 @@ impl MrPages {
         })
     }
 
-    /// Runs `f` on the 8-octet word at `pos` from the start of the first
-    /// page, in place (RFC 7306 atomics). `EINVAL` unless the word is
-    /// 8-octet aligned in memory (so it never straddles a page), `EFAULT`
-    /// unless it lies inside the pages.
-    pub(crate) fn with_word<R>(&self, pos: u64, f: impl FnOnce(&mut Word<'_>) -> R) -> Result<R> {
+    /// Locates the 8-octet word at `pos` from the start of the first page
+    /// (RFC 7306 atomics). `EINVAL` unless the word is 8-octet aligned in
+    /// memory (so it never straddles a page), `EFAULT` unless it lies
+    /// inside the pages.
+    pub(crate) fn word_at(&self, pos: u64) -> Result<WordAt> {
         if pos % WORD != 0 || self.page_size % WORD as usize != 0 {
             return Err(EINVAL);
         }
@@ -200,22 +202,13 @@ impl MrPages {
                 // the block, `off + 8 <= page_size`; `addr` is 8-aligned
                 // (block addresses are page_size aligned, `pos` is 8-aligned).
                 let phys = unsafe { sys::rsiw_kaddr_phys(addr as *const c_void) };
-                // SAFETY: as above; the MR's lock (held by the caller) keeps
-                // the mapping registered for the call.
-                Ok(f(&mut unsafe { Word::new(addr as *mut u64, phys) }))
+                Ok(WordAt { place: Place::Virt(addr as *mut u64), phys })
             }
             PagesKind::Page => {
                 let page = entry as *mut sys::page;
-                // SAFETY: `entry` is a page pinned by the MR's umem; mapped
-                // and unmapped around `f` on this thread (no sleeping inside:
-                // the caller holds spinlocks).
-                unsafe {
-                    let base = sys::rsiw_kmap_local_page(page).cast::<u8>();
-                    let phys = sys::rsiw_page_phys(page) + off as u64;
-                    let r = f(&mut Word::new(base.add(off).cast::<u64>(), phys));
-                    sys::rsiw_kunmap_local(base.cast());
-                    Ok(r)
-                }
+                // SAFETY: `entry` is a page pinned by the MR's umem.
+                let phys = unsafe { sys::rsiw_page_phys(page) } + off as u64;
+                Ok(WordAt { place: Place::Page(page, off), phys })
             }
         }
     }
@@ -323,17 +316,59 @@ impl KernelMemory {
         unsafe { zcopy::ref_kernel_range(addr, len, out, crc) }
     }
 
-    /// Runs `f` on the 8-octet word at `addr` in place; `EINVAL` unless
-    /// `addr` is 8-aligned (see [`MrPages::with_word`]).
-    pub(crate) fn with_word<R>(&self, addr: u64, f: impl FnOnce(&mut Word<'_>) -> R) -> Result<R> {
+    /// Locates the 8-octet word at `addr`; `EINVAL` unless `addr` is
+    /// 8-aligned (see [`MrPages::word_at`]).
+    pub(crate) fn word_at(&self, addr: u64) -> Result<WordAt> {
         let addr = Self::check(addr, WORD_LEN)?;
         if addr % WORD_LEN != 0 {
             return Err(EINVAL);
         }
         // SAFETY: as in `write`; `addr` is non-null and does not wrap.
         let phys = unsafe { sys::rsiw_kaddr_phys(addr as *const c_void) };
-        // SAFETY: as in `write`; aligned as checked.
-        Ok(f(&mut unsafe { Word::new(addr as *mut u64, phys) }))
+        Ok(WordAt { place: Place::Virt(addr as *mut u64), phys })
+    }
+}
+
+/// Where a located word is.
+enum Place {
+    /// A kernel virtual address (DMA MR, fast-register MR).
+    Virt(*mut u64),
+    /// A pinned user page and the word's offset in it.
+    Page(*mut sys::page, usize),
+}
+
+/// An 8-octet aligned word of registered memory, located under the MR's
+/// lock and touched after it is released: `crate::mr` holds an in-flight
+/// pin on the MR from locating the word until [`WordAt::with`] returns,
+/// and whatever ends the registration (invalidation, fast-register,
+/// deregistration) waits for the pins to drain before the consumer may
+/// reuse the memory or the umem is released. Not `Send` (raw pointers):
+/// used on the thread that located it, with local interrupts off.
+pub(crate) struct WordAt {
+    place: Place,
+    phys: u64,
+}
+
+impl WordAt {
+    /// Runs `f` on the word in place.
+    pub(crate) fn with<R>(self, f: impl FnOnce(&mut Word<'_>) -> R) -> R {
+        match self.place {
+            // SAFETY: located by `word_at` (8-aligned, inside the mapping
+            // the registration covers); the caller's in-flight pin keeps
+            // the registration, hence the memory, for the call.
+            Place::Virt(ptr) => f(&mut unsafe { Word::new(ptr, self.phys) }),
+            // SAFETY: the page is pinned by the MR's umem, which the
+            // in-flight pin keeps (deregistration drains the pins before
+            // the umem is released); `off + 8 <= PAGE_SIZE`. Mapped and
+            // unmapped around `f` on this thread (no sleeping inside: the
+            // caller has interrupts off).
+            Place::Page(page, off) => unsafe {
+                let base = sys::rsiw_kmap_local_page(page).cast::<u8>();
+                let r = f(&mut Word::new(base.add(off).cast::<u64>(), self.phys));
+                sys::rsiw_kunmap_local(base.cast());
+                r
+            },
+        }
     }
 }
 
