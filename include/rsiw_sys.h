@@ -164,6 +164,7 @@ bool rsiw_sk_loopback_route(struct sock *sk);
 /* struct sock is opaque to bindgen (see rust/ffi/layout.rs): fields in C. */
 unsigned char rsiw_sk_state(const struct sock *sk);
 void rsiw_sk_bind_dev_if(struct sock *sk, int ifindex);
+int rsiw_tcp_read_sock(struct sock *sk, read_descriptor_t *desc, sk_read_actor_t actor);
 int rsiw_sock_send_pages(struct socket *sock, struct bio_vec *bv, unsigned int n, size_t len,
 			 struct rsiw_zc_notif *notif);
 

@@ -558,6 +558,17 @@ unsigned char rsiw_sk_state(const struct sock *sk)
 	return READ_ONCE(sk->sk_state);
 }
 
+/*
+ * tcp_read_sock() with its precondition checked where lockdep can: the
+ * caller owns the socket (TCP's receive path under bh_lock_sock, or
+ * lock_sock). rsiw reads from data_ready, state_change and after hooking.
+ */
+int rsiw_tcp_read_sock(struct sock *sk, read_descriptor_t *desc, sk_read_actor_t actor)
+{
+	sock_owned_by_me(sk);
+	return tcp_read_sock(sk, desc, actor);
+}
+
 /* Before bind, on a socket no one else sees (as siw does). */
 void rsiw_sk_bind_dev_if(struct sock *sk, int ifindex)
 {

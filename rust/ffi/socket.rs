@@ -743,7 +743,7 @@ unsafe fn read_sock(sk: *mut sys::sock, mut f: Reader<'_>) -> usize {
     desc.count = 1; // non-zero: keep reading; the actor zeroes it to stop
     desc.arg.data = (&raw mut f).cast();
     // SAFETY: per the contract; `desc` and the reader live across the call.
-    let ret = unsafe { sys::tcp_read_sock(sk, &mut desc, Some(read_actor)) };
+    let ret = unsafe { sys::rsiw_tcp_read_sock(sk, &mut desc, Some(read_actor)) };
     usize::try_from(ret).unwrap_or(0)
 }
 
