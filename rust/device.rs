@@ -271,7 +271,7 @@ impl ObjectCount {
     fn put(&self) {
         let prev = self.0.fetch_sub(1, Ordering::Relaxed);
         if prev == 0 {
-            kernel::pr_warn_once!("rsiw: object count underflow\n");
+            kernel::pr_warn_once!("object count underflow\n");
             self.0.store(0, Ordering::Relaxed);
         }
     }

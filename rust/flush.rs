@@ -23,7 +23,7 @@ pub(crate) fn commit_region(table: &StagTable, r: &Region) -> bool {
         Err(e) => {
             if crate::ffi::cm::ratelimited() {
                 pr_warn!(
-                    "rsiw: RDMA Commit of STag {:#x} ({} octets at {:#x}) failed: {:?}\n",
+                    "RDMA Commit of STag {:#x} ({} octets at {:#x}) failed: {:?}\n",
                     r.stag,
                     r.len,
                     r.to,
@@ -56,7 +56,7 @@ pub(crate) fn wc_status(s: Status) -> WcStatus {
 pub(crate) fn refused_persistent(what: &str) {
     if crate::ffi::cm::ratelimited() {
         pr_warn!(
-            "rsiw: {} with IB_ACCESS_FLUSH_PERSISTENT refused: not (all) persistent memory (needs fs-DAX/device-DAX pages of an NVDIMM or pmem region)\n",
+            "{} with IB_ACCESS_FLUSH_PERSISTENT refused: not (all) persistent memory (needs fs-DAX/device-DAX pages of an NVDIMM or pmem region)\n",
             what
         );
     }

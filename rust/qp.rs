@@ -739,7 +739,7 @@ impl Qp {
                 Event::LocalTerminate(err) => {
                     if crate::ffi::cm::ratelimited() {
                         pr_warn!(
-                            "rsiw: qp {}: protocol error, sending Terminate (layer {:?} type {:#x} code {:#04x})\n",
+                            "qp {}: protocol error, sending Terminate (layer {:?} type {:#x} code {:#04x})\n",
                             self.qpn, err.layer, err.etype, err.code
                         );
                     }
@@ -750,7 +750,7 @@ impl Qp {
                 Event::TerminateReceived(t) => {
                     if crate::ffi::cm::ratelimited() {
                         pr_warn!(
-                            "rsiw: qp {}: peer sent Terminate (layer {:?} type {:#x} code {:#04x})\n",
+                            "qp {}: peer sent Terminate (layer {:?} type {:#x} code {:#04x})\n",
                             self.qpn, t.error.layer, t.error.etype, t.error.code
                         );
                     }
@@ -1063,7 +1063,7 @@ impl Qp {
             // Cannot happen (the plan and the pages are built together):
             // the stream would be corrupt, so it ends here.
             if crate::ffi::cm::ratelimited() {
-                pr_err!("rsiw: qp {}: zero-copy round out of step, closing\n", self.qpn);
+                pr_err!("qp {}: zero-copy round out of step, closing\n", self.qpn);
             }
             zc.batch.clear();
             self.with_engine(|e, h| e.on_connection_lost(h));
@@ -1119,7 +1119,7 @@ impl CmQp for Qp {
         };
         if crate::ffi::cm::ratelimited() {
             pr_info!(
-                "rsiw: qp {} connected as {}: CRC {}, markers tx {} rx {}, IRD {} ORD {}, RTR {:?}\n",
+                "qp {} connected as {}: CRC {}, markers tx {} rx {}, IRD {} ORD {}, RTR {:?}\n",
                 self.qpn,
                 if p.initiator { "initiator" } else { "responder" },
                 if p.framing.crc { "on" } else { "off" },

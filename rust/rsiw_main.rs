@@ -94,13 +94,13 @@ impl kernel::Module for RsiwModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         let cm = ffi::cm::Runtime::new()?;
         let registration = ffi::link::Registration::new()?;
-        pr_info!("rsiw: software iWARP RNIC loaded (link type \"rsiw\")\n");
+        pr_info!("software iWARP RNIC loaded (link type \"rsiw\")\n");
         Ok(Self { _registration: registration, _cm: cm })
     }
 }
 
 impl Drop for RsiwModule {
     fn drop(&mut self) {
-        pr_info!("rsiw: unloading\n");
+        pr_info!("unloading\n");
     }
 }

@@ -90,7 +90,7 @@ impl Drop for Runtime {
             kernel::time::delay::fsleep(kernel::time::Delta::from_millis(1));
         }
         if super::zcopy::live_notifs() != 0 {
-            pr_err!("rsiw: {} zero-copy notifications still held by the network stack\n", super::zcopy::live_notifs());
+            pr_err!("{} zero-copy notifications still held by the network stack\n", super::zcopy::live_notifs());
         }
         for q in [&WQ, &TX_WQ] {
             let wq = q.swap(ptr::null_mut(), Ordering::AcqRel);

@@ -214,7 +214,7 @@ pub(super) unsafe extern "C" fn destroy_qp(ibqp: *mut sys::ib_qp, _udata: *mut s
         kernel::time::delay::fsleep(kernel::time::Delta::from_millis(1));
         waited_ms = waited_ms.wrapping_add(1);
         if waited_ms % 10_000 == 0 {
-            pr_warn!("rsiw: destroy_qp: still waiting for the iw_cm to release qp {}\n", qp.qpn());
+            pr_warn!("destroy_qp: still waiting for the iw_cm to release qp {}\n", qp.qpn());
         }
     }
     dev.data().qps().remove(qp.qpn());

@@ -55,7 +55,7 @@ check "nvmet-rdma and nvme-rdma unload" modprobe -r nvme-rdma nvmet-rdma
 # the target queues still on the device, and the block layer failing
 # writes that were in flight when the queues went (ratelimited: any count).
 dmesg >"$OUT/dmesg-nvmeof-rmmod.txt"
-allowed='rsiw: rsiw: unloading$'
+allowed='rsiw: unloading$'
 allowed+='|nvme nvme[0-9]+: Removing ctrl: NQN "'$nqn'"$'
 allowed+='|nvmet_rdma: Removing queue [0-9]+$'
 allowed+='|I/O error, dev nvme[0-9]+n1, sector [0-9]+ op 0x1:\(WRITE\) flags 0x[0-9a-f]+ phys_seg [0-9]+ prio class [0-9]+$'
