@@ -156,10 +156,11 @@ struct page *rsiw_alloc_tx_page(void);
 void *rsiw_page_address(struct page *page);
 u32 rsiw_page_crc32c(struct page *page, size_t off, size_t len, u32 crc);
 struct rsiw_zc_notif;
-struct rsiw_zc_notif *rsiw_zc_alloc(void (*release)(void *owner, u64 token), void *owner);
+struct rsiw_zc_notif *rsiw_zc_alloc(void (*release)(void *owner, u64 token, bool copied), void *owner);
 void rsiw_zc_set_token(struct rsiw_zc_notif *notif, u64 token);
 void rsiw_zc_put(struct rsiw_zc_notif *notif);
 int rsiw_zc_live(void);
+int rsiw_zc_probe_skb(struct rsiw_zc_notif *notif, bool local);
 bool rsiw_sk_loopback_route(struct sock *sk);
 /* struct sock is opaque to bindgen (see rust/ffi/layout.rs): fields in C. */
 unsigned char rsiw_sk_state(const struct sock *sk);
@@ -167,5 +168,20 @@ void rsiw_sk_bind_dev_if(struct sock *sk, int ifindex);
 int rsiw_tcp_read_sock(struct sock *sk, read_descriptor_t *desc, sk_read_actor_t actor);
 int rsiw_sock_send_pages(struct socket *sock, struct bio_vec *bv, unsigned int n, size_t len,
 			 struct rsiw_zc_notif *notif);
+
+/*
+ * The port's hw counters (`rdma statistic show link rsiwN/1`, sysfs
+ * ports/1/hw_counters/): the index of each, their names in helpers.c.
+ */
+enum rsiw_hw_counter {
+	RSIW_HW_TX_ZCOPY_OCTETS,
+	RSIW_HW_TX_ZCOPY_BATCHES,
+	RSIW_HW_TX_ZCOPY_COPIED,
+	RSIW_HW_TERMINATE_SENT,
+	RSIW_HW_TERMINATE_RECEIVED,
+	RSIW_HW_COUNTERS,
+};
+struct rdma_hw_stats *rsiw_alloc_hw_port_stats(void);
+void rsiw_hw_stats_set(struct rdma_hw_stats *stats, unsigned int i, u64 value);
 
 #endif /* RSIW_SYS_H */

@@ -101,6 +101,8 @@ pub(crate) struct Device {
     cm_tuning: crate::cm_tuning::CmTuning,
     /// Serialises RFC 7306 atomics per target word (`crate::atomic_locks`).
     atomic_locks: Pin<KVBox<AtomicLocks>>,
+    /// What `rdma statistic` reports.
+    counters: crate::hw_counters::HwCounters,
 }
 
 impl Device {
@@ -120,6 +122,7 @@ impl Device {
             stags: KBox::pin_init(StagTable::new(), GFP_KERNEL)?,
             cm_tuning: crate::cm_tuning::CmTuning::new(),
             atomic_locks: KVBox::pin_init(AtomicLocks::new(), GFP_KERNEL)?,
+            counters: crate::hw_counters::HwCounters::new(),
         })
     }
 
@@ -141,6 +144,11 @@ impl Device {
     /// The device's atomic lock table.
     pub(crate) fn atomic_locks(&self) -> &AtomicLocks {
         &self.atomic_locks
+    }
+
+    /// The device's hw counters.
+    pub(crate) fn counters(&self) -> &crate::hw_counters::HwCounters {
+        &self.counters
     }
 
     /// A fresh PD number (wraps after 2^32 allocations).

@@ -495,13 +495,22 @@ u32 rsiw_page_crc32c(struct page *page, size_t off, size_t len, u32 crc)
  * and so does the sender until the batch is sent. When the last goes, no
  * skb refers to the pages any more (freed after the peer's ACK, or copied
  * by skb_orphan_frags_rx when delivered to a local socket), and release()
- * tells the QP. Any context.
+ * tells the QP, and whether the stack copied the pages on the way (as
+ * MSG_ZEROCOPY's SO_EE_CODE_ZEROCOPY_COPIED). Any context.
+ *
+ * SKBFL_DONT_ORPHAN, as MSG_ZEROCOPY's and io_uring's notifications: TCP
+ * keeps the pages referenced until the ACK, and skb_clone() (every
+ * transmit) must not copy them. Without it, skb_copy_ubufs() copied the
+ * pages at the first transmit and cleared SKBFL_PURE_ZEROCOPY on the
+ * queued skb, whose frags TCP had not charged: freeing it uncharged them
+ * anyway (sk_forward_alloc left over at close, inet_sock_destruct's WARN).
  */
 struct rsiw_zc_notif {
 	struct ubuf_info ubuf;
-	void (*release)(void *owner, u64 token);
+	void (*release)(void *owner, u64 token, bool copied);
 	void *owner;
 	u64 token;
+	bool copied;
 };
 
 static atomic_t rsiw_zc_count = ATOMIC_INIT(0);
@@ -510,9 +519,12 @@ static void rsiw_zc_complete(struct sk_buff *skb, struct ubuf_info *uarg, bool z
 {
 	struct rsiw_zc_notif *n = container_of(uarg, struct rsiw_zc_notif, ubuf);
 
+	/* Ordered before the release below by refcount_dec_and_test(). */
+	if (!zerocopy)
+		WRITE_ONCE(n->copied, true);
 	if (!refcount_dec_and_test(&uarg->refcnt))
 		return;
-	n->release(n->owner, n->token);
+	n->release(n->owner, n->token, READ_ONCE(n->copied));
 	kfree(n);
 	atomic_dec(&rsiw_zc_count);
 }
@@ -521,14 +533,14 @@ static const struct ubuf_info_ops rsiw_zc_ops = {
 	.complete = rsiw_zc_complete,
 };
 
-struct rsiw_zc_notif *rsiw_zc_alloc(void (*release)(void *owner, u64 token), void *owner)
+struct rsiw_zc_notif *rsiw_zc_alloc(void (*release)(void *owner, u64 token, bool copied), void *owner)
 {
 	struct rsiw_zc_notif *n = kzalloc(sizeof(*n), GFP_KERNEL);
 
 	if (!n)
 		return NULL;
 	n->ubuf.ops = &rsiw_zc_ops;
-	n->ubuf.flags = SKBFL_ZEROCOPY_FRAG;
+	n->ubuf.flags = SKBFL_ZEROCOPY_FRAG | SKBFL_DONT_ORPHAN;
 	refcount_set(&n->ubuf.refcnt, 1);
 	n->release = release;
 	n->owner = owner;
@@ -539,6 +551,47 @@ struct rsiw_zc_notif *rsiw_zc_alloc(void (*release)(void *owner, u64 token), voi
 void rsiw_zc_set_token(struct rsiw_zc_notif *notif, u64 token)
 {
 	notif->token = token;
+}
+
+/*
+ * Self-test (KUnit rsiw_zcopy): an skb with a page of @notif, as TCP queues
+ * it, then what the stack does to it: @local false, the clone TCP takes
+ * for every transmit; true, what delivery to a local socket does
+ * (skb_orphan_frags_rx). Returns 1 if the queued skb still refers to the
+ * page itself, 0 if the stack swapped in a copy, or -ENOMEM.
+ */
+int rsiw_zc_probe_skb(struct rsiw_zc_notif *notif, bool local)
+{
+	struct page *page = alloc_page(GFP_KERNEL);
+	struct sk_buff *skb, *clone = NULL;
+	int kept = -ENOMEM;
+
+	if (!page)
+		return -ENOMEM;
+	skb = alloc_skb(0, GFP_KERNEL);
+	if (!skb)
+		goto out;
+	get_page(page);
+	skb_fill_page_desc(skb, 0, page, 0, 64);
+	skb->len = skb->data_len = 64;
+	skb->truesize += PAGE_SIZE;
+	skb_zcopy_set(skb, &notif->ubuf, NULL);
+	if (local) {
+		if (skb_orphan_frags_rx(skb, GFP_KERNEL))
+			goto free;
+	} else {
+		clone = skb_clone(skb, GFP_KERNEL);
+		if (!clone)
+			goto free;
+	}
+	kept = skb_frag_page(&skb_shinfo(skb)->frags[0]) == page &&
+	       skb_zcopy(skb) == &notif->ubuf;
+	kfree_skb(clone);
+free:
+	kfree_skb(skb);
+out:
+	put_page(page);
+	return kept;
 }
 
 /* Drops the sender's reference. */
@@ -605,4 +658,25 @@ int rsiw_sock_send_pages(struct socket *sock, struct bio_vec *bv, unsigned int n
 		msg.msg_ubuf = &notif->ubuf;
 	iov_iter_bvec(&msg.msg_iter, ITER_SOURCE, bv, n, len);
 	return sock_sendmsg(sock, &msg);
+}
+
+static const struct rdma_stat_desc rsiw_hw_counter_descs[] = {
+	[RSIW_HW_TX_ZCOPY_OCTETS] = { .name = "tx_zcopy_octets" },
+	[RSIW_HW_TX_ZCOPY_BATCHES] = { .name = "tx_zcopy_batches" },
+	[RSIW_HW_TX_ZCOPY_COPIED] = { .name = "tx_zcopy_copied" },
+	[RSIW_HW_TERMINATE_SENT] = { .name = "terminate_sent" },
+	[RSIW_HW_TERMINATE_RECEIVED] = { .name = "terminate_received" },
+};
+static_assert(ARRAY_SIZE(rsiw_hw_counter_descs) == RSIW_HW_COUNTERS);
+
+struct rdma_hw_stats *rsiw_alloc_hw_port_stats(void)
+{
+	return rdma_alloc_hw_stats_struct(rsiw_hw_counter_descs, RSIW_HW_COUNTERS,
+					  RDMA_HW_STATS_DEFAULT_LIFESPAN);
+}
+
+void rsiw_hw_stats_set(struct rdma_hw_stats *stats, unsigned int i, u64 value)
+{
+	if (i < stats->num_counters)
+		stats->value[i] = value;
 }

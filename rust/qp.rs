@@ -25,6 +25,7 @@ use kernel::{
 
 use crate::{
     cq::{Completion as Wc, WcOpcode, WcStatus},
+    hw_counters::HwCounter,
     ddp::Region,
     engine::{
         error::{self as term, TermError},
@@ -64,6 +65,9 @@ const ZC_PIECES: usize = 128;
 const ZC_SEGMENTS: usize = 128;
 /// Zero-copy TX: literal octets a round needs at least (a few headers).
 const ZC_LITERAL_MIN: usize = 512;
+/// How long a torn-down QP's socket waits for the peer to acknowledge
+/// the pages TCP still holds before it is reset (`Qp::detach`).
+const ZC_ACK_GRACE_MS: u32 = 1000;
 
 type Engine = crate::engine::qp::Qp<MAX_ORD, MAX_IRD>;
 
@@ -622,9 +626,9 @@ impl Qp {
         // Already in Error (a Terminate, a reset): the iw_cm may not have
         // had its CLOSE yet, and holds a reference on the QP until then.
         self.end_cm();
-        if let Some(mut s) = self.sock.lock().take() {
+        let mut sock = self.sock.lock().take();
+        if let Some(s) = sock.as_mut() {
             s.unhook();
-            drop(s);
         }
         // The TX work holds a reference and checks `dead`; wait it out.
         for _ in 0..5000 {
@@ -641,14 +645,20 @@ impl Qp {
             zc.refs.clear();
             zc.notif = None;
         }
-        // The socket is released, so TCP frees the skbs with our pages
-        // soon: wait for their releases, then completions go nowhere else.
-        for _ in 0..5000 {
-            if self.zc_live.load(Ordering::Acquire) == 0 {
-                break;
+        // TCP keeps sent skbs with our pages until the peer acknowledges
+        // them (the FIN went out in `fail`): the socket stays open for the
+        // ACKs a while. A peer that does not acknowledge gets a reset,
+        // which frees the queued skbs now: no notification may outlive the
+        // module, whose code it calls.
+        if let Some(s) = sock {
+            if self.wait_zc_released(ZC_ACK_GRACE_MS) {
+                drop(s);
+            } else {
+                s.abort();
             }
-            kernel::time::delay::fsleep(kernel::time::Delta::from_millis(1));
         }
+        // What the reset left (skbs in a device's queue): soon freed.
+        self.wait_zc_released(5000);
         {
             let _st = self.stream.lock();
             self.zc_detached.store(true, Ordering::Release);
@@ -660,6 +670,18 @@ impl Qp {
     }
 
     // ---- zero-copy TX ----------------------------------------------------
+
+    /// Waits up to `ms` for TCP to release every batch of this QP's pages;
+    /// whether it did. Sleeps.
+    fn wait_zc_released(&self, ms: u32) -> bool {
+        for _ in 0..ms {
+            if self.zc_live.load(Ordering::Acquire) == 0 {
+                return true;
+            }
+            kernel::time::delay::fsleep(kernel::time::Delta::from_millis(1));
+        }
+        self.zc_live.load(Ordering::Acquire) == 0
+    }
 
     /// The FPDU payload size from which a new stream sends by reference
     /// (`zcopy_min`, or the self-tests' override); `None`: copy. A
@@ -688,6 +710,12 @@ impl Qp {
     pub(crate) fn zcopy_stats(&self) -> (u64, u64, u64) {
         let zc = self.zc.lock();
         (zc.ref_octets, zc.literal_octets, self.zc_deferred.load(Ordering::Relaxed))
+    }
+
+    /// The device's hw counters (`rdma statistic`).
+    #[cfg(CONFIG_KUNIT = "y")]
+    pub(crate) fn device_counters(&self) -> &crate::hw_counters::HwCounters {
+        self.links.device().counters()
     }
 
     /// The stream is over: deliver every waiting send completion (a flush
@@ -743,6 +771,7 @@ impl Qp {
                             self.qpn, err.layer, err.etype, err.code
                         );
                     }
+                    self.links.device().counters().add(HwCounter::TerminateSent, 1);
                     st.1.failed = true;
                     st.1.terminate_sent = Some(*err);
                     st.0 = IbState::Err;
@@ -754,6 +783,7 @@ impl Qp {
                             self.qpn, t.error.layer, t.error.etype, t.error.code
                         );
                     }
+                    self.links.device().counters().add(HwCounter::TerminateReceived, 1);
                     st.1.failed = true;
                     st.1.terminate_received = Some(t.error);
                     st.0 = IbState::Err;
@@ -952,9 +982,14 @@ impl Qp {
 impl ZcOwner for Qp {
     /// TCP is done with the pages of batch `token` (any context): deliver
     /// the completions that waited for them.
-    fn released(this: &Arc<Self>, token: u64) {
+    fn released(this: &Arc<Self>, token: u64, copied: bool) {
         if token == 0 {
             return; // a spare notification, never sent
+        }
+        let counters = this.links.device().counters();
+        counters.add(HwCounter::TxZcopyBatches, 1);
+        if copied {
+            counters.add(HwCounter::TxZcopyCopied, 1);
         }
         let stalled = {
             let mut st = this.stream.lock();
@@ -1032,6 +1067,7 @@ impl Qp {
                         }
                         Piece::Host(l) => {
                             zc.ref_octets += l as u64;
+                            self.links.device().counters().add(HwCounter::TxZcopyOctets, l as u64);
                             zc.refs.move_front(l, zc.batch.segments())
                         }
                     };

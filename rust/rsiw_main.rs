@@ -17,6 +17,7 @@ mod cq;
 mod device;
 mod ffi;
 mod flush;
+mod hw_counters;
 mod mr;
 mod qp;
 mod selftest;

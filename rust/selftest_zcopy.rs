@@ -13,8 +13,11 @@ use kernel::prelude::*;
 
 #[kunit_tests(rsiw_zcopy)]
 mod tests {
+    use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+
     use kernel::{
         prelude::*,
+        sync::Arc,
         time::{delay::fsleep, Delta},
     };
 
@@ -22,7 +25,9 @@ mod tests {
         ffi::{
             cq::testing::{WC_RECV, WC_SUCCESS},
             qp::testing::*,
+            zcopy::{testing::skb_keeps_page, Notif, ZcOwner},
         },
+        hw_counters::HwCounter,
         selftest_util::{check, with_pair, Pair},
     };
 
@@ -57,12 +62,15 @@ mod tests {
     /// with a good CRC (a page changed under TCP after the completion
     /// would fail the CRC and end in a Terminate), nearly all payload went
     /// by reference, and completions waited for TCP to release the pages.
-    fn rewrite_after_completion(zc: Option<u32>) -> Result<(u64, u64, u64)> {
+    /// Returns A's zero-copy statistics and the device's counters
+    /// (octets, batches, copied batches).
+    fn rewrite_after_completion(zc: Option<u32>) -> Result<((u64, u64, u64), [u64; 3])> {
         let mut src = VVec::from_elem(0u8, LEN, GFP_KERNEL)?;
         let mut want = VVec::from_elem(0u8, LEN, GFP_KERNEL)?;
         let mut dst = VVec::from_elem(0u8, LEN, GFP_KERNEL)?;
         let dst_addr = dst.as_mut_ptr() as u64;
         let mut stats = (0, 0, 0);
+        let mut counters = [0; 3];
         with_pair(
             c"rsiw_kt_zc0",
             true,
@@ -83,29 +91,43 @@ mod tests {
                     check!(no_terminate(p));
                 }
                 stats = p.a.qp().zcopy_stats();
+                // B sent nothing by reference: the device's octets are A's.
+                check!(p.b.qp().zcopy_stats().0 == 0);
+                let qp = p.a.qp();
+                let c = qp.device_counters();
+                counters = [HwCounter::TxZcopyOctets, HwCounter::TxZcopyBatches, HwCounter::TxZcopyCopied].map(|k| c.get(k));
                 Ok(())
             },
         )?;
-        Ok(stats)
+        Ok((stats, counters))
     }
 
     #[test]
     fn writes_go_by_reference_and_buffers_are_free_on_completion() -> Result {
-        let (refs, literal, deferred) = rewrite_after_completion(Some(1024))?;
-        pr_info!("rsiw kunit: zero-copy writes: {} octets by reference, {} literal, {} completions deferred\n", refs, literal, deferred);
+        let ((refs, literal, deferred), [octets, batches, copied]) = rewrite_after_completion(Some(1024))?;
+        pr_info!("rsiw kunit: zero-copy writes: {} octets by reference, {} literal, {} completions deferred; {} batches, {} copied\n", refs, literal, deferred, batches, copied);
         // All but each message's last FPDU, which is short of the 1024
         // octets that go by reference (1 MiB = 728 FPDUs of 1440 + 256).
         check!(refs >= 6 * (LEN as u64 - 1024));
         // Headers and trailers only: about 26 octets per 1440-octet FPDU.
         check!(literal < refs / 20);
         check!(deferred >= 6);
+        // The hw counters (`rdma statistic`) tell the same: every batch was
+        // released (each completion waited for its own), and each was
+        // copied on the way, as loopback delivers to a local socket
+        // (`skb_orphan_frags_rx`); over a NIC none is (the two-guest
+        // interop checks that).
+        check!(octets == refs);
+        check!(batches >= 6);
+        check!(copied == batches);
         Ok(())
     }
 
     #[test]
     fn copying_tx_when_zero_copy_is_off() -> Result {
-        let (refs, literal, deferred) = rewrite_after_completion(Some(0))?;
+        let ((refs, literal, deferred), counters) = rewrite_after_completion(Some(0))?;
         check!((refs, literal, deferred) == (0, 0, 0));
+        check!(counters == [0, 0, 0]);
         Ok(())
     }
 
@@ -152,6 +174,48 @@ mod tests {
                 Ok(())
             },
         )
+    }
+
+    /// What a notification's owner is told: how often, which batch, and
+    /// whether the stack copied the pages.
+    struct Probe {
+        released: AtomicU32,
+        token: AtomicU64,
+        copied: AtomicBool,
+    }
+
+    impl ZcOwner for Probe {
+        fn released(this: &Arc<Self>, token: u64, copied: bool) {
+            this.token.store(token, Ordering::Relaxed);
+            this.copied.store(copied, Ordering::Relaxed);
+            this.released.fetch_add(1, Ordering::Release);
+        }
+    }
+
+    /// TCP clones every skb it transmits: the clone must leave the queued
+    /// skb on rsiw's pages (`SKBFL_DONT_ORPHAN`). Otherwise the stack
+    /// copies them at the first transmit, and a pure zero-copy skb, whose
+    /// pages TCP never charged to the socket, turns into one it uncharges
+    /// when freed (`sk_forward_alloc` left over at close). Delivery to a
+    /// local socket does copy, and the owner hears so.
+    #[test]
+    fn transmit_clones_keep_the_pages_local_delivery_copies() -> Result {
+        for (local, keeps) in [(false, true), (true, false)] {
+            let probe = Arc::new(
+                Probe { released: AtomicU32::new(0), token: AtomicU64::new(0), copied: AtomicBool::new(false) },
+                GFP_KERNEL,
+            )?;
+            let mut notif = Notif::new(probe.clone())?;
+            notif.set_token(7);
+            check!(skb_keeps_page(&notif, local)? == keeps);
+            // The notification's own reference still holds it.
+            check!(probe.released.load(Ordering::Acquire) == 0);
+            drop(notif);
+            check!(probe.released.load(Ordering::Acquire) == 1);
+            check!(probe.token.load(Ordering::Relaxed) == 7);
+            check!(probe.copied.load(Ordering::Relaxed) == !keeps);
+        }
+        Ok(())
     }
 }
 

@@ -96,6 +96,8 @@ fn device_ops() -> sys::ib_device_ops {
     ops.query_port = Some(query_port);
     ops.get_port_immutable = Some(get_port_immutable);
     ops.query_gid = Some(query_gid);
+    ops.alloc_hw_port_stats = Some(alloc_hw_port_stats);
+    ops.get_hw_stats = Some(get_hw_stats);
     ops.alloc_pd = Some(alloc_pd);
     ops.dealloc_pd = Some(dealloc_pd);
     ops.get_dma_mr = Some(get_dma_mr);
@@ -293,6 +295,40 @@ unsafe extern "C" fn query_device(
     attr.max_srq_sge = l.max_sge as _;
     attr.max_fast_reg_page_list_len = l.max_fast_reg_page_list_len;
     0
+}
+
+// The Rust counters index the C names (`enum rsiw_hw_counter`).
+const _: () = {
+    use crate::hw_counters::HwCounter as C;
+    assert!(C::COUNT == sys::rsiw_hw_counter_RSIW_HW_COUNTERS as usize);
+    assert!(C::TxZcopyOctets as u32 == sys::rsiw_hw_counter_RSIW_HW_TX_ZCOPY_OCTETS);
+    assert!(C::TxZcopyBatches as u32 == sys::rsiw_hw_counter_RSIW_HW_TX_ZCOPY_BATCHES);
+    assert!(C::TxZcopyCopied as u32 == sys::rsiw_hw_counter_RSIW_HW_TX_ZCOPY_COPIED);
+    assert!(C::TerminateSent as u32 == sys::rsiw_hw_counter_RSIW_HW_TERMINATE_SENT);
+    assert!(C::TerminateReceived as u32 == sys::rsiw_hw_counter_RSIW_HW_TERMINATE_RECEIVED);
+};
+
+unsafe extern "C" fn alloc_hw_port_stats(_ib: *mut sys::ib_device, _port: u32) -> *mut sys::rdma_hw_stats {
+    // SAFETY: allocates a stats struct the core owns and frees.
+    unsafe { sys::rsiw_alloc_hw_port_stats() }
+}
+
+/// Fills every counter of the device (its one port's are the device's).
+unsafe extern "C" fn get_hw_stats(
+    ib: *mut sys::ib_device,
+    stats: *mut sys::rdma_hw_stats,
+    _port: u32,
+    _index: c_int,
+) -> c_int {
+    // SAFETY: `ib` is one of our live devices.
+    let dev = unsafe { IbDevice::from_raw(ib) };
+    let counters = dev.data().counters();
+    for c in crate::hw_counters::HwCounter::ALL {
+        // SAFETY: `stats` is the struct `alloc_hw_port_stats` allocated,
+        // valid and locked by the core for the call; the index is checked.
+        unsafe { sys::rsiw_hw_stats_set(stats, c as u32, counters.get(c)) };
+    }
+    crate::hw_counters::HwCounter::COUNT as c_int
 }
 
 unsafe extern "C" fn query_port(

@@ -300,9 +300,10 @@ impl LiteralPage {
 
 /// What is told when the pages of a batch are released.
 pub(crate) trait ZcOwner: Send + Sync + 'static {
-    /// No skb refers to the pages of the batch `token` any more. Any
-    /// context (it runs where TCP frees or copies the last skb).
-    fn released(this: &Arc<Self>, token: u64);
+    /// No skb refers to the pages of the batch `token` any more; `copied`:
+    /// the stack copied them on the way (a local receiver). Any context
+    /// (it runs where TCP frees or copies the last skb).
+    fn released(this: &Arc<Self>, token: u64, copied: bool);
 }
 
 /// A zero-copy notification: TCP holds a reference for every skb that
@@ -351,12 +352,32 @@ impl Drop for Notif {
     }
 }
 
+/// Self-test access to what the stack does with a notification's skbs.
+#[cfg(CONFIG_KUNIT = "y")]
+pub(crate) mod testing {
+    use kernel::prelude::*;
+
+    use super::{sys, Notif};
+
+    /// Builds an skb with a page of `notif` as TCP queues it, then clones
+    /// it as every transmit does (`local` false) or orphans its frags as
+    /// delivery to a local socket does (`local` true). Whether the queued
+    /// skb still refers to the page itself (not a copy).
+    pub(crate) fn skb_keeps_page(notif: &Notif, local: bool) -> Result<bool> {
+        // SAFETY: `notif` holds a reference on a live notification; the
+        // helper's skbs take and drop their own before it returns.
+        let r = unsafe { sys::rsiw_zc_probe_skb(notif.0.as_ptr(), local) };
+        kernel::error::to_result(r.min(0))?;
+        Ok(r == 1)
+    }
+}
+
 /// The C callback: gives the owner reference back and reports.
-unsafe extern "C" fn release_tramp<T: ZcOwner>(owner: *mut c_void, token: u64) {
+unsafe extern "C" fn release_tramp<T: ZcOwner>(owner: *mut c_void, token: u64, copied: bool) {
     // SAFETY: `owner` came from `Arc::into_raw` in `Notif::new` and the
     // kernel calls this once per notification.
     let this = unsafe { Arc::<T>::from_raw(owner.cast_const().cast()) };
-    T::released(&this, token);
+    T::released(&this, token, copied);
 }
 
 /// Notifications not yet released, device-wide (module unload waits).

@@ -65,6 +65,16 @@ if [ "$kind" = rsiw ]; then
 	want=off
 	[ "$crc" = crc ] && want=on
 	check "rsiw connections negotiated MPA CRC $want" bash -c "dmesg | grep 'rsiw: qp .* connected' | grep -q 'CRC $want' && ! dmesg | grep 'rsiw: qp .* connected' | grep -qv 'CRC $want'"
+	# The data (RDMA Writes from the target, Read Responses from the
+	# host) went to TCP by page reference. (This NIC has no scatter-gather
+	# or checksum offload, so the stack copies while it segments and sums:
+	# tx_zcopy_copied is not 0 here, nor is it a failure.)
+	hw=/sys/class/infiniband/${kind}0/ports/1/hw_counters
+	echo "# hw counters: $(for c in "$hw"/*; do printf '%s=%s ' "${c##*/}" "$(cat "$c")"; done)"
+	# All but the short tail FPDUs of each message (under zcopy_min).
+	check "nearly all 64 MiB went by page reference (tx_zcopy_octets >= 56 MiB)" test "$(cat $hw/tx_zcopy_octets)" -ge $((56 << 20))
+	check "zero-copy batches were sent and released (tx_zcopy_batches > 0)" test "$(cat $hw/tx_zcopy_batches)" -gt 0
+	expect_eq "no Terminate sent or received" "0 0" "$(cat $hw/terminate_sent) $(cat $hw/terminate_received)"
 fi
 check "rdma link delete" rdma link delete ${kind}0
 if [ "$kind" = rsiw ]; then
