@@ -1013,7 +1013,9 @@ impl ZcOwner for Qp {
 impl Qp {
     /// A zero-copy TX round: plan the next octets from the engine (payload
     /// by page reference, literal octets into the literal page), send the
-    /// batch with `MSG_SPLICE_PAGES`, keep what the socket did not take
+    /// batch by page reference (`MSG_ZEROCOPY` with the batch's
+    /// notification, `MSG_SPLICE_PAGES` for literal octets only), keep
+    /// what the socket did not take
     /// for the next round, then deliver the send completions the peer's
     /// acknowledgements allow.
     fn tx_round_zc(self: &Arc<Self>, zc: &mut ZeroCopyTx) -> TxRound {

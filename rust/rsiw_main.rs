@@ -68,7 +68,7 @@ module! {
         },
         zcopy_min: u32 {
             default: 1024,
-            description: "Send FPDU payloads of at least this many octets straight from the registered pages (MSG_SPLICE_PAGES; their WRs complete once the peer has acknowledged them) instead of copying them; 0: always copy",
+            description: "Send FPDU payloads of at least this many octets straight from the registered pages (MSG_ZEROCOPY with rsiw's notification; their WRs complete once TCP releases the pages) instead of copying them; 0: always copy",
         },
         tx_bench_mib: u32 {
             default: 0,

@@ -2,7 +2,8 @@
 //! Zero-copy transmit at the C boundary: references to the pages payload
 //! is sent from, the page a round's literal octets (headers, markers, pad,
 //! CRC, copied payload) are written to, and the batch of page segments
-//! handed to TCP with `MSG_SPLICE_PAGES`.
+//! handed to TCP by reference (`MSG_ZEROCOPY` with a notification, or
+//! `MSG_SPLICE_PAGES` for literal octets only).
 //!
 //! TCP takes its own page reference for every segment it splices and
 //! keeps it until the skb is freed, so a [`PageRef`] is only needed until
