@@ -7,16 +7,21 @@
 LLVM ?= -19
 KDIR ?= $(shell . scripts/lib.sh && resolve_kdir)
 
-all: modules
+all: modules provider
 
 modules:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) LLVM=$(LLVM) modules
 
+# rdma-core's provider for rsiw devices (userspace, against libibverbs).
+provider:
+	$(MAKE) -C tools/provider
+
 clean:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) LLVM=$(LLVM) clean
+	$(MAKE) -C tools/provider clean
 	rm -f rust/ffi/sys_generated.rs
 
 host-test:
 	cargo test --workspace
 
-.PHONY: all modules clean host-test
+.PHONY: all modules provider clean host-test

@@ -39,8 +39,7 @@
 #include <linux/dax.h>
 #include <linux/file.h>
 
-/* Driver id reported to userspace; not one of the in-tree ids. */
-#define RSIW_DRIVER_ID 0x7273
+#include "uapi/rdma/rsiw-abi.h"
 
 struct net *rsiw_dev_net(struct net_device *ndev);
 void rsiw_dev_put(struct net_device *ndev);

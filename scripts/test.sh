@@ -75,9 +75,13 @@ kdir=$(scripts/build-kernel.sh 2>"$logs/kernel.log") || fatal "test kernel build
 tail -1 "$logs/kernel.log" >&2
 
 log "== module"
-make -s KDIR="$kdir" >"$logs/module.log" 2>&1 || fatal "module build" "$logs/module.log"
+make -s KDIR="$kdir" modules >"$logs/module.log" 2>&1 || fatal "module build" "$logs/module.log"
 grep -iE 'warning' "$logs/module.log" >&2 || true
 record "module build" 1 0
+
+log "== userspace provider (tools/provider)"
+make -s -C tools/provider >"$logs/provider.log" 2>&1 || fatal "provider build" "$logs/provider.log"
+record "provider build" 1 0
 
 # vm_test NAME MEM CMDLINE SCRIPT [ARGS...]: a guest test script's ok/not
 # ok lines. CMDLINE is extra kernel command line ("" for none).

@@ -28,7 +28,7 @@ use crate::{
 /// Driver id reported to userspace and used to find our devices.
 pub(crate) const DRIVER_ID: u32 = sys::RSIW_DRIVER_ID;
 /// uverbs ABI version of rsiw's userspace interface.
-const ABI_VERSION: u32 = 1;
+const ABI_VERSION: u32 = sys::RSIW_ABI_VERSION;
 /// node_desc as `ibv_devinfo` and sysfs show it.
 const NODE_DESC: &[u8] = b"rsiw iWARP software RNIC";
 

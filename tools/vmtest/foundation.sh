@@ -74,6 +74,22 @@ expect_eq "sysfs hw_counters of port 1" "$(echo $counters | tr ' ' '\n' | sort |
 rdma statistic show link rsiw0/1 >"$OUT/rdma-statistic.txt" 2>&1
 check "rdma statistic shows every counter at 0 on a new device" bash -c "for c in $counters; do grep -qE \" \$c 0( |\$)\" $OUT/rdma-statistic.txt || exit 1; done"
 
+# --- userspace: libibverbs binds rsiw0 to rsiw's provider (tools/provider) ---
+# Without the provider libibverbs drops the device; with it, ibv_devinfo
+# opens it and reports what the kernel does.
+provider="$RSIW_ROOT/tools/provider/librsiw"
+check "without rsiw's provider libibverbs lists no rsiw0" bash -c '! ibv_devices 2>/dev/null | grep -qw rsiw0'
+check "with it, ibv_devices lists rsiw0" bash -c "RDMAV_DRIVERS=$provider ibv_devices | grep -qw rsiw0"
+RDMAV_DRIVERS=$provider ibv_devinfo -v -d rsiw0 >"$OUT/ibv_devinfo.txt" 2>&1
+check "ibv_devinfo opens rsiw0" grep -qE '^hca_id:[[:space:]]+rsiw0$' "$OUT/ibv_devinfo.txt"
+devinfo() { sed -nE "s/^[[:space:]]+$1:[[:space:]]+//p" "$OUT/ibv_devinfo.txt" | head -1; }
+expect_eq "ibv_devinfo transport" "iWARP (1)" "$(devinfo transport)"
+expect_eq "ibv_devinfo node_guid is sysfs's" "$(cat $sys/node_guid)" "$(devinfo node_guid)"
+expect_eq "ibv_devinfo max_qp" "16384" "$(devinfo max_qp)"
+expect_eq "ibv_devinfo atomic_cap" "ATOMIC_HCA (1)" "$(devinfo atomic_cap)"
+expect_eq "ibv_devinfo port state" "PORT_ACTIVE (4)" "$(devinfo state)"
+expect_eq "ibv_devinfo link_layer" "Ethernet" "$(devinfo link_layer)"
+
 # --- the port follows the net_device ---
 ip link set veth0 down
 check "port goes DOWN with the netdev" wait_for 5 grep -q '1: DOWN' $sys/ports/1/state
