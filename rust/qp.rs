@@ -126,7 +126,8 @@ struct SendQueue {
 
 impl SendQueue {
     fn new(max_wr: usize) -> Result<Self> {
-        Ok(Self { ring: KVVec::from_elem(None, max_wr.max(1), GFP_KERNEL)?, head: 0, count: 0 })
+        // No room at all (`max_send_wr` 0): every post is refused.
+        Ok(Self { ring: KVVec::from_elem(None, max_wr, GFP_KERNEL)?, head: 0, count: 0 })
     }
 
     fn push(&mut self, sqe: Sqe) -> Result {
