@@ -146,6 +146,15 @@ mod faults {
         /// arrives (other messages, such as the Read Request, are skipped)
         /// and returns its layer/type/code, decoded by the engine.
         fn read_terminate(&self, ms: u32) -> Result<TermError> {
+            self.read_until(ms, |body| match body {
+                Body::Terminate(t) => Some(t.error),
+                _ => None,
+            })
+        }
+
+        /// Reads the QP's FPDUs from the peer socket until `pick` makes
+        /// something of one (the others are skipped).
+        fn read_until<T>(&self, ms: u32, mut pick: impl FnMut(Body<'_>) -> Option<T>) -> Result<T> {
             let peer = self.peer()?;
             let mut buf = KVec::with_capacity(64 * 1024, GFP_KERNEL)?;
             let mut pos = 0usize;
@@ -164,10 +173,8 @@ mod faults {
                     let frame = fpdu::Frame::new_unchecked(&buf[pos..pos + total]);
                     let crc = self.crc.then_some(&KernelCrc32c);
                     let repr = fpdu::Repr::parse(&frame, crc).map_err(|_| EBADMSG)?;
-                    if let Ok(msg) = decode(repr.ulpdu) {
-                        if let Body::Terminate(t) = msg.body {
-                            return Ok(t.error);
-                        }
+                    if let Some(t) = decode(repr.ulpdu).ok().and_then(|msg| pick(msg.body)) {
+                        return Ok(t);
                     }
                     pos += total;
                 }
@@ -440,6 +447,9 @@ mod faults {
         qp.post(READ_WR, WR_READ, &[seg], Some((PEER_STAG, 0x1000)), true)?;
         qp.post_recv(100, seg)?;
         check!(qp.qp().ib_state() == IbState::Rts);
+        // The peer refuses the Read once it has it: a Terminate that
+        // overtook it (the TX work still to run) could only flush it.
+        rig.read_until(3000, |body| matches!(body, Body::ReadRequest(_)).then_some(()))?;
 
         let refusal = terminate::Repr::for_error(term::rdmap::INVALID_STAG, None);
         let mut ulpdu = KVec::from_elem(0u8, ddpw::UNTAGGED_HEADER_LEN + terminate::MAX_LEN, GFP_KERNEL)?;
