@@ -36,6 +36,11 @@ wait $server
 expect_eq "rping server exit status" 0 $?
 expect_eq "rping client rounds" 20 "$(grep -c 'ping data' "$OUT/rping-client.txt")"
 
+# --- what the tools do not check: atomics, Write with Immediate, inline ---
+to "$OUT/uverbs-check.txt" "$RSIW_ROOT/tools/provider/rsiw-uverbs-check" $a $b
+sed -n 's/^\(not \)\{0,1\}ok - /rsiw-uverbs-check: &/p' "$OUT/uverbs-check.txt"
+check "rsiw-uverbs-check: every check passed" grep -qx PASSED "$OUT/uverbs-check.txt"
+
 # --- perftest with rdma_cm (-R): Write, Read and Send bandwidth ---
 for t in ib_write_bw ib_read_bw ib_send_bw; do
 	timeout 120 $t -R -d rsiw0 -s 65536 -n 200 >"$OUT/$t-server.txt" 2>&1 &
