@@ -21,6 +21,10 @@ for c in all rsiwu0 rsiwu1; do
 	sysctl -qw net.ipv4.conf.$c.accept_local=1 net.ipv4.conf.$c.rp_filter=0
 done
 
+# listening PORT: a TCP listener on PORT (an rdma_cm listener on iWARP
+# is one). A client started before its server listens is refused.
+listening() { ss -Hltn "sport = :$1" | grep -q .; }
+
 dmesg -C
 check "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
 check "rdma link add rsiw0 on rsiwu0" rdma link add rsiw0 type rsiw netdev rsiwu0
@@ -29,7 +33,7 @@ check "rdma link add rsiw1 on rsiwu1" rdma link add rsiw1 type rsiw netdev rsiwu
 # --- rping: Sends and RDMA Read/Write, every payload checked (-V) ---
 timeout 120 rping -s -a $a -C 20 -S 4096 -v >"$OUT/rping-server.txt" 2>&1 &
 server=$!
-sleep 1
+wait_for 30 listening 7174
 check "rping client: 20 rounds of 4 KiB, data verified" \
 	to "$OUT/rping-client.txt" timeout 120 rping -c -a $a -I $b -C 20 -S 4096 -V -v
 wait $server
@@ -45,7 +49,7 @@ check "rsiw-uverbs-check: every check passed" grep -qx PASSED "$OUT/uverbs-check
 for t in ib_write_bw ib_read_bw ib_send_bw; do
 	timeout 120 $t -R -d rsiw0 -s 65536 -n 200 >"$OUT/$t-server.txt" 2>&1 &
 	server=$!
-	sleep 1
+	wait_for 30 listening 18515
 	check "$t -R: the client runs 200 messages of 64 KiB" \
 		to "$OUT/$t-client.txt" timeout 120 $t -R -d rsiw1 --source_ip $b -s 65536 -n 200 $a
 	wait $server
@@ -59,7 +63,7 @@ done
 # --- qperf over rdma_cm (-cm1): Send, RDMA Read and Write bandwidth, latency ---
 qperf >"$OUT/qperf-server.txt" 2>&1 &
 qserver=$!
-sleep 1
+wait_for 30 listening 19765
 check "qperf -cm1 rc_bw rc_lat rc_rdma_read_bw rc_rdma_write_bw" \
 	to "$OUT/qperf-client.txt" timeout 180 qperf -cm1 -t 3 $a rc_bw rc_lat rc_rdma_read_bw rc_rdma_write_bw
 kill $qserver 2>/dev/null
