@@ -126,7 +126,8 @@ struct SendQueue {
 
 impl SendQueue {
     fn new(max_wr: usize) -> Result<Self> {
-        Ok(Self { ring: KVVec::from_elem(None, max_wr.max(1), GFP_KERNEL)?, head: 0, count: 0 })
+        // No room at all (`max_send_wr` 0): every post is refused.
+        Ok(Self { ring: KVVec::from_elem(None, max_wr, GFP_KERNEL)?, head: 0, count: 0 })
     }
 
     fn push(&mut self, sqe: Sqe) -> Result {
@@ -1306,6 +1307,13 @@ fn local_err(_: mrmod::MrError) -> TermError {
     term::rdmap::LOCAL_CATA
 }
 
+/// A send WR's own SGE fails its checks (lkey, PD, rights, bounds): the WR
+/// completes with `IB_WC_LOC_PROT_ERR`, as on siw and rxe (a protection
+/// error on the send queue, see `wc_status`; nothing goes to the peer).
+fn local_source_err(_: mrmod::MrError) -> TermError {
+    term::rdmap::PROT_UNSPECIFIED
+}
+
 impl QpHost<'_> {
     fn stags(&self) -> &crate::mr::StagTable {
         self.qp.links.device().stags()
@@ -1511,7 +1519,9 @@ impl Host for QpHost<'_> {
             dst.copy_from_slice(src);
             return Ok(());
         }
+        // Its errors are the SGEs' own (MR checks).
         self.scatter_gather(sqe.sges(), u64::from(offset), dst, None)
+            .map_err(|_| term::rdmap::PROT_UNSPECIFIED)
     }
 
     fn read_tagged(&mut self, stag: u32, to: u64, dst: &mut [u8]) -> Result<(), TermError> {
@@ -1596,8 +1606,8 @@ impl QpHost<'_> {
                 }
                 let n = ((sl - offset) as usize).min(len - done);
                 let addr = sge.addr.checked_add(offset).ok_or(term::rdmap::LOCAL_CATA)?;
-                let mr = stags.check(sge.lkey, qp.pd, addr, n as u64, 0).map_err(local_err)?;
-                match mr.ref_pages(sge.lkey, addr, n, refs, crc).map_err(local_err)? {
+                let mr = stags.check(sge.lkey, qp.pd, addr, n as u64, 0).map_err(local_source_err)?;
+                match mr.ref_pages(sge.lkey, addr, n, refs, crc).map_err(local_source_err)? {
                     Some(c) => crc = c,
                     None => return Ok(None),
                 }

@@ -21,9 +21,11 @@ mod tests {
             device::{self, testing::Found},
             mr::{access, testing::*},
             netdev::NetDevRef,
+            qp::testing::{KQp, Seg, WR_SEND},
             srq::testing::*,
         },
         mr::MrError,
+        qp::IbState,
     };
 
     fn lo_device(name: &'static CStr) -> Result<(NetDevRef, Found)> {
@@ -264,6 +266,26 @@ mod tests {
 
         drop(pd);
         assert_eq!(data.mr_count(), 0);
+        found.unregister();
+        Ok(())
+    }
+
+    /// A QP may have no room in its send or receive queue (a receive-only
+    /// or send-only end, as qperf makes): created, and posts refused.
+    #[test]
+    fn a_qp_without_room_refuses_posts() -> Result {
+        let (_lo, found) = lo_device(c"rsiw_kunit_qp0")?;
+        let pd = KPd::alloc(&found, true)?;
+        let cq = KCq::create(&found, 4)?;
+        let qp = KQp::create(&pd, &cq, &cq, 0)?;
+        qp.modify(IbState::Init)?;
+        let mut buf = [0u8; 8];
+        let lkey = pd.local_dma_lkey();
+        assert_eq!(qp.post(1, WR_SEND, &[Seg::of(&buf, lkey)], None, true).err(), Some(ENOMEM));
+        assert_eq!(qp.post_recv(2, Seg::of_mut(&mut buf, lkey)).err(), Some(ENOMEM));
+        drop(qp);
+        drop(cq);
+        drop(pd);
         found.unregister();
         Ok(())
     }

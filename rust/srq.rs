@@ -63,9 +63,10 @@ pub(crate) struct RecvQueue {
 }
 
 impl RecvQueue {
-    /// Room for `max_wr` WRs of up to `max_sge` SGEs.
+    /// Room for `max_wr` WRs of up to `max_sge` SGEs (none: a QP that
+    /// takes no Sends).
     pub(crate) fn new(max_wr: usize, max_sge: usize) -> Result<Self> {
-        if max_wr == 0 || max_sge > MAX_SGE {
+        if max_sge > MAX_SGE {
             return Err(EINVAL);
         }
         Ok(Self { ring: KVVec::from_elem(Rqe::default(), max_wr, GFP_KERNEL)?, head: 0, count: 0, max_sge })
@@ -251,7 +252,10 @@ mod tests {
         assert_eq!(q.pop().map(|r| r.wr_id), Some(2));
         assert_eq!(q.pop().map(|r| r.wr_id), Some(4));
         assert_eq!(q.pop(), None);
-        assert_eq!(RecvQueue::new(0, 1).err(), Some(EINVAL));
+        // No room at all: every post is refused.
+        let mut empty = RecvQueue::new(0, 1)?;
+        assert_eq!(empty.push(Rqe::default()).err(), Some(ENOMEM));
+        assert!(empty.pop().is_none());
         assert_eq!(RecvQueue::new(1, MAX_SGE + 1).err(), Some(EINVAL));
         Ok(())
     }

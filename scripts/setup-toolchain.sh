@@ -16,7 +16,7 @@ APT_PACKAGES=(
 	make flex bison bc libelf-dev libssl-dev cpio xz-utils kmod python3
 	# VM and guest userspace (the guest sees the host root read-only)
 	qemu-system-x86 busybox-static iproute2
-	rdma-core ibverbs-utils rdmacm-utils perftest libibverbs-dev librdmacm-dev
+	rdma-core ibverbs-utils rdmacm-utils perftest qperf libibverbs-dev librdmacm-dev
 	nvme-cli ndctl
 )
 

@@ -111,6 +111,9 @@ vm_test nvmeof-rmmod 3G kunit.enable=0 tools/vmtest/nvmeof-rmmod.sh
 # RDMA Commit into persistent memory: emulated pmem (RAM-backed below the
 # 2G), an fsdax namespace, the rsiw_flush suite with its pmem case.
 vm_test pmem 2G 'memmap=64M!1G kunit.filter_glob=rsiw_flush' tools/vmtest/pmem.sh
+# Unchanged rdma-core applications through rsiw's provider: rping,
+# perftest -R, qperf -cm1.
+vm_test userspace 2G kunit.enable=0 tools/vmtest/userspace.sh
 
 # Interoperability with Linux siw: two guests, NVMe-oF both ways.
 log "== VM: interop with siw (two guests)"

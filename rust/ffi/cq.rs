@@ -178,14 +178,15 @@ fn checked_cqe(dev: &IbDevice, cqe: u32) -> Result<usize> {
 pub(super) unsafe extern "C" fn create_cq(
     ibcq: *mut sys::ib_cq,
     attr: *const sys::ib_cq_init_attr,
-    attrs: *mut sys::uverbs_attr_bundle,
+    _attrs: *mut sys::uverbs_attr_bundle,
 ) -> c_int {
     from_result(|| {
         // SAFETY: the core set `ibcq->device` to one of our live devices
         // and passes a valid `attr` for the call.
         let (dev, attr) = unsafe { (IbDevice::from_raw((*ibcq).device), &*attr) };
-        // User CQs need a ring mapped to userspace: not supported.
-        if !attrs.is_null() || attr.flags != 0 {
+        // A user CQ is polled and armed through uverbs commands
+        // (`USER_DATA_PATH_CMDS`): the same CQ as a kernel consumer's.
+        if attr.flags != 0 {
             return Err(EOPNOTSUPP);
         }
         let cqe = checked_cqe(dev, attr.cqe)?;

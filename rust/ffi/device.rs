@@ -29,6 +29,13 @@ use crate::{
 pub(crate) const DRIVER_ID: u32 = sys::RSIW_DRIVER_ID;
 /// uverbs ABI version of rsiw's userspace interface.
 const ABI_VERSION: u32 = sys::RSIW_ABI_VERSION;
+/// The uverbs write commands of the user data path, beyond the core's
+/// default set: posting to a QP or SRQ, polling and arming a CQ.
+const USER_DATA_PATH_CMDS: u64 = (1 << sys::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SEND)
+    | (1 << sys::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_RECV)
+    | (1 << sys::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SRQ_RECV)
+    | (1 << sys::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POLL_CQ)
+    | (1 << sys::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
 /// node_desc as `ibv_devinfo` and sysfs show it.
 const NODE_DESC: &[u8] = b"rsiw iWARP software RNIC";
 
@@ -180,6 +187,10 @@ pub(crate) fn create(name: &CStr, netdev: &NetDev, user_named: bool) -> Result {
         d.phys_port_cnt = 1;
         d.num_comp_vectors = sys::rsiw_num_possible_cpus() as c_int;
         d.iw_driver_flags = sys::iw_flags_IW_F_NO_PORT_MAP;
+        // User QPs and CQs go through the kernel's verbs: libibverbs'
+        // post/poll/arm calls are uverbs commands (tools/provider), which
+        // the core only serves for drivers that ask.
+        d.uverbs_cmd_mask |= USER_DATA_PATH_CMDS;
         let ifname = netdev.name();
         copy_cstr(&mut d.iw_ifname, &ifname);
         sys::ib_set_device_ops(ib, &ops);

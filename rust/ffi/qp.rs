@@ -8,7 +8,13 @@ use core::{
     sync::atomic::{AtomicU32, Ordering},
 };
 
-use kernel::{error::from_result, ffi::c_int, prelude::*, sync::Arc};
+use kernel::{
+    error::from_result,
+    ffi::c_int,
+    prelude::*,
+    sync::Arc,
+    uaccess::{UserPtr, UserSlice},
+};
 
 use super::{
     cq::{IbCq, WcQp},
@@ -138,27 +144,27 @@ static NEXT_QPN: AtomicU32 = AtomicU32::new(1);
 pub(super) unsafe extern "C" fn create_qp(
     ibqp: *mut sys::ib_qp,
     attr: *mut sys::ib_qp_init_attr,
-    udata: *mut sys::ib_udata,
+    _udata: *mut sys::ib_udata,
 ) -> c_int {
     from_result(|| {
         // SAFETY: the core passes a QP whose device, PD and attributes are
         // valid for the call; the CQs and SRQ named are the consumer's.
         let (dev, attr) = unsafe { (IbDevice::from_raw((*ibqp).device), &mut *attr) };
-        if !udata.is_null() {
-            return Err(EOPNOTSUPP); // user QPs come with the uverbs ABI
-        }
+        // A user QP (non-null `udata`) is posted to through uverbs
+        // commands (`USER_DATA_PATH_CMDS`): the same QP as a kernel one.
         if attr.qp_type != sys::ib_qp_type_IB_QPT_RC || attr.send_cq.is_null() {
             return Err(EOPNOTSUPP);
         }
         let l = *dev.data().limits();
         let cap = &mut attr.cap;
-        if cap.max_send_wr == 0
-            || cap.max_send_wr > l.max_qp_wr
+        // A QP may have no room in either queue (a receive-only or
+        // send-only end, as qperf makes); posts to it are refused.
+        if cap.max_send_wr > l.max_qp_wr
             || cap.max_recv_wr > l.max_qp_wr
             || cap.max_send_sge > l.max_sge
             || cap.max_recv_sge > l.max_sge
             || cap.max_inline_data > MAX_INLINE as u32
-            || (attr.srq.is_null() && (cap.max_recv_wr == 0 || attr.recv_cq.is_null()))
+            || (attr.srq.is_null() && attr.recv_cq.is_null())
         {
             return Err(EINVAL);
         }
@@ -254,12 +260,10 @@ pub(super) unsafe extern "C" fn modify_qp(
     ibqp: *mut sys::ib_qp,
     attr: *mut sys::ib_qp_attr,
     mask: c_int,
-    udata: *mut sys::ib_udata,
+    _udata: *mut sys::ib_udata,
 ) -> c_int {
     from_result(|| {
-        if !udata.is_null() {
-            return Err(EOPNOTSUPP);
-        }
+        // From userspace (`udata`) or the kernel: the same rules.
         // SAFETY: one of our QPs; `attr` valid for the call.
         let (data, attr) = unsafe { (QpObj::data(ibqp), &*attr) };
         let mask = mask as u32;
@@ -318,9 +322,11 @@ pub(super) unsafe extern "C" fn query_qp(
 /// # Safety
 ///
 /// `wr` must be a valid WR as the core passes it to `post_send`, with the
-/// containing WR type its opcode implies; its SGE addresses of inline data
-/// must be readable kernel memory (the `IB_SEND_INLINE` contract).
-unsafe fn convert_send(wr: *const sys::ib_send_wr) -> Result<Sqe> {
+/// containing WR type its opcode implies. For a kernel QP (`user`
+/// false), its SGE addresses of inline data must be readable kernel memory
+/// (the `IB_SEND_INLINE` contract); a user QP's are the caller's user
+/// addresses (uverbs `POST_SEND`, in the caller's context).
+unsafe fn convert_send(wr: *const sys::ib_send_wr, user: bool) -> Result<Sqe> {
     // SAFETY: per the contract.
     let w = unsafe { &*wr };
     let flags = w.send_flags;
@@ -369,9 +375,17 @@ unsafe fn convert_send(wr: *const sys::ib_send_wr) -> Result<Sqe> {
         let mut off = 0usize;
         for s in &sqe.sges[..num_sge] {
             let n = s.len as usize;
-            // SAFETY: inline SGEs name readable kernel memory of `len`
-            // bytes (contract); `off + n <= MAX_INLINE` was checked.
-            unsafe { ptr::copy_nonoverlapping(s.addr as usize as *const u8, sqe.inline.as_mut_ptr().add(off), n) };
+            if user {
+                // `off + n <= MAX_INLINE` was checked; a bad address is
+                // the caller's EFAULT.
+                let dst = sqe.inline.get_mut(off..off + n).ok_or(EINVAL)?;
+                let src = UserSlice::new(UserPtr::from_addr(s.addr as usize), n);
+                src.reader().read_slice(dst)?;
+            } else {
+                // SAFETY: inline SGEs name readable kernel memory of `len`
+                // bytes (contract); `off + n <= MAX_INLINE` was checked.
+                unsafe { ptr::copy_nonoverlapping(s.addr as usize as *const u8, sqe.inline.as_mut_ptr().add(off), n) };
+            }
             off += n;
         }
         sqe.inline_len = len as u16;
@@ -494,11 +508,12 @@ pub(super) unsafe extern "C" fn post_send(
     mut wr: *const sys::ib_send_wr,
     bad_wr: *mut *const sys::ib_send_wr,
 ) -> c_int {
-    // SAFETY: one of our QPs.
-    let qp = unsafe { &QpObj::data(ibqp).qp };
+    // SAFETY: one of our QPs; `uobject` is set by uverbs for user QPs.
+    let (qp, user) = unsafe { (&QpObj::data(ibqp).qp, !(*ibqp).uobject.is_null()) };
     while !wr.is_null() {
-        // SAFETY: `wr` is a valid WR of the chain the core passed.
-        let res = unsafe { convert_send(wr) }.and_then(|sqe| qp.post_send(sqe));
+        // SAFETY: `wr` is a valid WR of the chain the core passed (uverbs
+        // for a user QP: inline SGEs name the caller's memory).
+        let res = unsafe { convert_send(wr, user) }.and_then(|sqe| qp.post_send(sqe));
         if let Err(e) = res {
             if !bad_wr.is_null() {
                 // SAFETY: `bad_wr` is valid for writes when non-null.

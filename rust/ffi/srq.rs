@@ -112,14 +112,14 @@ pub(crate) unsafe fn post_recv_chain(
 pub(super) unsafe extern "C" fn create_srq(
     ibsrq: *mut sys::ib_srq,
     init: *mut sys::ib_srq_init_attr,
-    udata: *mut sys::ib_udata,
+    _udata: *mut sys::ib_udata,
 ) -> c_int {
     from_result(|| {
         // SAFETY: the core set `device` and `pd` (ours, live) and passes a
         // valid `init`.
         let (dev, init, pd) = unsafe { (IbDevice::from_raw((*ibsrq).device), &mut *init, (*ibsrq).pd) };
-        // User SRQs need a ring mapped to userspace: not supported.
-        if !udata.is_null() || init.srq_type != sys::ib_srq_type_IB_SRQT_BASIC {
+        // A user SRQ is posted to through uverbs (`POST_SRQ_RECV`).
+        if init.srq_type != sys::ib_srq_type_IB_SRQT_BASIC {
             return Err(EOPNOTSUPP);
         }
         let l = dev.data().limits();

@@ -18,6 +18,13 @@ check() {
 	if "$@"; then pass "$name"; else fail "$name"; fi
 }
 
+# to FILE COMMAND...: runs COMMAND with its output in FILE (inside check).
+to() {
+	local file=$1
+	shift
+	"$@" >"$file" 2>&1
+}
+
 # expect_eq NAME EXPECTED ACTUAL
 expect_eq() {
 	if [ "$2" = "$3" ]; then pass "$1"; else fail "$1 (expected '$2', got '$3')"; fi

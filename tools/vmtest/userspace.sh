@@ -1,0 +1,78 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Unchanged rdma-core applications over rsiw, through its provider
+# (tools/provider): two rsiw devices on the ends of a veth pair, one
+# program on each (rdma_cm picks the device by address; traffic between
+# two local addresses goes over lo).
+set -u
+. "$(dirname "$0")/lib.sh"
+
+export RDMAV_DRIVERS="$RSIW_ROOT/tools/provider/librsiw"
+a=10.97.0.1
+b=10.97.0.2
+ip link add rsiwu0 type veth peer name rsiwu1
+ip addr add $a/24 dev rsiwu0
+ip addr add $b/24 dev rsiwu1
+ip link set rsiwu0 up
+ip link set rsiwu1 up
+# rdma_cm resolves the peer with ARP out of the bound device.
+for c in all rsiwu0 rsiwu1; do
+	sysctl -qw net.ipv4.conf.$c.accept_local=1 net.ipv4.conf.$c.rp_filter=0
+done
+
+# listening PORT: a TCP listener on PORT (an rdma_cm listener on iWARP
+# is one). A client started before its server listens is refused.
+listening() { ss -Hltn "sport = :$1" | grep -q .; }
+
+dmesg -C
+check "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
+check "rdma link add rsiw0 on rsiwu0" rdma link add rsiw0 type rsiw netdev rsiwu0
+check "rdma link add rsiw1 on rsiwu1" rdma link add rsiw1 type rsiw netdev rsiwu1
+
+# --- rping: Sends and RDMA Read/Write, every payload checked (-V) ---
+timeout 120 rping -s -a $a -C 20 -S 4096 -v >"$OUT/rping-server.txt" 2>&1 &
+server=$!
+wait_for 30 listening 7174
+check "rping client: 20 rounds of 4 KiB, data verified" \
+	to "$OUT/rping-client.txt" timeout 120 rping -c -a $a -I $b -C 20 -S 4096 -V -v
+wait $server
+expect_eq "rping server exit status" 0 $?
+expect_eq "rping client rounds" 20 "$(grep -c 'ping data' "$OUT/rping-client.txt")"
+
+# --- what the tools do not check: atomics, Write with Immediate, inline ---
+to "$OUT/uverbs-check.txt" "$RSIW_ROOT/tools/provider/rsiw-uverbs-check" $a $b
+sed -n 's/^\(not \)\{0,1\}ok - /rsiw-uverbs-check: &/p' "$OUT/uverbs-check.txt"
+check "rsiw-uverbs-check: every check passed" grep -qx PASSED "$OUT/uverbs-check.txt"
+
+# --- perftest with rdma_cm (-R): Write, Read and Send bandwidth ---
+for t in ib_write_bw ib_read_bw ib_send_bw; do
+	timeout 120 $t -R -d rsiw0 -s 65536 -n 200 >"$OUT/$t-server.txt" 2>&1 &
+	server=$!
+	wait_for 30 listening 18515
+	check "$t -R: the client runs 200 messages of 64 KiB" \
+		to "$OUT/$t-client.txt" timeout 120 $t -R -d rsiw1 --source_ip $b -s 65536 -n 200 $a
+	wait $server
+	expect_eq "$t -R: the server exits 0" 0 $?
+	# "#bytes #iterations BW-peak BW-average MsgRate"
+	row=$(grep -E '^ +65536 +200 ' "$OUT/$t-client.txt")
+	echo "# $t: $(echo "$row" | awk '{print $4 " MB/s average"}')"
+	check "$t -R: a bandwidth above 0 reported" awk -v bw="$(echo "$row" | awk '{print $4}')" 'BEGIN { exit !(bw > 0) }'
+done
+
+# --- qperf over rdma_cm (-cm1): Send, RDMA Read and Write bandwidth, latency ---
+qperf >"$OUT/qperf-server.txt" 2>&1 &
+qserver=$!
+wait_for 30 listening 19765
+check "qperf -cm1 rc_bw rc_lat rc_rdma_read_bw rc_rdma_write_bw" \
+	to "$OUT/qperf-client.txt" timeout 180 qperf -cm1 -t 3 $a rc_bw rc_lat rc_rdma_read_bw rc_rdma_write_bw
+kill $qserver 2>/dev/null
+wait $qserver 2>/dev/null
+sed 's/^/# qperf: /' "$OUT/qperf-client.txt"
+expect_eq "qperf reported every test" 4 "$(grep -cE '^ +(bw|latency) += +[0-9.]+ ' "$OUT/qperf-client.txt")"
+
+check "rdma link delete rsiw0" rdma link delete rsiw0
+check "rdma link delete rsiw1" rdma link delete rsiw1
+check "rmmod rsiw" rmmod rsiw
+check_dmesg_clean "dmesg has no warnings, oopses or leaks"
+finish
