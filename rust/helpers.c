@@ -430,6 +430,8 @@ void rsiw_layout(size_t *out, size_t n)
 		sizeof(struct bio_vec),
 		offsetof(struct bio_vec, bv_len),
 		offsetof(struct bio_vec, bv_offset),
+		offsetof(struct ib_qp, uobject),
+		offsetof(struct ib_device, uverbs_cmd_mask),
 	};
 	size_t i;
 

@@ -71,6 +71,8 @@ mod tests {
             ("sizeof bio_vec", size_of::<sys::bio_vec>()),
             ("offsetof bio_vec.bv_len", offset_of!(sys::bio_vec, bv_len)),
             ("offsetof bio_vec.bv_offset", offset_of!(sys::bio_vec, bv_offset)),
+            ("offsetof ib_qp.uobject", offset_of!(sys::ib_qp, uobject)),
+            ("offsetof ib_device.uverbs_cmd_mask", offset_of!(sys::ib_device, uverbs_cmd_mask)),
         ];
         let mut c = [0usize; 64];
         let n = ours.len().min(c.len());
