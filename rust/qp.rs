@@ -1524,6 +1524,30 @@ impl Host for QpHost<'_> {
             .map_err(|_| term::rdmap::PROT_UNSPECIFIED)
     }
 
+    fn check_source(&mut self, wr: &Local, len: u32) -> Result<(), TermError> {
+        let sqe = match self.st.cur.sqe {
+            Some(s) if self.st.cur.handle == wr.handle => s,
+            _ => return Err(term::rdmap::LOCAL_CATA),
+        };
+        if sqe.inline_len > 0 {
+            return Ok(()); // copied at post time
+        }
+        let mut left = u64::from(len);
+        for sge in sqe.sges() {
+            if left == 0 {
+                break;
+            }
+            let n = u64::from(sge.len).min(left);
+            self.stags().check(sge.lkey, self.qp.pd, sge.addr, n, 0).map_err(local_source_err)?;
+            left -= n;
+        }
+        if left == 0 {
+            Ok(())
+        } else {
+            Err(term::rdmap::PROT_UNSPECIFIED)
+        }
+    }
+
     fn read_tagged(&mut self, stag: u32, to: u64, dst: &mut [u8]) -> Result<(), TermError> {
         self.stags().copy_from_mr(stag, to, dst).map_err(local_err)
     }

@@ -6,7 +6,8 @@
  * does not), Write with Immediate (data placed, the immediate delivered
  * with the receive), Send with Immediate refused at post time, and
  * inline data taken at post time (the buffer is overwritten right after
- * the post). One process: a passive side on SERVER and an active side
+ * the post), and a bad lkey, which completes with a protection error and
+ * ends the stream on both sides. One process: a passive side on SERVER and an active side
  * bound to CLIENT, each on its own device (rdma_cm picks it by address).
  *
  *   rsiw-uverbs-check SERVER-ADDR CLIENT-ADDR [PORT]
@@ -316,6 +317,35 @@ int main(int argc, char **argv)
 		     wc.status == IBV_WC_LOC_PROT_ERR && wc.wr_id == 10;
 		CHECK(ok, "a Send with a bad lkey completes with LOC_PROT_ERR (%s)",
 		      ibv_wc_status_str(wc.status));
+	}
+
+	/* That ended the stream: this QP in Error, later WRs flushed, and the
+	 * peer's posted receives flushed by the Terminate it got. */
+	{
+		struct ibv_qp_attr attr;
+		struct ibv_qp_init_attr init;
+		struct ibv_sge sge = { .addr = (uintptr_t)c.buf, .length = 8, .lkey = c.mr->lkey };
+		struct ibv_send_wr wr = { .wr_id = 11, .sg_list = &sge, .num_sge = 1,
+					  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad;
+		int n;
+
+		ok = 0;
+		for (i = 0; i < 2000 && !ok; i++) {
+			ok = !ibv_query_qp(c.id->qp, &attr, IBV_QP_STATE, &init) &&
+			     attr.qp_state == IBV_QPS_ERR;
+			if (!ok)
+				nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
+		}
+		CHECK(ok, "the QP is in Error after it");
+		ok = !ibv_post_send(c.id->qp, &wr, &bad) && !poll_one(&c, &wc) &&
+		     wc.status == IBV_WC_WR_FLUSH_ERR && wc.wr_id == 11;
+		CHECK(ok, "a Send posted then is flushed (%s)", ibv_wc_status_str(wc.status));
+		memset(&wc, 0, sizeof(wc));
+		for (n = 0; n < 2 && !poll_one(&s, &wc); n++)
+			if (wc.status != IBV_WC_WR_FLUSH_ERR || wc.wr_id != 102u + n)
+				break;
+		CHECK(n == 2, "the peer's two posted receives are flushed (%d; last: id %" PRIu64
+		      ", %s)", n, wc.wr_id, ibv_wc_status_str(wc.status));
 	}
 
 	rdma_disconnect(cid);

@@ -74,5 +74,6 @@ expect_eq "qperf reported every test" 4 "$(grep -cE '^ +(bw|latency) += +[0-9.]+
 check "rdma link delete rsiw0" rdma link delete rsiw0
 check "rdma link delete rsiw1" rdma link delete rsiw1
 check "rmmod rsiw" rmmod rsiw
+dmesg > "$OUT/dmesg.txt"
 check_dmesg_clean "dmesg has no warnings, oopses or leaks"
 finish

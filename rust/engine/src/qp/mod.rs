@@ -360,6 +360,15 @@ pub trait Host: StagTable {
     /// Copies `dst.len()` octets of `wr`'s local data, starting `offset`
     /// octets into it, into `dst`.
     fn read_source(&mut self, wr: &Local, offset: u32, dst: &mut [u8]) -> Result<(), TermError>;
+    /// Validates the `len` octets of `wr`'s local data before the first of
+    /// them goes out, so that a WR with a bad SGE fails whole. A message
+    /// whose data cannot be read once it has started still goes out (the
+    /// framing needs it) with zeros, and the stream terminates; the peer
+    /// would take a Send of zeros for a good one.
+    fn check_source(&mut self, wr: &Local, len: u32) -> Result<(), TermError> {
+        let _ = (wr, len);
+        Ok(())
+    }
     /// Zero-copy transmit ([`Qp::tx_plan`]): the host may take `len`
     /// payload octets of `src` by reference (recording them, in stream
     /// order, for its send) instead of having them copied. It validates

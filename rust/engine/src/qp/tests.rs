@@ -141,6 +141,9 @@ impl Host for Mock {
         dst.copy_from_slice(s);
         Ok(())
     }
+    fn check_source(&mut self, wr: &Local, len: u32) -> Result<(), TermError> {
+        self.slice(wr.stag, wr.to, len as usize).map(|_| ())
+    }
     fn read_tagged(&mut self, stag: u32, to: u64, dst: &mut [u8]) -> Result<(), TermError> {
         let s = self.slice(stag, to, dst.len())?;
         dst.copy_from_slice(s);
@@ -1214,6 +1217,41 @@ fn incoming_garbage_terminates_and_flushes() {
         p.ha.cq.last().map(|c| (c.wr_id, c.status)),
         Some((5, Status::Flushed))
     );
+}
+
+/// A Send from local memory that is not registered: nothing of it
+/// reaches the peer (no Send of zeros), the WR completes with the local
+/// error, the stream ends with a Terminate and the peer's receive is
+/// flushed.
+#[test]
+fn bad_local_source_fails_the_wr_whole_and_ends_the_stream() {
+    let mut p = pair();
+    let r = p.hb.post_recv(64);
+    post_a(
+        &mut p,
+        wr(
+            1,
+            SendOp::Send { invalidate: None },
+            32,
+            Local {
+                stag: stag(7),
+                to: 0,
+                handle: 0,
+            },
+        ),
+    );
+    p.pump();
+    let a: Vec<_> = p.ha.cq.iter().map(|c| (c.wr_id, c.status)).collect();
+    assert_eq!(a, vec![(1, Status::LocalError(rdmape::LOCAL_CATA))]);
+    assert!(p.ha.events.contains(&Event::LocalTerminate(rdmape::LOCAL_CATA)));
+    assert_eq!(p.a.state(), State::Error);
+    let b: Vec<_> = p.hb.cq.iter().map(|c| (c.wr_id, c.status)).collect();
+    assert_eq!(b, vec![(r, Status::Flushed)]);
+    assert!(p
+        .hb
+        .events
+        .iter()
+        .any(|e| matches!(e, Event::TerminateReceived(t) if t.error == rdmape::LOCAL_CATA)));
 }
 
 #[test]

@@ -785,6 +785,8 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
         }
         let se = wr.flags.contains(super::Flags::SOLICITED);
         let ctrl = |op| Control::new(op).to_byte();
+        // A WR refused before any of it went out: it completes with the
+        // error, and the stream ends (verbs: the QP goes to Error).
         let local_err = |qp: &mut Self, host: &mut H, e: TermError| {
             qp.cur = None;
             host.complete(Completion::new(
@@ -794,6 +796,7 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
                 Status::LocalError(e),
                 0,
             ));
+            qp.fail(host, error::rdmap::LOCAL_CATA, None);
             qp.plan(host)
         };
         let credit = |qp: &mut Self, r: OutboundRequest, opcode: CompOp| -> bool {
@@ -808,6 +811,16 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
             };
             qp.orq.try_issue(r) && qp.orq_aux.push(aux).is_ok()
         };
+        let sends_local = match wr.op {
+            SendOp::Send { .. } => true,
+            SendOp::Write { .. } | SendOp::WriteImm { .. } => !c.imm_phase,
+            _ => false,
+        };
+        if sends_local && wr.len > 0 {
+            if let Err(e) = host.check_source(&wr.local, wr.len) {
+                return local_err(self, host, e);
+            }
+        }
         match wr.op {
             SendOp::Send { invalidate } => {
                 let op = match (invalidate.is_some(), se) {
