@@ -13,9 +13,10 @@ use crate::mpa::negotiate::{check_reply, judge_request, Refused, RtrMode};
 use crate::mpa::rx::Event as MpaEvent;
 use crate::rdmap::{self, Body, InboundRequest};
 use crate::wire::commit::Status as CommitStatus;
-use crate::wire::ddp::{Model, Segment, MALFORMED, TAGGED_HEADER_LEN, UNTAGGED_HEADER_LEN};
+use crate::wire::ddp::{Model, Segment, TAGGED_HEADER_LEN, UNTAGGED_HEADER_LEN};
 use crate::wire::mpa::{frame_len, Kind, Repr as MpaRepr, Rtr};
 use crate::wire::rdmap::{Control, Opcode};
+use crate::wire::MALFORMED;
 
 /// Posted buffer lengths per queue, for [`crate::ddp::UntaggedRx::accept`].
 struct Posted([Option<u32>; 4]);

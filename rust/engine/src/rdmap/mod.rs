@@ -27,8 +27,9 @@ pub use queue::{InboundRequest, Irq, Orq, OutboundRequest, RequestQueue};
 pub use read::{validate_read_request, validate_read_response, validate_write, ReadResponsePlan};
 
 use crate::error::{self, TermError};
-use crate::wire::ddp::{self as ddpw, Model, Segment, MALFORMED};
+use crate::wire::ddp::{self as ddpw, Model, Segment};
 use crate::wire::rdmap::{qn, Control, Opcode, ReadRequest, ReadRequestRepr, RDMAP_VERSION};
+use crate::wire::MALFORMED;
 use crate::wire::{atomic as atomicw, commit as commitw, immediate, terminate};
 
 /// The RDMAP header of a decoded message.

@@ -23,7 +23,7 @@
 //! header comes to when the MPA length (2) and DDP header (18) are counted.
 //! The figure is what goes on the wire, so the header here is 12 octets.
 
-use super::ddp::{be, Field};
+use super::{be, Field, MALFORMED};
 use crate::error::TermError;
 
 /// Atomic Request header octets.
@@ -111,7 +111,7 @@ impl<T: AsRef<[u8]>> Request<T> {
     /// no ULP payload is allowed).
     pub fn new_checked(buffer: T) -> Result<Self, TermError> {
         if buffer.as_ref().len() != REQUEST_LEN {
-            return Err(super::ddp::MALFORMED);
+            return Err(MALFORMED);
         }
         Ok(Self { buffer })
     }
@@ -327,7 +327,7 @@ impl<T: AsRef<[u8]>> Response<T> {
     /// Wraps and checks the message is exactly 12 octets.
     pub fn new_checked(buffer: T) -> Result<Self, TermError> {
         if buffer.as_ref().len() != RESPONSE_LEN {
-            return Err(super::ddp::MALFORMED);
+            return Err(MALFORMED);
         }
         Ok(Self { buffer })
     }

@@ -27,7 +27,7 @@
 //! durability failures of a well-formed request are reported in the status,
 //! not by a Terminate: the data is not lost and the stream stays up.
 
-use super::ddp::{be, Field};
+use super::{be, Field, MALFORMED};
 use crate::error::TermError;
 
 /// Octets before the first region.
@@ -143,7 +143,7 @@ impl<T: AsRef<[u8]>> Request<T> {
     pub fn new_checked(buffer: T) -> Result<Self, TermError> {
         let len = buffer.as_ref().len();
         if len < REQUEST_MIN_LEN || (len - ID_LEN) % REGION_LEN != 0 {
-            return Err(super::ddp::MALFORMED);
+            return Err(MALFORMED);
         }
         Ok(Self { buffer })
     }
@@ -227,7 +227,7 @@ impl RequestRepr {
     /// Parses a checked view; more than [`MAX_REGIONS`] regions is an error.
     pub fn parse<T: AsRef<[u8]>>(v: &Request<T>) -> Result<Self, TermError> {
         if v.region_count() > MAX_REGIONS {
-            return Err(super::ddp::MALFORMED);
+            return Err(MALFORMED);
         }
         let mut regions = [Region::default(); MAX_REGIONS];
         let mut count = 0;
@@ -272,7 +272,7 @@ impl<T: AsRef<[u8]>> Response<T> {
     /// Wraps and checks the message is exactly 8 octets.
     pub fn new_checked(buffer: T) -> Result<Self, TermError> {
         if buffer.as_ref().len() != RESPONSE_LEN {
-            return Err(super::ddp::MALFORMED);
+            return Err(MALFORMED);
         }
         Ok(Self { buffer })
     }

@@ -18,79 +18,8 @@
 //! The byte layout matches Linux siw's `struct iwarp_ctrl_tagged` and
 //! `struct iwarp_ctrl_untagged` (minus their leading MPA length).
 
-use core::ops::Range;
-
+use super::{be, Field, MALFORMED};
 use crate::error::{self, TermError};
-
-pub(crate) type Field = Range<usize>;
-
-/// Panic-free big-endian accessors shared by the wire modules. Each takes a
-/// constant field range; a view's `new_checked` has verified the length, so
-/// the `None` arms are unreachable on checked views and return 0 / do
-/// nothing rather than panic.
-pub(crate) mod be {
-    use super::Field;
-
-    #[inline]
-    pub(crate) fn u16_at(buf: &[u8], f: Field) -> u16 {
-        match buf.get(f) {
-            Some(&[a, b]) => u16::from_be_bytes([a, b]),
-            _ => 0,
-        }
-    }
-
-    #[inline]
-    pub(crate) fn u32_at(buf: &[u8], f: Field) -> u32 {
-        match buf.get(f) {
-            Some(&[a, b, c, d]) => u32::from_be_bytes([a, b, c, d]),
-            _ => 0,
-        }
-    }
-
-    #[inline]
-    pub(crate) fn u64_at(buf: &[u8], f: Field) -> u64 {
-        match buf.get(f) {
-            Some(&[a, b, c, d, e, g, h, i]) => u64::from_be_bytes([a, b, c, d, e, g, h, i]),
-            _ => 0,
-        }
-    }
-
-    #[inline]
-    pub(crate) fn put(buf: &mut [u8], f: Field, bytes: &[u8]) {
-        if let Some(dst) = buf.get_mut(f) {
-            if dst.len() == bytes.len() {
-                dst.copy_from_slice(bytes);
-            }
-        }
-    }
-
-    #[inline]
-    pub(crate) fn set_u16(buf: &mut [u8], f: Field, v: u16) {
-        put(buf, f, &v.to_be_bytes());
-    }
-
-    #[inline]
-    pub(crate) fn set_u32(buf: &mut [u8], f: Field, v: u32) {
-        put(buf, f, &v.to_be_bytes());
-    }
-
-    #[inline]
-    pub(crate) fn set_u64(buf: &mut [u8], f: Field, v: u64) {
-        put(buf, f, &v.to_be_bytes());
-    }
-
-    #[inline]
-    pub(crate) fn u8_at(buf: &[u8], at: usize) -> u8 {
-        buf.get(at).copied().unwrap_or(0)
-    }
-
-    #[inline]
-    pub(crate) fn set_u8(buf: &mut [u8], at: usize, v: u8) {
-        if let Some(b) = buf.get_mut(at) {
-            *b = v;
-        }
-    }
-}
 
 /// The only DDP version (RFC 5041 section 4.2: DV = 01b).
 pub const DDP_VERSION: u8 = 1;
@@ -117,10 +46,6 @@ mod field {
 const FLAG_T: u8 = 0x80;
 const FLAG_L: u8 = 0x40;
 const MASK_DV: u8 = 0x03;
-
-/// A malformed (truncated) segment. DDP has no code for it, so it is
-/// reported as RDMAP "Remote Operation Error, unspecified" (RFC 5040 7.2).
-pub(crate) const MALFORMED: TermError = error::rdmap::OP_UNSPECIFIED;
 
 /// A read/write view of a DDP segment (header and payload).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -12,14 +12,14 @@
 //! four octets unchanged in octets 0..4 and zeros in 4..8, so that the first
 //! half of the field reads as the big-endian 32-bit value.
 
-use super::ddp::be;
+use super::{be, MALFORMED};
 use crate::error::TermError;
 
 /// Immediate Data header octets.
 pub const HEADER_LEN: usize = 8;
 
 mod field {
-    use super::super::ddp::Field;
+    use super::super::Field;
 
     pub(super) const DATA: Field = 0..8;
 }
@@ -40,7 +40,7 @@ impl<T: AsRef<[u8]>> Header<T> {
     /// anything else is "Remote Operation Error, unspecified".
     pub fn new_checked(buffer: T) -> Result<Self, TermError> {
         if buffer.as_ref().len() != HEADER_LEN {
-            return Err(super::ddp::MALFORMED);
+            return Err(MALFORMED);
         }
         Ok(Self { buffer })
     }

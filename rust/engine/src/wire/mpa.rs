@@ -48,7 +48,7 @@ pub const REV_1: u8 = 1;
 pub const REV_2: u8 = 2;
 
 mod field {
-    pub type Field = core::ops::Range<usize>;
+    pub(super) use super::super::Field;
 
     pub const KEY: Field = 0..16;
     pub const FLAGS: usize = 16;

@@ -20,7 +20,7 @@
 //! just names an opcode nobody defines (Unexpected OpCode). The remaining
 //! reserved bit is sent as zero and ignored on receive.
 
-use super::ddp::{be, Field};
+use super::{be, Field, MALFORMED};
 use crate::error::TermError;
 
 /// The only RDMAP version (RFC 5040 section 4.1: RV = 01b).
@@ -200,7 +200,7 @@ impl Opcode {
     pub const fn header_len(self) -> usize {
         match self {
             Self::ReadRequest => READ_REQUEST_LEN,
-            Self::Terminate => super::terminate::MIN_LEN,
+            Self::Terminate => TERMINATE_CONTROL_LEN,
             Self::ImmediateData | Self::ImmediateDataSe => super::immediate::HEADER_LEN,
             Self::AtomicRequest => super::atomic::REQUEST_LEN,
             Self::AtomicResponse => super::atomic::RESPONSE_LEN,
@@ -213,6 +213,11 @@ impl Opcode {
 
 /// RDMA Read Request header length (RFC 5040 section 4.4).
 pub const READ_REQUEST_LEN: usize = 28;
+
+/// Terminate Control length, the fixed part of a Terminate header (RFC
+/// 5040 section 4.8); [`super::terminate`] builds on it, so it lives here
+/// with the other RDMAP header lengths the receive path needs.
+pub const TERMINATE_CONTROL_LEN: usize = 4;
 
 mod field {
     use super::Field;
@@ -240,7 +245,7 @@ impl<T: AsRef<[u8]>> ReadRequest<T> {
     /// Wraps and checks the 28 octets are there.
     pub fn new_checked(buffer: T) -> Result<Self, TermError> {
         if buffer.as_ref().len() < READ_REQUEST_LEN {
-            return Err(super::ddp::MALFORMED);
+            return Err(MALFORMED);
         }
         Ok(Self { buffer })
     }

@@ -21,12 +21,13 @@
 //! then copies only the DDP header, so the parser takes whatever is left,
 //! up to 28 octets, as the RDMA header.
 
-use super::ddp::{self as ddpw, be, Field};
-use super::rdmap::{Control, Opcode, READ_REQUEST_LEN};
+use super::ddp as ddpw;
+use super::rdmap::{Control, Opcode, READ_REQUEST_LEN, TERMINATE_CONTROL_LEN};
+use super::{be, Field, MALFORMED};
 use crate::error::{self, Layer, TermError};
 
 /// Terminate Control octets (the minimum Terminate header).
-pub const MIN_LEN: usize = 4;
+pub const MIN_LEN: usize = TERMINATE_CONTROL_LEN;
 /// Octets of a copied RDMA header (the Read Request header).
 pub const RDMA_HEADER_LEN: usize = READ_REQUEST_LEN;
 /// Largest Terminate header: control, length, untagged DDP, RDMA header.
@@ -63,12 +64,12 @@ impl<T: AsRef<[u8]>> Header<T> {
     pub fn new_checked(buffer: T) -> Result<Self, TermError> {
         let h = Self { buffer };
         if h.buffer.as_ref().len() < MIN_LEN {
-            return Err(ddpw::MALFORMED);
+            return Err(MALFORMED);
         }
         if h.d() {
             let need = field::DDP_HEADER.saturating_add(h.ddp_header_len());
             if h.buffer.as_ref().len() <= field::DDP_HEADER || h.buffer.as_ref().len() < need {
-                return Err(ddpw::MALFORMED);
+                return Err(MALFORMED);
             }
         }
         Ok(h)
@@ -246,7 +247,7 @@ impl Repr {
 
     /// Parses a checked view; an undefined layer is malformed.
     pub fn parse<T: AsRef<[u8]>>(h: &Header<T>) -> Result<Self, TermError> {
-        let error = h.error().ok_or(ddpw::MALFORMED)?;
+        let error = h.error().ok_or(MALFORMED)?;
         let ddp = if h.d() {
             Some(TerminatedDdp {
                 segment_len: if h.m() { Some(h.segment_len()) } else { None },
