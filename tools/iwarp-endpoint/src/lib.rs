@@ -2,6 +2,12 @@
 //! A userspace iWARP endpoint over `std::net::TcpStream`, built on the
 //! `rsiw-engine` QP state machine.
 //!
+//! The MPA startup runs as the kernel CM runs it: the engine's
+//! [`startup`](rsiw_engine::mpa::startup) machine of this end's role is fed
+//! the socket's octets and takes them up to the end of the peer's frame;
+//! its [`StreamParams`] then start the QP ([`Qp::establish_params`]) and
+//! the octets read past the frame go to the QP first.
+//!
 //! Memory regions are `Vec<u8>`s with a tagged-offset base, access rights
 //! and a protection domain; an STag is `(region index + 1) << 8 | key`.
 //! Queues are `VecDeque`s, the CQ a `Vec`. The socket is non-blocking:
@@ -19,6 +25,7 @@ use rsiw_engine::crc::Crc32c;
 use rsiw_engine::ddp::{Access, Region, StagTable};
 use rsiw_engine::error::{self, TermError};
 pub use rsiw_engine::mpa::negotiate::{CrcPolicy, InitiatorConfig, ResponderConfig, RtrMode};
+pub use rsiw_engine::mpa::startup::{self, Initiator, Responder, StreamParams};
 pub use rsiw_engine::qp::{
     CompOp, Completion, Event, Flags, Host, Local, Qp, QpConfig, RecvWr, Remote, SendOp, SendWr, State, Status,
     WorkQueue,
@@ -213,10 +220,42 @@ impl Default for Options {
     }
 }
 
-/// One endpoint: socket, QP, resources.
+/// The MPA startup of an endpoint.
+enum Mpa {
+    Initiator(Box<Initiator>),
+    Responder(Box<Responder>),
+}
+
+impl Mpa {
+    fn transmit(&self) -> &[u8] {
+        match self {
+            Mpa::Initiator(m) => m.transmit(),
+            Mpa::Responder(m) => m.transmit(),
+        }
+    }
+
+    fn sent(&mut self, n: usize) {
+        match self {
+            Mpa::Initiator(m) => m.sent(n),
+            Mpa::Responder(m) => m.sent(n),
+        }
+    }
+
+    fn phase(&self) -> startup::Phase {
+        match self {
+            Mpa::Initiator(m) => m.phase(),
+            Mpa::Responder(m) => m.phase(),
+        }
+    }
+}
+
+/// One endpoint: socket, MPA startup, QP, resources.
 pub struct Endpoint {
-    /// The QP.
+    /// The QP (started once the MPA exchange is done).
     pub qp: Box<EpQp>,
+    mpa: Mpa,
+    /// What the MPA exchange settled.
+    pub params: Option<StreamParams>,
     /// Memory, queues, CQ, events.
     pub res: Resources,
     sock: TcpStream,
@@ -231,11 +270,13 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
-    fn new(sock: TcpStream, opts: &Options) -> io::Result<Self> {
+    fn new(sock: TcpStream, opts: &Options, mpa: Mpa) -> io::Result<Self> {
         sock.set_nonblocking(true)?;
         sock.set_nodelay(true)?;
         Ok(Endpoint {
             qp: Box::new(EpQp::new(QpConfig { pd: opts.pd, emss: opts.emss })),
+            mpa,
+            params: None,
             res: Resources { pd: opts.pd, ..Resources::default() },
             sock,
             out: vec![0; 1 << 16],
@@ -251,7 +292,6 @@ impl Endpoint {
     /// Connects as MPA initiator.
     pub fn connect<A: ToSocketAddrs>(addr: A, opts: &Options) -> io::Result<Self> {
         let sock = TcpStream::connect(addr)?;
-        let mut ep = Self::new(sock, opts)?;
         let cfg = InitiatorConfig {
             crc: opts.crc,
             markers: opts.markers,
@@ -261,8 +301,8 @@ impl Endpoint {
             p2p: if opts.enhanced { opts.p2p } else { None },
             private_data: &opts.private_data,
         };
-        ep.qp.connect(&cfg).map_err(|e| io::Error::other(format!("MPA request: {e:?}")))?;
-        Ok(ep)
+        let m = Initiator::new(&cfg).map_err(|e| io::Error::other(format!("MPA request: {e:?}")))?;
+        Self::new(sock, opts, Mpa::Initiator(Box::new(m)))
     }
 
     /// Accepts one TCP connection and acts as MPA responder; the request is
@@ -274,7 +314,6 @@ impl Endpoint {
 
     /// MPA responder on an accepted socket.
     pub fn responder(sock: TcpStream, opts: &Options) -> io::Result<Self> {
-        let mut ep = Self::new(sock, opts)?;
         let cfg = ResponderConfig {
             max_rev: if opts.enhanced { 2 } else { 1 },
             crc: opts.crc,
@@ -284,8 +323,7 @@ impl Endpoint {
             min_ord: 0,
             rtr: opts.p2p.unwrap_or(RtrSet::ALL),
         };
-        ep.qp.listen(&cfg).map_err(|e| io::Error::other(format!("{e:?}")))?;
-        Ok(ep)
+        Self::new(sock, opts, Mpa::Responder(Box::new(Responder::new(&cfg))))
     }
 
     /// Sets the private data of the (automatic) MPA Reply.
@@ -342,8 +380,26 @@ impl Endpoint {
     pub fn poll(&mut self) -> io::Result<bool> {
         let mut progress = false;
         if !self.eof {
-            // TX: refill from the engine when the previous batch is out.
-            loop {
+            // TX: the MPA frame (or a startup's Terminate) first.
+            while !self.mpa.transmit().is_empty() {
+                match self.sock.write(self.mpa.transmit()) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        self.bytes.0 += n as u64;
+                        self.mpa.sent(n);
+                        progress = true;
+                    }
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                    Err(_) => {
+                        self.lost();
+                        break;
+                    }
+                }
+            }
+            // Then the stream: refill from the engine when the previous
+            // batch is out.
+            while self.mpa.transmit().is_empty() && self.params.is_some() {
                 if self.out_off >= self.out_len {
                     self.out_off = 0;
                     self.out_len = self.qp.tx(&mut self.res, &HostCrc, &mut self.out);
@@ -376,9 +432,11 @@ impl Endpoint {
                     }
                     Ok(n) => {
                         self.bytes.1 += n as u64;
-                        self.qp.rx(&mut self.res, &HostCrc, &buf[..n]);
+                        let used = self.startup_rx(&buf[..n]);
+                        if self.params.is_some() {
+                            self.qp.rx(&mut self.res, &HostCrc, &buf[used..n]);
+                        }
                         progress = true;
-                        self.handle_events();
                     }
                     Err(e) if e.kind() == ErrorKind::WouldBlock => break,
                     Err(e) if e.kind() == ErrorKind::Interrupted => {}
@@ -401,11 +459,62 @@ impl Endpoint {
         self.qp.on_connection_lost(&mut self.res);
     }
 
-    fn handle_events(&mut self) {
-        if self.qp.state() == State::OfferPending {
-            let pd = self.reply_pd.clone();
-            let _ = self.qp.accept(&mut self.res, &pd);
+    /// Feeds the startup machine; returns the octets it took (the rest
+    /// belongs to the stream). The Request is accepted at once with the
+    /// endpoint's private data and settings; startup outcomes are
+    /// recorded as the engine QP reports them in-band.
+    fn startup_rx(&mut self, input: &[u8]) -> usize {
+        let (used, event) = match &mut self.mpa {
+            Mpa::Initiator(m) => (m.receive(&HostCrc, input), m.poll()),
+            Mpa::Responder(m) => (m.receive(input), m.poll()),
+        };
+        match event {
+            None => {}
+            Some(startup::Event::Request(_)) => {
+                self.res.events.push(Event::ConnectRequest);
+                if let Mpa::Responder(m) = &mut self.mpa {
+                    let cfg = *m.config();
+                    match m.accept(&cfg, &self.reply_pd) {
+                        Ok(p) => self.start(p),
+                        Err(e) => self.res.events.push(Event::NegotiationFailed(e)),
+                    }
+                }
+            }
+            Some(startup::Event::Established(p)) => self.start(p),
+            Some(startup::Event::Rejected { .. }) => self.res.events.push(Event::Rejected),
+            Some(startup::Event::Failed(f)) => self.res.events.push(if f.terminate {
+                Event::LocalTerminate(f.error)
+            } else {
+                Event::NegotiationFailed(f.error)
+            }),
         }
+        used
+    }
+
+    /// The exchange is done: the QP takes over the stream.
+    fn start(&mut self, p: StreamParams) {
+        self.qp.establish_params(&p);
+        self.params = Some(p);
+        self.res.events.push(Event::Established);
+        if self.qp.state() == State::Rts {
+            self.res.events.push(Event::Ready);
+        }
+    }
+
+    /// The peer's MPA private data (once the exchange is done).
+    pub fn peer_private_data(&self) -> &[u8] {
+        self.params.as_ref().map_or(&[], |p| p.private_data.as_bytes())
+    }
+
+    /// Whether the MPA startup is over (established, rejected or failed).
+    pub fn startup_done(&self) -> bool {
+        !matches!(self.mpa.phase(), startup::Phase::AwaitFrame | startup::Phase::Decide)
+    }
+
+    /// Whether the endpoint is finished: the stream failed or closed, or
+    /// the startup ended without one.
+    pub fn is_done(&self) -> bool {
+        self.qp.is_done() || (self.startup_done() && self.params.is_none())
     }
 
     /// Whether the peer closed or the connection failed.
@@ -415,7 +524,7 @@ impl Endpoint {
 
     /// Whether all engine output has been written to the socket.
     pub fn tx_idle(&self) -> bool {
-        self.pending().is_empty() && !self.qp.wants_tx()
+        self.mpa.transmit().is_empty() && self.pending().is_empty() && !self.qp.wants_tx()
     }
 
     /// Shuts the socket down (both directions).

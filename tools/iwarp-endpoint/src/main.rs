@@ -120,7 +120,7 @@ fn serve(addr: &str, mut o: Options, pd_given: bool) -> Result<(), String> {
             println!("event {e:?}");
         }
         seen_ev = ep.res.events.len();
-        if ep.is_eof() || (ep.qp.is_done() && ep.tx_idle()) {
+        if ep.is_eof() || (ep.is_done() && ep.tx_idle()) {
             println!("done: state {:?}, {} bytes out, {} bytes in", ep.qp.state(), ep.bytes.0, ep.bytes.1);
             return Ok(());
         }
@@ -130,9 +130,9 @@ fn serve(addr: &str, mut o: Options, pd_given: bool) -> Result<(), String> {
 
 fn client(addr: &str, o: &Options, op: &str, len: u32, t: Duration) -> Result<(), String> {
     let mut a = Endpoint::connect(addr, o).map_err(|e| e.to_string())?;
-    wait_until(&mut [&mut a], t, |e| e[0].qp.state() != State::AwaitReply).map_err(|e| format!("MPA: {e}"))?;
+    wait_until(&mut [&mut a], t, |e| e[0].startup_done()).map_err(|e| format!("MPA: {e}"))?;
     println!("state {:?} framing {:?} ird/ord {:?} rtr {:?}", a.qp.state(), a.qp.framing(), a.qp.ird_ord(), a.qp.rtr_mode());
-    let pd = String::from_utf8_lossy(a.qp.peer_private_data()).to_string();
+    let pd = String::from_utf8_lossy(a.peer_private_data()).to_string();
     println!("peer private data: {pd:?}");
     let mut it = pd.split_whitespace().map(|x| u64::from_str_radix(x.trim_start_matches("0x"), if x.starts_with("0x") { 16 } else { 10 }));
     let (rstag, rto) = match (it.next(), it.next()) {
@@ -167,7 +167,7 @@ fn client(addr: &str, o: &Options, op: &str, len: u32, t: Duration) -> Result<()
         _ => return Err(format!("unknown op {op}")),
     };
     let id = a.post_send(sop, n, local, Flags::NONE);
-    wait_until(&mut [&mut a], t, |e| e[0].res.cq.iter().any(|c| c.wr_id == id) || e[0].qp.is_done())
+    wait_until(&mut [&mut a], t, |e| e[0].res.cq.iter().any(|c| c.wr_id == id) || e[0].is_done())
         .map_err(|e| format!("{op}: {e}"))?;
     for c in &a.res.cq {
         println!("completion {c:?}");
@@ -176,7 +176,7 @@ fn client(addr: &str, o: &Options, op: &str, len: u32, t: Duration) -> Result<()
         println!("event {e:?}");
     }
     a.qp.close(&mut a.res);
-    wait_until(&mut [&mut a], t, |e| e[0].qp.is_done() && e[0].tx_idle()).ok();
+    wait_until(&mut [&mut a], t, |e| e[0].is_done() && e[0].tx_idle()).ok();
     a.shutdown();
     match a.res.cq.iter().find(|c| c.wr_id == id) {
         Some(c) if c.status == Status::Success => Ok(()),

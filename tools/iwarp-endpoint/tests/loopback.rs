@@ -205,8 +205,8 @@ fn every_operation_every_framing_and_rtr() {
                 assert_eq!((a.qp.framing().markers_tx, b.qp.framing().markers_tx), (markers, markers));
                 assert_eq!(a.qp.rtr_mode(), rtr.map(RtrMode::Zero));
                 assert_eq!(b.qp.rtr_mode(), rtr.map(RtrMode::Zero));
-                assert_eq!(a.qp.peer_private_data(), b"resp");
-                assert_eq!(b.qp.peer_private_data(), b"init");
+                assert_eq!(a.peer_private_data(), b"resp");
+                assert_eq!(b.peer_private_data(), b"init");
                 all_ops(&mut a, &mut b);
                 if rtr.is_some() {
                     assert!(b.res.events.contains(&Event::Ready));
@@ -326,4 +326,23 @@ fn connection_loss_flushes() {
     assert!(a.res.events.contains(&Event::ConnectionLost));
     assert_eq!(a.res.cq.len(), 2);
     assert!(a.res.cq.iter().all(|c| c.status == Status::Flushed));
+}
+
+#[test]
+fn unusable_reply_goes_out_in_a_terminate() {
+    // RFC 6581 9: the initiator never uses CRC, the responder requires it:
+    // the initiator's startup machine sends LLP error 5 in a Terminate,
+    // framed with the CRC the Reply negotiated, and the responder's stream
+    // receives it.
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let init = Options { crc: CrcPolicy::Never, p2p: None, ..Options::default() };
+    let resp = Options { crc: CrcPolicy::Required, p2p: None, ..Options::default() };
+    let mut a = Endpoint::connect(l.local_addr().unwrap(), &init).unwrap();
+    let mut b = Endpoint::accept(&l, &resp).unwrap();
+    wait_until(&mut [&mut a, &mut b], T, |e| e[0].is_done() && e[0].tx_idle() && e[1].terminate_received().is_some())
+        .unwrap();
+    assert!(a.params.is_none());
+    assert_eq!(a.local_terminate(), Some(rsiw_engine::error::llp::LOCAL_CATA));
+    assert_eq!(b.terminate_received().map(|t| t.error.to_bits()), Some(0x2305));
+    assert!(b.params.is_some_and(|p| p.framing.crc));
 }

@@ -79,13 +79,14 @@ mod tests;
 use crate::crc::Crc32c;
 use crate::ddp::{StagTable, UntaggedRx};
 use crate::error::TermError;
-use crate::mpa::negotiate::{CrcPolicy, Framing, InitiatorConfig, ResponderConfig, RtrMode};
+use crate::mpa::negotiate::{Framing, InitiatorConfig, ResponderConfig, RtrMode};
 use crate::mpa::rx::{Rx, MAX_HEADER};
+use crate::mpa::startup::{self, Initiator, Responder, StreamParams};
 use crate::mpa::tx::Tx;
 use crate::rdmap::{AtomicPlan, Irq, Orq, RequestQueue};
 use crate::wire::atomic::AtomicOp;
 use crate::wire::commit::{self as commitw, Status as CommitStatus};
-use crate::wire::mpa::{Rtr, RtrSet, HEADER_LEN as MPA_HEADER_LEN, MAX_PRIVATE_DATA};
+use crate::wire::mpa::Rtr;
 use crate::wire::terminate;
 
 pub use plan::{PayloadRef, Piece, TxPlan};
@@ -95,7 +96,7 @@ pub use tx::FpduEncoder;
 pub const HOLD: usize = 32;
 
 /// Largest MPA Request/Reply frame.
-pub const MAX_MPA_FRAME: usize = MPA_HEADER_LEN + MAX_PRIVATE_DATA;
+pub const MAX_MPA_FRAME: usize = startup::MAX_FRAME;
 
 /// Work request flags.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -414,16 +415,49 @@ pub struct QpConfig {
     pub emss: usize,
 }
 
-/// Initiator settings (owned copy of [`InitiatorConfig`] without the
-/// private data, which [`Qp::connect`] copies).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct InitSettings {
-    crc: CrcPolicy,
-    markers: bool,
-    enhanced: bool,
-    ird: u16,
-    ord: u16,
-    p2p: Option<RtrSet>,
+/// The in-band MPA startup ([`Qp::connect`], [`Qp::listen`]): the
+/// [`startup`] machine of this end's role, kept for its transmit octets
+/// and the peer's private data.
+#[derive(Clone, Debug)]
+pub(crate) enum Startup {
+    /// Established directly ([`Qp::establish`]) or not started.
+    None,
+    Initiator(Initiator),
+    Responder(Responder),
+}
+
+impl Startup {
+    fn transmit(&self) -> &[u8] {
+        match self {
+            Startup::None => &[],
+            Startup::Initiator(m) => m.transmit(),
+            Startup::Responder(m) => m.transmit(),
+        }
+    }
+
+    fn sent(&mut self, n: usize) {
+        match self {
+            Startup::None => {}
+            Startup::Initiator(m) => m.sent(n),
+            Startup::Responder(m) => m.sent(n),
+        }
+    }
+
+    fn poll(&mut self) -> Option<startup::Event> {
+        match self {
+            Startup::None => None,
+            Startup::Initiator(m) => m.poll(),
+            Startup::Responder(m) => m.poll(),
+        }
+    }
+
+    fn peer_private_data(&self) -> &[u8] {
+        match self {
+            Startup::None => &[],
+            Startup::Initiator(m) => m.peer_private_data(),
+            Startup::Responder(m) => m.peer_private_data(),
+        }
+    }
 }
 
 /// QP state.
@@ -492,18 +526,8 @@ pub struct Qp<const ORD: usize, const IRD: usize> {
     pub(crate) cfg: QpConfig,
     pub(crate) state: State,
     pub(crate) initiator: bool,
-    init: InitSettings,
-    resp: Option<ResponderConfig>,
-    /// Our private data (initiator: sent in the request).
-    my_pd: [u8; MAX_PRIVATE_DATA],
-    my_pd_len: usize,
-    /// Outgoing MPA frame (Request or Reply).
-    ctl_tx: [u8; MAX_MPA_FRAME],
-    ctl_tx_len: usize,
-    ctl_tx_off: usize,
-    /// Incoming MPA frame.
-    ctl_rx: [u8; MAX_MPA_FRAME],
-    ctl_rx_have: usize,
+    /// The MPA startup; its octets go out before any FPDU.
+    pub(crate) startup: Startup,
     /// Negotiated values.
     pub(crate) framing: Framing,
     pub(crate) ird: u16,
@@ -555,22 +579,7 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
             cfg,
             state: State::Idle,
             initiator: false,
-            init: InitSettings {
-                crc: CrcPolicy::IfPeerAsks,
-                markers: false,
-                enhanced: false,
-                ird: 0,
-                ord: 0,
-                p2p: None,
-            },
-            resp: None,
-            my_pd: [0; MAX_PRIVATE_DATA],
-            my_pd_len: 0,
-            ctl_tx: [0; MAX_MPA_FRAME],
-            ctl_tx_len: 0,
-            ctl_tx_off: 0,
-            ctl_rx: [0; MAX_MPA_FRAME],
-            ctl_rx_have: 0,
+            startup: Startup::None,
             framing,
             ird: 0,
             ord: 0,
@@ -630,12 +639,10 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
         self.mulpdu
     }
 
-    /// The peer's MPA private data (valid once its frame arrived).
+    /// The peer's MPA private data (valid once its frame arrived; empty
+    /// for a QP started with [`Qp::establish`]).
     pub fn peer_private_data(&self) -> &[u8] {
-        let frame = self.ctl_rx.get(..self.ctl_rx_have).unwrap_or(&[]);
-        crate::wire::mpa::Repr::parse_bytes(frame)
-            .map(|r| r.private_data)
-            .unwrap_or(&[])
+        self.startup.peer_private_data()
     }
 
     /// Starts as initiator: queues the MPA Request.
@@ -643,22 +650,8 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
         if self.state != State::Idle {
             return Err(crate::error::llp::LOCAL_CATA);
         }
-        let req = crate::mpa::negotiate::request(cfg).map_err(|e| e.term())?;
-        let n = cfg.private_data.len().min(MAX_PRIVATE_DATA);
-        if let (Some(d), Some(s)) = (self.my_pd.get_mut(..n), cfg.private_data.get(..n)) {
-            d.copy_from_slice(s);
-        }
-        self.my_pd_len = n;
-        self.init = InitSettings {
-            crc: cfg.crc,
-            markers: cfg.markers,
-            enhanced: cfg.enhanced,
-            ird: cfg.ird,
-            ord: cfg.ord,
-            p2p: cfg.p2p,
-        };
+        self.startup = Startup::Initiator(Initiator::new(cfg).map_err(|e| e.term())?);
         self.initiator = true;
-        self.queue_frame(&req)?;
         self.state = State::AwaitReply;
         Ok(())
     }
@@ -668,50 +661,18 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
         if self.state != State::Idle {
             return Err(crate::error::llp::LOCAL_CATA);
         }
-        self.resp = Some(*cfg);
+        self.startup = Startup::Responder(Responder::new(cfg));
         self.initiator = false;
         self.state = State::AwaitRequest;
         Ok(())
     }
 
-    pub(crate) fn queue_frame(
-        &mut self,
-        repr: &crate::wire::mpa::Repr<'_>,
-    ) -> Result<(), TermError> {
-        let len = repr.buffer_len();
-        let buf = self
-            .ctl_tx
-            .get_mut(..len)
-            .ok_or(crate::error::llp::LOCAL_CATA)?;
-        let mut frame = crate::wire::mpa::Frame::new_unchecked(buf);
-        repr.emit(&mut frame).map_err(|e| e.term())?;
-        self.ctl_tx_len = len;
-        self.ctl_tx_off = 0;
-        Ok(())
-    }
-
-    /// Initiator's settings as [`InitiatorConfig`].
-    pub(crate) fn init_cfg(&self) -> InitiatorConfig<'_> {
-        InitiatorConfig {
-            crc: self.init.crc,
-            markers: self.init.markers,
-            enhanced: self.init.enhanced,
-            ird: self.init.ird,
-            ord: self.init.ord,
-            p2p: self.init.p2p,
-            private_data: self.my_pd.get(..self.my_pd_len).unwrap_or(&[]),
+    /// The responder machine while a Request waits for the decision.
+    fn pending_request(&mut self) -> Result<&mut Responder, TermError> {
+        match (&mut self.startup, self.state) {
+            (Startup::Responder(m), State::OfferPending) => Ok(m),
+            _ => Err(crate::error::llp::LOCAL_CATA),
         }
-    }
-
-    /// Responder: the offer for the MPA Request waiting in `OfferPending`
-    /// (judged again from the buffered frame, which the engine keeps).
-    fn pending_offer(&self) -> Result<crate::mpa::negotiate::Offer<'_>, TermError> {
-        let (Some(cfg), State::OfferPending) = (self.resp, self.state) else {
-            return Err(crate::error::llp::LOCAL_CATA);
-        };
-        let frame = self.ctl_rx.get(..self.ctl_rx_have).unwrap_or(&[]);
-        let req = crate::wire::mpa::Repr::parse_bytes(frame).map_err(|e| e.term())?;
-        crate::mpa::negotiate::judge_request(&cfg, &req).map_err(|r| r.error)
     }
 
     /// Responder: accepts the pending request with `private_data`.
@@ -720,12 +681,10 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
         host: &mut H,
         private_data: &[u8],
     ) -> Result<(), TermError> {
-        let offer = self.pending_offer()?;
-        let n = offer.negotiated;
-        let reply = offer.accept(private_data).map_err(|e| e.term())?;
-        let (framing, ird, ord, rtr) = (n.framing, n.ird, n.ord, n.rtr);
-        self.queue_frame(&reply)?;
-        self.establish(framing, ird, ord, rtr, false);
+        let m = self.pending_request()?;
+        let cfg = *m.config();
+        let params = m.accept(&cfg, private_data)?;
+        self.establish_params(&params);
         host.event(Event::Established);
         if self.state == State::Rts {
             host.event(Event::Ready);
@@ -740,12 +699,16 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
         host: &mut H,
         private_data: &[u8],
     ) -> Result<(), TermError> {
-        let offer = self.pending_offer()?;
-        let reply = offer.reject(private_data).map_err(|e| e.term())?;
-        self.queue_frame(&reply)?;
+        self.pending_request()?.reject(private_data)?;
         self.state = State::Closed;
         self.flush_all(host);
         Ok(())
+    }
+
+    /// Enters full operation with what an MPA startup settled (the
+    /// [`startup`] machine's [`StreamParams`]).
+    pub fn establish_params(&mut self, p: &StreamParams) {
+        self.establish(p.framing, p.ird, p.ord, p.rtr, p.initiator);
     }
 
     /// Enters full operation with the given negotiated parameters. Used by
@@ -850,7 +813,7 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
 
     /// Whether [`Qp::tx`] has something to send without new work requests.
     pub fn wants_tx(&self) -> bool {
-        self.ctl_tx_off < self.ctl_tx_len
+        !self.startup.transmit().is_empty()
             || self.enc.busy()
             || (self.term.is_some() && !self.term_sent)
             || (!self.tx_gated

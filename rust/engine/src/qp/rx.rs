@@ -1,20 +1,24 @@
 // SPDX-License-Identifier: GPL-2.0
-//! Receive side: MPA frame collection during negotiation, then FPDUs
-//! through the MPA [`Rx`](crate::mpa::Rx), DDP/RDMAP validation,
-//! streaming placement and completions.
+//! Receive side (RFC 5044 7.1 and 4, RFC 5041, RFC 5040 with RFC 7306):
+//! the MPA frame goes to the [`startup`](crate::mpa::startup) machine
+//! during negotiation, then FPDUs through the MPA
+//! [`Rx`](crate::mpa::Rx), DDP/RDMAP validation, streaming placement and
+//! completions.
 
 use super::{
-    CompOp, Completion, Event, Host, IrqAux, Qp, RecvWr, State, Status, WorkQueue, RX_HDR,
+    CompOp, Completion, Event, Host, IrqAux, Qp, RecvWr, Startup, State, Status, WorkQueue,
+    RX_HDR,
 };
 use crate::crc::Crc32c;
 use crate::ddp::RecvQueues;
 use crate::error::{self, llp, TermError};
-use crate::mpa::negotiate::{check_reply, judge_request, Refused, RtrMode};
+use crate::mpa::negotiate::RtrMode;
 use crate::mpa::rx::Event as MpaEvent;
+use crate::mpa::startup::Event as StartupEvent;
 use crate::rdmap::{self, Body, InboundRequest};
 use crate::wire::commit::Status as CommitStatus;
 use crate::wire::ddp::{Model, Segment, TAGGED_HEADER_LEN, UNTAGGED_HEADER_LEN};
-use crate::wire::mpa::{frame_len, Kind, Repr as MpaRepr, Rtr};
+use crate::wire::mpa::Rtr;
 use crate::wire::rdmap::{Control, Opcode};
 use crate::wire::MALFORMED;
 
@@ -108,18 +112,19 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
         input: &[u8],
     ) -> usize {
         let mut off = 0;
-        if matches!(self.state, State::AwaitReply | State::AwaitRequest) {
-            off = self.rx_frame(host, input);
+        if matches!(
+            self.state,
+            State::AwaitReply | State::AwaitRequest | State::OfferPending
+        ) {
+            off = self.rx_startup(host, crc, input);
+            if self.state == State::OfferPending && off < input.len() {
+                // Octets behind the Request: the machine fails the startup.
+                let rest = input.get(off..).unwrap_or(&[]);
+                off += self.rx_startup(host, crc, rest);
+            }
         }
         while off < input.len() {
             if !matches!(self.state, State::Rts | State::Closing | State::AwaitRtr(_)) {
-                if self.state == State::OfferPending {
-                    // RFC 5044 7.1.2: nothing may follow the Request before
-                    // the Reply.
-                    self.state = State::Error;
-                    host.event(Event::NegotiationFailed(llp::INVALID_REQ_RESP));
-                    self.flush_all(host);
-                }
                 break;
             }
             let Some(rest) = input.get(off..) else { break };
@@ -146,101 +151,51 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
         input.len()
     }
 
-    /// Collects the peer's MPA frame; returns the octets it used.
-    fn rx_frame<H: Host + ?Sized>(&mut self, host: &mut H, input: &[u8]) -> usize {
-        let kind = if self.state == State::AwaitReply {
-            Kind::Reply
-        } else {
-            Kind::Request
+    /// Feeds the startup machine; returns the octets it took (all of
+    /// them once the startup failed: the rest is ignored).
+    fn rx_startup<H: Host + ?Sized, C: Crc32c + ?Sized>(
+        &mut self,
+        host: &mut H,
+        crc: &C,
+        input: &[u8],
+    ) -> usize {
+        let used = match &mut self.startup {
+            Startup::Initiator(m) => m.receive(crc, input),
+            Startup::Responder(m) => m.receive(input),
+            Startup::None => return input.len(),
         };
-        let mut used = 0;
-        loop {
-            let have = self.ctl_rx_have;
-            let known = self.ctl_rx.get(..have).unwrap_or(&[]);
-            let want = match frame_len(known, kind) {
-                Ok(Some(n)) => n,
-                Ok(None) => crate::wire::mpa::HEADER_LEN,
-                Err(e) => {
-                    self.negotiation_failed(host, e.term());
-                    return input.len();
-                }
-            };
-            if have >= want {
-                break;
+        match self.startup.poll() {
+            None => used,
+            Some(StartupEvent::Request(_)) => {
+                self.state = State::OfferPending;
+                host.event(Event::ConnectRequest);
+                used
             }
-            let rest = input.get(used..).unwrap_or(&[]);
-            if rest.is_empty() {
-                return used;
-            }
-            let n = (want - have).min(rest.len());
-            if let (Some(d), Some(s)) = (self.ctl_rx.get_mut(have..have + n), rest.get(..n)) {
-                d.copy_from_slice(s);
-            }
-            self.ctl_rx_have += n;
-            used += n;
-        }
-        let frame = self.ctl_rx.get(..self.ctl_rx_have).unwrap_or(&[]);
-        let repr = match MpaRepr::parse_bytes(frame) {
-            Ok(r) => r,
-            Err(e) => {
-                self.negotiation_failed(host, e.term());
-                return input.len();
-            }
-        };
-        if kind == Kind::Request {
-            let Some(cfg) = self.resp else {
-                return input.len();
-            };
-            match judge_request(&cfg, &repr) {
-                Ok(_) => {
-                    self.state = State::OfferPending;
-                    host.event(Event::ConnectRequest);
-                }
-                Err(rej) => {
-                    let reply = if rej.send_reply {
-                        rej.reply(&[]).ok()
-                    } else {
-                        None
-                    };
-                    let error = rej.error;
-                    if let Some(r) = reply {
-                        let _ = self.queue_frame(&r);
-                    }
-                    self.negotiation_failed(host, error);
-                }
-            }
-            return used;
-        }
-        let cfg = self.init_cfg();
-        match check_reply(&cfg, &repr) {
-            Ok(n) => {
-                let (framing, ird, ord, rtr) = (n.framing, n.ird, n.ord, n.rtr);
-                self.establish(framing, ird, ord, rtr, true);
+            Some(StartupEvent::Established(p)) => {
+                self.establish_params(&p);
                 host.event(Event::Established);
                 host.event(Event::Ready);
+                used
             }
-            Err(Refused::Rejected { .. }) => {
+            Some(StartupEvent::Rejected { .. }) => {
                 self.state = State::Closed;
                 host.event(Event::Rejected);
                 self.flush_all(host);
+                input.len()
             }
-            Err(Refused::Failed { error, framing, .. }) => {
-                if let (Some(f), 3) = (framing, error.etype) {
-                    // RFC 6581: LLP errors 5 to 7 go out in a Terminate.
-                    self.establish(f, 0, 0, None, true);
-                    self.fail(host, error, None);
+            Some(StartupEvent::Failed(f)) => {
+                // The machine queued the Terminate (RFC 6581 9) or the
+                // rejecting Reply, if any; `tx` sends it.
+                self.state = State::Error;
+                host.event(if f.terminate {
+                    Event::LocalTerminate(f.error)
                 } else {
-                    self.negotiation_failed(host, error);
-                }
+                    Event::NegotiationFailed(f.error)
+                });
+                self.flush_all(host);
+                input.len()
             }
         }
-        used
-    }
-
-    fn negotiation_failed<H: Host + ?Sized>(&mut self, host: &mut H, e: TermError) {
-        self.state = State::Error;
-        host.event(Event::NegotiationFailed(e));
-        self.flush_all(host);
     }
 
     fn rx_fail<H: Host + ?Sized>(&mut self, host: &mut H, e: TermError) {

@@ -6,6 +6,7 @@ use super::*;
 use crate::crc::SoftCrc32c;
 use crate::ddp::{Access, Region};
 use crate::error::{ddp as ddpe, llp, rdmap as rdmape};
+use crate::mpa::negotiate::CrcPolicy;
 use crate::mpa::Tx as MpaTx;
 use crate::wire::mpa::RtrSet;
 use proptest::prelude::*;
@@ -1379,6 +1380,92 @@ fn rejected_connection() {
     a.rx(&mut ha, &SoftCrc32c, &buf[..n]);
     assert_eq!(ha.events, vec![Event::Rejected]);
     assert_eq!(a.peer_private_data(), b"no");
+}
+
+/// RFC 6581 9: an initiator that cannot use the Reply sends a Terminate
+/// in the framing the Reply negotiated. The one the startup machine queues
+/// is, octet for octet, what an established stream sends for that error
+/// (the way the engine sent it before the machine existed).
+#[test]
+fn failed_reply_terminate_is_the_streams_terminate() {
+    use crate::wire::mpa::{Enhanced, Kind, Repr as MpaRepr};
+    let p2p = |rtr| Enhanced {
+        ird: 4,
+        ord: 4,
+        p2p: true,
+        rtr,
+    };
+    for (crc, markers) in [(false, false), (true, false), (false, true), (true, true)] {
+        let cases = [
+            // We never use CRC, the Reply asks for it: code 5.
+            (CrcPolicy::Never, 8, None, 1, None, llp::LOCAL_CATA),
+            // The responder's ORD 4 above the IRD 2 we offered: code 6.
+            (
+                CrcPolicy::IfPeerAsks,
+                2,
+                Some(RtrSet::ALL),
+                2,
+                Some(p2p(RtrSet::one(Rtr::Write))),
+                llp::INSUFFICIENT_IRD,
+            ),
+            // We offer Write only, the responder takes Read only: code 7.
+            (
+                CrcPolicy::IfPeerAsks,
+                8,
+                Some(RtrSet::one(Rtr::Write)),
+                2,
+                Some(p2p(RtrSet::one(Rtr::Read))),
+                llp::NO_MATCHING_RTR,
+            ),
+        ];
+        for (policy, ird, p2p, rev, enhanced, err) in cases {
+            let crc = crc || policy == CrcPolicy::Never;
+            let mut a = Q::new(QpConfig { pd: PD, emss: 1460 });
+            let mut ha = Mock::default();
+            a.connect(&InitiatorConfig {
+                crc: policy,
+                markers: false,
+                enhanced: rev == 2,
+                ird,
+                ord: 4,
+                p2p,
+                private_data: b"",
+            })
+            .unwrap();
+            let mut buf = vec![0u8; 1024];
+            let req = a.tx(&mut ha, &SoftCrc32c, &mut buf);
+            assert!(req > 0);
+            let rep = MpaRepr {
+                kind: Kind::Reply,
+                markers,
+                crc,
+                reject: false,
+                rev,
+                enhanced,
+                private_data: b"",
+            };
+            let mut rb = vec![0u8; rep.buffer_len()];
+            rep.emit_bytes(&mut rb).unwrap();
+            assert_eq!(a.rx(&mut ha, &SoftCrc32c, &rb), rb.len());
+            assert_eq!(ha.events, vec![Event::LocalTerminate(err)]);
+            assert!(a.is_done() && a.wants_tx());
+            let n = a.tx(&mut ha, &SoftCrc32c, &mut buf);
+            assert!(!a.wants_tx());
+            // The stream's Terminate for the same error and framing.
+            let f = Framing {
+                crc,
+                markers_tx: markers,
+                markers_rx: false,
+            };
+            let mut s = Q::new(QpConfig { pd: PD, emss: 1460 });
+            let mut hs = Mock::default();
+            s.establish(f, 0, 0, None, true);
+            s.fail(&mut hs, err, None);
+            let mut sb = vec![0u8; 1024];
+            let m = s.tx(&mut hs, &SoftCrc32c, &mut sb);
+            assert_eq!(&buf[..n], &sb[..m], "{err:?} crc {crc} markers {markers}");
+        }
+    }
 }
 
 proptest! {

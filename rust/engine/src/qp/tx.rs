@@ -460,21 +460,18 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
         out: &mut O,
     ) -> usize {
         let mut at = 0;
-        // The MPA frame first.
-        if self.ctl_tx_off < self.ctl_tx_len {
-            let src = self
-                .ctl_tx
-                .get(self.ctl_tx_off..self.ctl_tx_len)
-                .unwrap_or(&[]);
+        // The MPA startup's octets first.
+        let src = self.startup.transmit();
+        if !src.is_empty() {
             let d = out.reserve(src.len());
             let n = d.len();
             if let Some(s) = src.get(..n) {
                 d.copy_from_slice(s);
             }
-            self.ctl_tx_off += n;
+            self.startup.sent(n);
             at += n;
         }
-        while out.room() > 0 && self.ctl_tx_off >= self.ctl_tx_len {
+        while out.room() > 0 && self.startup.transmit().is_empty() {
             if !self.enc.busy() && !self.plan(host) {
                 break;
             }
