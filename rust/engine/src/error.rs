@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
-//! The Terminate error triplet: layer, error type, error code.
+//! The Terminate error triplet (RFC 5040 section 4.8): layer, error type,
+//! error code.
 //!
 //! The Terminate Control field and the RDMAP codes are RFC 5040 section
 //! 4.8 (RFC 7306 section 8.2 cites the Stream-catastrophic code "as

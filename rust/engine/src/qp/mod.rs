@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
-//! The per-stream QP protocol state machine: MPA negotiation, RFC 6581
-//! RTR, RDMAP/DDP transmit and receive, Terminate and flush.
+//! The per-stream QP protocol state machine (RFC 5040, RFC 5041 and RFC
+//! 7306 over RFC 5044 with RFC 6581): MPA startup through the
+//! [`startup`](crate::mpa::startup) machine, the RTR, RDMAP/DDP transmit
+//! and receive, Terminate and flush.
 //!
 //! Sans-IO and allocation-free. One [`Qp`] drives one TCP stream. The
 //! caller owns everything else and lends it through the [`Host`] trait on
@@ -14,7 +16,11 @@
 //!
 //! ```text
 //! qp = Qp::new(QpConfig { pd, emss });
+//! // Either the MPA startup in-band (the startup machine runs inside):
 //! qp.connect(&initiator_cfg) / qp.listen(&responder_cfg);
+//! // or run mpa::startup::{Initiator, Responder} outside (the kernel CM,
+//! // iwarp-endpoint), then hand over, octets read past the frame first:
+//! qp.establish_params(&params); qp.rx(&mut host, &crc, leftover);
 //! loop {
 //!     // TX (work item, may sleep around it, not inside the Host calls):
 //!     let n = qp.tx(&mut host, &crc, &mut buf);  // bytes to send, in order
@@ -69,28 +75,37 @@
 //!
 //! See `Documentation/engine-qp.md` for the design discussion.
 
+mod encoder;
+mod flush;
+mod host;
 mod plan;
 mod rx;
 mod tx;
+mod wr;
 
 #[cfg(test)]
 mod tests;
 
-use crate::crc::Crc32c;
-use crate::ddp::{StagTable, UntaggedRx};
+use crate::ddp::UntaggedRx;
 use crate::error::TermError;
 use crate::mpa::negotiate::{Framing, InitiatorConfig, ResponderConfig, RtrMode};
 use crate::mpa::rx::{Rx, MAX_HEADER};
 use crate::mpa::startup::{self, Initiator, Responder, StreamParams};
 use crate::mpa::tx::Tx;
-use crate::rdmap::{AtomicPlan, Irq, Orq, RequestQueue};
-use crate::wire::atomic::AtomicOp;
-use crate::wire::commit::{self as commitw, Status as CommitStatus};
+use crate::rdmap::{Irq, Orq, RequestQueue};
+use crate::wire::commit::Status as CommitStatus;
 use crate::wire::mpa::Rtr;
 use crate::wire::terminate;
 
+pub use encoder::FpduEncoder;
+pub use host::Host;
 pub use plan::{PayloadRef, Piece, TxPlan};
-pub use tx::FpduEncoder;
+pub use wr::{
+    CompOp, Completion, Event, Flags, Local, RecvWr, Remote, SendOp, SendWr, Status, WorkQueue,
+};
+
+pub(crate) use flush::seq_lt;
+pub(crate) use wr::sq_opcode;
 
 /// Completions held back to keep send-queue completion order.
 pub const HOLD: usize = 32;
@@ -98,313 +113,6 @@ pub const HOLD: usize = 32;
 /// Largest MPA Request/Reply frame.
 pub const MAX_MPA_FRAME: usize = startup::MAX_FRAME;
 
-/// Work request flags.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Flags(u8);
-
-impl Flags {
-    /// No flags.
-    pub const NONE: Flags = Flags(0);
-    /// Generate a completion on success (errors always complete).
-    pub const SIGNALED: Flags = Flags(1);
-    /// Ask for a solicited event (Send and Immediate Data variants).
-    pub const SOLICITED: Flags = Flags(2);
-    /// Do not start before every earlier Read/Atomic/Commit completed.
-    pub const FENCE: Flags = Flags(4);
-    /// Data is inline (the host's `read_source` serves it; no meaning to
-    /// the engine beyond being passed through).
-    pub const INLINE: Flags = Flags(8);
-
-    /// Whether all flags of `f` are set.
-    pub const fn contains(self, f: Flags) -> bool {
-        self.0 & f.0 == f.0
-    }
-
-    /// Union.
-    #[must_use]
-    pub const fn with(self, f: Flags) -> Flags {
-        Flags(self.0 | f.0)
-    }
-}
-
-/// Local data of a work request: the host interprets it in
-/// [`Host::read_source`] (e.g. an SGE list it keeps under `handle`). For an
-/// RDMA Read, `stag`/`to` are the Data Sink advertised to the peer.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Local {
-    /// Local STag (lkey) of the first SGE / the Read sink.
-    pub stag: u32,
-    /// Tagged offset (address) of the first octet.
-    pub to: u64,
-    /// Opaque host handle.
-    pub handle: u64,
-}
-
-/// A remote buffer.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Remote {
-    /// Remote STag.
-    pub stag: u32,
-    /// Remote tagged offset.
-    pub to: u64,
-}
-
-/// What a send work request does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SendOp {
-    /// Send (with SE if [`Flags::SOLICITED`]; with Invalidate if `Some`).
-    Send {
-        /// STag the peer must invalidate.
-        invalidate: Option<u32>,
-    },
-    /// RDMA Write of `len` octets to `remote`.
-    Write {
-        /// Data sink.
-        remote: Remote,
-    },
-    /// RDMA Read of `len` octets from `remote` into `local.stag/to`.
-    Read {
-        /// Data source.
-        remote: Remote,
-    },
-    /// RFC 7306 atomic on the 8 octets at `remote`; the original value goes
-    /// to [`Host::write_atomic_result`].
-    Atomic {
-        /// FetchAdd, CmpSwap (or an unsupported code, to probe the peer).
-        op: AtomicOp,
-        /// Target.
-        remote: Remote,
-        /// Add data or swap data.
-        add_swap: u64,
-        /// Add mask (field boundaries) or swap mask.
-        add_swap_mask: u64,
-        /// Compare data (CmpSwap).
-        compare: u64,
-        /// Compare mask (CmpSwap; all ones for a plain compare).
-        compare_mask: u64,
-    },
-    /// RFC 7306 Immediate Data (SE if [`Flags::SOLICITED`]).
-    Immediate {
-        /// The 8 octets.
-        data: [u8; 8],
-    },
-    /// RDMA Write followed by Immediate Data (RFC 7306 section 6).
-    WriteImm {
-        /// Data sink.
-        remote: Remote,
-        /// The immediate data.
-        data: [u8; 8],
-    },
-    /// RDMA Commit of the regions (request id is assigned by the engine).
-    Commit {
-        /// The regions.
-        request: commitw::RequestRepr,
-    },
-}
-
-/// A send queue entry as the host hands it over.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SendWr {
-    /// ULP cookie, returned in the completion.
-    pub wr_id: u64,
-    /// Flags.
-    pub flags: Flags,
-    /// The operation.
-    pub op: SendOp,
-    /// Local data length (Send, Write, Read size); ignored otherwise.
-    pub len: u32,
-    /// Local data.
-    pub local: Local,
-}
-
-/// A receive queue entry.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct RecvWr {
-    /// ULP cookie.
-    pub wr_id: u64,
-    /// Buffer length.
-    pub len: u32,
-}
-
-/// Which queue a completion belongs to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum WorkQueue {
-    /// Send queue.
-    Send,
-    /// Receive queue.
-    Recv,
-}
-
-/// Completion opcode.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum CompOp {
-    /// Send (any variant).
-    Send,
-    /// RDMA Write.
-    Write,
-    /// RDMA Read.
-    Read,
-    /// Atomic FetchAdd.
-    FetchAdd,
-    /// Atomic CmpSwap.
-    CmpSwap,
-    /// Atomic with another AOpCode.
-    AtomicOther,
-    /// Immediate Data sent.
-    Immediate,
-    /// Write with Immediate sent.
-    WriteImm,
-    /// RDMA Commit.
-    Commit,
-    /// A Send arrived.
-    Recv,
-    /// Immediate Data arrived.
-    RecvImm,
-}
-
-/// Completion status.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Status {
-    /// Done.
-    Success,
-    /// Flushed: the stream failed before the request could finish.
-    Flushed,
-    /// A local error on this request (e.g. the host could not read its
-    /// source data); the stream was terminated with this error.
-    LocalError(TermError),
-    /// The Commit Response carried this non-success status.
-    CommitFailed(CommitStatus),
-    /// The peer terminated the stream with this error while the request
-    /// was the oldest outstanding one (the others are [`Status::Flushed`]).
-    RemoteError(TermError),
-}
-
-/// One completion.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Completion {
-    /// Queue.
-    pub queue: WorkQueue,
-    /// The work request's cookie.
-    pub wr_id: u64,
-    /// What completed.
-    pub opcode: CompOp,
-    /// Outcome.
-    pub status: Status,
-    /// Octets transferred (received Send: message length).
-    pub byte_len: u32,
-    /// Immediate data (received Immediate Data).
-    pub imm: Option<[u8; 8]>,
-    /// STag invalidated by a received Send with Invalidate.
-    pub invalidated: Option<u32>,
-    /// The received message asked for a solicited event.
-    pub solicited: bool,
-    /// Atomic original value (also given to `write_atomic_result`).
-    pub atomic_original: Option<u64>,
-}
-
-impl Completion {
-    fn new(queue: WorkQueue, wr_id: u64, opcode: CompOp, status: Status, byte_len: u32) -> Self {
-        Completion {
-            queue,
-            wr_id,
-            opcode,
-            status,
-            byte_len,
-            imm: None,
-            invalidated: None,
-            solicited: false,
-            atomic_original: None,
-        }
-    }
-}
-
-/// Connection and error events.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Event {
-    /// Responder: a valid MPA Request arrived; call [`Qp::accept`] or
-    /// [`Qp::reject`] ([`Qp::peer_private_data`] has its private data).
-    ConnectRequest,
-    /// MPA exchange done (initiator: Reply checked; responder: Reply
-    /// queued). Sending work is possible now (subject to RTR rules).
-    Established,
-    /// The stream is in RTS: the RTR (if any) was sent or received.
-    Ready,
-    /// Initiator: the responder rejected the connection.
-    Rejected,
-    /// Negotiation failed with this error; the caller closes the socket.
-    NegotiationFailed(TermError),
-    /// The engine detected this protocol error and is sending a Terminate.
-    LocalTerminate(TermError),
-    /// The peer sent a Terminate.
-    TerminateReceived(terminate::Repr),
-    /// The TCP connection was lost.
-    ConnectionLost,
-    /// Graceful close finished: nothing outstanding; close the socket.
-    Closed,
-}
-
-/// What the caller lends the engine on every call. Must not sleep (the RX
-/// path runs in softirq context in the kernel).
-pub trait Host: StagTable {
-    /// Takes the next send work request off the send queue.
-    fn sq_next(&mut self) -> Option<SendWr>;
-    /// The receive queue's head, if any.
-    fn rq_peek(&self) -> Option<RecvWr>;
-    /// Removes the receive queue's head.
-    fn rq_pop(&mut self) -> Option<RecvWr>;
-    /// Delivers a completion (the host must not lose it: a full CQ is its
-    /// own fatal error).
-    fn complete(&mut self, c: Completion);
-    /// Delivers an event.
-    fn event(&mut self, e: Event);
-
-    /// Copies `dst.len()` octets of `wr`'s local data, starting `offset`
-    /// octets into it, into `dst`.
-    fn read_source(&mut self, wr: &Local, offset: u32, dst: &mut [u8]) -> Result<(), TermError>;
-    /// Validates the `len` octets of `wr`'s local data before the first of
-    /// them goes out, so that a WR with a bad SGE fails whole. A message
-    /// whose data cannot be read once it has started still goes out (the
-    /// framing needs it) with zeros, and the stream terminates; the peer
-    /// would take a Send of zeros for a good one.
-    fn check_source(&mut self, wr: &Local, len: u32) -> Result<(), TermError> {
-        let _ = (wr, len);
-        Ok(())
-    }
-    /// Zero-copy transmit ([`Qp::tx_plan`]): the host may take `len`
-    /// payload octets of `src` by reference (recording them, in stream
-    /// order, for its send) instead of having them copied. It validates
-    /// the source as `read_source`/`read_tagged` would and, when `crc` is
-    /// `Some(state)`, returns the CRC32c state extended over the octets.
-    /// `None`: declined (e.g. memory that cannot be sent by reference),
-    /// the engine copies; `Some(Err)`: invalid, the engine copies and the
-    /// copy reports the error.
-    fn payload_by_ref<C: Crc32c + ?Sized>(
-        &mut self,
-        src: &PayloadRef,
-        len: usize,
-        crc: &C,
-        state: Option<u32>,
-    ) -> Option<Result<Option<u32>, TermError>> {
-        let _ = (src, len, crc, state);
-        None
-    }
-    /// Copies local registered memory at `stag`/`to` into `dst` (Read
-    /// Response source; already validated against the STag table).
-    fn read_tagged(&mut self, stag: u32, to: u64, dst: &mut [u8]) -> Result<(), TermError>;
-    /// Places payload at `stag`/`to` (already validated).
-    fn place_tagged(&mut self, stag: u32, to: u64, data: &[u8]) -> Result<(), TermError>;
-    /// Places payload at `offset` into the receive buffer `wr` (the RQ head).
-    fn place_recv(&mut self, wr: &RecvWr, offset: u32, data: &[u8]) -> Result<(), TermError>;
-    /// Runs a validated atomic under the host's atomic lock (use
-    /// [`crate::rdmap::atomic_execute`]) and returns the original value.
-    fn atomic(&mut self, plan: &AtomicPlan) -> Result<u64, TermError>;
-    /// Stores an atomic's original value into the requester's local buffer.
-    fn write_atomic_result(&mut self, wr: &Local, original: u64) -> Result<(), TermError>;
-    /// Makes a region durable (RDMA Commit); `false` on failure.
-    fn make_durable(&mut self, region: &commitw::Region) -> bool;
-    /// Invalidates a local STag (remote invalidation, already validated).
-    fn invalidate(&mut self, stag: u32) -> Result<(), TermError>;
-}
 
 /// Static settings of a QP.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -827,179 +535,6 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
         matches!(self.state, State::Error | State::Closed)
     }
 
-    /// Completes every outstanding request with [`Status::Flushed`]: the
-    /// send side in posting order (held successes, outstanding requests,
-    /// the one in progress, then everything still on the host's send
-    /// queue), then every posted receive. Only in [`State::Error`] or
-    /// [`State::Closed`]; call it again after posting to a failed QP.
-    pub fn flush<H: Host + ?Sized>(&mut self, host: &mut H) {
-        if matches!(self.state, State::Error | State::Closed) {
-            self.flush_all(host);
-        }
-    }
-
-    pub(crate) fn flush_all<H: Host + ?Sized>(&mut self, host: &mut H) {
-        if self.enc.busy() && self.cur.is_some() {
-            // The FPDU in flight still reads the current request's data:
-            // flush the send side once it is out (tx does that).
-            self.flush_pending = true;
-        } else {
-            self.flush_send(host);
-        }
-        // Receives: the one being filled and the rest.
-        self.rxc.abort();
-        while let Some(r) = host.rq_pop() {
-            host.complete(Completion::new(
-                WorkQueue::Recv,
-                r.wr_id,
-                CompOp::Recv,
-                Status::Flushed,
-                0,
-            ));
-        }
-        // Inbound requests will never be answered.
-        while self.irq.pop().is_some() {}
-        while self.irq_aux.pop().is_some() {}
-    }
-
-    pub(crate) fn flush_send<H: Host + ?Sized>(&mut self, host: &mut H) {
-        self.flush_pending = false;
-        // After a Terminate from the peer, the oldest request in progress
-        // (awaiting its response, or being sent) carries the peer's
-        // reason; the rest, and WRs never started, are flushed.
-        let mut remote = self.remote_term.take();
-        // Merge held completions and ORQ entries by sequence number.
-        loop {
-            let h = self.held.front().map(|x| x.0);
-            let o = self.orq_aux.front().map(|x| x.seq);
-            let take_held = match (h, o) {
-                (None, None) => break,
-                (Some(_), None) => true,
-                (None, Some(_)) => false,
-                (Some(a), Some(b)) => seq_lt(a, b),
-            };
-            if take_held {
-                if let Some((_, c)) = self.held.pop() {
-                    host.complete(c);
-                }
-            } else {
-                self.orq.pop();
-                if let Some(a) = self.orq_aux.pop() {
-                    if !a.internal {
-                        host.complete(Completion::new(
-                            WorkQueue::Send,
-                            a.wr_id,
-                            a.opcode,
-                            remote.take().map_or(Status::Flushed, Status::RemoteError),
-                            0,
-                        ));
-                    }
-                }
-            }
-        }
-        if let Some(c) = self.cur.take() {
-            host.complete(Completion::new(
-                WorkQueue::Send,
-                c.wr.wr_id,
-                sq_opcode(&c.wr.op),
-                remote.take().map_or(Status::Flushed, Status::RemoteError),
-                0,
-            ));
-        }
-        self.rtr_to_send = None;
-        while let Some(wr) = host.sq_next() {
-            host.complete(Completion::new(
-                WorkQueue::Send,
-                wr.wr_id,
-                sq_opcode(&wr.op),
-                Status::Flushed,
-                0,
-            ));
-        }
-    }
-
-    /// Fails the stream with `err`: queue a Terminate copying the headers
-    /// of `offending` (the DDP segment's header octets, of a segment that
-    /// was `seg_len` long), report it, flush.
-    pub(crate) fn fail<H: Host + ?Sized>(
-        &mut self,
-        host: &mut H,
-        err: TermError,
-        offending: Option<(&[u8], u16)>,
-    ) {
-        if matches!(self.state, State::Terminate | State::Error | State::Closed) {
-            return;
-        }
-        let mut t = terminate::Repr::for_error(err, offending.map(|o| o.0));
-        if let (Some(d), Some((_, len))) = (t.ddp.as_mut(), offending) {
-            if d.segment_len.is_some() {
-                d.segment_len = Some(len);
-            }
-        }
-        let established = !matches!(
-            self.state,
-            State::Idle | State::AwaitReply | State::AwaitRequest | State::OfferPending
-        );
-        host.event(Event::LocalTerminate(err));
-        if established {
-            self.term = Some(t);
-            self.term_sent = false;
-            self.state = State::Terminate;
-        } else {
-            self.state = State::Error;
-        }
-        self.flush_all(host);
-    }
-
-    /// Delivers a send-queue completion in posting order.
-    pub(crate) fn sq_complete<H: Host + ?Sized>(&mut self, host: &mut H, seq: u32, c: Completion) {
-        let must_hold =
-            !self.held.is_empty() || self.orq_aux.front().is_some_and(|a| seq_lt(a.seq, seq));
-        if must_hold {
-            if let Err(c) = self.held.push((seq, c)) {
-                // Cannot happen: the SQ stalls while `held` is full.
-                host.complete(c.1);
-            }
-        } else {
-            host.complete(c);
-        }
-    }
-
-    /// Releases held completions no longer behind an outstanding request.
-    pub(crate) fn release_held<H: Host + ?Sized>(&mut self, host: &mut H) {
-        while let Some(&(seq, c)) = self.held.front() {
-            if self.orq_aux.front().is_some_and(|a| seq_lt(a.seq, seq)) {
-                break;
-            }
-            self.held.pop();
-            host.complete(c);
-        }
-    }
-}
-
-/// Wrapping sequence comparison.
-pub(crate) fn seq_lt(a: u32, b: u32) -> bool {
-    (b.wrapping_sub(a) as i32) > 0
-}
-
-pub(crate) fn sq_opcode(op: &SendOp) -> CompOp {
-    match op {
-        SendOp::Send { .. } => CompOp::Send,
-        SendOp::Write { .. } => CompOp::Write,
-        SendOp::Read { .. } => CompOp::Read,
-        SendOp::Atomic {
-            op: AtomicOp::FetchAdd,
-            ..
-        } => CompOp::FetchAdd,
-        SendOp::Atomic {
-            op: AtomicOp::CmpSwap,
-            ..
-        } => CompOp::CmpSwap,
-        SendOp::Atomic { .. } => CompOp::AtomicOther,
-        SendOp::Immediate { .. } => CompOp::Immediate,
-        SendOp::WriteImm { .. } => CompOp::WriteImm,
-        SendOp::Commit { .. } => CompOp::Commit,
-    }
 }
 
 /// The header buffer size the receive path uses.

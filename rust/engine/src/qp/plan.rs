@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
-//! Zero-copy transmit output: a plan of the next stream octets as literal
+//! Zero-copy transmit output (RFC 5044 section 4 FPDUs): a plan of the
+//! next stream octets as literal
 //! octets (lengths, headers, markers, pad, CRC, copied payload) and
 //! payload the host sends by reference (pages of registered memory).
 //!

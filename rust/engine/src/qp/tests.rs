@@ -1,12 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
-//! QP state machine tests: two QPs wired back to back through an
+//! QP state machine tests (RFC 5040, RFC 5041, RFC 7306 over RFC 5044 and
+//! RFC 6581): two QPs wired back to back through an
 //! in-memory byte pipe, with a mock host (Vec-backed regions, queues).
 
 use super::*;
 use crate::crc::SoftCrc32c;
 use crate::ddp::{Access, Region};
 use crate::error::{ddp as ddpe, llp, rdmap as rdmape};
+use crate::crc::Crc32c;
+use crate::ddp::StagTable;
 use crate::mpa::negotiate::CrcPolicy;
+use crate::rdmap::AtomicPlan;
+use crate::wire::atomic::AtomicOp;
+use crate::wire::commit as commitw;
 use crate::mpa::Tx as MpaTx;
 use crate::wire::mpa::RtrSet;
 use proptest::prelude::*;
@@ -1489,7 +1495,7 @@ proptest! {
             let mut want = vec![0u8; 70000];
             let payload = m.mrs[0].data[..pl].to_vec();
             let n = tx.write(&SoftCrc32c, &hdr, &[&payload], &mut want).unwrap();
-            let src = tx::Src::Local { local: Local { stag: st, to: 0, handle: 0 }, offset: 0 };
+            let src = encoder::Src::Local { local: Local { stag: st, to: 0, handle: 0 }, offset: 0 };
             let started = enc.start(&hdr, src, pl);
             prop_assert!(started);
             let mut got = Vec::new();

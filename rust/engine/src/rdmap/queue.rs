@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
-//! IRD/ORD accounting and response ordering.
+//! IRD/ORD accounting and response ordering (RFC 5040 section 6.4, RFC
+//! 7306 section 5.2).
 //!
 //! RDMA Read Requests, Atomic Requests (RFC 7306 5.2: "reuse ... ORD/IRD")
 //! and Commit Requests (commit draft 4.2.1: same QN and flow control) share

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
-//! Decode and responder tests with hand-built segments.
+//! Decode and responder tests (RFC 5040 sections 4 to 7, RFC 7306) with
+//! hand-built segments.
 
 use super::*;
 use crate::ddp::tagged_tests::{Table, PD};

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
-//! Typed zero-copy views over the iWARP headers, one file per header.
+//! Typed zero-copy views over the iWARP headers (RFC 5044, RFC 5041, RFC
+//! 5040, RFC 7306), one file per header.
 //!
 //! Each view is `Header<T: AsRef<[u8]>>` with a checked constructor
 //! (`new_checked`) and one small getter/setter per field, plus a plain `Repr`

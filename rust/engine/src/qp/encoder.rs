@@ -1,0 +1,355 @@
+// SPDX-License-Identifier: GPL-2.0
+//! The resumable FPDU encoder (RFC 5044 sections 4.1 to 4.3: length,
+//! markers, pad, CRC32c): one FPDU at a time into output of any size,
+//! payload copied from the host or taken by reference.
+
+use super::plan::{Out, PayloadRef, SliceOut};
+use super::{Host, Local};
+use crate::crc::Crc32c;
+use crate::error::{self, TermError};
+use crate::mpa::markers;
+use crate::wire::commit as commitw;
+use crate::wire::fpdu::{pad_len, CRC_LEN, MARKER_LEN};
+
+/// Largest ULPDU header the engine sends: untagged DDP header plus a
+/// Commit Request with the most regions.
+pub const TX_HDR: usize = 18 + commitw::ID_LEN + commitw::REGION_LEN * commitw::MAX_REGIONS;
+
+/// Where an FPDU's payload comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Src {
+    /// No payload.
+    None,
+    /// A send work request's local data, from `offset`.
+    Local { local: Local, offset: u32 },
+    /// Registered memory (Read Response source).
+    Tagged { stag: u32, to: u64 },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Len,
+    Hdr,
+    Payload,
+    Pad,
+    Crc,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Cur {
+    start: u32,
+    ulpdu_len: u16,
+    hdr: [u8; TX_HDR],
+    hdr_len: usize,
+    src: Src,
+    payload_len: usize,
+    phase: Phase,
+    off: usize,
+    /// Marker octets already written (0: not inside a marker).
+    moff: usize,
+    mpos: u32,
+    crc: u32,
+}
+
+/// A resumable FPDU encoder for one direction: writes an FPDU (length,
+/// header, payload pulled from the host, markers, pad, CRC) into output
+/// buffers of any size, continuing where the last call stopped. Produces
+/// exactly the octets of [`crate::mpa::Tx::write`].
+#[derive(Clone, Debug)]
+pub struct FpduEncoder {
+    crc_on: bool,
+    markers: bool,
+    /// Offer FPDU payloads of at least this many octets to the host by
+    /// reference (`None`: always copy).
+    ref_min: Option<usize>,
+    pos: u32,
+    cur: Option<Cur>,
+}
+
+/// Result of [`FpduEncoder::write`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Written {
+    /// Octets written.
+    pub len: usize,
+    /// The FPDU was completed by this call.
+    pub finished: bool,
+    /// Reading the payload failed (zeros were sent instead).
+    pub error: Option<TermError>,
+}
+
+impl FpduEncoder {
+    /// An encoder at stream offset 0.
+    pub const fn new(crc_on: bool, markers: bool) -> Self {
+        FpduEncoder {
+            crc_on,
+            markers,
+            ref_min: None,
+            pos: 0,
+            cur: None,
+        }
+    }
+
+    /// Payloads of at least `min` octets are offered to the host by
+    /// reference when the output can take them (`None`: never).
+    pub fn set_ref_min(&mut self, min: Option<usize>) {
+        self.ref_min = min;
+    }
+
+    pub(crate) fn ref_min(&self) -> Option<usize> {
+        self.ref_min
+    }
+
+    /// Whether an FPDU is in progress.
+    pub fn busy(&self) -> bool {
+        self.cur.is_some()
+    }
+
+    /// Stream offset of the next octet.
+    pub fn position(&self) -> u32 {
+        self.pos
+    }
+
+    /// Drops the FPDU in progress (the connection is gone).
+    pub fn abandon(&mut self) {
+        self.cur = None;
+    }
+
+    /// Starts an FPDU with `hdr` followed by `payload_len` octets from
+    /// `src`. `false` if one is in progress or the sizes are out of range.
+    pub(crate) fn start(&mut self, hdr: &[u8], src: Src, payload_len: usize) -> bool {
+        let total = hdr.len().saturating_add(payload_len);
+        let (Ok(ulpdu_len), false, true) = (
+            u16::try_from(total),
+            self.cur.is_some(),
+            hdr.len() <= TX_HDR,
+        ) else {
+            return false;
+        };
+        let mut h = [0u8; TX_HDR];
+        if let Some(d) = h.get_mut(..hdr.len()) {
+            d.copy_from_slice(hdr);
+        }
+        self.cur = Some(Cur {
+            start: self.pos,
+            ulpdu_len,
+            hdr: h,
+            hdr_len: hdr.len(),
+            src,
+            payload_len,
+            phase: Phase::Len,
+            off: 0,
+            moff: 0,
+            mpos: 0,
+            crc: 0,
+        });
+        true
+    }
+
+    /// Writes as much of the FPDU in progress as fits into `out`.
+    pub fn write<H: Host + ?Sized, C: Crc32c + ?Sized>(
+        &mut self,
+        host: &mut H,
+        crc: &C,
+        out: &mut [u8],
+    ) -> Written {
+        self.write_to(host, crc, &mut SliceOut { buf: out, at: 0 })
+    }
+
+    /// Writes as much of the FPDU in progress as `out` takes. Payload
+    /// chunks of at least `ref_min` octets are offered to the host by
+    /// reference first ([`Host::payload_by_ref`]) when `out` can
+    /// record them; otherwise, or when the host declines, they are copied.
+    pub(crate) fn write_to<H: Host + ?Sized, C: Crc32c + ?Sized, O: Out + ?Sized>(
+        &mut self,
+        host: &mut H,
+        crc: &C,
+        out: &mut O,
+    ) -> Written {
+        let mut res = Written {
+            len: 0,
+            finished: false,
+            error: None,
+        };
+        let crc_on = self.crc_on;
+        let markers_on = self.markers;
+        let ref_min = self.ref_min;
+        let Some(cur) = self.cur.as_mut() else {
+            return res;
+        };
+        let mut at = 0usize;
+        let mut pos = self.pos;
+        while out.room() > 0 {
+            if markers_on && (cur.moff > 0 || markers::is_marker_pos(pos)) {
+                if cur.moff == 0 {
+                    cur.mpos = pos;
+                }
+                let m = markers::encode(cur.mpos, cur.start);
+                let d = out.reserve(MARKER_LEN - cur.moff);
+                let n = d.len();
+                if n == 0 {
+                    break;
+                }
+                if let Some(s) = m.get(cur.moff..cur.moff + n) {
+                    d.copy_from_slice(s);
+                    if crc_on {
+                        cur.crc = crc.append(cur.crc, s);
+                    }
+                }
+                at += n;
+                pos = pos.wrapping_add(n as u32);
+                cur.moff = (cur.moff + n) % MARKER_LEN;
+                continue;
+            }
+            let room = if markers_on {
+                markers::to_next_marker(pos) as usize
+            } else {
+                usize::MAX
+            };
+            let n;
+            let before = cur.phase;
+            match cur.phase {
+                Phase::Len => {
+                    let b = cur.ulpdu_len.to_be_bytes();
+                    let d = out.reserve((2 - cur.off).min(room));
+                    n = d.len();
+                    if let Some(s) = b.get(cur.off..cur.off + n) {
+                        d.copy_from_slice(s);
+                        if crc_on {
+                            cur.crc = crc.append(cur.crc, d);
+                        }
+                    }
+                    cur.off += n;
+                    if cur.off == 2 {
+                        cur.phase = Phase::Hdr;
+                        cur.off = 0;
+                    }
+                }
+                Phase::Hdr => {
+                    let d = out.reserve((cur.hdr_len - cur.off).min(room));
+                    n = d.len();
+                    if let Some(s) = cur.hdr.get(cur.off..cur.off + n) {
+                        d.copy_from_slice(s);
+                        if crc_on {
+                            cur.crc = crc.append(cur.crc, d);
+                        }
+                    }
+                    cur.off += n;
+                    if cur.off == cur.hdr_len {
+                        cur.phase = Phase::Payload;
+                        cur.off = 0;
+                    }
+                }
+                Phase::Payload => {
+                    let want = (cur.payload_len - cur.off).min(room).min(out.room());
+                    let off32 = u32::try_from(cur.off).unwrap_or(u32::MAX);
+                    let by_ref = match cur.src {
+                        Src::Local { local, offset } => Some(PayloadRef::Local {
+                            local,
+                            offset: offset.saturating_add(off32),
+                        }),
+                        Src::Tagged { stag, to } => Some(PayloadRef::Tagged {
+                            stag,
+                            to: to.wrapping_add(u64::from(off32)),
+                        }),
+                        Src::None => None,
+                    };
+                    let taken = match (by_ref, ref_min) {
+                        (Some(r), Some(min))
+                            if want > 0 && cur.payload_len >= min && out.can_ref() =>
+                        {
+                            let state = crc_on.then_some(cur.crc);
+                            match host.payload_by_ref(&r, want, crc, state) {
+                                Some(Ok(c)) => {
+                                    out.push_ref(want);
+                                    if let Some(c) = c {
+                                        cur.crc = c;
+                                    }
+                                    true
+                                }
+                                // Refused (memory it cannot reference) or
+                                // invalid: copy, which reports the error.
+                                _ => false,
+                            }
+                        }
+                        _ => false,
+                    };
+                    if taken {
+                        n = want;
+                    } else {
+                        let d = out.reserve(want);
+                        n = d.len();
+                        if n > 0 {
+                            let r = match cur.src {
+                                Src::None => Err(error::rdmap::LOCAL_CATA),
+                                Src::Local { local, offset } => {
+                                    host.read_source(&local, offset.saturating_add(off32), d)
+                                }
+                                Src::Tagged { stag, to } => {
+                                    host.read_tagged(stag, to.wrapping_add(u64::from(off32)), d)
+                                }
+                            };
+                            if let Err(e) = r {
+                                d.fill(0);
+                                res.error.get_or_insert(e);
+                            }
+                            if crc_on {
+                                cur.crc = crc.append(cur.crc, d);
+                            }
+                        }
+                    }
+                    cur.off += n;
+                    if cur.off == cur.payload_len {
+                        cur.phase = Phase::Pad;
+                        cur.off = 0;
+                    }
+                }
+                Phase::Pad => {
+                    let pad = pad_len(usize::from(cur.ulpdu_len));
+                    let d = out.reserve((pad - cur.off).min(room));
+                    n = d.len();
+                    d.fill(0);
+                    if crc_on {
+                        cur.crc = crc.append(cur.crc, d);
+                    }
+                    cur.off += n;
+                    if cur.off == pad {
+                        cur.phase = Phase::Crc;
+                        cur.off = 0;
+                    }
+                }
+                Phase::Crc => {
+                    let v = if crc_on { cur.crc } else { 0 }.to_le_bytes();
+                    let d = out.reserve((CRC_LEN - cur.off).min(room));
+                    n = d.len();
+                    if let Some(s) = v.get(cur.off..cur.off + n) {
+                        d.copy_from_slice(s);
+                    }
+                    cur.off += n;
+                    at += n;
+                    pos = pos.wrapping_add(n as u32);
+                    if cur.off == CRC_LEN {
+                        res.finished = true;
+                        break;
+                    }
+                    if n == 0 {
+                        break;
+                    }
+                    continue;
+                }
+            }
+            if n == 0 && cur.phase == before {
+                // The output is full (an empty phase moves on instead).
+                break;
+            }
+            at += n;
+            pos = pos.wrapping_add(n as u32);
+        }
+        self.pos = pos;
+        if res.finished {
+            self.cur = None;
+        }
+        res.len = at;
+        res
+    }
+}
+

@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: GPL-2.0
+//! The host interface of the QP (RFC 5040 sections 5 and 6, RFC 7306
+//! section 5): the queues, the completion queue, the STag table and the
+//! memory the engine asks the caller for; it never touches memory itself.
+
+use crate::crc::Crc32c;
+use crate::ddp::StagTable;
+use crate::error::TermError;
+use crate::rdmap::AtomicPlan;
+use crate::wire::commit as commitw;
+
+use super::{Completion, Event, Local, PayloadRef, RecvWr, SendWr};
+#[allow(unused_imports)] // Doc links.
+use super::Qp;
+
+/// What the caller lends the engine on every call. Must not sleep (the RX
+/// path runs in softirq context in the kernel).
+pub trait Host: StagTable {
+    /// Takes the next send work request off the send queue.
+    fn sq_next(&mut self) -> Option<SendWr>;
+    /// The receive queue's head, if any.
+    fn rq_peek(&self) -> Option<RecvWr>;
+    /// Removes the receive queue's head.
+    fn rq_pop(&mut self) -> Option<RecvWr>;
+    /// Delivers a completion (the host must not lose it: a full CQ is its
+    /// own fatal error).
+    fn complete(&mut self, c: Completion);
+    /// Delivers an event.
+    fn event(&mut self, e: Event);
+
+    /// Copies `dst.len()` octets of `wr`'s local data, starting `offset`
+    /// octets into it, into `dst`.
+    fn read_source(&mut self, wr: &Local, offset: u32, dst: &mut [u8]) -> Result<(), TermError>;
+    /// Validates the `len` octets of `wr`'s local data before the first of
+    /// them goes out, so that a WR with a bad SGE fails whole. A message
+    /// whose data cannot be read once it has started still goes out (the
+    /// framing needs it) with zeros, and the stream terminates; the peer
+    /// would take a Send of zeros for a good one.
+    fn check_source(&mut self, wr: &Local, len: u32) -> Result<(), TermError> {
+        let _ = (wr, len);
+        Ok(())
+    }
+    /// Zero-copy transmit ([`Qp::tx_plan`]): the host may take `len`
+    /// payload octets of `src` by reference (recording them, in stream
+    /// order, for its send) instead of having them copied. It validates
+    /// the source as `read_source`/`read_tagged` would and, when `crc` is
+    /// `Some(state)`, returns the CRC32c state extended over the octets.
+    /// `None`: declined (e.g. memory that cannot be sent by reference),
+    /// the engine copies; `Some(Err)`: invalid, the engine copies and the
+    /// copy reports the error.
+    fn payload_by_ref<C: Crc32c + ?Sized>(
+        &mut self,
+        src: &PayloadRef,
+        len: usize,
+        crc: &C,
+        state: Option<u32>,
+    ) -> Option<Result<Option<u32>, TermError>> {
+        let _ = (src, len, crc, state);
+        None
+    }
+    /// Copies local registered memory at `stag`/`to` into `dst` (Read
+    /// Response source; already validated against the STag table).
+    fn read_tagged(&mut self, stag: u32, to: u64, dst: &mut [u8]) -> Result<(), TermError>;
+    /// Places payload at `stag`/`to` (already validated).
+    fn place_tagged(&mut self, stag: u32, to: u64, data: &[u8]) -> Result<(), TermError>;
+    /// Places payload at `offset` into the receive buffer `wr` (the RQ head).
+    fn place_recv(&mut self, wr: &RecvWr, offset: u32, data: &[u8]) -> Result<(), TermError>;
+    /// Runs a validated atomic under the host's atomic lock (use
+    /// [`crate::rdmap::atomic_execute`]) and returns the original value.
+    fn atomic(&mut self, plan: &AtomicPlan) -> Result<u64, TermError>;
+    /// Stores an atomic's original value into the requester's local buffer.
+    fn write_atomic_result(&mut self, wr: &Local, original: u64) -> Result<(), TermError>;
+    /// Makes a region durable (RDMA Commit); `false` on failure.
+    fn make_durable(&mut self, region: &commitw::Region) -> bool;
+    /// Invalidates a local STag (remote invalidation, already validated).
+    fn invalidate(&mut self, stag: u32) -> Result<(), TermError>;
+}
