@@ -7,8 +7,8 @@
 //! with `parse` and `emit` where a header has a meaningful parsed form.
 //!
 //! This file holds what the views share, as smoltcp's `wire/mod.rs` does:
-//! the field range type [`Field`], the panic-free big-endian accessors
-//! [`be`] and the error for a truncated header, [`MALFORMED`].
+//! the field range type `Field`, the panic-free big-endian accessors
+//! `be` and the error for a truncated header, `MALFORMED`.
 
 use core::ops::Range;
 
