@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //! The per-stream QP protocol state machine (RFC 5040, RFC 5041 and RFC
 //! 7306 over RFC 5044 with RFC 6581): MPA startup through the
-//! [`startup`](crate::mpa::startup) machine, the RTR, RDMAP/DDP transmit
+//! [`startup`] machine, the RTR, RDMAP/DDP transmit
 //! and receive, Terminate and flush.
 //!
 //! Sans-IO and allocation-free. One [`Qp`] drives one TCP stream. The
