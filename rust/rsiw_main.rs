@@ -2,39 +2,22 @@
 //! rsiw: a software iWARP RNIC. Turns any net_device into an RDMA device
 //! of node type RNIC that speaks MPA/DDP/RDMAP over in-kernel TCP.
 //!
-//! Layout: `ffi/` is the only place with raw bindings and `unsafe`;
-//! `device`, `verbs` and the rest are safe Rust over its wrappers; the wire
-//! protocol is the pure `engine` shared with the host tools.
+//! Layout (Documentation/design.md draws it): `ffi/` is the bottom layer,
+//! the only place with raw bindings and `unsafe`, naming no driver type;
+//! above it, one folder per concept in safe Rust — `device`, `mem` (MRs,
+//! atomics, Commit), `cq`, `qp` (SQ, RQ, SRQ, stream, TX), `cm` — each
+//! implementing its `ffi::ib` trait; the wire protocol is the pure
+//! `engine` shared with the host tools; `selftest` holds the KUnit suites.
 
 use kernel::prelude::*;
 
-mod atomic;
-mod atomic_locks;
 mod cm;
-mod cm_loopback;
-mod cm_tuning;
 mod cq;
 mod device;
 mod ffi;
-mod flush;
-mod hw_counters;
-mod mr;
+mod mem;
 mod qp;
 mod selftest;
-mod selftest_atomic;
-mod selftest_atomic_pin;
-mod selftest_cm;
-mod selftest_faults;
-mod selftest_flush;
-mod selftest_imm;
-mod selftest_siw;
-mod selftest_verbs;
-#[cfg(CONFIG_KUNIT = "y")]
-mod selftest_util;
-mod selftest_zcopy;
-mod send_order;
-mod srq;
-mod verbs;
 
 /// The sans-IO protocol engine, compiled from the same sources as the host
 /// crate `rsiw-engine` (rust/engine). Not all of it is used by the driver yet.
@@ -86,15 +69,15 @@ module! {
 }
 
 struct RsiwModule {
-    _registration: ffi::link::Registration,
+    _registration: ffi::ib::Registration<device::Rsiw>,
     /// Dropped after the devices are gone (fields drop in order).
-    _cm: ffi::cm::Runtime,
+    _cm: cm::Runtime,
 }
 
 impl kernel::Module for RsiwModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        let cm = ffi::cm::Runtime::new()?;
-        let registration = ffi::link::Registration::new()?;
+        let cm = cm::Runtime::new()?;
+        let registration = ffi::ib::Registration::new()?;
         pr_info!("software iWARP RNIC loaded (link type \"rsiw\")\n");
         Ok(Self { _registration: registration, _cm: cm })
     }

@@ -1,25 +1,26 @@
 // SPDX-License-Identifier: GPL-2.0
-//! The thin unsafe layer between rsiw and the kernel's C APIs.
+//! The bottom layer: everything that touches a raw pointer or a generated
+//! binding lives here, with a `// SAFETY:` comment on every `unsafe`
+//! block, and names no type of the driver above it. The driver is safe
+//! Rust over what this exports:
 //!
-//! Everything that touches a raw pointer or a generated binding lives
-//! here, with a `// SAFETY:` comment on every `unsafe` block. Above it the
-//! driver is safe Rust over the typed wrappers this module exports.
+//! - [`ib`]: the RDMA core (`#[vtable]` traits the driver implements,
+//!   generic entry points, handles, views over work requests);
+//! - [`net`]: kernel TCP sockets, net_devices, zero-copy notifications;
+//! - [`mem`]: registered pages and words, persistent memory;
+//! - [`runtime`]: workqueues, rate limit, module-global mutexes;
+//! - [`object`]: core-allocated objects with a Rust part;
+//! - [`crc`]: the kernel's CRC32c;
+//! - `consumer` (KUnit only): the kernel-consumer harness of the suites.
 
 mod sys;
 
-pub(crate) mod cm;
+#[cfg(CONFIG_KUNIT = "y")]
+pub(crate) mod consumer;
 pub(crate) mod crc;
-pub(crate) mod cq;
-pub(crate) mod device;
-pub(crate) mod flush;
+pub(crate) mod ib;
 mod layout;
-pub(crate) mod link;
-pub(crate) mod mr;
-pub(crate) mod netdev;
+pub(crate) mod mem;
+pub(crate) mod net;
 pub(crate) mod object;
-pub(crate) mod pmem;
-pub(crate) mod qp;
-pub(crate) mod rdma_cm;
-pub(crate) mod srq;
-pub(crate) mod socket;
-pub(crate) mod zcopy;
+pub(crate) mod runtime;

@@ -8,7 +8,7 @@
 //! rsiw initialises and drops only its part, in the create and destroy
 //! callbacks.
 
-use core::{mem::size_of, ptr};
+use core::{marker::PhantomData, mem::size_of, ptr};
 
 use kernel::{alloc::KBox, prelude::*, types::Opaque};
 
@@ -99,5 +99,41 @@ impl<B, T> CoreObj<B, T> {
         // SAFETY: per the contract `base` is the pointer `KBox::into_raw`
         // returned for a `Self`.
         drop(unsafe { KBox::from_raw(base.cast::<Self>()) });
+    }
+}
+
+/// The Rust part of a core-allocated object, still to be written: what a
+/// driver's create callback fills, once. The adapter that made the slot
+/// refuses a create that returns `Ok` without filling it.
+pub(crate) struct Slot<'a, B, T> {
+    base: *mut B,
+    filled: &'a mut bool,
+    _data: PhantomData<T>,
+}
+
+impl<'a, B, T> Slot<'a, B, T> {
+    /// # Safety
+    ///
+    /// As for [`CoreObj::init`]: `base` points to a fresh allocation of
+    /// `CoreObj::<B, T>::SIZE` bytes whose Rust part is not initialised;
+    /// `filled` is false.
+    pub(crate) unsafe fn new(base: *mut B, filled: &'a mut bool) -> Self {
+        Self { base, filled, _data: PhantomData }
+    }
+
+    /// Writes the object's Rust part.
+    pub(crate) fn write(self, data: T) {
+        // SAFETY: per `new`'s contract, and the slot is consumed: written
+        // at most once.
+        unsafe { CoreObj::<B, T>::init(self.base, data) };
+        *self.filled = true;
+    }
+
+    /// Initialises the object's Rust part in place (it never moves).
+    pub(crate) fn pin_init(self, init: impl PinInit<T, Error>) -> Result {
+        // SAFETY: as for `write`; on error nothing is initialised.
+        unsafe { CoreObj::<B, T>::pin_init(self.base, init) }?;
+        *self.filled = true;
+        Ok(())
     }
 }

@@ -1,0 +1,349 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Connection management: the iWARP side of `iw_cm` in safe Rust.
+//!
+//! * [`Listener`]: a listening TCP socket; its `data_ready` only schedules
+//!   the listener's work item, which accepts and starts one passive
+//!   connection endpoint ([`Cep`]) per socket.
+//! * [`Cep`]: one connection in MPA negotiation. Passive: reads the MPA
+//!   Request (bounded by [`CmConfig::mpa_timeout_ms`]), judges it and
+//!   reports `CONNECT_REQUEST`; then [`accept`] or [`reject`]. Active
+//!   ([`connect`]): non-blocking TCP connect, MPA Request, Reply checked,
+//!   `CONNECT_REPLY`.
+//! * The hand-off: on success the socket, unhooked from the CM, goes to the
+//!   QP as a [`Stream`] through [`CmQp::attach`], together with a
+//!   [`CmEventSink`] through which the QP reports `ESTABLISHED` (passive,
+//!   after the RTR), `DISCONNECT` and `CLOSE`.
+//!
+//! The CM reads the socket only up to the last octet of the MPA frame
+//! (`tcp_read_sock` with a consumer that stops there), so whatever the peer
+//! sends after it stays queued in the socket for the QP. Unlike siw, no
+//! FPDU arriving between the MPA exchange and the QP taking over is lost.
+//!
+//! All work runs on the CM's workqueue (`ffi::runtime`); every wait is bounded
+//! by a timer; sockets are non-blocking. Events reach `iw_cm` through the
+//! [`CmEventTarget`] trait (`ffi::ib::CmId` holds an `iw_cm_id`
+//! reference); the KUnit tests implement it with a recorder.
+
+pub(crate) mod tuning;
+pub(crate) mod wildcard;
+
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use kernel::{
+    impl_has_hr_timer, impl_has_work, new_mutex, new_spinlock_irq, new_work,
+    prelude::*,
+    sync::{Arc, ArcBorrow, Mutex, SpinLockIrq},
+    time::{
+        delay::fsleep,
+        hrtimer::{
+            ArcHrTimerHandle, HrTimer, HrTimerCallback, HrTimerCallbackContext, HrTimerPointer,
+            HrTimerRestart, RelativeMode,
+        },
+        Delta, Monotonic,
+    },
+    workqueue::{Work, WorkItem},
+};
+
+use crate::{
+    device::Limits,
+    engine::{
+        error::TermError,
+        mpa::negotiate::{
+            check_reply, judge_request, max_private_data, request, CrcPolicy, Framing,
+            InitiatorConfig, Refused, ResponderConfig, RtrMode,
+        },
+        wire::{
+            mpa::{frame_len, Kind, Repr, RtrSet, HEADER_LEN, IRD_ORD_MASK, MAX_PRIVATE_DATA},
+            terminate,
+        },
+    },
+    ffi::{
+        crc::KernelCrc32c,
+        net::socket::{ListenOpts, Net, SockAddr, SockRx, SocketEvents, TcpSocket, TcpState},
+    },
+};
+
+/// Longest MPA Request/Reply frame.
+const MAX_FRAME: usize = HEADER_LEN + MAX_PRIVATE_DATA;
+/// Sending a frame on a fresh socket: retries 1 ms apart when the socket
+/// buffer is full (it never is for a frame this small; bounded anyway).
+const SEND_TRIES: u32 = 1000;
+
+/// Logs a CM message driven by a peer, rate limited.
+macro_rules! cm_log {
+    ($($arg:tt)*) => {
+        if $crate::ffi::runtime::ratelimited() {
+            kernel::pr_info!($($arg)*);
+        }
+    };
+}
+
+mod config;
+mod iw_cm;
+mod event;
+mod handoff;
+mod sink;
+pub(crate) mod registry;
+mod io;
+mod passive;
+mod active;
+mod listener;
+#[cfg(CONFIG_KUNIT = "y")]
+mod tests;
+
+pub(crate) use self::config::*;
+pub(crate) use self::iw_cm::Runtime;
+pub(crate) use self::event::*;
+pub(crate) use self::handoff::*;
+pub(crate) use self::sink::*;
+pub(crate) use self::registry::*;
+pub(crate) use self::io::*;
+pub(crate) use self::passive::*;
+pub(crate) use self::active::*;
+pub(crate) use self::listener::*;
+
+// ---- connection endpoints -----------------------------------------------
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CepPhase {
+    /// Active: TCP connect in progress.
+    Connecting,
+    /// Active: Request sent, waiting for the Reply.
+    AwaitReply,
+    /// Passive: waiting for the Request.
+    AwaitRequest,
+    /// Passive: `CONNECT_REQUEST` delivered, waiting for accept/reject.
+    AwaitAccept,
+    /// Passive, handed off: watching the RTR deadline.
+    WatchRtr,
+    Closed,
+}
+
+/// The active side's request parameters and QP.
+struct Active {
+    qp: Arc<dyn CmQp>,
+    ird: u16,
+    ord: u16,
+    private_data: KVec<u8>,
+}
+
+struct CepInner {
+    phase: CepPhase,
+    sock: Option<TcpSocket>,
+    /// The peer's MPA frame as it arrives (capacity `MAX_FRAME`).
+    rx: KVec<u8>,
+    timer: Option<ArcHrTimerHandle<Cep>>,
+    /// Passive: the listener's `iw_cm_id` (for `CONNECT_REQUEST`); active:
+    /// the connecting `iw_cm_id`.
+    target: Option<Arc<dyn CmEventTarget>>,
+    active: Option<Active>,
+    sink: Option<CmEventSink>,
+}
+
+/// A connection endpoint during MPA negotiation.
+#[pin_data]
+pub(crate) struct Cep {
+    id: u64,
+    /// The listener that accepted it (0: active side).
+    listener: u64,
+    cfg: CmConfig,
+    /// Set by the timer, read by the work item.
+    expired: AtomicBool,
+    /// Passive, not handed off or closed yet: counts against the backlog.
+    pending: AtomicBool,
+    #[pin]
+    inner: Mutex<CepInner>,
+    #[pin]
+    work: Work<Cep>,
+    #[pin]
+    timer: HrTimer<Cep>,
+}
+
+impl_has_work! {
+    impl HasWork<Self> for Cep { self.work }
+}
+
+impl_has_hr_timer! {
+    impl HasHrTimer<Self> for Cep {
+        mode: RelativeMode<Monotonic>,
+        field: self.timer
+    }
+}
+
+impl WorkItem for Cep {
+    type Pointer = Arc<Cep>;
+
+    fn run(this: Arc<Cep>) {
+        this.pump();
+    }
+}
+
+impl HrTimerCallback for Cep {
+    type Pointer<'a> = Arc<Self>;
+
+    fn run(this: ArcBorrow<'_, Self>, _ctx: HrTimerCallbackContext<'_, Self>) -> HrTimerRestart {
+        // Hard interrupt context: only note it and let the work item act.
+        this.expired.store(true, Ordering::Release);
+        kick_cep(&Arc::from(this));
+        HrTimerRestart::NoRestart
+    }
+}
+
+/// Socket callbacks of a cep: schedule its work item, nothing else.
+struct CepWake(Arc<Cep>);
+
+impl SocketEvents for CepWake {
+    fn data_ready(&self, _rx: &SockRx<'_>) {
+        kick_cep(&self.0);
+    }
+
+    fn write_space(&self) {}
+
+    fn state_change(&self, _rx: &SockRx<'_>) {
+        kick_cep(&self.0);
+    }
+}
+
+fn errno(e: Error) -> i32 {
+    -(e.to_errno().abs())
+}
+
+impl Cep {
+    fn new(listener: u64, cfg: CmConfig, phase: CepPhase) -> Result<Arc<Self>> {
+        let rx = KVec::with_capacity(MAX_FRAME, GFP_KERNEL)?;
+        let inner = CepInner {
+            phase,
+            sock: None,
+            rx,
+            timer: None,
+            target: None,
+            active: None,
+            sink: None,
+        };
+        let pending = listener != 0;
+        let cep = Arc::pin_init(
+            pin_init!(Cep {
+                id: next_id(),
+                listener,
+                cfg,
+                expired: AtomicBool::new(false),
+                pending: AtomicBool::new(pending),
+                inner <- new_mutex!(inner, "rsiw_cm_cep"),
+                work <- new_work!("rsiw_cm_cep"),
+                timer <- HrTimer::new(),
+            }),
+            GFP_KERNEL,
+        )?;
+        crate::cm::registry::lock::with(|r| r.ceps.push(cep.clone(), GFP_KERNEL))??;
+        Ok(cep)
+    }
+
+    /// (Re)starts the timer; the work item sees `expired` when it fires.
+    fn arm_timer(self: &Arc<Self>, g: &mut CepInner, ms: u32) {
+        drop(g.timer.take());
+        self.expired.store(false, Ordering::Release);
+        g.timer = Some(self.clone().start(Delta::from_millis(i64::from(ms))));
+    }
+
+    /// Ends the cep: timer cancelled, socket released, references dropped,
+    /// out of the registry. `notify`: an active cep that has not reported
+    /// its reply reports `CONNECT_REPLY` with this status, a handed-off
+    /// passive one still waiting for its RTR reports its close.
+    fn close_locked(&self, g: &mut CepInner, notify: Option<i32>) {
+        if g.phase == CepPhase::Closed {
+            return;
+        }
+        if let Some(status) = notify {
+            match g.phase {
+                CepPhase::Connecting | CepPhase::AwaitReply => self.report_failure(g, status, &[]),
+                CepPhase::WatchRtr => {
+                    if let Some(s) = &g.sink {
+                        s.closed();
+                    }
+                }
+                _ => {}
+            }
+        }
+        g.phase = CepPhase::Closed;
+        self.pending.store(false, Ordering::Relaxed);
+        drop(g.timer.take());
+        drop(g.sock.take());
+        drop(g.target.take());
+        drop(g.active.take());
+        // Our caller holds a reference: this is never the last one.
+        drop(g.sink.as_ref().and_then(|s| s.unwatch()));
+        drop(g.sink.take());
+        unregister_cep(self.id);
+    }
+
+    fn close(&self, notify: Option<i32>) {
+        let mut g = self.inner.lock();
+        self.close_locked(&mut g, notify);
+    }
+
+    /// Active side: `CONNECT_REPLY` with an error (the cep closes after).
+    fn report_failure(&self, g: &CepInner, status: i32, private_data: &[u8]) {
+        if let Some(t) = &g.target {
+            let (local, remote) = match &g.sock {
+                Some(s) => (s.local_addr().ok(), s.peer_addr().ok()),
+                None => (None, None),
+            };
+            send_event(
+                &**t,
+                &CmEvent {
+                    kind: CmEventKind::ConnectReply,
+                    status,
+                    local,
+                    remote,
+                    private_data,
+                    provider_data: 0,
+                    ird: 0,
+                    ord: 0,
+                },
+            );
+        }
+    }
+
+    fn fail_active(&self, g: &mut CepInner, status: i32) {
+        self.report_failure(g, status, &[]);
+        self.close_locked(g, None);
+    }
+
+    /// The work item: advances negotiation as far as the socket allows.
+    fn pump(self: &Arc<Self>) {
+        let mut g = self.inner.lock();
+        let expired = self.expired.load(Ordering::Acquire);
+        match g.phase {
+            CepPhase::Closed => {}
+            CepPhase::AwaitRequest => self.pump_request(&mut g, expired),
+            CepPhase::Connecting | CepPhase::AwaitReply => self.pump_active(&mut g, expired),
+            CepPhase::AwaitAccept => {
+                // The peer gave up while the ULP decides: accept/reject
+                // will find no socket and fail with ECONNRESET.
+                if g.sock.as_ref().is_some_and(|s| s.state().is_closing()) {
+                    drop(g.sock.take());
+                }
+            }
+            CepPhase::WatchRtr => {
+                let waiting = g.sink.as_ref().is_some_and(|s| s.is_waiting());
+                if !waiting {
+                    self.close_locked(&mut g, None);
+                } else if expired {
+                    if let Some(s) = &g.sink {
+                        s.expire();
+                    }
+                    cm_log!("cm: no RTR from the initiator in time\n");
+                    self.close_locked(&mut g, None);
+                }
+            }
+        }
+    }
+
+    /// Closes a cep of a listener being destroyed, unless handed off.
+    fn close_if_pending(&self) {
+        let mut g = self.inner.lock();
+        if matches!(g.phase, CepPhase::AwaitRequest | CepPhase::AwaitAccept) {
+            self.close_locked(&mut g, None);
+        }
+    }
+}

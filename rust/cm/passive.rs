@@ -1,0 +1,229 @@
+// SPDX-License-Identifier: GPL-2.0
+//! The passive side (RFC 5044 section 7.1, RFC 6581): read and judge the MPA
+//! Request, report CONNECT_REQUEST, then accept (Reply, RTR) or reject.
+
+use super::*;
+
+impl Cep {
+    pub(super) fn pump_request(self: &Arc<Self>, g: &mut CepInner, expired: bool) {
+        let Some(sock) = g.sock.as_ref() else {
+            self.close_locked(g, None);
+            return;
+        };
+        // The state before the read: if the peer had closed by then, all
+        // it sent before its FIN is queued and the read below sees it
+        // (checked after, a FIN processed during the read would hide data
+        // that arrived with it).
+        let closing = sock.state().is_closing();
+        match read_frame(sock, &mut g.rx, Kind::Request) {
+            Err(_) => {
+                cm_log!("cm: invalid MPA request, closing\n");
+                self.close_locked(g, None);
+            }
+            Ok(false) => {
+                if expired {
+                    cm_log!("cm: no MPA request in time, closing\n");
+                    self.close_locked(g, None);
+                } else if closing {
+                    self.close_locked(g, None);
+                }
+            }
+            Ok(true) => self.judge(g),
+        }
+    }
+
+    /// A complete Request: reject it or report `CONNECT_REQUEST`.
+    pub(super) fn judge(self: &Arc<Self>, g: &mut CepInner) {
+        let target = g.target.take();
+        let cfg = self.cfg.responder(self.cfg.max_ird, self.cfg.max_ord);
+        let offered = {
+            let (Some(sock), Some(target)) = (g.sock.as_ref(), target.as_ref()) else {
+                self.close_locked(g, None);
+                return;
+            };
+            match Repr::parse_bytes(&g.rx) {
+                Err(_) => false,
+                Ok(req) => match judge_request(&cfg, &req) {
+                    Err(rej) => {
+                        if rej.send_reply {
+                            if let Ok(rep) = rej.reply(&[]) {
+                                let _ = send_frame(sock, &rep);
+                            }
+                        }
+                        cm_log!("cm: MPA request refused ({:#06x})\n", rej.error.to_bits());
+                        false
+                    }
+                    Ok(offer) => {
+                        let n = offer.negotiated;
+                        send_event(
+                            &**target,
+                            &CmEvent {
+                                kind: CmEventKind::ConnectRequest,
+                                status: 0,
+                                local: sock.local_addr().ok(),
+                                remote: sock.peer_addr().ok(),
+                                private_data: n.private_data,
+                                provider_data: self.id as usize,
+                                // rdma_cm turns `ird` into the ULP's
+                                // initiator_depth (its ORD) and `ord` into
+                                // responder_resources (its IRD): report what
+                                // each may be given the peer's offer.
+                                ird: clamp_u8(n.ord),
+                                ord: clamp_u8(n.ird),
+                            },
+                        );
+                        true
+                    }
+                },
+            }
+        };
+        if offered {
+            drop(g.timer.take());
+            g.phase = CepPhase::AwaitAccept;
+        } else {
+            self.close_locked(g, None);
+        }
+    }
+
+    /// `iw_accept`: MPA Reply with the ULP's private data and IRD/ORD,
+    /// then the stream goes to `qp`.
+    pub(super) fn accept(
+        self: &Arc<Self>,
+        p: &ConnParams<'_>,
+        qp: &dyn CmQp,
+        target: Arc<dyn CmEventTarget>,
+    ) -> Result {
+        let mut g = self.inner.lock();
+        if g.phase != CepPhase::AwaitAccept || g.sock.is_none() {
+            self.close_locked(&mut g, None);
+            return Err(ECONNRESET);
+        }
+        let r = self.accept_locked(&mut g, p, qp, target);
+        if r.is_err() {
+            self.close_locked(&mut g, None);
+        }
+        r
+    }
+
+    pub(super) fn accept_locked(
+        self: &Arc<Self>,
+        g: &mut CepInner,
+        p: &ConnParams<'_>,
+        qp: &dyn CmQp,
+        target: Arc<dyn CmEventTarget>,
+    ) -> Result {
+        let (ird, ord) = self.cfg.ird_ord(p.ird, p.ord)?;
+        let mut buf = [0u8; MAX_FRAME];
+        let (len, params) = {
+            let req = Repr::parse_bytes(&g.rx).map_err(|_| EPROTO)?;
+            // The ULP's IRD/ORD; an IRD of 0 still grants the one credit
+            // a zero-length Read RTR needs.
+            let offer = judge_request(&self.cfg.responder(ird, ord), &req)
+                .or_else(|_| judge_request(&self.cfg.responder(ird.max(1), ord), &req))
+                .map_err(|_| EINVAL)?;
+            let rep = offer.accept(p.private_data).map_err(|_| EINVAL)?;
+            let len = rep.emit_bytes(&mut buf).map_err(|_| EINVAL)?;
+            let n = offer.negotiated;
+            let params =
+                StreamParams { framing: n.framing, ird: n.ird, ord: n.ord, rtr: n.rtr, initiator: false };
+            (len, params)
+        };
+        let sink = CmEventSink::new(target, Phase::AwaitEstablished, params.ird, params.ord)?;
+        let mut sock = g.sock.take().ok_or(ECONNRESET)?;
+        // From here the CM no longer looks at the socket: what the peer
+        // sends after its Request stays queued for the QP.
+        sock.unhook();
+        send_all(&sock, &buf[..len])?;
+        qp.attach(Stream { sock, params, leftover: KVec::new() }, sink.clone())?;
+        sink.arm();
+        self.pending.store(false, Ordering::Relaxed);
+        if matches!(params.rtr, Some(RtrMode::Zero(_))) {
+            // The sink kicks us when the wait ends (we hold our lock:
+            // that run sees WatchRtr).
+            sink.watch(self.clone());
+            g.phase = CepPhase::WatchRtr;
+            g.sink = Some(sink);
+            self.arm_timer(g, self.cfg.rtr_timeout_ms);
+        } else {
+            sink.established();
+            self.close_locked(g, None);
+        }
+        Ok(())
+    }
+
+    /// `iw_reject`: MPA Reply with R set and the ULP's private data.
+    pub(super) fn reject(&self, private_data: &[u8]) -> Result {
+        let mut g = self.inner.lock();
+        let r = match (g.phase, g.sock.as_ref()) {
+            (CepPhase::AwaitAccept, Some(sock)) => {
+                let cfg = self.cfg.responder(self.cfg.max_ird, self.cfg.max_ord);
+                let req = Repr::parse_bytes(&g.rx).map_err(|_| EPROTO);
+                let rep = req.and_then(|req| match judge_request(&cfg, &req) {
+                    Ok(offer) => offer.reject(private_data).map_err(|_| EINVAL),
+                    Err(rej) => rej.reply(private_data).map_err(|_| EINVAL),
+                });
+                rep.and_then(|rep| send_frame(sock, &rep))
+            }
+            _ => Err(ECONNRESET),
+        };
+        self.close_locked(&mut g, None);
+        r
+    }
+}
+
+/// Starts a passive cep on an accepted socket.
+pub(crate) fn start_passive(
+    sock: TcpSocket,
+    listener: u64,
+    cfg: CmConfig,
+    target: Arc<dyn CmEventTarget>,
+) -> Result {
+    let cep = Cep::new(listener, cfg, CepPhase::AwaitRequest)?;
+    let mut sock = sock;
+    let r = {
+        let mut g = cep.inner.lock();
+        let r = Arc::new(CepWake(cep.clone()), GFP_KERNEL)
+            .map_err(Error::from)
+            .and_then(|w| sock.hook(w));
+        match r {
+            Ok(()) => {
+                g.sock = Some(sock);
+                g.target = Some(target);
+                cep.arm_timer(&mut g, cfg.mpa_timeout_ms);
+                Ok(())
+            }
+            Err(e) => {
+                cep.close_locked(&mut g, None);
+                Err(e)
+            }
+        }
+    };
+    // Data that arrived before the hook is read by the first run.
+    kick_cep(&cep);
+    r
+}
+
+
+
+/// `iw_accept` on the cep `id` reported in `CONNECT_REQUEST`. On `Err`
+/// the connection is closed and no event follows.
+pub(crate) fn accept(
+    id: u64,
+    p: &ConnParams<'_>,
+    qp: &dyn CmQp,
+    target: Arc<dyn CmEventTarget>,
+) -> Result {
+    find_cep(id).ok_or(ECONNRESET)?.accept(p, qp, target)
+}
+
+/// `iw_reject` on the cep `id`: Reply with R set, then close.
+pub(crate) fn reject(id: u64, private_data: &[u8]) -> Result {
+    find_cep(id).ok_or(ECONNRESET)?.reject(private_data)
+}
+
+/// Drops the cep `id` without a reply (accept impossible, e.g. no QP).
+pub(crate) fn abort(id: u64) {
+    if let Some(c) = find_cep(id) {
+        c.close(None);
+    }
+}

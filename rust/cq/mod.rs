@@ -1,0 +1,284 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Completion queues.
+//!
+//! A CQ is a fixed ring of [`Completion`]s, allocated at create and
+//! resize, behind an irq-safe spinlock: [`Cq::push`] may run in any
+//! context (the QP's RX softirq, its TX work, flush on destroy) and never
+//! allocates. When the ring is full a push fails and the CQ raises
+//! `IB_EVENT_CQ_ERR`: no completion is lost or overwritten. The
+//! consumer's completion handler runs outside the lock, once per arming
+//! (`ib_req_notify_cq`), for the next completion or, when armed for
+//! solicited only, the next solicited or unsuccessful one.
+
+use kernel::{
+    prelude::*,
+    sync::{new_spinlock_irq, SpinLockIrq},
+};
+
+pub(crate) use crate::ffi::ib::{Arm, Completion, CqNotifier, WcOpcode, WcStatus};
+
+mod verbs;
+
+/// A full CQ refused a completion.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Overflow;
+
+/// The ring and its arming; pure logic, no locking.
+pub(crate) struct CqRing {
+    entries: KVVec<Completion>,
+    head: usize,
+    count: usize,
+    arm: Arm,
+}
+
+impl CqRing {
+    /// A ring of `cqe` entries (at least one).
+    pub(crate) fn new(cqe: usize) -> Result<Self> {
+        Ok(Self { entries: Self::alloc(cqe)?, head: 0, count: 0, arm: Arm::None })
+    }
+
+    fn alloc(cqe: usize) -> Result<KVVec<Completion>> {
+        if cqe == 0 {
+            return Err(EINVAL);
+        }
+        Ok(KVVec::from_elem(Completion::default(), cqe, GFP_KERNEL)?)
+    }
+
+    pub(crate) fn capacity(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.count
+    }
+
+    /// Queues `c`; `Ok(true)` if the consumer is to be notified (and the
+    /// CQ is disarmed), `Err(Overflow)` if the ring is full.
+    pub(crate) fn push(&mut self, c: Completion) -> Result<bool, Overflow> {
+        let cap = self.entries.len();
+        if self.count == cap {
+            return Err(Overflow);
+        }
+        let tail = (self.head + self.count) % cap;
+        self.entries[tail] = c;
+        self.count += 1;
+        let notify = match self.arm {
+            Arm::Next => true,
+            Arm::Solicited => c.solicited || c.status != WcStatus::Success,
+            Arm::None => false,
+        };
+        if notify {
+            self.arm = Arm::None;
+        }
+        Ok(notify)
+    }
+
+    pub(crate) fn pop(&mut self) -> Option<Completion> {
+        if self.count == 0 {
+            return None;
+        }
+        let c = self.entries[self.head];
+        self.head = (self.head + 1) % self.entries.len();
+        self.count -= 1;
+        Some(c)
+    }
+
+    /// `ib_req_notify_cq`: arms (never weakening an arming for the next
+    /// completion); returns whether completions are queued (for
+    /// `IB_CQ_REPORT_MISSED_EVENTS`).
+    pub(crate) fn arm(&mut self, how: Arm) -> bool {
+        self.arm = match (self.arm, how) {
+            (Arm::Next, _) | (_, Arm::Next) => Arm::Next,
+            (Arm::Solicited, _) | (_, Arm::Solicited) => Arm::Solicited,
+            _ => Arm::None,
+        };
+        self.count > 0
+    }
+
+    /// Moves the queued completions, in order, into `new` (which must
+    /// hold them all) and returns the old storage.
+    fn replace(&mut self, mut new: KVVec<Completion>) -> Result<KVVec<Completion>, KVVec<Completion>> {
+        if new.len() < self.count || new.is_empty() {
+            return Err(new);
+        }
+        let count = self.count;
+        for slot in new.iter_mut().take(count) {
+            // `count` entries are queued, so `pop` cannot fail here.
+            *slot = self.pop().unwrap_or_default();
+        }
+        self.head = 0;
+        self.count = count;
+        Ok(core::mem::replace(&mut self.entries, new))
+    }
+}
+
+/// A completion queue.
+#[pin_data]
+pub(crate) struct Cq {
+    #[pin]
+    ring: SpinLockIrq<CqRing>,
+    notifier: CqNotifier,
+}
+
+impl Cq {
+    pub(crate) fn new(cqe: usize, notifier: CqNotifier) -> Result<impl PinInit<Self, Error>> {
+        let ring = CqRing::new(cqe)?;
+        Ok(try_pin_init!(Cq {
+            ring <- new_spinlock_irq!(ring, "rsiw_cq"),
+            notifier,
+        }? Error))
+    }
+
+    /// Queues a completion (any context, no allocation). Calls the
+    /// consumer's completion handler if the CQ was armed for it. A full CQ
+    /// refuses the completion with `ENOSPC` and raises `IB_EVENT_CQ_ERR`.
+    pub(crate) fn push(&self, c: Completion) -> Result {
+        let res = self.ring.lock().push(c);
+        match res {
+            Ok(true) => {
+                self.notifier.completion();
+                Ok(())
+            }
+            Ok(false) => Ok(()),
+            Err(Overflow) => {
+                self.notifier.overflow();
+                Err(ENOSPC)
+            }
+        }
+    }
+
+    /// Takes up to `max` completions, oldest first, handing each to `f`;
+    /// returns how many.
+    pub(crate) fn poll(&self, max: usize, mut f: impl FnMut(usize, &Completion)) -> usize {
+        let mut ring = self.ring.lock();
+        let mut n = 0;
+        while n < max {
+            let Some(c) = ring.pop() else { break };
+            f(n, &c);
+            n += 1;
+        }
+        n
+    }
+
+    /// Arms the CQ; `true` if completions are already queued.
+    pub(crate) fn arm(&self, how: Arm) -> bool {
+        self.ring.lock().arm(how)
+    }
+
+    /// Completions queued.
+    #[allow(dead_code)] // For the QP code.
+    pub(crate) fn len(&self) -> usize {
+        self.ring.lock().len()
+    }
+
+    /// Ring size.
+    pub(crate) fn capacity(&self) -> usize {
+        self.ring.lock().capacity()
+    }
+
+    /// Resizes the ring to `cqe` entries, keeping the queued completions;
+    /// `EINVAL` if they would not fit.
+    pub(crate) fn resize(&self, cqe: usize) -> Result {
+        let new = CqRing::alloc(cqe)?;
+        // The old storage is freed after the lock is dropped.
+        let old = self.ring.lock().replace(new);
+        match old {
+            Ok(old) => {
+                drop(old);
+                Ok(())
+            }
+            Err(new) => {
+                drop(new);
+                Err(EINVAL)
+            }
+        }
+    }
+}
+
+#[kunit_tests(rsiw_cq_ring)]
+mod tests {
+    use super::*;
+
+    fn c(wr_id: u64) -> Completion {
+        Completion { wr_id, byte_len: wr_id as u32, ..Completion::default() }
+    }
+
+    #[test]
+    fn fifo_and_full_ring_refuses() -> Result {
+        let mut r = CqRing::new(3)?;
+        assert_eq!(r.pop(), None);
+        for i in 1..=3 {
+            assert_eq!(r.push(c(i)), Ok(false));
+        }
+        // Full: the fourth is refused, nothing is overwritten.
+        assert_eq!(r.push(c(4)), Err(Overflow));
+        assert_eq!(r.len(), 3);
+        assert_eq!(r.pop().map(|c| c.wr_id), Some(1));
+        assert_eq!(r.push(c(5)), Ok(false));
+        let order: [u64; 3] = [2, 3, 5];
+        for want in order {
+            assert_eq!(r.pop().map(|c| c.wr_id), Some(want));
+        }
+        assert_eq!(r.pop(), None);
+        assert_eq!(CqRing::new(0).err(), Some(EINVAL));
+        Ok(())
+    }
+
+    #[test]
+    fn arming_is_one_shot() -> Result {
+        let mut r = CqRing::new(8)?;
+        assert_eq!(r.push(c(1)), Ok(false));
+        // Report missed events: one is queued.
+        assert!(r.arm(Arm::Next));
+        assert_eq!(r.push(c(2)), Ok(true));
+        // Disarmed after notifying.
+        assert_eq!(r.push(c(3)), Ok(false));
+        while r.pop().is_some() {}
+        assert!(!r.arm(Arm::Next));
+        Ok(())
+    }
+
+    #[test]
+    fn solicited_arming() -> Result {
+        let mut r = CqRing::new(8)?;
+        r.arm(Arm::Solicited);
+        assert_eq!(r.push(c(1)), Ok(false));
+        let sol = Completion { solicited: true, ..c(2) };
+        assert_eq!(r.push(sol), Ok(true));
+        // Unsuccessful completions notify a solicited arming too.
+        r.arm(Arm::Solicited);
+        let err = Completion { status: WcStatus::WrFlushErr, ..c(3) };
+        assert_eq!(r.push(err), Ok(true));
+        // Solicited never weakens next-completion arming.
+        r.arm(Arm::Next);
+        r.arm(Arm::Solicited);
+        assert_eq!(r.push(c(4)), Ok(true));
+        Ok(())
+    }
+
+    #[test]
+    fn resize_keeps_order() -> Result {
+        let mut r = CqRing::new(4)?;
+        for i in 1..=4 {
+            r.push(c(i)).map_err(|_| EINVAL)?;
+        }
+        r.pop();
+        r.pop();
+        r.push(c(5)).map_err(|_| EINVAL)?; // wraps around
+        // Too small for the three queued.
+        assert!(r.replace(CqRing::alloc(2)?).is_err());
+        assert_eq!(r.len(), 3);
+        assert!(r.replace(CqRing::alloc(6)?).is_ok());
+        assert_eq!(r.capacity(), 6);
+        assert_eq!(r.len(), 3);
+        for i in 6..=8 {
+            assert_eq!(r.push(c(i)), Ok(false));
+        }
+        let mut got = KVec::new();
+        while let Some(x) = r.pop() {
+            got.push(x.wr_id, GFP_KERNEL)?;
+        }
+        assert_eq!(&got[..], &[3, 4, 5, 6, 7, 8]);
+        Ok(())
+    }
+}

@@ -1,0 +1,477 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Registered memory: pinned user memory (`ib_umem`) and the only code
+//! that touches registered memory, [`MrPages`] and [`KernelMemory`]; the
+//! `IB_ACCESS_*` flags. The MR entry points are `ffi::ib::mr`.
+//!
+//! Memory validity is the registration contract: a kernel consumer that
+//! maps pages to an MR (or uses its PD's DMA MR) guarantees them for the
+//! life of the registration, user memory is pinned by `ib_umem` until
+//! deregistration. `crate::mem::mr` checks every access against the
+//! registration (state, key, bounds) under the MR's lock before calling
+//! in here, and deregistration detaches the memory under that lock before
+//! the pages are unpinned. Atomics touch their word after the MR's lock is
+//! released, under an in-flight pin the end of a registration waits for
+//! (see [`WordAt`] and `crate::mem::mr`).
+
+use core::ptr;
+
+use kernel::{
+    ffi::{c_int, c_void},
+    prelude::*,
+};
+
+use super::super::{
+    net::zcopy::{self, Segments},
+    sys,
+};
+
+/// `IB_ACCESS_*` flags, as the consumer passes them.
+pub(crate) mod access {
+    use super::sys;
+    pub(crate) const LOCAL_WRITE: u32 = sys::ib_access_flags_IB_ACCESS_LOCAL_WRITE;
+    pub(crate) const REMOTE_WRITE: u32 = sys::ib_access_flags_IB_ACCESS_REMOTE_WRITE;
+    pub(crate) const REMOTE_READ: u32 = sys::ib_access_flags_IB_ACCESS_REMOTE_READ;
+    pub(crate) const REMOTE_ATOMIC: u32 = sys::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC;
+    pub(crate) const MW_BIND: u32 = sys::ib_access_flags_IB_ACCESS_MW_BIND;
+    pub(crate) const ZERO_BASED: u32 = sys::ib_access_flags_IB_ZERO_BASED;
+    pub(crate) const ON_DEMAND: u32 = sys::ib_access_flags_IB_ACCESS_ON_DEMAND;
+    pub(crate) const RELAXED_ORDERING: u32 = sys::ib_access_flags_IB_ACCESS_RELAXED_ORDERING;
+    /// RDMA Commit (`IB_WR_FLUSH`) may make placed data visible.
+    pub(crate) const FLUSH_GLOBAL: u32 = sys::ib_access_flags_IB_ACCESS_FLUSH_GLOBAL;
+    /// RDMA Commit may make placed data persistent (persistent memory only).
+    pub(crate) const FLUSH_PERSISTENT: u32 = sys::ib_access_flags_IB_ACCESS_FLUSH_PERSISTENT;
+    /// Either flush right: the region accepts RDMA Commit.
+    pub(crate) const FLUSH: u32 = FLUSH_GLOBAL | FLUSH_PERSISTENT;
+    /// Everything rsiw understands (relaxed ordering is meaningless for a
+    /// software device and accepted).
+    pub(crate) const SUPPORTED: u32 =
+        LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ | REMOTE_ATOMIC | RELAXED_ORDERING | FLUSH;
+    /// An rkey is only handed out with one of these.
+    pub(crate) const REMOTE: u32 = REMOTE_WRITE | REMOTE_READ | REMOTE_ATOMIC;
+}
+
+const PAGE_SIZE: usize = kernel::page::PAGE_SIZE;
+
+/// What an MR's entries are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(in crate::ffi) enum PagesKind {
+    /// Addresses from `ib_sg_to_pages` on a virt-DMA device: kernel virtual
+    /// addresses of `page_size` blocks (`ib_virt_dma_to_ptr`).
+    VirtDma,
+    /// `struct page *` of pinned user pages, `PAGE_SIZE` each.
+    Page,
+}
+
+/// The page list of a registered region. Only this module fills it, from
+/// what the kernel handed over (`ib_sg_to_pages`, `ib_umem`).
+pub(crate) struct MrPages {
+    kind: PagesKind,
+    entries: KVVec<usize>,
+    page_size: usize,
+}
+
+impl MrPages {
+    /// Empties the list for a new mapping of `kind` pages of `page_size`.
+    pub(in crate::ffi) fn reset(&mut self, kind: PagesKind, page_size: usize) {
+        self.kind = kind;
+        self.page_size = page_size;
+        self.entries.clear();
+    }
+
+    /// Appends one page address; `ENOMEM` past the list's capacity.
+    pub(in crate::ffi) fn push_entry(&mut self, addr: usize) -> Result {
+        self.entries.push_within_capacity(addr).map_err(|_| ENOMEM)
+    }
+
+    /// An empty list for a fast-register MR with room for `max` pages.
+    pub(crate) fn for_fast_reg(max: usize) -> Result<Self> {
+        Ok(Self {
+            kind: PagesKind::VirtDma,
+            entries: KVVec::with_capacity(max, GFP_KERNEL)?,
+            page_size: PAGE_SIZE,
+        })
+    }
+
+    /// Octets the pages cover.
+    pub(crate) fn span(&self) -> u64 {
+        (self.entries.len() as u64).saturating_mul(self.page_size as u64)
+    }
+
+    /// Makes `self` a copy of `other` without allocating (fast-register
+    /// commits the mapped list); `ENOSPC` if it does not fit.
+    pub(crate) fn copy_from(&mut self, other: &MrPages) -> Result {
+        if other.entries.len() > self.entries.capacity() {
+            return Err(ENOSPC);
+        }
+        self.entries.clear();
+        for &e in other.entries.iter() {
+            self.entries.push_within_capacity(e).map_err(|_| ENOSPC)?;
+        }
+        self.kind = other.kind;
+        self.page_size = other.page_size;
+        Ok(())
+    }
+
+    /// Copies `src` to the octet at `pos` from the start of the first page.
+    pub(crate) fn write(&self, pos: u64, src: &[u8]) -> Result {
+        let mut done = 0;
+        self.walk(pos, src.len(), |entry, off, n| {
+            let chunk = &src[done..done + n];
+            match self.kind {
+                // SAFETY: `entry` is a kernel virtual address the consumer
+                // mapped with `ib_dma_map_sg` on this virt-DMA device and
+                // gave to the MR; `walk` keeps `off + n <= page_size`, the
+                // block size of the mapping.
+                PagesKind::VirtDma => unsafe {
+                    ptr::copy_nonoverlapping(chunk.as_ptr(), (entry + off) as *mut u8, n)
+                },
+                // SAFETY: `entry` is a page pinned by the MR's umem;
+                // `off + n <= PAGE_SIZE`.
+                PagesKind::Page => unsafe {
+                    sys::rsiw_copy_to_page(entry as *mut sys::page, off, chunk.as_ptr().cast(), n)
+                },
+            }
+            done += n;
+        })
+    }
+
+    /// Copies the octets at `pos` from the start of the first page to `dst`.
+    pub(crate) fn read(&self, pos: u64, dst: &mut [u8]) -> Result {
+        let mut done = 0;
+        let len = dst.len();
+        self.walk(pos, len, |entry, off, n| {
+            let chunk = &mut dst[done..done + n];
+            match self.kind {
+                // SAFETY: as in `write`.
+                PagesKind::VirtDma => unsafe {
+                    ptr::copy_nonoverlapping((entry + off) as *const u8, chunk.as_mut_ptr(), n)
+                },
+                // SAFETY: as in `write`.
+                PagesKind::Page => unsafe {
+                    sys::rsiw_copy_from_page(entry as *mut sys::page, off, chunk.as_mut_ptr().cast(), n)
+                },
+            }
+            done += n;
+        })
+    }
+
+    /// Whether every octet of `len` at `pos` lies in persistent memory
+    /// (see `ffi::pmem`); false if the range is not inside the pages.
+    pub(crate) fn is_persistent(&self, pos: u64, len: u64) -> bool {
+        let Ok(len) = usize::try_from(len) else { return false };
+        let mut ok = true;
+        let walked = self.walk(pos, len, |entry, off, n| {
+            ok &= match self.kind {
+                PagesKind::VirtDma => super::pmem::virt_is_persistent(entry + off, n),
+                // SAFETY: `entry` is a page pinned by the MR's umem.
+                PagesKind::Page => unsafe { super::pmem::page_is_persistent(entry as *mut sys::page) },
+            };
+        });
+        walked.is_ok() && ok
+    }
+
+    /// Writes the CPU cache lines of `len` octets at `pos` back to memory
+    /// (`arch_wb_cache_pmem`); the caller issues the persistence barrier.
+    pub(crate) fn write_back(&self, pos: u64, len: usize) -> Result {
+        self.walk(pos, len, |entry, off, n| match self.kind {
+            // SAFETY: as in `write`: mapped kernel memory of the MR.
+            PagesKind::VirtDma => unsafe { sys::rsiw_wb_cache_pmem((entry + off) as *mut _, n) },
+            // SAFETY: as in `write`: a pinned page, `off + n <= PAGE_SIZE`.
+            PagesKind::Page => unsafe { sys::rsiw_wb_cache_pmem_page(entry as *mut sys::page, off, n) },
+        })
+    }
+
+    /// Locates the 8-octet word at `pos` from the start of the first page
+    /// (RFC 7306 atomics). `EINVAL` unless the word is 8-octet aligned in
+    /// memory (so it never straddles a page), `EFAULT` unless it lies
+    /// inside the pages.
+    pub(crate) fn word_at(&self, pos: u64) -> Result<WordAt> {
+        if pos % WORD != 0 || self.page_size % WORD as usize != 0 {
+            return Err(EINVAL);
+        }
+        let mut piece = None;
+        self.walk(pos, WORD as usize, |entry, off, n| piece = Some((entry, off, n)))?;
+        let Some((entry, off, n)) = piece else { return Err(EFAULT) };
+        if n != WORD_LEN {
+            return Err(EFAULT);
+        }
+        match self.kind {
+            PagesKind::VirtDma => {
+                let addr = entry.checked_add(off).ok_or(EFAULT)?;
+                // SAFETY: as in `write`: the consumer's kernel mapping of
+                // the block, `off + 8 <= page_size`; `addr` is 8-aligned
+                // (block addresses are page_size aligned, `pos` is 8-aligned).
+                let phys = unsafe { sys::rsiw_kaddr_phys(addr as *const c_void) };
+                Ok(WordAt { place: Place::Virt(addr as *mut u64), phys })
+            }
+            PagesKind::Page => {
+                let page = entry as *mut sys::page;
+                // SAFETY: `entry` is a page pinned by the MR's umem.
+                let phys = unsafe { sys::rsiw_page_phys(page) } + off as u64;
+                Ok(WordAt { place: Place::Page(page, off), phys })
+            }
+        }
+    }
+
+    /// Splits `len` octets at `pos` into per-page pieces `(entry, offset,
+    /// count)`; `EFAULT` unless all of them lie inside the pages.
+    fn walk(&self, pos: u64, len: usize, mut f: impl FnMut(usize, usize, usize)) -> Result {
+        let end = pos.checked_add(len as u64).ok_or(EFAULT)?;
+        if end > self.span() || self.page_size == 0 {
+            return Err(EFAULT);
+        }
+        let (mut pos, mut left) = (pos as usize, len);
+        while left > 0 {
+            let (idx, off) = (pos / self.page_size, pos % self.page_size);
+            let entry = *self.entries.get(idx).ok_or(EFAULT)?;
+            let n = left.min(self.page_size - off);
+            f(entry, off, n);
+            pos += n;
+            left -= n;
+        }
+        Ok(())
+    }
+
+    /// Zero-copy TX: appends the `len` octets at `pos` to `out` as page
+    /// references and returns the CRC state extended over them (if
+    /// asked); `None` (nothing appended) if the range is outside the
+    /// pages, a page cannot be spliced, or `out` is full.
+    pub(crate) fn ref_pages(
+        &self,
+        pos: u64,
+        len: usize,
+        out: &mut Segments,
+        mut crc: Option<u32>,
+    ) -> Option<Option<u32>> {
+        let mark = out.len();
+        let mut ok = true;
+        let walked = self.walk(pos, len, |entry, off, n| {
+            if !ok {
+                return;
+            }
+            let r = match self.kind {
+                // SAFETY: as in `write`: mapped kernel memory of the block.
+                PagesKind::VirtDma => unsafe { zcopy::ref_kernel_range(entry + off, n, out, crc) },
+                // SAFETY: as in `write`: a page pinned by the MR's umem.
+                PagesKind::Page => unsafe {
+                    zcopy::ref_page_range(entry as *mut sys::page, off, n, out, crc)
+                },
+            };
+            match r {
+                Some(c) => crc = c,
+                None => ok = false,
+            }
+        });
+        if walked.is_err() || !ok {
+            out.truncate(mark);
+            return None;
+        }
+        Some(crc)
+    }
+}
+
+/// All of kernel memory, addressed by kernel virtual address: a DMA MR on
+/// a virt-DMA device (`ib_uses_virt_dma`), whose "DMA addresses" are the
+/// consumer's kernel pointers. Only made by [`get_dma_mr`].
+pub(crate) struct KernelMemory(());
+
+impl KernelMemory {
+    /// Made only by the entry points that hand it to the driver.
+    pub(in crate::ffi) fn new() -> Self {
+        Self(())
+    }
+
+    #[cfg(CONFIG_KUNIT = "y")]
+    pub(in crate::ffi) fn for_tests() -> Self {
+        Self(())
+    }
+
+    fn check(addr: u64, len: usize) -> Result<usize> {
+        let addr = usize::try_from(addr).map_err(|_| EFAULT)?;
+        // Never address the zero page or wrap around.
+        if addr < PAGE_SIZE || addr.checked_add(len).is_none() {
+            return Err(EFAULT);
+        }
+        Ok(addr)
+    }
+
+    pub(crate) fn write(&self, addr: u64, src: &[u8]) -> Result {
+        let addr = Self::check(addr, src.len())?;
+        // SAFETY: a DMA MR lets its consumer name any kernel memory it owns
+        // by address (the contract of `ib_get_dma_mr`/`local_dma_lkey` on a
+        // virt-DMA device, as for siw and rxe); the address is non-null
+        // and does not wrap.
+        unsafe { ptr::copy_nonoverlapping(src.as_ptr(), addr as *mut u8, src.len()) };
+        Ok(())
+    }
+
+    pub(crate) fn read(&self, addr: u64, dst: &mut [u8]) -> Result {
+        let addr = Self::check(addr, dst.len())?;
+        // SAFETY: as in `write`.
+        unsafe { ptr::copy_nonoverlapping(addr as *const u8, dst.as_mut_ptr(), dst.len()) };
+        Ok(())
+    }
+
+    /// Zero-copy TX: as [`MrPages::ref_pages`] for `len` octets at kernel
+    /// address `addr` (slab memory, e.g. from `kmalloc`, is refused: TCP
+    /// cannot splice it, the engine copies it instead).
+    pub(crate) fn ref_pages(&self, addr: u64, len: usize, out: &mut Segments, crc: Option<u32>) -> Option<Option<u32>> {
+        let addr = Self::check(addr, len).ok()?;
+        // SAFETY: as in `write`.
+        unsafe { zcopy::ref_kernel_range(addr, len, out, crc) }
+    }
+
+    /// Locates the 8-octet word at `addr`; `EINVAL` unless `addr` is
+    /// 8-aligned (see [`MrPages::word_at`]).
+    pub(crate) fn word_at(&self, addr: u64) -> Result<WordAt> {
+        let addr = Self::check(addr, WORD_LEN)?;
+        if addr % WORD_LEN != 0 {
+            return Err(EINVAL);
+        }
+        // SAFETY: as in `write`; `addr` is non-null and does not wrap.
+        let phys = unsafe { sys::rsiw_kaddr_phys(addr as *const c_void) };
+        Ok(WordAt { place: Place::Virt(addr as *mut u64), phys })
+    }
+}
+
+/// Where a located word is.
+enum Place {
+    /// A kernel virtual address (DMA MR, fast-register MR).
+    Virt(*mut u64),
+    /// A pinned user page and the word's offset in it.
+    Page(*mut sys::page, usize),
+}
+
+/// An 8-octet aligned word of registered memory, located under the MR's
+/// lock and touched after it is released: `crate::mem::mr` holds an in-flight
+/// pin on the MR from locating the word until [`WordAt::with`] returns,
+/// and whatever ends the registration (invalidation, fast-register,
+/// deregistration) waits for the pins to drain before the consumer may
+/// reuse the memory or the umem is released. Not `Send` (raw pointers):
+/// used on the thread that located it, with local interrupts off.
+pub(crate) struct WordAt {
+    place: Place,
+    phys: u64,
+}
+
+impl WordAt {
+    /// Runs `f` on the word in place.
+    pub(crate) fn with<R>(self, f: impl FnOnce(&mut Word<'_>) -> R) -> R {
+        match self.place {
+            // SAFETY: located by `word_at` (8-aligned, inside the mapping
+            // the registration covers); the caller's in-flight pin keeps
+            // the registration, hence the memory, for the call.
+            Place::Virt(ptr) => f(&mut unsafe { Word::new(ptr, self.phys) }),
+            // SAFETY: the page is pinned by the MR's umem, which the
+            // in-flight pin keeps (deregistration drains the pins before
+            // the umem is released); `off + 8 <= PAGE_SIZE`. Mapped and
+            // unmapped around `f` on this thread (no sleeping inside: the
+            // caller has interrupts off).
+            Place::Page(page, off) => unsafe {
+                let base = sys::rsiw_kmap_local_page(page).cast::<u8>();
+                let r = f(&mut Word::new(base.add(off).cast::<u64>(), self.phys));
+                sys::rsiw_kunmap_local(base.cast());
+                r
+            },
+        }
+    }
+}
+
+/// Octets of an RFC 7306 atomic operand.
+const WORD: u64 = 8;
+const WORD_LEN: usize = 8;
+
+/// One 8-octet aligned word of registered memory, in place: the target of
+/// an RFC 7306 atomic. Loads and stores are single aligned 64-bit accesses
+/// (never torn for a CPU reading the word concurrently).
+///
+/// # Invariants
+///
+/// `ptr` is 8-aligned and valid for reads and writes for `'a`; `phys` is
+/// the physical address of the word.
+pub(crate) struct Word<'a> {
+    ptr: *mut u64,
+    phys: u64,
+    _life: core::marker::PhantomData<&'a mut u64>,
+}
+
+impl Word<'_> {
+    /// # Safety
+    ///
+    /// `ptr` must be 8-aligned and valid for reads and writes while the
+    /// `Word` exists; `phys` its physical address.
+    unsafe fn new(ptr: *mut u64, phys: u64) -> Self {
+        Self { ptr, phys, _life: core::marker::PhantomData }
+    }
+
+    /// The physical address (the key of the device's atomic lock table).
+    pub(crate) fn phys(&self) -> u64 {
+        self.phys
+    }
+
+    /// The value, in host order.
+    pub(crate) fn load(&self) -> u64 {
+        // SAFETY: by the invariant. Volatile: the memory belongs to the
+        // consumer and may change behind the compiler's back.
+        unsafe { ptr::read_volatile(self.ptr) }
+    }
+
+    /// Stores `v` (host order).
+    pub(crate) fn store(&mut self, v: u64) {
+        // SAFETY: by the invariant.
+        unsafe { ptr::write_volatile(self.ptr, v) }
+    }
+}
+
+/// Pinned user memory (`ib_umem`), released on drop (may sleep: only
+/// dropped in process context, by `dereg_mr` or a failed registration).
+pub(crate) struct Umem(ptr::NonNull<sys::ib_umem>);
+
+// SAFETY: the umem is owned; `ib_umem_release` may run on any thread.
+unsafe impl Send for Umem {}
+// SAFETY: shared references only read it.
+unsafe impl Sync for Umem {}
+
+impl Umem {
+    pub(in crate::ffi) fn get(dev: *mut sys::ib_device, start: u64, len: u64, access: u32) -> Result<Self> {
+        let start = usize::try_from(start).map_err(|_| EINVAL)?;
+        let len = usize::try_from(len).map_err(|_| EINVAL)?;
+        // SAFETY: `dev` is a live device; the call pins the pages of the
+        // current process's range or returns an ERR_PTR.
+        let umem = unsafe { sys::rsiw_umem_get(dev, start as _, len, access as c_int) };
+        if (umem as usize) > usize::MAX - 4095 {
+            return Err(Error::from_errno(umem as isize as c_int));
+        }
+        ptr::NonNull::new(umem).map(Self).ok_or(ENOMEM)
+    }
+
+    /// The pinned pages, in order.
+    pub(crate) fn pages(&self, len: u64) -> Result<MrPages> {
+        // SAFETY: the umem is alive.
+        let offset = unsafe { sys::rsiw_umem_offset(self.0.as_ptr()) } as u64;
+        let n = offset.checked_add(len).ok_or(EINVAL)?.div_ceil(PAGE_SIZE as u64);
+        let n = usize::try_from(n).map_err(|_| EINVAL)?;
+        let mut entries = KVVec::<usize>::from_elem(0, n, GFP_KERNEL)?;
+        // SAFETY: `entries` has room for `n` pointers; the umem is alive.
+        let got = unsafe {
+            sys::rsiw_umem_pages(self.0.as_ptr(), entries.as_mut_ptr().cast(), n)
+        };
+        if got != n {
+            return Err(EFAULT);
+        }
+        Ok(MrPages { kind: PagesKind::Page, entries, page_size: PAGE_SIZE })
+    }
+
+    pub(crate) fn offset(&self) -> u64 {
+        // SAFETY: the umem is alive.
+        unsafe { sys::rsiw_umem_offset(self.0.as_ptr()) as u64 }
+    }
+}
+
+impl Drop for Umem {
+    fn drop(&mut self) {
+        // SAFETY: we own the umem; nothing refers to its pages any more
+        // (the MR's memory was detached first).
+        unsafe { sys::ib_umem_release(self.0.as_ptr()) };
+    }
+}

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: GPL-2.0
+//! RFC 7306 atomics in the driver: the responder's read-modify-write on
+//! registered memory, under the device's lock table, and the requester's
+//! placement of the original value. The engine did the wire work and the
+//! validation (AOpCode, STag, PD, REMOTE_ATOMIC, bounds, alignment).
+
+use crate::{
+    mem::atomic_locks::AtomicLocks,
+    device::Device,
+    engine::{
+        error::{self as term, TermError},
+        qp::Local,
+        rdmap::{atomic_execute, AtomicPlan, OPERAND_LEN},
+    },
+    ffi::mem::pages::access,
+    mem::mr::{Mr, MrError},
+};
+
+/// Executes a validated Atomic Request on the target word in place and
+/// returns the original value. The checks (STag, PD, REMOTE_ATOMIC,
+/// bounds, alignment) run again under the MR's lock (the MR may have been
+/// invalidated since the engine looked), then,
+/// with the MR's lock released and an in-flight pin on the MR (see
+/// `crate::mem::mr`), the word's load, compute and store run under its lock in
+/// the device's table: atomics on distinct words of one MR run in
+/// parallel. On any error nothing is written.
+pub(crate) fn respond(dev: &Device, pd: u32, plan: &AtomicPlan) -> Result<u64, TermError> {
+    let mr = dev.stags().get(plan.stag).ok_or(term::rdmap::INVALID_STAG)?;
+    respond_on(&mr, dev.atomic_locks(), pd, plan)
+}
+
+/// [`respond`] on the MR `plan.stag` resolved to, with the lock table
+/// `locks` (the self-tests call it from several work items at once).
+pub(crate) fn respond_on(mr: &Mr, locks: &AtomicLocks, pd: u32, plan: &AtomicPlan) -> Result<u64, TermError> {
+    mr.with_word(plan.stag, pd, plan.to, access::REMOTE_ATOMIC, |word| {
+        locks.with(word.phys(), || {
+            let (new, original) = atomic_execute(word.load(), &plan.request)?;
+            if let Some(v) = new {
+                word.store(v);
+            }
+            Ok(original)
+        })
+    })
+    .map_err(remote_err)?
+}
+
+/// Stores an Atomic Response's original value (host order, as the verbs
+/// define it) into the requester's 8-octet local buffer.
+pub(crate) fn place_result(dev: &Device, pd: u32, local: &Local, original: u64) -> Result<(), TermError> {
+    dev.stags()
+        .check(local.stag, pd, local.to, OPERAND_LEN, access::LOCAL_WRITE)
+        .and_then(|mr| mr.copy_to(local.stag, local.to, &original.to_ne_bytes()))
+        .map_err(|_| term::rdmap::LOCAL_CATA)
+}
+
+/// An MR check failing at the responder, as the RDMAP error the engine
+/// would have reported (RFC 5040 7.2, RFC 7306 8.2 for alignment).
+fn remote_err(e: MrError) -> TermError {
+    match e {
+        MrError::InvalidStag | MrError::State => term::rdmap::INVALID_STAG,
+        MrError::Pd => term::rdmap::STAG_NOT_ASSOC,
+        MrError::Access | MrError::NotPersistent => term::rdmap::ACCESS,
+        MrError::Wrap => term::rdmap::TO_WRAP,
+        MrError::Bounds => term::rdmap::BASE_BOUNDS,
+        MrError::Misaligned => term::rdmap::CATA_STREAM,
+    }
+}

@@ -1,0 +1,818 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Memory regions and the per-device STag table.
+//!
+//! An STag (RFC 5040 2.1) is a 24-bit index, fixed for the MR's life, and
+//! an 8-bit key the consumer may change on every fast-register
+//! (`ib_update_fast_reg_key`). The table maps index to `Arc<Mr>`; index 0
+//! is never used. Lookups hand out `Arc`s, so an MR a QP still refers to
+//! outlives its deregistration, but its memory does not: deregistration
+//! takes the MR out of the table and detaches its memory under the MR's
+//! lock, and every copy into or out of an MR runs under that lock after
+//! checking state, key and bounds. Once `dereg_mr` returns, no copy runs
+//! or can start, and user pages can be unpinned.
+//!
+//! Locking: `StagTable::lock` (irq-safe spinlock) serialises the XArray
+//! and the index cursor; `Mr::state` (irq-safe spinlock) protects one MR's
+//! registration and memory. The table lock is never held while taking an
+//! MR's lock. Both may be taken from any context (the RX softirq).
+//!
+//! Atomics do not hold the MR's lock for their read-modify-write, so
+//! atomics on distinct words of one MR run in parallel and the device's
+//! atomic lock table (`crate::mem::atomic_locks`) is their only serialisation
+//! point. [`Mr::with_word`] disables local interrupts, checks state, key
+//! and bounds and locates the word under the MR's lock, takes an
+//! *in-flight pin* (`Mr::in_flight`) there, releases the lock, runs the
+//! read-modify-write (which takes the table lock of the word), and drops
+//! the pin, all before interrupts come back on. Everything that ends a
+//! registration or replaces its memory first makes it unreachable under
+//! the MR's lock (invalid, or memory detached: no new pin can be taken)
+//! and then spins until the pins drain ([`Mr::drain`]): invalidation
+//! (local, remote, Read with Invalidate), deregistration (before the
+//! memory is dropped and the umem released) and fast-register (before it
+//! swaps the page list; normally already drained by the invalidation).
+//! The spin is safe in any context, holding any lock: a pin holder runs
+//! with interrupts off, so it is never preempted or interrupted by the
+//! waiter on its own CPU, and it needs no lock but one table lock, which
+//! no waiter holds and whose holders take nothing else. The MR lock and
+//! the table locks never nest. Copies (`copy_to`, `copy_from`, `commit`)
+//! still run under the MR's lock; an RDMA Write into a word is not
+//! serialised against an atomic on it (the verbs only make atomics atomic
+//! with respect to each other).
+
+use core::sync::atomic::{AtomicU32, Ordering};
+
+use kernel::{
+    interrupt::local_interrupt_disable,
+    prelude::*,
+    sync::{new_spinlock_irq, Arc, SpinLockIrq},
+    xarray::{AllocKind, XArray},
+};
+
+use crate::{
+    engine::ddp::{self, Access, Region},
+    ffi::{
+        mem::pages::{access as ib, KernelMemory, MrPages, Word},
+        net::zcopy::Segments,
+    },
+};
+
+/// Largest STag index (24 bits).
+pub(crate) const MAX_STAG_INDEX: u32 = 0x00FF_FFFF;
+
+/// The index part of an STag.
+pub(crate) const fn stag_index(stag: u32) -> u32 {
+    stag >> 8
+}
+
+/// The consumer-owned key part of an STag.
+pub(crate) const fn stag_key(stag: u32) -> u8 {
+    stag as u8
+}
+
+/// Why an access to an MR was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum MrError {
+    /// No such STag, wrong key, or not valid (invalidated, deregistered).
+    InvalidStag,
+    /// The MR belongs to another protection domain.
+    Pd,
+    /// The MR does not grant the right.
+    Access,
+    /// The last octet would be past 2^64 - 1.
+    Wrap,
+    /// Outside the registered region.
+    Bounds,
+    /// The operation does not apply to this MR or its state (fast-register
+    /// of a valid MR, invalidation of a non fast-register MR, ...).
+    State,
+    /// `IB_ACCESS_FLUSH_PERSISTENT` on memory that is not persistent.
+    NotPersistent,
+    /// An atomic's 8 octets are not 8-octet aligned in memory.
+    Misaligned,
+}
+
+impl MrError {
+    pub(crate) fn to_error(self) -> Error {
+        match self {
+            MrError::InvalidStag | MrError::State | MrError::NotPersistent | MrError::Misaligned => EINVAL,
+            MrError::Pd | MrError::Access => EACCES,
+            MrError::Wrap | MrError::Bounds => EFAULT,
+        }
+    }
+}
+
+impl From<MrError> for Error {
+    fn from(e: MrError) -> Error {
+        e.to_error()
+    }
+}
+
+/// The engine's rights for `IB_ACCESS_*` flags. Local read is always
+/// granted and has no flag.
+pub(crate) fn engine_access(flags: u32) -> Access {
+    let mut a = Access::NONE;
+    if flags & ib::LOCAL_WRITE != 0 {
+        a = a | Access::LOCAL_WRITE;
+    }
+    if flags & ib::REMOTE_READ != 0 {
+        a = a | Access::REMOTE_READ;
+    }
+    if flags & ib::REMOTE_WRITE != 0 {
+        a = a | Access::REMOTE_WRITE;
+    }
+    if flags & ib::REMOTE_ATOMIC != 0 {
+        a = a | Access::REMOTE_ATOMIC;
+    }
+    if flags & ib::FLUSH != 0 {
+        a = a | Access::COMMIT;
+    }
+    a
+}
+
+/// Checks access flags for a registration: only known flags, and remote
+/// write or atomic only together with local write (IB spec 10.6.3.1).
+pub(crate) fn check_access_flags(flags: u32) -> Result<(), MrError> {
+    if flags & !ib::SUPPORTED != 0 {
+        return Err(MrError::Access);
+    }
+    if flags & (ib::REMOTE_WRITE | ib::REMOTE_ATOMIC) != 0 && flags & ib::LOCAL_WRITE == 0 {
+        return Err(MrError::Access);
+    }
+    Ok(())
+}
+
+/// Offset of `len` octets at `to` in the region `[iova, iova + size)`:
+/// wrap first, then base and bounds (the engine's order).
+pub(crate) fn region_offset(iova: u64, size: u64, to: u64, len: u64) -> Result<u64, MrError> {
+    if len > 0 && to.checked_add(len - 1).is_none() {
+        return Err(MrError::Wrap);
+    }
+    let off = to.checked_sub(iova).ok_or(MrError::Bounds)?;
+    if off > size || len > size - off {
+        return Err(MrError::Bounds);
+    }
+    Ok(off)
+}
+
+/// What kind of MR.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum MrKind {
+    /// All of kernel memory by address (`get_dma_mr`).
+    Dma,
+    /// Pinned user memory (`reg_user_mr`).
+    User,
+    /// Fast-register MR (`alloc_mr`): mapped with `map_mr_sg`, valid
+    /// between `IB_WR_REG_MR` and an invalidation.
+    FastReg,
+}
+
+/// Where an MR's octets are.
+enum Memory {
+    /// Detached (deregistered).
+    None,
+    Kernel(KernelMemory),
+    Pages(MrPages),
+}
+
+/// A fast-register request (`IB_WR_REG_MR`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct FastReg {
+    /// The new STag (index must be the MR's; key is the new key).
+    pub(crate) key: u32,
+    /// First octet's address (TO) and length, from the `ib_mr`.
+    pub(crate) iova: u64,
+    pub(crate) length: u64,
+    /// `IB_ACCESS_*`.
+    pub(crate) access: u32,
+}
+
+impl FastReg {
+    /// The fast-register request of an `IB_WR_REG_MR` for `mr`: iova and
+    /// length as `ib_map_mr_sg` (and the consumer) left them, the new key
+    /// and access from the work request.
+    pub(crate) fn of(mr: &crate::ffi::ib::IbMr<crate::device::Rsiw>, key: u32, access: u32) -> Self {
+        let (iova, length) = mr.iova_length();
+        Self { key, iova, length, access }
+    }
+}
+
+struct MrState {
+    key: u8,
+    valid: bool,
+    iova: u64,
+    len: u64,
+    /// `IB_ACCESS_*` granted.
+    access: u32,
+    /// Offset of `iova` from the start of the first page.
+    first_offset: u64,
+    mem: Memory,
+    /// Fast-register: the list `map_mr_sg` fills and `REG_MR` commits, and
+    /// the first octet's offset in its first page.
+    mapped: Option<MrPages>,
+    mapped_offset: u64,
+}
+
+/// A memory region.
+#[pin_data]
+pub(crate) struct Mr {
+    /// STag index, set once when the MR is published.
+    index: AtomicU32,
+    pd: u32,
+    kind: MrKind,
+    /// Atomics between locating their word and finishing with it (see the
+    /// module doc): taken under `state`'s lock, dropped without it.
+    in_flight: AtomicU32,
+    #[pin]
+    state: SpinLockIrq<MrState>,
+}
+
+impl Mr {
+    fn new(pd: u32, kind: MrKind, st: MrState) -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(Mr {
+                index: AtomicU32::new(0),
+                pd,
+                kind,
+                in_flight: AtomicU32::new(0),
+                state <- new_spinlock_irq!(st, "rsiw_mr"),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// A DMA MR: all kernel memory, valid until deregistered.
+    pub(crate) fn new_dma(pd: u32, access: u32, mem: KernelMemory) -> Result<Arc<Self>> {
+        Self::new(pd, MrKind::Dma, MrState {
+            key: 0,
+            valid: true,
+            iova: 0,
+            len: u64::MAX,
+            access,
+            first_offset: 0,
+            mem: Memory::Kernel(mem),
+            mapped: None,
+            mapped_offset: 0,
+        })
+    }
+
+    /// A user MR over pinned pages: `iova` names the octet at
+    /// `first_offset` in the first page.
+    pub(crate) fn new_user(
+        pd: u32,
+        iova: u64,
+        len: u64,
+        first_offset: u64,
+        access: u32,
+        pages: MrPages,
+    ) -> Result<Arc<Self>> {
+        if first_offset.checked_add(len).is_none_or(|end| end > pages.span()) {
+            return Err(EINVAL);
+        }
+        if access & ib::FLUSH_PERSISTENT != 0 && !pages.is_persistent(first_offset, len) {
+            crate::mem::commit::refused_persistent("user MR");
+            return Err(EINVAL);
+        }
+        if len > 0 && iova.checked_add(len - 1).is_none() {
+            return Err(EINVAL);
+        }
+        Self::new(pd, MrKind::User, MrState {
+            key: 0,
+            valid: true,
+            iova,
+            len,
+            access,
+            first_offset,
+            mem: Memory::Pages(pages),
+            mapped: None,
+            mapped_offset: 0,
+        })
+    }
+
+    /// A fast-register MR for up to `max_pages` pages, invalid until
+    /// registered.
+    pub(crate) fn new_fast_reg(pd: u32, max_pages: usize) -> Result<Arc<Self>> {
+        Self::new(pd, MrKind::FastReg, MrState {
+            key: 0,
+            valid: false,
+            iova: 0,
+            len: 0,
+            access: 0,
+            first_offset: 0,
+            mem: Memory::Pages(MrPages::for_fast_reg(max_pages)?),
+            mapped: Some(MrPages::for_fast_reg(max_pages)?),
+            mapped_offset: 0,
+        })
+    }
+
+    /// The STag as registered now (index and current key).
+    pub(crate) fn stag(&self) -> u32 {
+        (self.index.load(Ordering::Relaxed) << 8) | u32::from(self.state.lock().key)
+    }
+
+    #[allow(dead_code)] // For the QP code.
+    pub(crate) fn pd(&self) -> u32 {
+        self.pd
+    }
+
+    #[allow(dead_code)] // For the QP code.
+    pub(crate) fn kind(&self) -> MrKind {
+        self.kind
+    }
+
+    /// The region the engine's validators see, if `stag` names this MR
+    /// with its current key.
+    pub(crate) fn region(&self, stag: u32) -> Option<Region> {
+        let st = self.state.lock();
+        (st.key == stag_key(stag)).then(|| Region {
+            base_to: st.iova,
+            len: st.len,
+            access: engine_access(st.access),
+            pd: self.pd,
+            valid: st.valid,
+            durable: st.access & ib::FLUSH_PERSISTENT != 0,
+        })
+    }
+
+    /// Whether `stag` is valid and its key current (no other check).
+    pub(crate) fn is_valid(&self, stag: u32) -> bool {
+        let st = self.state.lock();
+        st.valid && st.key == stag_key(stag)
+    }
+
+    /// Every check for an access of `len` octets at `to` through `stag`,
+    /// in the engine's order: STag valid with this key, PD, rights `need`
+    /// (`IB_ACCESS_*`; 0 = local read), wrap, bounds.
+    pub(crate) fn check(&self, stag: u32, pd: u32, to: u64, len: u64, need: u32) -> Result<(), MrError> {
+        self.check_all(&self.state.lock(), stag, pd, to, len, need).map(|_| ())
+    }
+
+    /// [`Mr::check`] under the lock; returns the offset of `to` in the region.
+    fn check_all(&self, st: &MrState, stag: u32, pd: u32, to: u64, len: u64, need: u32) -> Result<u64, MrError> {
+        Self::check_locked(st, stag, to, len)?;
+        if self.pd != pd {
+            return Err(MrError::Pd);
+        }
+        if st.access & need != need {
+            return Err(MrError::Access);
+        }
+        region_offset(st.iova, st.len, to, len)
+    }
+
+    fn check_locked(st: &MrState, stag: u32, _to: u64, _len: u64) -> Result<(), MrError> {
+        if !st.valid || st.key != stag_key(stag) || matches!(st.mem, Memory::None) {
+            return Err(MrError::InvalidStag);
+        }
+        Ok(())
+    }
+
+    /// Copies `src` to `to` through `stag` (state, key and bounds checked
+    /// under the lock; PD and rights are the caller's, see [`Mr::check`]).
+    pub(crate) fn copy_to(&self, stag: u32, to: u64, src: &[u8]) -> Result<(), MrError> {
+        let st = self.state.lock();
+        Self::check_locked(&st, stag, to, src.len() as u64)?;
+        let off = region_offset(st.iova, st.len, to, src.len() as u64)?;
+        let res = match &st.mem {
+            Memory::Kernel(k) => k.write(to, src),
+            Memory::Pages(p) => p.write(st.first_offset.checked_add(off).ok_or(MrError::Bounds)?, src),
+            Memory::None => return Err(MrError::InvalidStag),
+        };
+        res.map_err(|_| MrError::Bounds)
+    }
+
+    /// Copies from `to` through `stag` into `dst` (checks as [`Mr::copy_to`]).
+    pub(crate) fn copy_from(&self, stag: u32, to: u64, dst: &mut [u8]) -> Result<(), MrError> {
+        let st = self.state.lock();
+        Self::check_locked(&st, stag, to, dst.len() as u64)?;
+        let off = region_offset(st.iova, st.len, to, dst.len() as u64)?;
+        let res = match &st.mem {
+            Memory::Kernel(k) => k.read(to, dst),
+            Memory::Pages(p) => p.read(st.first_offset.checked_add(off).ok_or(MrError::Bounds)?, dst),
+            Memory::None => return Err(MrError::InvalidStag),
+        };
+        res.map_err(|_| MrError::Bounds)
+    }
+
+    /// RDMA Commit of `len` octets at `to` through `stag` (checked like a
+    /// copy): written back to persistent memory if the MR grants
+    /// `FLUSH_PERSISTENT`, made visible if it grants `FLUSH_GLOBAL`. The
+    /// engine already checked PD and the commit right; this runs under the
+    /// MR's lock so the memory cannot go away meanwhile.
+    pub(crate) fn commit(&self, stag: u32, to: u64, len: u64) -> Result<(), MrError> {
+        let st = self.state.lock();
+        Self::check_locked(&st, stag, to, len)?;
+        let off = region_offset(st.iova, st.len, to, len)?;
+        if st.access & ib::FLUSH_PERSISTENT != 0 {
+            // Registration made sure these pages are persistent memory.
+            let (Memory::Pages(p), Ok(n)) = (&st.mem, usize::try_from(len)) else {
+                return Err(MrError::NotPersistent);
+            };
+            let pos = st.first_offset.checked_add(off).ok_or(MrError::Bounds)?;
+            p.write_back(pos, n).map_err(|_| MrError::Bounds)?;
+            crate::ffi::mem::pmem::persistence_barrier();
+            Ok(())
+        } else if st.access & ib::FLUSH_GLOBAL != 0 {
+            crate::ffi::mem::pmem::visibility_barrier();
+            Ok(())
+        } else {
+            Err(MrError::Access)
+        }
+    }
+
+    /// Runs `f` on the aligned 8-octet word at `to` through `stag`, in
+    /// place, after every check of [`Mr::check`] for a QP of `pd` needing
+    /// `need`: the target of an RFC 7306 atomic. The MR's lock is taken
+    /// once per atomic: the checks and the word's location run under it;
+    /// `f` runs after it is released, under an in-flight pin and with
+    /// local interrupts off (see the module doc). The caller serialises
+    /// atomics on the word (the device's `AtomicLocks`, keyed by
+    /// `Word::phys`).
+    pub(crate) fn with_word<R>(
+        &self,
+        stag: u32,
+        pd: u32,
+        to: u64,
+        need: u32,
+        f: impl FnOnce(&mut Word<'_>) -> R,
+    ) -> Result<R, MrError> {
+        let irqs_off = local_interrupt_disable();
+        let word = {
+            let st = self.state.lock_with(&irqs_off);
+            let off = self.check_all(&st, stag, pd, to, 8, need)?;
+            let word = match &st.mem {
+                Memory::Kernel(k) => k.word_at(to),
+                Memory::Pages(p) => p.word_at(st.first_offset.checked_add(off).ok_or(MrError::Bounds)?),
+                Memory::None => return Err(MrError::InvalidStag),
+            };
+            let word = word.map_err(|e| if e == EINVAL { MrError::Misaligned } else { MrError::Bounds })?;
+            // Under the lock: whoever ends the registration takes the lock
+            // after this and waits for the pin, or before and we failed.
+            self.in_flight.fetch_add(1, Ordering::Relaxed);
+            word
+        };
+        let r = word.with(f);
+        // Release: the read-modify-write is done before a drain sees 0.
+        self.in_flight.fetch_sub(1, Ordering::Release);
+        drop(irqs_off);
+        Ok(r)
+    }
+
+    /// Waits until no atomic holds an in-flight pin. The caller made the
+    /// registration unreachable under the MR's lock first, so no new pin
+    /// can be taken; the holders run a few instructions with interrupts
+    /// off and need no lock the caller may hold (see the module doc).
+    fn drain(&self) {
+        while self.in_flight.load(Ordering::Acquire) != 0 {
+            core::hint::spin_loop();
+        }
+    }
+
+    /// `map_mr_sg`: lets `f` refill the mapped page list of a fast-register
+    /// MR; `f` returns `ib_sg_to_pages`'s result and the first octet's
+    /// offset in the first page. The registration in force is untouched
+    /// until the next `REG_MR`.
+    pub(crate) fn map_fast_reg(
+        &self,
+        f: impl FnOnce(&mut MrPages) -> Result<(i32, u64)>,
+    ) -> Result<i32> {
+        if self.kind != MrKind::FastReg {
+            return Err(EINVAL);
+        }
+        let mut st = self.state.lock();
+        let pages = st.mapped.as_mut().ok_or(EINVAL)?;
+        let (n, first) = f(pages)?;
+        st.mapped_offset = first;
+        Ok(n)
+    }
+
+    /// `IB_WR_REG_MR`: registers the mapped pages with a new key, iova,
+    /// length and rights. The MR must be a fast-register MR of `pd` in the
+    /// invalid state, the key's index its own, the region inside the
+    /// mapped pages, the rights consistent.
+    pub(crate) fn fast_register(&self, pd: u32, req: &FastReg) -> Result<(), MrError> {
+        if self.kind != MrKind::FastReg {
+            return Err(MrError::State);
+        }
+        if self.pd != pd {
+            return Err(MrError::Pd);
+        }
+        if stag_index(req.key) != self.index.load(Ordering::Relaxed) {
+            return Err(MrError::InvalidStag);
+        }
+        check_access_flags(req.access)?;
+        if req.length > 0 && req.iova.checked_add(req.length - 1).is_none() {
+            return Err(MrError::Wrap);
+        }
+        let mut st = self.state.lock();
+        if st.valid {
+            return Err(MrError::State);
+        }
+        let st = &mut *st;
+        let (Some(mapped), Memory::Pages(active)) = (st.mapped.as_ref(), &mut st.mem) else {
+            return Err(MrError::State);
+        };
+        if st.mapped_offset.checked_add(req.length).is_none_or(|end| end > mapped.span()) {
+            return Err(MrError::Bounds);
+        }
+        if req.access & ib::FLUSH_PERSISTENT != 0 && !mapped.is_persistent(st.mapped_offset, req.length) {
+            crate::mem::commit::refused_persistent("fast-register MR");
+            return Err(MrError::NotPersistent);
+        }
+        // An invalidation racing with this one drains before it returns;
+        // wait here too, so the list never changes under an atomic.
+        self.drain();
+        active.copy_from(mapped).map_err(|_| MrError::Bounds)?;
+        st.first_offset = st.mapped_offset;
+        st.key = stag_key(req.key);
+        st.iova = req.iova;
+        st.len = req.length;
+        st.access = req.access;
+        st.valid = true;
+        Ok(())
+    }
+
+    /// Invalidates a fast-register MR through `stag` (local invalidate or
+    /// Send with Invalidate): the key must be current and the PD the
+    /// QP's. Invalidating an invalid MR is an error.
+    pub(crate) fn invalidate(&self, stag: u32, pd: u32) -> Result<(), MrError> {
+        let mut st = self.state.lock();
+        if st.key != stag_key(stag) || !st.valid {
+            return Err(MrError::InvalidStag);
+        }
+        if self.pd != pd {
+            return Err(MrError::Pd);
+        }
+        if self.kind != MrKind::FastReg {
+            return Err(MrError::State);
+        }
+        st.valid = false;
+        drop(st);
+        // Once this returns the consumer may reuse the memory.
+        self.drain();
+        Ok(())
+    }
+
+    /// Deregistration: invalid, memory detached, in-flight atomics
+    /// drained. Returns the memory so the caller drops it outside the lock
+    /// (page lists may be vmalloc'ed).
+    fn detach(&self) -> (Memory, Option<MrPages>) {
+        let mut st = self.state.lock();
+        st.valid = false;
+        let mem = core::mem::replace(&mut st.mem, Memory::None);
+        let mapped = st.mapped.take();
+        drop(st);
+        self.drain();
+        (mem, mapped)
+    }
+}
+
+/// The per-device STag table.
+#[pin_data]
+pub(crate) struct StagTable {
+    /// Next index to try (cyclic, so a freed STag is not reused at once).
+    /// Holding this lock is what gives access to `xa`.
+    #[pin]
+    lock: SpinLockIrq<u32>,
+    #[pin]
+    xa: XArray<Arc<Mr>>,
+}
+
+impl StagTable {
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(StagTable {
+            lock <- new_spinlock_irq!(1, "rsiw_stag_table"),
+            xa <- XArray::new(AllocKind::Alloc),
+        })
+    }
+
+    /// Publishes `mr` under a fresh index and returns its STag. The caller
+    /// bounds the number of MRs (`max_mr`) well below the index space, so
+    /// a free index is found.
+    pub(crate) fn insert(&self, mr: &Arc<Mr>) -> Result<u32> {
+        let mut cursor = self.lock.lock();
+        let mut xa = self.xa.lock();
+        let mut index = *cursor;
+        let mut tries = 0u32;
+        while xa.get(index as usize).is_some() {
+            index = if index >= MAX_STAG_INDEX { 1 } else { index + 1 };
+            tries += 1;
+            if tries >= MAX_STAG_INDEX {
+                return Err(ENOSPC);
+            }
+        }
+        mr.index.store(index, Ordering::Relaxed);
+        // Node allocation under the irq-safe table lock: atomic.
+        xa.store(index as usize, mr.clone(), GFP_ATOMIC)?;
+        *cursor = if index >= MAX_STAG_INDEX { 1 } else { index + 1 };
+        Ok(index << 8)
+    }
+
+    /// The MR with `stag`'s index (the key is not checked here).
+    pub(crate) fn get(&self, stag: u32) -> Option<Arc<Mr>> {
+        let index = stag_index(stag);
+        if index == 0 {
+            return None;
+        }
+        let _cursor = self.lock.lock();
+        let xa = self.xa.lock();
+        xa.get(index as usize).map(Arc::from)
+    }
+
+    fn remove(&self, mr: &Mr) -> Option<Arc<Mr>> {
+        let index = mr.index.load(Ordering::Relaxed);
+        let _cursor = self.lock.lock();
+        let mut xa = self.xa.lock();
+        // Only if the slot holds this very MR.
+        match xa.get(index as usize) {
+            Some(found) if core::ptr::eq(&*found, mr) => xa.remove(index as usize),
+            _ => None,
+        }
+    }
+
+    /// Deregisters `mr`: out of the table, then invalid and detached from
+    /// its memory. Afterwards no copy or atomic runs or can start.
+    pub(crate) fn deregister(&self, mr: &Arc<Mr>) {
+        let removed = self.remove(mr);
+        let detached = mr.detach();
+        drop(detached);
+        drop(removed);
+    }
+
+    /// Every check for an access through `stag` (see [`Mr::check`]);
+    /// returns the MR.
+    pub(crate) fn check(&self, stag: u32, pd: u32, to: u64, len: u64, need: u32) -> Result<Arc<Mr>, MrError> {
+        let mr = self.get(stag).ok_or(MrError::InvalidStag)?;
+        mr.check(stag, pd, to, len, need)?;
+        Ok(mr)
+    }
+
+    /// Copies `src` into the MR `stag` names at `to` (Host::place_tagged,
+    /// receive placement into an SGE).
+    pub(crate) fn copy_to_mr(&self, stag: u32, to: u64, src: &[u8]) -> Result<(), MrError> {
+        self.get(stag).ok_or(MrError::InvalidStag)?.copy_to(stag, to, src)
+    }
+
+    /// Copies from the MR `stag` names at `to` into `dst` (Read Response
+    /// source, send data).
+    pub(crate) fn copy_from_mr(&self, stag: u32, to: u64, dst: &mut [u8]) -> Result<(), MrError> {
+        self.get(stag).ok_or(MrError::InvalidStag)?.copy_from(stag, to, dst)
+    }
+
+    /// RDMA Commit of a region of the MR `stag` names (see [`Mr::commit`]).
+    pub(crate) fn commit(&self, stag: u32, to: u64, len: u64) -> Result<(), MrError> {
+        self.get(stag).ok_or(MrError::InvalidStag)?.commit(stag, to, len)
+    }
+
+    /// `IB_WR_LOCAL_INV` or remote invalidation of `stag` by a QP of `pd`.
+    pub(crate) fn invalidate(&self, stag: u32, pd: u32) -> Result<(), MrError> {
+        self.get(stag).ok_or(MrError::InvalidStag)?.invalidate(stag, pd)
+    }
+}
+
+impl ddp::StagTable for StagTable {
+    fn lookup(&self, stag: u32) -> Option<Region> {
+        self.get(stag)?.region(stag)
+    }
+}
+
+#[kunit_tests(rsiw_mr)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stag_split() {
+        assert_eq!(stag_index(0x1234_56AB), 0x12_3456);
+        assert_eq!(stag_key(0x1234_56AB), 0xAB);
+    }
+
+    #[test]
+    fn access_mapping() {
+        assert_eq!(engine_access(0), Access::NONE);
+        let all = engine_access(ib::LOCAL_WRITE | ib::REMOTE_READ | ib::REMOTE_WRITE | ib::REMOTE_ATOMIC);
+        assert!(all.contains(Access::LOCAL_WRITE | Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC));
+        let r = engine_access(ib::REMOTE_READ);
+        assert!(r.contains(Access::REMOTE_READ));
+        assert!(!r.contains(Access::REMOTE_WRITE));
+        assert!(!r.contains(Access::LOCAL_WRITE));
+        assert!(!engine_access(ib::LOCAL_WRITE).contains(Access::REMOTE_WRITE));
+        // Either flush right grants the commit right, nothing else does.
+        assert!(engine_access(ib::FLUSH_GLOBAL).contains(Access::COMMIT));
+        assert!(engine_access(ib::FLUSH_PERSISTENT).contains(Access::COMMIT));
+        assert!(!engine_access(ib::LOCAL_WRITE | ib::REMOTE_WRITE).contains(Access::COMMIT));
+    }
+
+    #[test]
+    fn access_flag_rules() {
+        assert_eq!(check_access_flags(ib::LOCAL_WRITE | ib::REMOTE_WRITE), Ok(()));
+        assert_eq!(check_access_flags(ib::REMOTE_READ), Ok(()));
+        assert_eq!(check_access_flags(ib::FLUSH_GLOBAL | ib::FLUSH_PERSISTENT), Ok(()));
+        assert_eq!(check_access_flags(ib::REMOTE_WRITE), Err(MrError::Access));
+        assert_eq!(check_access_flags(ib::REMOTE_ATOMIC), Err(MrError::Access));
+        assert_eq!(check_access_flags(ib::MW_BIND), Err(MrError::Access));
+        assert_eq!(check_access_flags(ib::ON_DEMAND | ib::LOCAL_WRITE), Err(MrError::Access));
+        assert_eq!(check_access_flags(ib::ZERO_BASED), Err(MrError::Access));
+    }
+
+    #[test]
+    fn bounds_and_wrap() {
+        assert_eq!(region_offset(0x1000, 0x1000, 0x1000, 0x1000), Ok(0));
+        assert_eq!(region_offset(0x1000, 0x1000, 0x1800, 0x800), Ok(0x800));
+        assert_eq!(region_offset(0x1000, 0x1000, 0x1801, 0x800), Err(MrError::Bounds));
+        assert_eq!(region_offset(0x1000, 0x1000, 0xFFF, 1), Err(MrError::Bounds));
+        assert_eq!(region_offset(0x1000, 0x1000, 0x2000, 0), Ok(0x1000));
+        assert_eq!(region_offset(0x1000, 0x1000, 0x2001, 0), Err(MrError::Bounds));
+        assert_eq!(region_offset(0, u64::MAX, u64::MAX, 2), Err(MrError::Wrap));
+        assert_eq!(region_offset(0, u64::MAX, u64::MAX - 1, 1), Ok(u64::MAX - 1));
+        // A huge length cannot overflow the bounds arithmetic.
+        assert_eq!(region_offset(0x1000, 0x1000, 0x1000, u64::MAX - 0x1000), Err(MrError::Bounds));
+    }
+
+    #[test]
+    fn fast_reg_lifecycle_in_table() -> Result {
+        let table = KBox::pin_init(StagTable::new(), GFP_KERNEL)?;
+        let mr = Mr::new_fast_reg(7, 4)?;
+        let stag = table.insert(&mr)?;
+        assert!(stag_index(stag) != 0);
+        assert_eq!(mr.stag(), stag);
+        // Invalid until registered: lookups see it invalid, copies fail.
+        assert_eq!(ddp::StagTable::lookup(&*table, stag).map(|r| r.valid), Some(false));
+        assert_eq!(table.copy_to_mr(stag, 0, &[1]), Err(MrError::InvalidStag));
+        // Nothing mapped: a non-empty region is out of bounds.
+        let req = FastReg { key: stag | 0x5A, iova: 0x1000, length: 16, access: ib::LOCAL_WRITE };
+        assert_eq!(mr.fast_register(7, &req), Err(MrError::Bounds));
+        // Wrong PD, wrong index, bad rights.
+        assert_eq!(mr.fast_register(8, &req), Err(MrError::Pd));
+        let other = FastReg { key: stag.wrapping_add(0x100), ..req };
+        assert_eq!(mr.fast_register(7, &other), Err(MrError::InvalidStag));
+        let bad = FastReg { access: ib::REMOTE_WRITE, length: 0, ..req };
+        assert_eq!(mr.fast_register(7, &bad), Err(MrError::Access));
+        // A zero-length registration needs no pages.
+        let empty = FastReg { length: 0, ..req };
+        assert_eq!(mr.fast_register(7, &empty), Ok(()));
+        let new = stag | 0x5A;
+        assert_eq!(mr.stag(), new);
+        assert!(mr.is_valid(new));
+        assert!(!mr.is_valid(stag));
+        // Registering again while valid is a state error.
+        assert_eq!(mr.fast_register(7, &empty), Err(MrError::State));
+        // Old key cannot invalidate; other PD cannot; then it works once.
+        assert_eq!(table.invalidate(stag, 7), Err(MrError::InvalidStag));
+        assert_eq!(table.invalidate(new, 8), Err(MrError::Pd));
+        assert_eq!(table.invalidate(new, 7), Ok(()));
+        assert_eq!(table.invalidate(new, 7), Err(MrError::InvalidStag));
+        table.deregister(&mr);
+        assert!(table.get(new).is_none());
+        // Index 0 never resolves.
+        assert!(table.get(0x5A).is_none());
+        Ok(())
+    }
+
+    #[test]
+    fn indices_are_unique_and_cycle() -> Result {
+        let table = KBox::pin_init(StagTable::new(), GFP_KERNEL)?;
+        let a = Mr::new_fast_reg(1, 1)?;
+        let b = Mr::new_fast_reg(1, 1)?;
+        let sa = table.insert(&a)?;
+        let sb = table.insert(&b)?;
+        assert!(sa != sb);
+        table.deregister(&a);
+        // A freed index is not handed out again right away.
+        let c = Mr::new_fast_reg(1, 1)?;
+        let sc = table.insert(&c)?;
+        assert!(sc != sa && sc != sb);
+        assert!(table.get(sa).is_none());
+        assert!(table.get(sb).is_some());
+        // Deregistering twice, or an MR never inserted, is harmless.
+        table.deregister(&a);
+        let d = Mr::new_fast_reg(1, 1)?;
+        table.deregister(&d);
+        assert!(table.get(sb).is_some());
+        table.deregister(&b);
+        table.deregister(&c);
+        Ok(())
+    }
+}
+
+/// Zero-copy transmit: payload sent straight from an MR's pages.
+impl Mr {
+    /// Appends the `len` octets at `to` through `stag` to `out` as page
+    /// references (checks as [`Mr::copy_from`]) and returns the CRC state
+    /// extended over them (if asked). `Ok(None)`: the memory cannot be
+    /// sent by reference (slab, or `out` full); nothing was appended.
+    pub(crate) fn ref_pages(
+        &self,
+        stag: u32,
+        to: u64,
+        len: usize,
+        out: &mut Segments,
+        crc: Option<u32>,
+    ) -> Result<Option<Option<u32>>, MrError> {
+        let st = self.state.lock();
+        Self::check_locked(&st, stag, to, len as u64)?;
+        let off = region_offset(st.iova, st.len, to, len as u64)?;
+        Ok(match &st.mem {
+            Memory::Kernel(k) => k.ref_pages(to, len, out, crc),
+            Memory::Pages(p) => p.ref_pages(st.first_offset.checked_add(off).ok_or(MrError::Bounds)?, len, out, crc),
+            Memory::None => return Err(MrError::InvalidStag),
+        })
+    }
+}

@@ -1,0 +1,454 @@
+// SPDX-License-Identifier: GPL-2.0
+//! The engine's view of the kernel (`engine::qp::Host`): queues, CQs and
+//! registered memory, and the mapping of engine completions to work
+//! completions.
+
+use super::*;
+
+/// Engine events collected during one engine call.
+#[derive(Default)]
+pub(crate) struct Events {
+    pub(super) list: [Option<Event>; 8],
+    pub(super) n: usize,
+}
+
+impl Events {
+    pub(crate) fn push(&mut self, e: Event) {
+        if let Some(slot) = self.list.get_mut(self.n) {
+            *slot = Some(e);
+            self.n += 1;
+        }
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Event> {
+        self.list.iter().flatten()
+    }
+}
+
+/// The engine's view of the kernel: queues, CQs and registered memory.
+pub(crate) struct QpHost<'a> {
+    pub(super) qp: &'a Qp,
+    pub(super) st: &'a mut HostState,
+    pub(super) events: &'a mut Events,
+    /// Zero-copy TX round being filled: the pages referenced so far.
+    pub(super) zc: Option<&'a mut Segments>,
+}
+
+/// A local memory problem ends the stream with a local catastrophic error.
+pub(crate) fn local_err(_: mrmod::MrError) -> TermError {
+    term::rdmap::LOCAL_CATA
+}
+
+/// A send WR's own SGE fails its checks (lkey, PD, rights, bounds): the WR
+/// completes with `IB_WC_LOC_PROT_ERR`, as on siw and rxe (a protection
+/// error on the send queue, see `wc_status`; nothing goes to the peer).
+pub(crate) fn local_source_err(_: mrmod::MrError) -> TermError {
+    term::rdmap::PROT_UNSPECIFIED
+}
+
+impl QpHost<'_> {
+    pub(crate) fn stags(&self) -> &crate::mem::mr::StagTable {
+        self.qp.links.device().stags()
+    }
+
+    /// Copies between `sges` (starting `offset` bytes in) and `buf`.
+    pub(crate) fn scatter_gather(
+        &self,
+        sges: &[Sge],
+        mut offset: u64,
+        buf: &mut [u8],
+        to_sges: Option<&[u8]>,
+    ) -> Result<(), TermError> {
+        let mut done = 0usize;
+        let want = to_sges.map_or(buf.len(), |d| d.len());
+        for sge in sges {
+            if done == want {
+                break;
+            }
+            let len = u64::from(sge.len);
+            if offset >= len {
+                offset -= len;
+                continue;
+            }
+            let n = ((len - offset) as usize).min(want - done);
+            let addr = sge.addr.checked_add(offset).ok_or(term::rdmap::LOCAL_CATA)?;
+            match to_sges {
+                Some(data) => {
+                    self.stags()
+                        .check(sge.lkey, self.qp.pd, addr, n as u64, crate::ffi::mem::pages::access::LOCAL_WRITE)
+                        .map_err(local_err)?
+                        .copy_to(sge.lkey, addr, &data[done..done + n])
+                        .map_err(local_err)?;
+                }
+                None => {
+                    self.stags()
+                        .check(sge.lkey, self.qp.pd, addr, n as u64, 0)
+                        .map_err(local_err)?
+                        .copy_from(sge.lkey, addr, &mut buf[done..done + n])
+                        .map_err(local_err)?;
+                }
+            }
+            done += n;
+            offset = 0;
+        }
+        if done == want {
+            Ok(())
+        } else {
+            Err(term::rdmap::LOCAL_CATA)
+        }
+    }
+
+    pub(crate) fn claim(&mut self) -> Option<Rqe> {
+        if self.st.claimed.is_none() {
+            self.st.claimed = match self.qp.links.srq() {
+                Some(srq) => srq.pop(),
+                None => Option::as_mut(&mut *self.qp.rq.lock()).and_then(|rq| rq.pop()),
+            };
+        }
+        self.st.claimed
+    }
+}
+
+impl crate::ddp::StagTable for QpHost<'_> {
+    fn lookup(&self, stag: u32) -> Option<Region> {
+        self.stags().lookup(stag)
+    }
+}
+
+impl Host for QpHost<'_> {
+    fn sq_next(&mut self) -> Option<SendWr> {
+        loop {
+            let sqe = self.qp.sq.lock().pop()?;
+            match sqe.kind {
+                SqeKind::Wire(mut wr) => {
+                    let mut handle = self.st.next_handle & !MASKED_HANDLE;
+                    self.st.next_handle = handle.wrapping_add(1);
+                    if sqe.masked {
+                        handle |= MASKED_HANDLE;
+                    }
+                    wr.local.handle = handle;
+                    if self.qp.sig_all {
+                        wr.flags = wr.flags.with(crate::engine::qp::Flags::SIGNALED);
+                    }
+                    self.st.cur.handle = handle;
+                    self.st.cur.sqe = Some(sqe);
+                    if let Some(stag) = sqe.inv_local {
+                        self.st.cur.read_invs.add(sqe.wr_id, stag);
+                    }
+                    return Some(wr);
+                }
+                SqeKind::RegMr { stag, req } => {
+                    let res = self.stags().get(stag).map(|mr| mr.fast_register(self.qp.pd, &req));
+                    self.local_done(&sqe, WcOpcode::RegMr, matches!(res, Some(Ok(()))));
+                }
+                SqeKind::LocalInv { stag } => {
+                    let res = self.stags().invalidate(stag, self.qp.pd);
+                    self.local_done(&sqe, WcOpcode::LocalInv, res.is_ok());
+                }
+            }
+        }
+    }
+
+    fn rq_peek(&self) -> Option<RecvWr> {
+        // Peeking claims (an SRQ is shared: the WQE must be ours from the
+        // first segment on); `rq_peek` takes `&self`, so claim lazily via
+        // the queues' own state.
+        if let Some(r) = self.st.claimed {
+            return Some(RecvWr { wr_id: r.wr_id, len: r.len() });
+        }
+        let head = match self.qp.links.srq() {
+            Some(srq) => srq.peek().map(|r| (r.wr_id, r.len())),
+            None => self.qp.rq.lock().as_ref().and_then(|rq| rq.peek().map(|r| (r.wr_id, r.len()))),
+        };
+        head.map(|(wr_id, len)| RecvWr { wr_id, len })
+    }
+
+    fn rq_pop(&mut self) -> Option<RecvWr> {
+        let r = self.claim()?;
+        self.st.claimed = None;
+        Some(RecvWr { wr_id: r.wr_id, len: r.len() })
+    }
+
+    fn complete(&mut self, c: EngineCompletion) {
+        let mut c = c;
+        if c.queue == WorkQueue::Send && c.opcode == CompOp::Read {
+            if let Some(stag) = self.st.cur.read_invs.take(c.wr_id) {
+                // The data is placed: now the sink may go (READ_WITH_INV).
+                if c.status == Status::Success && self.stags().invalidate(stag, self.qp.pd).is_err() {
+                    c.status = Status::LocalError(term::rdmap::LOCAL_CATA);
+                }
+            }
+        }
+        let (cq, opcode) = match c.queue {
+            WorkQueue::Send => {
+                let placed = match c.opcode {
+                    CompOp::FetchAdd | CompOp::CmpSwap | CompOp::AtomicOther => self.st.atomic_done.take(),
+                    _ => None,
+                };
+                // A flushed atomic had no result: the opcode of an error
+                // completion is best effort (the verbs leave it undefined).
+                let masked = match placed {
+                    Some(m) if c.status != Status::Flushed => m,
+                    _ => self.st.cur.sqe.is_some_and(|s| s.masked && c.wr_id == s.wr_id),
+                };
+                (self.qp.links.send_cq(), send_opcode(c.opcode, masked))
+            }
+            WorkQueue::Recv => match self.qp.links.recv_cq() {
+                Some(cq) => (cq, recv_opcode(c.opcode)),
+                None => return,
+            },
+        };
+        let mut wc = self.qp.wc(c.wr_id, opcode, wc_status(c.status, c.queue), c.byte_len);
+        wc.imm = c.imm.map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+        wc.invalidated = c.invalidated;
+        wc.solicited = c.solicited;
+        if let Status::CommitFailed(s) = c.status {
+            wc.vendor_err = s.to_u32(); // the draft's status, for the consumer
+        }
+        if c.queue == WorkQueue::Send {
+            self.send_wc(wc);
+        } else {
+            let _ = cq.push(wc); // a full CQ raises IB_EVENT_CQ_ERR itself
+        }
+    }
+
+    fn event(&mut self, e: Event) {
+        self.events.push(e);
+    }
+
+    fn payload_by_ref<C: Crc32c + ?Sized>(
+        &mut self,
+        src: &PayloadRef,
+        len: usize,
+        _crc: &C, // the pages' CRC is the kernel's crc32c, as `KernelCrc32c`
+        state: Option<u32>,
+    ) -> Option<Result<Option<u32>, TermError>> {
+        match *src {
+            PayloadRef::Local { local, offset } => self.ref_local(&local, offset, len, state),
+            PayloadRef::Tagged { stag, to } => {
+                let stags = self.qp.links.device().stags();
+                let refs = self.zc.as_deref_mut()?;
+                let Some(mr) = stags.get(stag) else {
+                    return Some(Err(term::rdmap::LOCAL_CATA));
+                };
+                match mr.ref_pages(stag, to, len, refs, state) {
+                    Ok(Some(c)) => Some(Ok(c)),
+                    Ok(None) => None,
+                    Err(e) => Some(Err(local_err(e))),
+                }
+            }
+        }
+    }
+
+    fn read_source(&mut self, wr: &Local, offset: u32, dst: &mut [u8]) -> Result<(), TermError> {
+        let sqe = match self.st.cur.sqe {
+            Some(s) if self.st.cur.handle == wr.handle => s,
+            _ => return Err(term::rdmap::LOCAL_CATA),
+        };
+        if sqe.inline_len > 0 {
+            let start = offset as usize;
+            let src = sqe.inline.get(start..start + dst.len()).ok_or(term::rdmap::LOCAL_CATA)?;
+            dst.copy_from_slice(src);
+            return Ok(());
+        }
+        // Its errors are the SGEs' own (MR checks).
+        self.scatter_gather(sqe.sges(), u64::from(offset), dst, None)
+            .map_err(|_| term::rdmap::PROT_UNSPECIFIED)
+    }
+
+    fn check_source(&mut self, wr: &Local, len: u32) -> Result<(), TermError> {
+        let sqe = match self.st.cur.sqe {
+            Some(s) if self.st.cur.handle == wr.handle => s,
+            _ => return Err(term::rdmap::LOCAL_CATA),
+        };
+        if sqe.inline_len > 0 {
+            return Ok(()); // copied at post time
+        }
+        let mut left = u64::from(len);
+        for sge in sqe.sges() {
+            if left == 0 {
+                break;
+            }
+            let n = u64::from(sge.len).min(left);
+            self.stags().check(sge.lkey, self.qp.pd, sge.addr, n, 0).map_err(local_source_err)?;
+            left -= n;
+        }
+        if left == 0 {
+            Ok(())
+        } else {
+            Err(term::rdmap::PROT_UNSPECIFIED)
+        }
+    }
+
+    fn read_tagged(&mut self, stag: u32, to: u64, dst: &mut [u8]) -> Result<(), TermError> {
+        self.stags().copy_from_mr(stag, to, dst).map_err(local_err)
+    }
+
+    fn place_tagged(&mut self, stag: u32, to: u64, data: &[u8]) -> Result<(), TermError> {
+        self.stags().copy_to_mr(stag, to, data).map_err(local_err)
+    }
+
+    fn place_recv(&mut self, _wr: &RecvWr, offset: u32, data: &[u8]) -> Result<(), TermError> {
+        let rqe = self.claim().ok_or(term::ddp::U_NO_BUFFER)?;
+        self.scatter_gather(rqe.sges(), u64::from(offset), &mut [], Some(data))
+    }
+
+    fn atomic(&mut self, plan: &AtomicPlan) -> Result<u64, TermError> {
+        crate::mem::atomic::respond(self.qp.links.device(), self.qp.pd, plan)
+    }
+
+    fn write_atomic_result(&mut self, wr: &Local, original: u64) -> Result<(), TermError> {
+        // The engine completes this atomic right after (if signaled).
+        self.st.atomic_done = Some(wr.handle & MASKED_HANDLE != 0);
+        crate::mem::atomic::place_result(self.qp.links.device(), self.qp.pd, wr, original)
+    }
+
+    fn make_durable(&mut self, region: &commitw::Region) -> bool {
+        crate::mem::commit::commit_region(self.stags(), region)
+    }
+
+    fn invalidate(&mut self, stag: u32) -> Result<(), TermError> {
+        self.stags().invalidate(stag, self.qp.pd).map_err(|_| term::rdmap::CANT_INVALIDATE)
+    }
+}
+
+impl QpHost<'_> {
+    pub(crate) fn local_done(&mut self, sqe: &Sqe, op: WcOpcode, ok: bool) {
+        if ok && !(sqe.signaled || self.qp.sig_all) {
+            return;
+        }
+        let status = if ok { WcStatus::Success } else { WcStatus::LocProtErr };
+        self.send_wc(self.qp.wc(sqe.wr_id, op, status, 0));
+    }
+
+    /// A send-queue completion: delivered now, or after the peer has
+    /// acknowledged payload sent by reference before it (`send_order`).
+    pub(crate) fn send_wc(&mut self, wc: Wc) {
+        let round_refs = self.zc.as_ref().is_some_and(|r| !r.is_empty());
+        if let Some(wc) = self.st.order.route(wc, round_refs) {
+            let _ = self.qp.links.send_cq().push(wc); // a full CQ raises IB_EVENT_CQ_ERR itself
+        }
+    }
+
+    /// Zero-copy TX of a send WR's local data: its SGEs' pages.
+    pub(crate) fn ref_local(
+        &mut self,
+        local: &Local,
+        offset: u32,
+        len: usize,
+        crc: Option<u32>,
+    ) -> Option<Result<Option<u32>, TermError>> {
+        let qp = self.qp;
+        let sqe = match self.st.cur.sqe {
+            Some(s) if self.st.cur.handle == local.handle => s,
+            _ => return Some(Err(term::rdmap::LOCAL_CATA)),
+        };
+        if sqe.inline_len > 0 {
+            return None; // inline data lives in the SQE: copied
+        }
+        let refs = self.zc.as_deref_mut()?;
+        let stags = qp.links.device().stags();
+        let mark = refs.len();
+        let (mut crc, mut offset, mut done) = (crc, u64::from(offset), 0usize);
+        let res = (|| {
+            for sge in sqe.sges() {
+                if done == len {
+                    break;
+                }
+                let sl = u64::from(sge.len);
+                if offset >= sl {
+                    offset -= sl;
+                    continue;
+                }
+                let n = ((sl - offset) as usize).min(len - done);
+                let addr = sge.addr.checked_add(offset).ok_or(term::rdmap::LOCAL_CATA)?;
+                let mr = stags.check(sge.lkey, qp.pd, addr, n as u64, 0).map_err(local_source_err)?;
+                match mr.ref_pages(sge.lkey, addr, n, refs, crc).map_err(local_source_err)? {
+                    Some(c) => crc = c,
+                    None => return Ok(None),
+                }
+                done += n;
+                offset = 0;
+            }
+            if done == len { Ok(Some(crc)) } else { Err(term::rdmap::LOCAL_CATA) }
+        })();
+        match res {
+            Ok(Some(c)) => Some(Ok(c)),
+            Ok(None) => {
+                refs.truncate(mark);
+                None
+            }
+            Err(e) => {
+                refs.truncate(mark);
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+pub(crate) fn wire_opcode(wr: &SendWr, masked: bool) -> WcOpcode {
+    use crate::engine::qp::SendOp::*;
+    match wr.op {
+        Send { .. } | Immediate { .. } => WcOpcode::Send,
+        Write { .. } | WriteImm { .. } => WcOpcode::RdmaWrite,
+        Read { .. } => WcOpcode::RdmaRead,
+        Atomic { op: crate::engine::wire::atomic::AtomicOp::CmpSwap, .. } => {
+            if masked { WcOpcode::MaskedCompSwap } else { WcOpcode::CompSwap }
+        }
+        Atomic { .. } => {
+            if masked { WcOpcode::MaskedFetchAdd } else { WcOpcode::FetchAdd }
+        }
+        Commit { .. } => WcOpcode::Flush,
+    }
+}
+
+pub(crate) fn send_opcode(op: CompOp, masked: bool) -> WcOpcode {
+    match op {
+        CompOp::Send | CompOp::Immediate => WcOpcode::Send,
+        CompOp::Write | CompOp::WriteImm => WcOpcode::RdmaWrite,
+        CompOp::Read => WcOpcode::RdmaRead,
+        CompOp::FetchAdd | CompOp::AtomicOther => {
+            if masked { WcOpcode::MaskedFetchAdd } else { WcOpcode::FetchAdd }
+        }
+        CompOp::CmpSwap => {
+            if masked { WcOpcode::MaskedCompSwap } else { WcOpcode::CompSwap }
+        }
+        CompOp::Commit => WcOpcode::Flush,
+        CompOp::Recv | CompOp::RecvImm => WcOpcode::Send,
+    }
+}
+
+pub(crate) fn recv_opcode(op: CompOp) -> WcOpcode {
+    match op {
+        CompOp::RecvImm => WcOpcode::RecvRdmaWithImm,
+        _ => WcOpcode::Recv,
+    }
+}
+
+pub(crate) fn wc_status(s: Status, q: WorkQueue) -> WcStatus {
+    match s {
+        Status::Success => WcStatus::Success,
+        Status::Flushed => WcStatus::WrFlushErr,
+        Status::LocalError(e) if e.layer == term::Layer::Rdmap && e.etype == 0x1 => {
+            if q == WorkQueue::Send { WcStatus::LocProtErr } else { WcStatus::LocAccessErr }
+        }
+        Status::LocalError(_) => WcStatus::LocQpOpErr,
+        Status::CommitFailed(s) => crate::mem::commit::wc_status(s),
+        Status::RemoteError(e) => remote_wc_status(e),
+    }
+}
+
+/// The peer's Terminate, as the status of the request it ended: remote
+/// protection errors (RDMAP 0x1, DDP tagged) are access errors, an opcode
+/// or version the peer does not support (e.g. RFC 7306 to Linux siw) an
+/// invalid request, anything else a remote operation error.
+pub(crate) fn remote_wc_status(e: TermError) -> WcStatus {
+    use term::{ddp, rdmap, Layer};
+    let invalid_request = [rdmap::UNEXPECTED_OPCODE, rdmap::INVALID_VERSION, ddp::U_INVALID_QN, ddp::U_INVALID_VERSION];
+    match (e.layer, e.etype) {
+        (Layer::Rdmap, t) if t == rdmap::INVALID_STAG.etype => WcStatus::RemAccessErr,
+        (Layer::Ddp, t) if t == ddp::T_INVALID_STAG.etype => WcStatus::RemAccessErr,
+        _ if invalid_request.contains(&e) => WcStatus::RemInvReqErr,
+        _ => WcStatus::RemOpErr,
+    }
+}

@@ -1,0 +1,599 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Queue pairs (RC): the send and receive queues, and the iWARP stream
+//! that runs them — the protocol engine's `qp::Qp` driven by the socket.
+//!
+//! Contexts and locks:
+//! - `post_send`/`post_recv` (any context) take only the queue locks and
+//!   schedule the TX work item.
+//! - RX runs in the socket's `data_ready` (softirq, socket locked): each
+//!   linear chunk of the skb goes through `engine.rx`, which places payload
+//!   straight into registered memory (one copy).
+//! - TX runs in a work item: it fills a buffer from `engine.tx` under the
+//!   engine lock, then sends it with the lock dropped (sending may sleep).
+//!   A work item never runs concurrently with itself, so the bytes leave in
+//!   the order the engine produced them.
+//! - Lock order: engine → queue (SQ, RQ/SRQ) → CQ / STag table.
+
+pub(crate) mod send_order;
+pub(crate) mod srq;
+mod verbs;
+
+mod sq;
+mod stream;
+mod tx;
+mod host;
+mod table;
+
+pub(crate) use self::sq::*;
+pub(crate) use self::host::*;
+pub(crate) use self::table::*;
+
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+
+use kernel::{
+    new_mutex, new_spinlock_irq, new_work,
+    prelude::*,
+    sync::{Arc, Mutex, SpinLockIrq},
+    workqueue::{impl_has_work, Work, WorkItem},
+};
+
+use self::{
+    send_order::SendOrder,
+    srq::{Rqe, RecvQueue, Sge, MAX_SGE},
+};
+use crate::{
+    cq::{Completion as Wc, WcOpcode, WcStatus},
+    device::{counters::HwCounter, Rsiw},
+    ddp::Region,
+    engine::{
+        error::{self as term, TermError},
+        mpa::negotiate::{Framing, RtrMode},
+        crc::Crc32c,
+        qp::{
+            CompOp, Completion as EngineCompletion, Event, Host, Local, PayloadRef, Piece, QpConfig,
+            RecvWr, SendWr, State as EngineState, Status, TxPlan, WorkQueue,
+        },
+        rdmap::AtomicPlan,
+        wire::commit as commitw,
+    },
+    cm::{CmEventSink, CmQp, Stream as CmStream},
+    ffi::{
+        crc::KernelCrc32c,
+        ib::QpNotifier,
+        net::{
+            socket::{SockRx, SocketEvents, TcpSocket, TcpState},
+            zcopy::{Batch, LiteralPage, Notif, Segments, ZcOwner},
+        },
+    },
+    mem::mr::{self as mrmod, FastReg},
+};
+
+/// Largest ORD/IRD a QP can negotiate (the engine's queue capacities).
+pub(crate) const MAX_ORD: usize = 32;
+/// See [`MAX_ORD`].
+pub(crate) const MAX_IRD: usize = 32;
+/// Largest inline payload of a send WR.
+pub(crate) const MAX_INLINE: usize = 128;
+/// TX buffer: the engine fills it, the socket drains it.
+const TX_BUF: usize = 64 * 1024;
+/// Zero-copy TX: pieces of one round (literal runs and payload; about
+/// two per FPDU, so a 64 KiB round of 1460-octet FPDUs fits).
+const ZC_PIECES: usize = 128;
+/// Zero-copy TX: page segments of one round.
+const ZC_SEGMENTS: usize = 128;
+/// Zero-copy TX: literal octets a round needs at least (a few headers).
+const ZC_LITERAL_MIN: usize = 512;
+/// How long a torn-down QP's socket waits for the peer to acknowledge
+/// the pages TCP still holds before it is reset (`Qp::detach`).
+const ZC_ACK_GRACE_MS: u32 = 1000;
+
+type Engine = crate::engine::qp::Qp<MAX_ORD, MAX_IRD>;
+
+pub(crate) use crate::ffi::ib::QpState;
+
+/// The links of an rsiw QP to its CQs, SRQ and device.
+pub(crate) type QpLinks = crate::ffi::ib::QpLinks<Rsiw>;
+
+/// Reads whose sink STag is invalidated at completion (READ_WITH_INV),
+/// at most one per ORD credit.
+#[derive(Default)]
+struct ReadInvs {
+    list: [(u64, u32); MAX_ORD],
+    n: usize,
+}
+
+impl ReadInvs {
+    fn add(&mut self, wr_id: u64, stag: u32) {
+        if let Some(slot) = self.list.get_mut(self.n) {
+            *slot = (wr_id, stag);
+            self.n += 1;
+        }
+    }
+
+    fn take(&mut self, wr_id: u64) -> Option<u32> {
+        let i = self.list[..self.n].iter().position(|&(w, _)| w == wr_id)?;
+        let stag = self.list[i].1;
+        self.list.copy_within(i + 1..self.n, i);
+        self.n -= 1;
+        Some(stag)
+    }
+}
+
+/// The local data of the send WR the engine is working on.
+struct CurWr {
+    handle: u64,
+    sqe: Option<Sqe>,
+    read_invs: ReadInvs,
+}
+
+/// What the engine's host keeps between calls (under the engine lock).
+struct HostState {
+    cur: CurWr,
+    /// A receive WQE taken off the RQ/SRQ for the message being received.
+    claimed: Option<Rqe>,
+    next_handle: u64,
+    /// Whether the atomic whose result was just placed is masked, for its
+    /// completion (`write_atomic_result` sees the WR's handle, `complete`
+    /// only its wr_id).
+    atomic_done: Option<bool>,
+    /// Send-queue completions waiting for the peer's acknowledgement of
+    /// payload sent by reference (zero-copy TX).
+    order: SendOrder,
+}
+
+/// Zero-copy TX state; only the TX work touches it.
+struct ZeroCopyTx {
+    /// FPDU payloads of at least this many octets go by reference on this
+    /// stream; `None`: the stream copies.
+    min: Option<usize>,
+    /// Where a round's literal octets go.
+    lit: LiteralPage,
+    /// Pages the engine's host referenced while filling a round.
+    refs: Segments,
+    /// The plan of the round being filled.
+    pieces: KVec<Piece>,
+    /// The round being sent.
+    batch: Batch,
+    /// The notification for the next batch with pages (allocated before
+    /// the round, which runs under a spinlock).
+    notif: Option<Notif>,
+    /// Octets sent by reference and copied (statistics).
+    ref_octets: u64,
+    literal_octets: u64,
+}
+
+/// Handle bit marking a masked atomic (`Local::handle` travels with the
+/// request to `write_atomic_result`).
+const MASKED_HANDLE: u64 = 1 << 63;
+
+/// State that only changes under the engine lock.
+struct Stream {
+    engine: Option<KBox<Engine>>,
+    host: HostState,
+    /// Bytes the engine produced that the socket has not taken yet.
+    tx: KVec<u8>,
+    tx_off: usize,
+    /// The socket is gone: everything flushed, nothing more to send.
+    dead: bool,
+}
+
+/// The parameters MPA negotiation settled (from the CM, or a test).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct StreamParams {
+    pub(crate) framing: Framing,
+    pub(crate) ird: u16,
+    pub(crate) ord: u16,
+    pub(crate) rtr: Option<RtrMode>,
+    pub(crate) initiator: bool,
+    /// Effective MSS of the connection.
+    pub(crate) emss: usize,
+}
+
+/// What the QP reports about its stream, for the CM and tests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct StreamStatus {
+    pub(crate) ready: bool,
+    pub(crate) closed: bool,
+    pub(crate) failed: bool,
+    pub(crate) terminate_sent: Option<TermError>,
+    pub(crate) terminate_received: Option<TermError>,
+}
+
+/// Creation parameters.
+pub(crate) struct QpInit {
+    pub(crate) qpn: u32,
+    pub(crate) pd: u32,
+    pub(crate) max_send_wr: u32,
+    pub(crate) max_recv_wr: u32,
+    pub(crate) max_send_sge: u32,
+    pub(crate) max_recv_sge: u32,
+    pub(crate) max_inline: u32,
+    pub(crate) sig_all: bool,
+    pub(crate) links: QpLinks,
+}
+
+/// One RC queue pair.
+#[pin_data]
+pub(crate) struct Qp {
+    qpn: u32,
+    pd: u32,
+    sig_all: bool,
+    max_send_sge: u32,
+    max_inline: u32,
+    /// Device, CQs, SRQ and `ib_qp` this QP belongs to.
+    links: QpLinks,
+    notifier: QpNotifier,
+    #[pin]
+    sq: SpinLockIrq<SendQueue>,
+    /// Own receive queue (absent with an SRQ).
+    #[pin]
+    rq: SpinLockIrq<Option<RecvQueue>>,
+    #[pin]
+    stream: SpinLockIrq<Stream>,
+    #[pin]
+    ib_state: SpinLockIrq<(QpState, StreamStatus)>,
+    /// The TCP connection; only process context touches it.
+    #[pin]
+    sock: Mutex<Option<TcpSocket>>,
+    /// The iw_cm's channel for this connection, from the hand-off on.
+    #[pin]
+    cm: SpinLockIrq<Option<CmEventSink>>,
+    #[pin]
+    tx_work: Work<Qp>,
+    tx_queued: AtomicBool,
+    tx_running: AtomicBool,
+    /// The stream ends without an error: the peer's FIN (not a reset) or
+    /// the ULP moving the QP to Error. WRs are flushed, the iw_cm sees a
+    /// disconnect, no `IB_EVENT_QP_FATAL` is raised.
+    quiet_end: AtomicBool,
+    /// Send our FIN once everything queued has left (TX work).
+    fin_pending: AtomicBool,
+    #[pin]
+    zc: Mutex<ZeroCopyTx>,
+    /// The self-tests' choice of zero-copy threshold (`u32::MAX`: the
+    /// module parameter).
+    zc_min_override: AtomicU32,
+    /// The TX work is sending or the socket did not take everything: a
+    /// `write_space` must kick it.
+    tx_blocked: AtomicBool,
+    /// Completions that waited for page releases (statistics).
+    zc_deferred: AtomicU64,
+    /// This QP's batches TCP has not released yet.
+    zc_live: AtomicU32,
+    /// Torn down: a late page release only drops its reference.
+    zc_detached: AtomicBool,
+    /// The TX work waits for page releases (too many batches out).
+    zc_stalled: AtomicBool,
+}
+
+impl_has_work! {
+    impl HasWork<Self> for Qp { self.tx_work }
+}
+
+impl Qp {
+    pub(crate) fn new(init: QpInit, notifier: QpNotifier) -> Result<Arc<Self>> {
+        let sq = SendQueue::new(init.max_send_wr as usize)?;
+        let rq = if init.links.has_srq() {
+            None
+        } else {
+            Some(RecvQueue::new(init.max_recv_wr as usize, init.max_recv_sge as usize)?)
+        };
+        let zc = ZeroCopyTx {
+            min: None,
+            lit: LiteralPage::new(),
+            refs: Segments::with_capacity(ZC_SEGMENTS)?,
+            batch: Batch::with_capacity(ZC_PIECES + ZC_SEGMENTS)?,
+            pieces: KVec::from_elem(Piece::Literal(0), ZC_PIECES, GFP_KERNEL)?,
+            notif: None,
+            ref_octets: 0,
+            literal_octets: 0,
+        };
+        let stream = Stream {
+            engine: None,
+            host: HostState {
+                cur: CurWr { handle: 0, sqe: None, read_invs: ReadInvs::default() },
+                claimed: None,
+                next_handle: 1,
+                atomic_done: None,
+                order: SendOrder::new(2 * init.max_send_wr as usize + MAX_ORD + 8)?,
+            },
+            tx: KVec::with_capacity(TX_BUF, GFP_KERNEL)?,
+            tx_off: 0,
+            dead: false,
+        };
+        Arc::pin_init(
+            try_pin_init!(Qp {
+                qpn: init.qpn,
+                pd: init.pd,
+                sig_all: init.sig_all,
+                max_send_sge: init.max_send_sge,
+                max_inline: init.max_inline,
+                links: init.links,
+                notifier,
+                sq <- new_spinlock_irq!(sq, "rsiw_qp_sq"),
+                rq <- new_spinlock_irq!(rq, "rsiw_qp_rq"),
+                stream <- new_spinlock_irq!(stream, "rsiw_qp_stream"),
+                ib_state <- new_spinlock_irq!((QpState::Reset, StreamStatus::default()), "rsiw_qp_state"),
+                sock <- new_mutex!(None, "rsiw_qp_sock"),
+                cm <- new_spinlock_irq!(None, "rsiw_qp_cm"),
+                tx_work <- new_work!("rsiw_qp_tx"),
+                tx_queued: AtomicBool::new(false),
+                tx_running: AtomicBool::new(false),
+                quiet_end: AtomicBool::new(false),
+                fin_pending: AtomicBool::new(false),
+                zc <- new_mutex!(zc, "rsiw_qp_zc"),
+                zc_min_override: AtomicU32::new(u32::MAX),
+                tx_blocked: AtomicBool::new(false),
+                zc_deferred: AtomicU64::new(0),
+                zc_live: AtomicU32::new(0),
+                zc_detached: AtomicBool::new(false),
+                zc_stalled: AtomicBool::new(false),
+            }? Error),
+            GFP_KERNEL,
+        )
+    }
+
+    pub(crate) fn qpn(&self) -> u32 {
+        self.qpn
+    }
+
+    pub(crate) fn links(&self) -> &QpLinks {
+        &self.links
+    }
+
+    /// (max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline)
+    pub(crate) fn caps(&self) -> (u32, u32, u32, u32, u32) {
+        let send_wr = self.sq.lock().ring.len() as u32;
+        let (recv_wr, recv_sge) = match self.rq.lock().as_ref() {
+            Some(rq) => (rq.capacity() as u32, rq.max_sge() as u32),
+            None => (0, 0),
+        };
+        (send_wr, recv_wr, self.max_send_sge, recv_sge, self.max_inline)
+    }
+
+    /// What the stream reported (Terminates sent and received, ...).
+    pub(crate) fn stream_status(&self) -> StreamStatus {
+        self.ib_state.lock().1
+    }
+
+    pub(crate) fn ib_state(&self) -> QpState {
+        self.ib_state.lock().0
+    }
+
+    /// What MPA settled for the stream (framing, RTR), once attached.
+    #[cfg(CONFIG_KUNIT = "y")]
+    pub(crate) fn negotiated(&self) -> Option<(Framing, Option<RtrMode>)> {
+        self.stream.lock().engine.as_deref().map(|e| (e.framing(), e.rtr_mode()))
+    }
+
+    /// The TCP state of the QP's connection, for the self-tests.
+    #[cfg(CONFIG_KUNIT = "y")]
+    pub(crate) fn tcp_state(&self) -> Option<TcpState> {
+        self.sock.lock().as_ref().map(|s| s.state())
+    }
+
+    // ---- posting -------------------------------------------------------
+
+    /// Queues a send WR (`ib_post_send`). In Error the WR completes at once
+    /// with a flush error, as the verbs require.
+    pub(crate) fn post_send(self: &Arc<Self>, sqe: Sqe) -> Result {
+        if usize::from(sqe.num_sge) > self.max_send_sge as usize
+            || usize::from(sqe.inline_len) > self.max_inline as usize
+        {
+            return Err(EINVAL);
+        }
+        match self.ib_state() {
+            QpState::Reset => return Err(EINVAL),
+            QpState::Err => {
+                self.flush_sqe(&sqe);
+                return Ok(());
+            }
+            _ => {}
+        }
+        self.sq.lock().push(sqe)?;
+        self.kick();
+        Ok(())
+    }
+
+    /// Queues a receive WR (`ib_post_recv`) on the QP's own RQ.
+    pub(crate) fn post_recv(self: &Arc<Self>, rqe: Rqe) -> Result {
+        if self.ib_state() == QpState::Reset {
+            return Err(EINVAL);
+        }
+        if self.ib_state() == QpState::Err {
+            self.links.recv_cq().map(|cq| {
+                cq.push(self.wc(rqe.wr_id, WcOpcode::Recv, WcStatus::WrFlushErr, 0))
+            });
+            return Ok(());
+        }
+        let mut guard = self.rq.lock();
+        let rq = Option::as_mut(&mut *guard).ok_or(EINVAL)?; // QPs with an SRQ post there
+        rq.push(rqe)?;
+        // A message may be waiting for this buffer: nothing to do here, the
+        // engine retries on the next FPDU (iWARP has no RNR: a Send without
+        // a posted receive already failed the stream).
+        Ok(())
+    }
+
+    fn wc(&self, wr_id: u64, opcode: WcOpcode, status: WcStatus, byte_len: u32) -> Wc {
+        Wc {
+            wr_id,
+            status,
+            opcode,
+            byte_len,
+            qp: self.links.wc_qp(),
+            qp_num: self.qpn,
+            ..Wc::default()
+        }
+    }
+
+    fn flush_sqe(&self, sqe: &Sqe) {
+        let op = match sqe.kind {
+            SqeKind::Wire(wr) => wire_opcode(&wr, sqe.masked),
+            SqeKind::RegMr { .. } => WcOpcode::RegMr,
+            SqeKind::LocalInv { .. } => WcOpcode::LocalInv,
+        };
+        let _ = self.links.send_cq().push(self.wc(sqe.wr_id, op, WcStatus::WrFlushErr, 0));
+    }
+
+    // ---- state ---------------------------------------------------------
+
+    /// `ib_modify_qp` with a new state. RTS is only reached through
+    /// [`Self::attach`] (the CM), as for every iWARP RNIC.
+    pub(crate) fn modify_state(self: &Arc<Self>, new: QpState) -> Result {
+        let cur = self.ib_state();
+        use QpState as S;
+        let ok = matches!(
+            (cur, new),
+            (S::Reset, S::Reset | S::Init)
+                | (S::Init, S::Init | S::Rtr)
+                | (S::Rtr, S::Rtr)
+                | (S::Rts, S::Rts | S::Sqd)
+                | (S::Sqd, S::Sqd)
+                | (_, S::Err)
+                | (S::Err, S::Reset)
+        );
+        if !ok {
+            return Err(EINVAL);
+        }
+        match new {
+            S::Err => self.fail(),
+            S::Sqd => self.close(),
+            S::Reset => {
+                self.detach();
+                self.ib_state.lock().0 = S::Reset;
+            }
+            s => self.ib_state.lock().0 = s,
+        }
+        Ok(())
+    }
+
+    // ---- zero-copy TX ----------------------------------------------------
+
+    /// The device's hw counters (`rdma statistic`).
+    #[cfg(CONFIG_KUNIT = "y")]
+    pub(crate) fn device_counters(&self) -> &crate::device::counters::HwCounters {
+        self.links.device().counters()
+    }
+
+    // ---- engine plumbing -----------------------------------------------
+
+    /// Runs `f` on the engine with a host view, then handles the events
+    /// it produced. `None` if the QP has no stream.
+    fn with_engine<R>(
+        self: &Arc<Self>,
+        f: impl FnOnce(&mut Engine, &mut QpHost<'_>) -> R,
+    ) -> Option<R> {
+        let mut events = Events::default();
+        let (r, wants_tx) = {
+            let mut st = self.stream.lock();
+            let st = &mut *st;
+            let engine = st.engine.as_deref_mut()?;
+            let mut host = QpHost { qp: self, st: &mut st.host, events: &mut events, zc: None };
+            let r = f(engine, &mut host);
+            (r, engine.wants_tx())
+        };
+        self.handle_events(&events);
+        if wants_tx {
+            self.kick();
+        }
+        Some(r)
+    }
+
+    fn rx_chunk(self: &Arc<Self>, chunk: &[u8]) -> usize {
+        // The engine consumes every byte it is given.
+        self.with_engine(|e, h| e.rx(h, &KernelCrc32c, chunk)).unwrap_or(chunk.len())
+    }
+
+    fn handle_events(self: &Arc<Self>, events: &Events) {
+        for e in events.iter() {
+            let mut st = self.ib_state.lock();
+            let was_failed = st.1.failed;
+            match e {
+                Event::Ready | Event::Established => st.1.ready = true,
+                Event::Closed => st.1.closed = true,
+                Event::LocalTerminate(err) => {
+                    if crate::ffi::runtime::ratelimited() {
+                        pr_warn!(
+                            "qp {}: protocol error, sending Terminate (layer {:?} type {:#x} code {:#04x})\n",
+                            self.qpn, err.layer, err.etype, err.code
+                        );
+                    }
+                    self.links.device().counters().add(HwCounter::TerminateSent, 1);
+                    st.1.failed = true;
+                    st.1.terminate_sent = Some(*err);
+                    st.0 = QpState::Err;
+                }
+                Event::TerminateReceived(t) => {
+                    if crate::ffi::runtime::ratelimited() {
+                        pr_warn!(
+                            "qp {}: peer sent Terminate (layer {:?} type {:#x} code {:#04x})\n",
+                            self.qpn, t.error.layer, t.error.etype, t.error.code
+                        );
+                    }
+                    self.links.device().counters().add(HwCounter::TerminateReceived, 1);
+                    st.1.failed = true;
+                    st.1.terminate_received = Some(t.error);
+                    st.0 = QpState::Err;
+                }
+                Event::ConnectionLost | Event::NegotiationFailed(_) | Event::Rejected => {
+                    st.1.failed = true;
+                    st.0 = QpState::Err;
+                }
+                Event::ConnectRequest => {}
+            }
+            // A graceful close by the peer (its FIN) is no error of the
+            // QP: the WRs are flushed, the iw_cm sees a disconnect. And one
+            // QP_FATAL per failure: a reset after a Terminate is the same
+            // failure.
+            let graceful = matches!(e, Event::ConnectionLost) && self.quiet_end.load(Ordering::Acquire);
+            let fatal = !was_failed
+                && !graceful
+                && matches!(e, Event::LocalTerminate(_) | Event::TerminateReceived(_) | Event::ConnectionLost);
+            drop(st);
+            if matches!(e, Event::LocalTerminate(_) | Event::TerminateReceived(_) | Event::ConnectionLost) {
+                // Completions waiting for acknowledgements will not get
+                // them; the engine's flushes queued behind them.
+                self.drain_order();
+            }
+            if fatal {
+                self.notifier.fatal();
+                // TX sends what is left (the Terminate) and then closes.
+                self.kick();
+            }
+            if matches!(e, Event::Closed | Event::ConnectionLost) {
+                // The stream is over: our FIN follows what is still queued.
+                self.fin_pending.store(true, Ordering::Release);
+                self.kick();
+            }
+            if matches!(e, Event::Ready) {
+                // WRs posted while the responder waited for the RTR are on
+                // the SQ, which the engine cannot see: send them now.
+                self.kick();
+            }
+            let sink = self.cm.lock().clone();
+            if let Some(sink) = sink {
+                match e {
+                    // Passive side: the initiator's RTR arrived.
+                    Event::Ready => sink.established(),
+                    Event::Closed => sink.closed(),
+                    // The TCP connection is gone (FIN or reset): as siw,
+                    // DISCONNECT then CLOSE, so rdma_cm reports
+                    // DISCONNECTED without waiting for the ULP.
+                    Event::ConnectionLost => {
+                        sink.disconnected();
+                        sink.closed();
+                    }
+                    e if fatal || matches!(e, Event::NegotiationFailed(_)) => sink.disconnected(),
+                    _ => {}
+                }
+            }
+        }
+    }
+
+}
+
+// The device reports these limits; a peer must never be promised more
+// reads than the engine's queues hold.
+const _: () = assert!(MAX_ORD == crate::device::DEFAULT_LIMITS.max_ord as usize);
+const _: () = assert!(MAX_IRD == crate::device::DEFAULT_LIMITS.max_ird as usize);

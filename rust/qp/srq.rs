@@ -1,0 +1,291 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Receive queues: the ring of posted receive WRs a QP's own RQ and a
+//! shared receive queue (SRQ) are made of, and the SRQ around it (limit
+//! arming and `IB_EVENT_SRQ_LIMIT_REACHED`).
+//!
+//! The ring is allocated at create and never grows: posting fails with
+//! `ENOMEM` when it is full. An SRQ's ring is behind an irq-safe spinlock:
+//! `post` runs in the consumer's context, `pop` in the QP's RX softirq.
+
+use kernel::{
+    prelude::*,
+    sync::{new_spinlock_irq, SpinLockIrq},
+};
+
+pub(crate) use crate::ffi::ib::{Sge, SrqAttr};
+use crate::{
+    device::{verbs::Pd, Device, Rsiw, DEFAULT_LIMITS},
+    ffi::ib::{RecvWrRef, SrqAttrMask, SrqNotifier, SrqOps, SrqSlot},
+};
+
+/// Most SGEs a receive WR may carry.
+pub(crate) const MAX_SGE: usize = DEFAULT_LIMITS.max_sge as usize;
+
+/// A posted receive WR.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Rqe {
+    pub(crate) wr_id: u64,
+    num_sge: u8,
+    sge: [Sge; MAX_SGE],
+}
+
+impl Rqe {
+    /// A receive WR; `EINVAL` with more than `MAX_SGE` entries.
+    pub(crate) fn new(wr_id: u64, sges: &[Sge]) -> Result<Self> {
+        if sges.len() > MAX_SGE {
+            return Err(EINVAL);
+        }
+        let mut rqe = Rqe { wr_id, num_sge: sges.len() as u8, ..Rqe::default() };
+        rqe.sge[..sges.len()].copy_from_slice(sges);
+        Ok(rqe)
+    }
+
+    pub(crate) fn sges(&self) -> &[Sge] {
+        &self.sge[..usize::from(self.num_sge)]
+    }
+
+    /// Total buffer length (saturating).
+    pub(crate) fn len(&self) -> u32 {
+        self.sges().iter().fold(0u32, |a, s| a.saturating_add(s.len))
+    }
+}
+
+/// A fixed ring of receive WRs.
+pub(crate) struct RecvQueue {
+    ring: KVVec<Rqe>,
+    head: usize,
+    count: usize,
+    max_sge: usize,
+}
+
+impl RecvQueue {
+    /// Room for `max_wr` WRs of up to `max_sge` SGEs (none: a QP that
+    /// takes no Sends).
+    pub(crate) fn new(max_wr: usize, max_sge: usize) -> Result<Self> {
+        if max_sge > MAX_SGE {
+            return Err(EINVAL);
+        }
+        Ok(Self { ring: KVVec::from_elem(Rqe::default(), max_wr, GFP_KERNEL)?, head: 0, count: 0, max_sge })
+    }
+
+    pub(crate) fn capacity(&self) -> usize {
+        self.ring.len()
+    }
+
+    pub(crate) fn max_sge(&self) -> usize {
+        self.max_sge
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.count
+    }
+
+    /// Queues `rqe`: `EINVAL` if it has too many SGEs, `ENOMEM` if full.
+    pub(crate) fn push(&mut self, rqe: Rqe) -> Result {
+        if usize::from(rqe.num_sge) > self.max_sge {
+            return Err(EINVAL);
+        }
+        if self.count == self.ring.len() {
+            return Err(ENOMEM);
+        }
+        let tail = (self.head + self.count) % self.ring.len();
+        self.ring[tail] = rqe;
+        self.count += 1;
+        Ok(())
+    }
+
+    pub(crate) fn peek(&self) -> Option<&Rqe> {
+        (self.count > 0).then(|| &self.ring[self.head])
+    }
+
+    pub(crate) fn pop(&mut self) -> Option<Rqe> {
+        if self.count == 0 {
+            return None;
+        }
+        let rqe = self.ring[self.head];
+        self.head = (self.head + 1) % self.ring.len();
+        self.count -= 1;
+        Some(rqe)
+    }
+}
+
+struct SrqInner {
+    rq: RecvQueue,
+    /// Armed limit (0: not armed).
+    limit: u32,
+}
+
+/// A shared receive queue.
+#[pin_data]
+pub(crate) struct Srq {
+    #[pin]
+    inner: SpinLockIrq<SrqInner>,
+    pd: u32,
+    notifier: SrqNotifier,
+}
+
+impl Srq {
+    pub(crate) fn new(
+        pd: u32,
+        max_wr: u32,
+        max_sge: u32,
+        limit: u32,
+        notifier: SrqNotifier,
+    ) -> Result<impl PinInit<Self, Error>> {
+        if limit > max_wr {
+            return Err(EINVAL);
+        }
+        let rq = RecvQueue::new(max_wr as usize, max_sge as usize)?;
+        Ok(try_pin_init!(Srq {
+            inner <- new_spinlock_irq!(SrqInner { rq, limit }, "rsiw_srq"),
+            pd,
+            notifier,
+        }? Error))
+    }
+
+    pub(crate) fn pd(&self) -> u32 {
+        self.pd
+    }
+
+    /// Posts one receive WR (`EINVAL` too many SGEs, `ENOMEM` full).
+    pub(crate) fn post(&self, rqe: Rqe) -> Result {
+        self.inner.lock().push(rqe)
+    }
+
+    /// Takes the oldest WR (any context). When the number left drops below
+    /// an armed limit, the limit is disarmed and
+    /// `IB_EVENT_SRQ_LIMIT_REACHED` raised, outside the lock.
+    /// The head WQE (a copy), without taking it.
+    pub(crate) fn peek(&self) -> Option<Rqe> {
+        self.inner.lock().rq.peek().copied()
+    }
+
+    pub(crate) fn pop(&self) -> Option<Rqe> {
+        let (rqe, fire) = {
+            let mut inner = self.inner.lock();
+            let rqe = inner.rq.pop();
+            let fire = rqe.is_some() && inner.limit != 0 && (inner.rq.len() as u32) < inner.limit;
+            if fire {
+                inner.limit = 0;
+            }
+            (rqe, fire)
+        };
+        if fire {
+            self.notifier.limit_reached();
+        }
+        rqe
+    }
+
+    /// Arms (or with 0 disarms) the limit; `EINVAL` above the queue size.
+    pub(crate) fn set_limit(&self, limit: u32) -> Result {
+        let mut inner = self.inner.lock();
+        if limit as usize > inner.rq.capacity() {
+            return Err(EINVAL);
+        }
+        inner.limit = limit;
+        Ok(())
+    }
+
+    pub(crate) fn query(&self) -> SrqAttr {
+        let inner = self.inner.lock();
+        SrqAttr {
+            max_wr: inner.rq.capacity() as u32,
+            max_sge: inner.rq.max_sge() as u32,
+            srq_limit: inner.limit,
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.inner.lock().rq.len()
+    }
+}
+
+impl SrqInner {
+    fn push(&mut self, rqe: Rqe) -> Result {
+        self.rq.push(rqe)
+    }
+}
+
+#[kunit_tests(rsiw_recv_queue)]
+mod tests {
+    use super::*;
+
+    fn sge(n: u32) -> Sge {
+        Sge { addr: 0x1000 * u64::from(n), len: n, lkey: 0x100 }
+    }
+
+    #[test]
+    fn rqe_sge_limits() -> Result {
+        let r = Rqe::new(7, &[sge(1), sge(2)])?;
+        assert_eq!(r.sges(), &[sge(1), sge(2)]);
+        assert_eq!(r.len(), 3);
+        let many = [sge(1); MAX_SGE + 1];
+        assert_eq!(Rqe::new(1, &many).err(), Some(EINVAL));
+        assert_eq!(Rqe::new(1, &[])?.len(), 0);
+        let big = Rqe::new(1, &[Sge { len: u32::MAX, ..sge(1) }, sge(5)])?;
+        assert_eq!(big.len(), u32::MAX);
+        Ok(())
+    }
+
+    #[test]
+    fn ring_fifo_full_and_sge_cap() -> Result {
+        let mut q = RecvQueue::new(2, 1)?;
+        assert_eq!(q.push(Rqe::new(1, &[sge(1)])?), Ok(()));
+        assert_eq!(q.push(Rqe::new(2, &[sge(1), sge(2)])?), Err(EINVAL));
+        assert_eq!(q.push(Rqe::new(2, &[])?), Ok(()));
+        assert_eq!(q.push(Rqe::new(3, &[])?), Err(ENOMEM));
+        assert_eq!(q.peek().map(|r| r.wr_id), Some(1));
+        assert_eq!(q.pop().map(|r| r.wr_id), Some(1));
+        assert_eq!(q.push(Rqe::new(4, &[])?), Ok(()));
+        assert_eq!(q.pop().map(|r| r.wr_id), Some(2));
+        assert_eq!(q.pop().map(|r| r.wr_id), Some(4));
+        assert_eq!(q.pop(), None);
+        // No room at all: every post is refused.
+        let mut empty = RecvQueue::new(0, 1)?;
+        assert_eq!(empty.push(Rqe::default()).err(), Some(ENOMEM));
+        assert!(empty.pop().is_none());
+        assert_eq!(RecvQueue::new(1, MAX_SGE + 1).err(), Some(EINVAL));
+        Ok(())
+    }
+}
+
+#[vtable]
+impl SrqOps<Rsiw> for Srq {
+    fn create(dev: &Device, pd: &Pd, attr: &SrqAttr, notifier: SrqNotifier, slot: SrqSlot<'_, Rsiw>) -> Result {
+        let l = dev.limits();
+        if attr.max_wr == 0 || attr.max_wr > l.max_srq_wr || attr.max_sge > l.max_sge || attr.srq_limit > attr.max_wr
+        {
+            return Err(EINVAL);
+        }
+        dev.alloc_srq()?;
+        Srq::new(pd.id(), attr.max_wr, attr.max_sge, attr.srq_limit, notifier)
+            .and_then(|init| slot.pin_init(init))
+            .inspect_err(|_| dev.dealloc_srq())
+    }
+
+    fn destroy(&self, dev: &Device) {
+        dev.dealloc_srq();
+    }
+
+    /// Only the limit can change: an SRQ does not resize.
+    fn modify(&self, attr: &SrqAttr, mask: SrqAttrMask) -> Result {
+        if mask.max_wr {
+            return Err(EOPNOTSUPP);
+        }
+        if mask.unknown {
+            return Err(EINVAL);
+        }
+        if mask.limit {
+            self.set_limit(attr.srq_limit)?;
+        }
+        Ok(())
+    }
+
+    fn query(&self) -> SrqAttr {
+        Srq::query(self)
+    }
+
+    fn post_recv(&self, wr: &RecvWrRef<'_>) -> Result {
+        self.post(Rqe::new(wr.wr_id(), wr.sges()?)?)
+    }
+}

@@ -1,0 +1,288 @@
+// SPDX-License-Identifier: GPL-2.0
+//! The QP's iWARP stream: taking the socket from the CM (attach), the socket
+//! callbacks, and the end of the stream (close, fail, detach).
+
+use super::*;
+
+impl Qp {
+    /// Hands an established TCP connection to the QP after MPA
+    /// negotiation: the socket is hooked, the engine takes over, the QP is
+    /// in RTS. `leftover` are stream bytes already read past the MPA frame.
+    pub(crate) fn attach(
+        self: &Arc<Self>,
+        mut sock: TcpSocket,
+        params: StreamParams,
+        leftover: &[u8],
+    ) -> Result {
+        match self.ib_state() {
+            QpState::Init | QpState::Rtr => {}
+            _ => return Err(EINVAL),
+        }
+        let ird = usize::from(params.ird).min(MAX_IRD) as u16;
+        let ord = usize::from(params.ord).min(MAX_ORD) as u16;
+        // A new stream (a QP may be reset and connected again).
+        self.quiet_end.store(false, Ordering::Release);
+        self.fin_pending.store(false, Ordering::Release);
+        let mut engine = KBox::new(Engine::new(QpConfig { pd: self.pd, emss: params.emss }), GFP_KERNEL)?;
+        engine.establish(params.framing, ird, ord, params.rtr, params.initiator);
+        let zc_min = self.zcopy_min(sock.loopback_route());
+        engine.set_tx_ref_min(zc_min);
+        self.zc_detached.store(false, Ordering::Release);
+        {
+            let mut zc = self.zc.lock();
+            zc.min = zc_min;
+            zc.batch.clear();
+            zc.refs.clear();
+        }
+        self.stream.lock().engine = Some(engine);
+        self.ib_state.lock().0 = QpState::Rts;
+        // Hook first, then read what arrived before: nothing is lost.
+        sock.hook(self.clone())?;
+        *self.sock.lock() = Some(sock);
+        if !leftover.is_empty() {
+            self.rx_chunk(leftover);
+        }
+        if let Some(s) = self.sock.lock().as_ref() {
+            s.read(&mut |chunk| self.rx_chunk(chunk));
+        }
+        self.kick();
+        Ok(())
+    }
+
+    /// Graceful close (`IB_QPS_SQD` from the iw_cm): drain, then FIN.
+    pub(crate) fn close(self: &Arc<Self>) {
+        self.ib_state.lock().0 = QpState::Sqd;
+        self.with_engine(|e, h| e.close(h));
+        self.kick();
+    }
+
+    /// Moves to Error: flushes everything; the socket is shut down.
+    pub(crate) fn fail(self: &Arc<Self>) {
+        self.ib_state.lock().0 = QpState::Err;
+        // Asked for by the ULP (or the QP's teardown): not a fatal error.
+        self.quiet_end.store(true, Ordering::Release);
+        let had_engine = self.with_engine(|e, h| e.on_connection_lost(h)).is_some();
+        if !had_engine {
+            // Never connected: flush the queues ourselves.
+            while let Some(sqe) = self.sq.lock().pop() {
+                self.flush_sqe(&sqe);
+            }
+            self.flush_recv();
+        }
+        self.stream.lock().dead = true;
+        self.drain_order();
+        if let Some(s) = self.sock.lock().as_ref() {
+            s.shutdown();
+        }
+        self.end_cm();
+    }
+
+    /// The connection is over for the iw_cm: DISCONNECT (if it was up),
+    /// then CLOSE, on which the iw_cm drops its references on the cm_id
+    /// and on this QP (`iw_rem_ref`; `destroy_qp` waits for them). Once.
+    pub(crate) fn end_cm(&self) {
+        let sink = self.cm.lock().take();
+        if let Some(sink) = sink {
+            sink.disconnected();
+            sink.closed();
+        }
+    }
+
+    pub(crate) fn flush_recv(&self) {
+        loop {
+            let rqe = Option::as_mut(&mut *self.rq.lock()).and_then(|rq| rq.pop());
+            let Some(rqe) = rqe else { break };
+            if let Some(cq) = self.links.recv_cq() {
+                let _ = cq.push(self.wc(rqe.wr_id, WcOpcode::Recv, WcStatus::WrFlushErr, 0));
+            }
+        }
+    }
+
+    /// Disconnects and waits until no callback or TX work uses the QP
+    /// (`destroy_qp`, `IB_QPS_RESET`). Sleeps.
+    pub(crate) fn detach(self: &Arc<Self>) {
+        if self.ib_state() != QpState::Err {
+            self.fail();
+        }
+        // Already in Error (a Terminate, a reset): the iw_cm may not have
+        // had its CLOSE yet, and holds a reference on the QP until then.
+        self.end_cm();
+        let mut sock = self.sock.lock().take();
+        if let Some(s) = sock.as_mut() {
+            s.unhook();
+        }
+        // The TX work holds a reference and checks `dead`; wait it out.
+        for _ in 0..5000 {
+            if !self.tx_queued.load(Ordering::Acquire) && !self.tx_running.load(Ordering::Acquire) {
+                break;
+            }
+            kernel::time::delay::fsleep(kernel::time::Delta::from_millis(1));
+        }
+        {
+            // The unsent batch and the spare notification hold references
+            // (the notification one on this QP).
+            let mut zc = self.zc.lock();
+            zc.batch.clear();
+            zc.refs.clear();
+            zc.notif = None;
+        }
+        // TCP keeps sent skbs with our pages until the peer acknowledges
+        // them (the FIN went out in `fail`): the socket stays open for the
+        // ACKs a while. A peer that does not acknowledge gets a reset,
+        // which frees the queued skbs now: no notification may outlive the
+        // module, whose code it calls.
+        if let Some(s) = sock {
+            if self.wait_zc_released(ZC_ACK_GRACE_MS) {
+                drop(s);
+            } else {
+                s.abort();
+            }
+        }
+        // What the reset left (skbs in a device's queue): soon freed.
+        self.wait_zc_released(5000);
+        {
+            let _st = self.stream.lock();
+            self.zc_detached.store(true, Ordering::Release);
+        }
+        self.drain_order();
+        let mut st = self.stream.lock();
+        st.engine = None;
+        st.host.claimed = None;
+    }
+
+    /// Waits up to `ms` for TCP to release every batch of this QP's pages;
+    /// whether it did. Sleeps.
+    pub(crate) fn wait_zc_released(&self, ms: u32) -> bool {
+        for _ in 0..ms {
+            if self.zc_live.load(Ordering::Acquire) == 0 {
+                return true;
+            }
+            kernel::time::delay::fsleep(kernel::time::Delta::from_millis(1));
+        }
+        self.zc_live.load(Ordering::Acquire) == 0
+    }
+}
+
+impl CmQp for Qp {
+    /// The CM's hand-off after MPA: the stream goes to the engine; the
+    /// active side's CONNECT_REPLY and a passive side without RTR are
+    /// established at once, a passive side with an RTR when it arrives.
+    fn attach(&self, stream: CmStream, cm: CmEventSink) -> Result {
+        let this = self.links.qp_arc().ok_or(EINVAL)?;
+        let p = stream.params;
+        let params = StreamParams {
+            framing: p.framing,
+            ird: p.ird,
+            ord: p.ord,
+            rtr: p.rtr,
+            initiator: p.initiator,
+            emss: stream.sock.mss().clamp(536, 65495) as usize,
+        };
+        if crate::ffi::runtime::ratelimited() {
+            pr_info!(
+                "qp {} connected as {}: CRC {}, markers tx {} rx {}, IRD {} ORD {}, RTR {:?}\n",
+                self.qpn,
+                if p.initiator { "initiator" } else { "responder" },
+                if p.framing.crc { "on" } else { "off" },
+                p.framing.markers_tx,
+                p.framing.markers_rx,
+                p.ird,
+                p.ord,
+                p.rtr
+            );
+        }
+        let waits_for_rtr = !p.initiator && matches!(p.rtr, Some(RtrMode::Zero(_)));
+        *this.cm.lock() = Some(cm.clone());
+        if let Err(e) = this.attach(stream.sock, params, &stream.leftover) {
+            *this.cm.lock() = None; // on error the QP keeps neither
+            return Err(e);
+        }
+        if !waits_for_rtr {
+            cm.established();
+        }
+        Ok(())
+    }
+
+    fn qpn(&self) -> u32 {
+        self.qpn
+    }
+}
+
+impl SocketEvents for Qp {
+    fn data_ready(&self, rx: &SockRx<'_>) {
+        self.rx_queued(rx);
+    }
+
+    fn write_space(&self) {
+        // Only a TX work that could not send everything needs the room.
+        if self.tx_blocked.load(Ordering::Acquire) {
+            self.after_callback(&Events::default(), true);
+        }
+    }
+
+    fn state_change(&self, rx: &SockRx<'_>) {
+        let state = rx.state();
+        if state.is_closing() {
+            // What arrived before the FIN or reset comes first: TCP reports
+            // a FIN merged into the last segment (a Terminate followed by
+            // the peer's close) before that segment's `data_ready`.
+            self.rx_queued(rx);
+            // FIN received (a reset leaves the socket in Close).
+            if matches!(state, TcpState::CloseWait | TcpState::Closing | TcpState::LastAck | TcpState::TimeWait) {
+                self.quiet_end.store(true, Ordering::Release);
+            }
+            let mut events = Events::default();
+            let mut was_done = false;
+            {
+                let mut st = self.stream.lock();
+                let st = &mut *st;
+                if let Some(engine) = st.engine.as_deref_mut() {
+                    let mut host = QpHost { qp: self, st: &mut st.host, events: &mut events, zc: None };
+                    if engine.is_done() {
+                        was_done = true;
+                    } else {
+                        engine.on_connection_lost(&mut host);
+                    }
+                }
+            }
+            self.after_callback(&events, false);
+            if was_done {
+                // The stream had already ended (a Terminate either way):
+                // the peer's FIN or reset closes it for the iw_cm.
+                self.end_cm();
+            }
+        }
+    }
+}
+
+impl Qp {
+    /// Hands the socket's queued data to the engine (inside a socket
+    /// callback, where `self` is the `Arc<Qp>` the hook holds; the engine
+    /// needs an Arc to schedule TX, so go through the stream lock).
+    pub(crate) fn rx_queued(&self, rx: &SockRx<'_>) {
+        let mut events = Events::default();
+        let mut wants_tx = false;
+        rx.read(&mut |chunk| {
+            let mut st = self.stream.lock();
+            let st = &mut *st;
+            let Some(engine) = st.engine.as_deref_mut() else { return chunk.len() };
+            let mut host = QpHost { qp: self, st: &mut st.host, events: &mut events, zc: None };
+            let n = engine.rx(&mut host, &KernelCrc32c, chunk);
+            wants_tx |= engine.wants_tx();
+            n
+        });
+        self.after_callback(&events, wants_tx);
+    }
+
+    /// Event handling and TX scheduling from a socket callback, where only
+    /// `&Qp` is at hand: the hook's `Arc` keeps the QP alive, so take a new
+    /// reference from the links for the work item.
+    pub(crate) fn after_callback(&self, events: &Events, wants_tx: bool) {
+        if let Some(this) = self.links.qp_arc() {
+            this.handle_events(events);
+            if wants_tx {
+                this.kick();
+            }
+        }
+    }
+}

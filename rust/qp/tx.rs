@@ -1,0 +1,350 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Transmit: the TX work item and its rounds, copying (a buffer the engine
+//! fills) or zero-copy (FPDU headers around the registered pages).
+
+use super::*;
+
+impl Qp {
+    /// Schedules the TX work (idempotent).
+    pub(crate) fn kick(self: &Arc<Self>) {
+        if self.tx_queued.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        match crate::ffi::runtime::tx_queue() {
+            Some(q) => {
+                if q.enqueue(self.clone()).is_err() {
+                    // Already queued (a race with the flag): it will run.
+                }
+            }
+            // The module is going away: no device, so no QP, is left to
+            // send (unreachable while a QP lives).
+            None => self.tx_queued.store(false, Ordering::Release),
+        }
+    }
+
+    /// The TX work: fill from the engine, send, until the engine has
+    /// nothing more or the socket is full (then `write_space` kicks again).
+    pub(crate) fn run_tx(self: &Arc<Self>) {
+        self.tx_running.store(true, Ordering::Release);
+        self.tx_queued.store(false, Ordering::Release);
+        for _ in 0..64 {
+            match self.tx_round() {
+                TxRound::More => continue,
+                TxRound::Done => {
+                    self.tx_running.store(false, Ordering::Release);
+                    return;
+                }
+            }
+        }
+        // Be fair to other work items: continue in a new run.
+        self.tx_running.store(false, Ordering::Release);
+        self.kick();
+    }
+
+    /// One TX round: zero-copy if the stream sends by reference.
+    pub(crate) fn tx_round(self: &Arc<Self>) -> TxRound {
+        let mut zc = self.zc.lock();
+        // Octets a copying round left unsent go first (a zero-copy round
+        // falls back to copying when it has no page for its headers).
+        let copy_pending = {
+            let st = self.stream.lock();
+            st.tx_off < st.tx.len()
+        };
+        if zc.min.is_some() && !copy_pending {
+            self.tx_round_zc(&mut zc)
+        } else {
+            drop(zc);
+            self.tx_round_copy()
+        }
+    }
+
+    /// Takes the pending TX bytes (producing them from the engine if there
+    /// are none), sends what the socket takes, puts the rest back.
+    pub(crate) fn tx_round_copy(self: &Arc<Self>) -> TxRound {
+        let mut events = Events::default();
+        let mut failed_out = false;
+        let taken = {
+            let mut st = self.stream.lock();
+            let st = &mut *st;
+            if st.dead {
+                None
+            } else if st.tx_off < st.tx.len() {
+                Some((core::mem::take(&mut st.tx), st.tx_off))
+            } else if let Some(engine) = st.engine.as_deref_mut() {
+                st.tx.clear();
+                st.tx_off = 0;
+                if st.tx.resize(TX_BUF, 0, GFP_ATOMIC).is_err() {
+                    None
+                } else {
+                    let mut host = QpHost { qp: self, st: &mut st.host, events: &mut events, zc: None };
+                    let n = engine.tx(&mut host, &KernelCrc32c, &mut st.tx);
+                    st.tx.truncate(n);
+                    if n == 0 && engine.state() == EngineState::Error {
+                        // The Terminate, if any, is in the socket: flush what
+                        // was posted while the stream failed, then close the
+                        // LLP stream (a Terminate is the stream's last message).
+                        engine.flush(&mut host);
+                        st.dead = true;
+                        failed_out = true;
+                    }
+                    (n > 0).then(|| (core::mem::take(&mut st.tx), 0))
+                }
+            } else {
+                None
+            }
+        };
+        self.handle_events(&events);
+        if failed_out {
+            if let Some(s) = self.sock.lock().as_ref() {
+                s.shutdown();
+            }
+            // The stream ended with our Terminate.
+            self.end_cm();
+        }
+        let Some((buf, mut off)) = taken else {
+            if self.fin_pending.swap(false, Ordering::AcqRel) {
+                // Everything the engine produced has left: FIN.
+                if let Some(s) = self.sock.lock().as_ref() {
+                    s.shutdown();
+                }
+            }
+            return TxRound::Done;
+        };
+
+        self.tx_blocked.store(true, Ordering::Release);
+        let sent = match self.sock.lock().as_ref() {
+            Some(s) => s.send(&[&buf[off..]], false),
+            None => Err(ENOTCONN),
+        };
+        let lost = match sent {
+            Ok(n) => {
+                off += n;
+                false
+            }
+            Err(e) => e != EAGAIN,
+        };
+        let blocked = off < buf.len();
+        self.tx_blocked.store(blocked, Ordering::Release);
+        {
+            let mut st = self.stream.lock();
+            st.tx = buf;
+            st.tx_off = off;
+        }
+        if lost {
+            self.with_engine(|e, h| e.on_connection_lost(h));
+            TxRound::Done
+        } else if blocked {
+            TxRound::Done // write_space kicks us again
+        } else {
+            TxRound::More
+        }
+    }
+
+    /// The FPDU payload size from which a new stream sends by reference
+    /// (`zcopy_min`, or the self-tests' override); `None`: copy. A
+    /// connection over a loopback device copies: the stack copies every
+    /// zero-copy skb it delivers locally (`skb_orphan_frags_rx`), so the
+    /// references would only add work (`scripts/bench.sh --vm-tx`).
+    pub(crate) fn zcopy_min(&self, loopback: bool) -> Option<usize> {
+        let v = match self.zc_min_override.load(Ordering::Relaxed) {
+            u32::MAX if loopback => 0,
+            u32::MAX => crate::module_parameters::zcopy_min.value(),
+            v => v,
+        };
+        (v > 0).then_some(v as usize)
+    }
+
+    /// Overrides `zcopy_min` for the next stream (`None`: the parameter).
+    #[cfg(CONFIG_KUNIT = "y")]
+    pub(crate) fn set_zcopy_min(&self, min: Option<u32>) {
+        self.zc_min_override.store(min.unwrap_or(u32::MAX), Ordering::Relaxed);
+    }
+
+    /// Zero-copy statistics: octets sent by reference, literal octets
+    /// (headers, trailers, copied payload) of zero-copy rounds, and
+    /// completions that waited for the peer's acknowledgement.
+    #[cfg(CONFIG_KUNIT = "y")]
+    pub(crate) fn zcopy_stats(&self) -> (u64, u64, u64) {
+        let zc = self.zc.lock();
+        (zc.ref_octets, zc.literal_octets, self.zc_deferred.load(Ordering::Relaxed))
+    }
+
+    /// The stream is over: deliver every waiting send completion (a flush
+    /// error for what the peer had not acknowledged).
+    pub(crate) fn drain_order(&self) {
+        let mut st = self.stream.lock();
+        let qp = self;
+        st.host.order.drain(|wc| {
+            let _ = qp.links.send_cq().push(wc);
+        });
+    }
+}
+
+impl ZcOwner for Qp {
+    /// TCP is done with the pages of batch `token` (any context): deliver
+    /// the completions that waited for them.
+    fn released(this: &Arc<Self>, token: u64, copied: bool) {
+        if token == 0 {
+            return; // a spare notification, never sent
+        }
+        let counters = this.links.device().counters();
+        counters.add(HwCounter::TxZcopyBatches, 1);
+        if copied {
+            counters.add(HwCounter::TxZcopyCopied, 1);
+        }
+        let stalled = {
+            let mut st = this.stream.lock();
+            // Checked under the lock `detach` sets it under: once `detach`
+            // returns, no completion reaches the (then freed) CQ.
+            if !this.zc_detached.load(Ordering::Acquire) {
+                let qp = &**this;
+                st.host.order.released(token, |wc| {
+                    let _ = qp.links.send_cq().push(wc);
+                });
+            }
+            this.zc_stalled.swap(false, Ordering::AcqRel)
+        };
+        this.zc_live.fetch_sub(1, Ordering::AcqRel);
+        if stalled && !this.zc_detached.load(Ordering::Acquire) {
+            this.kick();
+        }
+    }
+}
+
+impl Qp {
+    /// A zero-copy TX round: plan the next octets from the engine (payload
+    /// by page reference, literal octets into the literal page), send the
+    /// batch by page reference (`MSG_ZEROCOPY` with the batch's
+    /// notification, `MSG_SPLICE_PAGES` for literal octets only), keep
+    /// what the socket did not take
+    /// for the next round, then deliver the send completions the peer's
+    /// acknowledgements allow.
+    pub(super) fn tx_round_zc(self: &Arc<Self>, zc: &mut ZeroCopyTx) -> TxRound {
+        let mut events = Events::default();
+        let mut failed_out = false;
+        let mut broken = false;
+        if zc.batch.remaining() == 0 {
+            if zc.lit.ensure(ZC_LITERAL_MIN).is_err() {
+                // No page for the headers now: copy this round.
+                return self.tx_round_copy();
+            }
+            if zc.notif.is_none() {
+                match self.links.qp_arc().map(Notif::new) {
+                    Some(Ok(n)) => zc.notif = Some(n),
+                    _ => return self.tx_round_copy(),
+                }
+            }
+        }
+        let have = {
+            let mut st = self.stream.lock();
+            let st = &mut *st;
+            if st.dead {
+                zc.batch.clear();
+                false
+            } else if zc.batch.remaining() > 0 {
+                true
+            } else if !st.host.order.can_plan() {
+                // Too many batches TCP has not released: a release kicks.
+                self.zc_stalled.store(true, Ordering::Release);
+                false
+            } else if let Some(engine) = st.engine.as_deref_mut() {
+                let ZeroCopyTx { lit, refs, pieces, .. } = &mut *zc;
+                let (n, np) = {
+                    let mut plan = TxPlan::new(lit.free_mut(), pieces, TX_BUF);
+                    let mut host = QpHost { qp: self, st: &mut st.host, events: &mut events, zc: Some(refs) };
+                    let n = engine.tx_plan(&mut host, &KernelCrc32c, &mut plan);
+                    (n, plan.pieces().len())
+                };
+                if zc.refs.is_empty() {
+                    st.host.order.no_batch();
+                } else if let Some(mut notif) = zc.notif.take() {
+                    notif.set_token(st.host.order.new_batch());
+                    self.zc_live.fetch_add(1, Ordering::AcqRel);
+                    zc.batch.set_notif(notif);
+                }
+                for i in 0..np {
+                    let ok = match zc.pieces[i] {
+                        Piece::Literal(l) => {
+                            zc.literal_octets += l as u64;
+                            zc.lit.take(l).is_some_and(|seg| zc.batch.segments().push(seg).is_ok())
+                        }
+                        Piece::Host(l) => {
+                            zc.ref_octets += l as u64;
+                            self.links.device().counters().add(HwCounter::TxZcopyOctets, l as u64);
+                            zc.refs.move_front(l, zc.batch.segments())
+                        }
+                    };
+                    broken |= !ok;
+                }
+                broken |= !zc.refs.is_empty();
+                zc.refs.clear();
+                if n == 0 && engine.state() == EngineState::Error {
+                    let mut host = QpHost { qp: self, st: &mut st.host, events: &mut events, zc: None };
+                    engine.flush(&mut host);
+                    st.dead = true;
+                    failed_out = true;
+                }
+                n > 0
+            } else {
+                false
+            }
+        };
+        self.zc_deferred.store(self.stream.lock().host.order.deferred(), Ordering::Relaxed);
+        self.handle_events(&events);
+        if failed_out {
+            self.drain_order();
+            if let Some(s) = self.sock.lock().as_ref() {
+                s.shutdown();
+            }
+            self.end_cm();
+        }
+        if broken {
+            // Cannot happen (the plan and the pages are built together):
+            // the stream would be corrupt, so it ends here.
+            if crate::ffi::runtime::ratelimited() {
+                pr_err!("qp {}: zero-copy round out of step, closing\n", self.qpn);
+            }
+            zc.batch.clear();
+            self.with_engine(|e, h| e.on_connection_lost(h));
+            return TxRound::Done;
+        }
+        if !have {
+            if self.fin_pending.swap(false, Ordering::AcqRel) {
+                if let Some(s) = self.sock.lock().as_ref() {
+                    s.shutdown();
+                }
+            }
+            return TxRound::Done;
+        }
+        self.tx_blocked.store(true, Ordering::Release);
+        let sent = match self.sock.lock().as_ref() {
+            Some(s) => s.send_pages(&mut zc.batch),
+            None => Err(ENOTCONN),
+        };
+        let lost = matches!(sent, Err(e) if e != EAGAIN);
+        let blocked = zc.batch.remaining() > 0;
+        self.tx_blocked.store(blocked, Ordering::Release);
+        if lost {
+            zc.batch.clear();
+            self.with_engine(|e, h| e.on_connection_lost(h));
+            TxRound::Done
+        } else if blocked {
+            TxRound::Done // write_space kicks us again
+        } else {
+            TxRound::More
+        }
+    }
+}
+
+pub(crate) enum TxRound {
+    More,
+    Done,
+}
+
+impl WorkItem for Qp {
+    type Pointer = Arc<Qp>;
+
+    fn run(this: Arc<Qp>) {
+        this.run_tx();
+    }
+}
