@@ -138,25 +138,19 @@ impl fmt::Debug for PrivateData {
     }
 }
 
-/// What the MPA exchange settled: everything the stream runs with.
+/// What the MPA exchange settled: everything the stream runs with. The
+/// fields up to `rtr` are [`Negotiated`]'s (see there); the peer's private
+/// data is kept apart, owned ([`PrivateData`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(missing_docs)]
 pub struct StreamParams {
-    /// MPA Rev in use.
     pub rev: u8,
-    /// CRC and markers of both directions.
     pub framing: Framing,
-    /// Whether RFC 6581 enhanced data were exchanged.
     pub enhanced: bool,
-    /// IRD to configure locally.
     pub ird: u16,
-    /// ORD to configure locally.
     pub ord: u16,
-    /// Whether IRD/ORD were negotiated (false: 0x3FFF seen or no enhanced
-    /// data; the ULP configures them).
     pub auto_ird_ord: bool,
-    /// The peer's enhanced data (IRD, ORD, RTR flags) as received.
     pub peer: Option<Enhanced>,
-    /// Peer-to-peer RTR mode, `None` for client-server.
     pub rtr: Option<RtrMode>,
     /// This end sent the MPA Request (it sends the RTR).
     pub initiator: bool,
