@@ -51,9 +51,10 @@ pub(crate) const DEFAULT_LIMITS: Limits = Limits {
     max_fast_reg_page_list_len: 256,
 };
 
-/// Vendor id reported in `query_device` (none is registered for rsiw; 0 says
-/// "no hardware vendor", as for other software devices' ids in sysfs).
-pub(crate) const VENDOR_ID: u32 = 0x0;
+/// Vendor id reported in `query_device`: no IEEE OUI is registered for
+/// rsiw, so the all-ones 24-bit value rxe reports too (0 reads as "not
+/// set" to rdma-core's tests).
+pub(crate) const VENDOR_ID: u32 = 0x00FF_FFFF;
 
 /// What `query_device` reports, in Rust terms.
 #[derive(Clone, Copy, Debug)]

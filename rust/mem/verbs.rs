@@ -21,6 +21,17 @@ fn new_mr(dev: &Device, make: impl FnOnce() -> Result<Arc<Mr>>) -> Result<Arc<Mr
     make().inspect_err(|_| dev.dealloc_mr())
 }
 
+/// Access flags for features rsiw does not have (memory windows,
+/// on-demand paging) are refused with `EOPNOTSUPP`, the verbs' way of
+/// saying "not supported" (applications and test suites skip on it);
+/// other unknown or inconsistent flags stay `EACCES`/`EINVAL`.
+fn refuse_unsupported(access: u32) -> Result {
+    if access & (access::MW_BIND | access::ON_DEMAND) != 0 {
+        return Err(EOPNOTSUPP);
+    }
+    Ok(())
+}
+
 #[vtable]
 impl MrOps<Rsiw> for Mr {
     /// A DMA MR (the core makes one per kernel PD for its local DMA key,
@@ -28,6 +39,7 @@ impl MrOps<Rsiw> for Mr {
     /// all of kernel memory, which rsiw cannot vouch for: persistent flush
     /// is refused on it (global flush is fine).
     fn get_dma(dev: &Device, pd: &Pd, access: u32, mem: KernelMemory) -> Result<Arc<Self>> {
+        refuse_unsupported(access)?;
         check_access_flags(access)?;
         if access & access::FLUSH_PERSISTENT != 0 {
             super::commit::refused_persistent("DMA MR");
@@ -38,6 +50,7 @@ impl MrOps<Rsiw> for Mr {
 
     /// A user registration's arguments, checked before any page is pinned.
     fn check_user(_dev: &Device, length: u64, access: u32) -> Result {
+        refuse_unsupported(access)?;
         check_access_flags(access)?;
         if length == 0 || length > isize::MAX as u64 {
             return Err(EINVAL);

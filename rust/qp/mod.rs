@@ -454,6 +454,13 @@ impl Qp {
                 | (S::Err, S::Reset)
         );
         if !ok {
+            // A QP the stream's end already put in Error is not drained
+            // again: SQD is a no-op there, as for siw and iw_cm's own
+            // disconnect (librdmacm's `rdma_disconnect` asks for SQD first
+            // on iWARP, and the peer's FIN may have come before).
+            if (cur, new) == (S::Err, S::Sqd) {
+                return Ok(());
+            }
             return Err(EINVAL);
         }
         match new {

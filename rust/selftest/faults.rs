@@ -541,6 +541,12 @@ mod faults {
         check!(qp.qp::<crate::device::Rsiw>().ib_state() == QpState::Err);
         fsleep(Delta::from_millis(20));
         check!(QP_EVENTS.fatal() == 1);
+        // A disconnect after the stream ended (iw_cm and librdmacm ask for
+        // SQD): a no-op on a QP in Error, which stays there.
+        qp.modify(QpState::Sqd)?;
+        check!(qp.qp::<crate::device::Rsiw>().ib_state() == QpState::Err);
+        // What the verbs do not allow is still refused.
+        check!(qp.modify(QpState::Rts).is_err());
         Ok(())
     }
 }

@@ -7,7 +7,9 @@
  * with the receive), Send with Immediate refused at post time, and
  * inline data taken at post time (the buffer is overwritten right after
  * the post), and a bad lkey, which completes with a protection error and
- * ends the stream on both sides. One process: a passive side on SERVER and an active side
+ * ends the stream on both sides; then rdma_disconnect of that QP (in
+ * Error) succeeds, and a registration asking for memory windows is
+ * EOPNOTSUPP. One process: a passive side on SERVER and an active side
  * bound to CLIENT, each on its own device (rdma_cm picks it by address).
  *
  *   rsiw-uverbs-check SERVER-ADDR CLIENT-ADDR [PORT]
@@ -346,6 +348,23 @@ int main(int argc, char **argv)
 				break;
 		CHECK(n == 2, "the peer's two posted receives are flushed (%d; last: id %" PRIu64
 		      ", %s)", n, wc.wr_id, ibv_wc_status_str(wc.status));
+	}
+
+	/* rdma_disconnect on iWARP first moves the QP to SQD: a QP already in
+	 * Error takes that as a no-op, not EINVAL (perftest and rdma-core's
+	 * tests disconnect after the peer did). */
+	CHECK(rdma_disconnect(cid) == 0, "rdma_disconnect of a QP in Error succeeds (errno %d)", errno);
+
+	/* Memory windows are not supported: a registration asking for them is
+	 * refused with EOPNOTSUPP (so test suites skip), not EACCES. */
+	{
+		struct ibv_mr *mw_mr;
+
+		errno = 0;
+		mw_mr = ibv_reg_mr(c.pd, c.buf, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+		CHECK(!mw_mr && errno == EOPNOTSUPP, "reg_mr with MW_BIND is EOPNOTSUPP (errno %d)", errno);
+		if (mw_mr)
+			ibv_dereg_mr(mw_mr);
 	}
 
 	rdma_disconnect(cid);

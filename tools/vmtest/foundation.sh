@@ -87,6 +87,7 @@ expect_eq "ibv_devinfo transport" "iWARP (1)" "$(devinfo transport)"
 expect_eq "ibv_devinfo node_guid is sysfs's" "$(cat $sys/node_guid)" "$(devinfo node_guid)"
 expect_eq "ibv_devinfo max_qp" "16384" "$(devinfo max_qp)"
 expect_eq "ibv_devinfo atomic_cap" "ATOMIC_HCA (1)" "$(devinfo atomic_cap)"
+expect_eq "ibv_devinfo vendor_id (no OUI: all ones, as rxe)" "0xffffff" "$(devinfo vendor_id)"
 expect_eq "ibv_devinfo port state" "PORT_ACTIVE (4)" "$(devinfo state)"
 expect_eq "ibv_devinfo link_layer" "Ethernet" "$(devinfo link_layer)"
 
