@@ -9,8 +9,14 @@ KDIR ?= $(shell . scripts/lib.sh && resolve_kdir)
 
 all: modules provider
 
+# The production module: no KUnit suites, no test harness.
 modules:
-	$(MAKE) -C $(KDIR) M=$(CURDIR) LLVM=$(LLVM) modules
+	$(MAKE) -C $(KDIR) M=$(CURDIR) LLVM=$(LLVM) RSIW_TEST=0 modules
+
+# The test module (what scripts/test.sh loads): the same driver plus the
+# KUnit suites, which run at insmod on a kernel with KUnit.
+test:
+	$(MAKE) -C $(KDIR) M=$(CURDIR) LLVM=$(LLVM) RSIW_TEST=1 modules
 
 # rdma-core's provider for rsiw devices (userspace, against libibverbs).
 provider:
@@ -24,4 +30,4 @@ clean:
 host-test:
 	cargo test --workspace
 
-.PHONY: all modules provider clean host-test
+.PHONY: all modules test provider clean host-test

@@ -17,6 +17,7 @@ mod device;
 mod ffi;
 mod mem;
 mod qp;
+#[cfg(rsiw_kunit)]
 mod selftest;
 
 /// The sans-IO protocol engine, compiled from the same sources as the host

@@ -13,7 +13,7 @@
 #            RDMA Write throughput over loopback TCP with copying TX
 #            (zcopy_min=0) and zero-copy TX, CRC off and on, 64 KiB and
 #            1 MiB messages, MIB MiB per run (default 64). Needs the
-#            module built (make).
+#            test module built (make test).
 #
 #   scripts/bench.sh --vm-atomics [OPS]
 #            boots the test guest and runs the rsiw_atomic_bench KUnit
@@ -23,13 +23,13 @@
 #            QP (default 20000); then the responder's read-modify-write
 #            called directly from 1, 2 and 4 work items (no TCP), 10 x OPS
 #            each, on distinct words of one MR, one word, distinct MRs.
-#            Needs the module built (make).
+#            Needs the test module built (make test).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cd "$RSIW_ROOT"
 if [ "${1:-}" = --vm-tx ]; then
 	mib=${2:-64}
-	[ -f rsiw.ko ] || die "build the module first (make)"
+	[ -f rsiw.ko ] || die "build the test module first (make test)"
 	out=$(mktemp -d "${TMPDIR:-/tmp}/rsiw-tx-bench.XXXXXX")
 	rc=0
 	scripts/vm-run.sh --quiet --timeout 1800 --out "$out" \
@@ -40,7 +40,7 @@ if [ "${1:-}" = --vm-tx ]; then
 fi
 if [ "${1:-}" = --vm-atomics ]; then
 	ops=${2:-20000}
-	[ -f rsiw.ko ] || die "build the module first (make)"
+	[ -f rsiw.ko ] || die "build the test module first (make test)"
 	out=$(mktemp -d "${TMPDIR:-/tmp}/rsiw-atomic-bench.XXXXXX")
 	rc=0
 	scripts/vm-run.sh --quiet --timeout 1200 --out "$out" \

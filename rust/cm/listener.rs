@@ -156,6 +156,7 @@ pub(crate) fn adopt(lid: u64, sock: TcpSocket) {
     }
 }
 
+#[cfg(rsiw_kunit)]
 /// The address a listener is bound to (its port when asked for port 0).
 pub(crate) fn listener_addr(id: u64) -> Result<SockAddr> {
     let l = crate::cm::registry::lock::with(|r| r.listeners.iter().find(|l| l.id == id).cloned())?

@@ -88,7 +88,7 @@ mod io;
 mod passive;
 mod active;
 mod listener;
-#[cfg(CONFIG_KUNIT = "y")]
+#[cfg(rsiw_kunit)]
 mod tests;
 
 pub(crate) use self::config::*;

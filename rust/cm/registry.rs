@@ -38,6 +38,7 @@ pub(crate) fn unregister_cep(id: u64) {
     let _ = lock::with(|r| r.ceps.retain(|c| c.id != id));
 }
 
+#[cfg(rsiw_kunit)]
 /// Live ceps (tests: nothing leaks).
 pub(crate) fn live_ceps() -> usize {
     lock::with(|r| r.ceps.len()).unwrap_or(0)

@@ -120,6 +120,7 @@ impl CmEventSink {
         }
     }
 
+    #[cfg(rsiw_kunit)]
     /// Whether `CLOSE` was delivered (the CM gave up or the QP closed).
     pub(crate) fn is_closed(&self) -> bool {
         self.0.state.lock().phase == Phase::Closed

@@ -7,6 +7,7 @@ use super::*;
 /// MPA negotiation between kernel sockets on 127.0.0.1 through the passive
 /// and active paths, without iw_cm: events go to recorders, streams to a
 /// test-double QP. Raw sockets play misbehaving peers.
+#[cfg(rsiw_kunit)]
 #[kunit_tests(rsiw_cm)]
 mod tests {
     use super::*;

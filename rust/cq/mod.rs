@@ -44,6 +44,7 @@ impl CqRing {
         Ok(KVVec::from_elem(Completion::default(), cqe, GFP_KERNEL)?)
     }
 
+    #[cfg(rsiw_kunit)]
     pub(crate) fn capacity(&self) -> usize {
         self.entries.len()
     }
@@ -171,6 +172,7 @@ impl Cq {
         self.ring.lock().len()
     }
 
+    #[cfg(rsiw_kunit)]
     /// Ring size.
     pub(crate) fn capacity(&self) -> usize {
         self.ring.lock().capacity()
@@ -195,6 +197,7 @@ impl Cq {
     }
 }
 
+#[cfg(rsiw_kunit)]
 #[kunit_tests(rsiw_cq_ring)]
 mod tests {
     use super::*;

@@ -50,6 +50,7 @@ impl HwCounters {
         self.0[c as usize].fetch_add(n, Ordering::Relaxed);
     }
 
+    #[cfg(rsiw_kunit)]
     pub(crate) fn get(&self, c: HwCounter) -> u64 {
         self.0[c as usize].load(Ordering::Relaxed)
     }

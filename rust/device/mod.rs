@@ -66,8 +66,6 @@ pub(crate) struct DeviceAttrs {
     pub(crate) vendor_part_id: u32,
 }
 
-pub(crate) use crate::ffi::ib::PortState;
-
 /// The driver: the type the RDMA core's traits (`ffi::ib`) are implemented
 /// for, naming rsiw's objects (`device::verbs`).
 pub(crate) struct Rsiw;
@@ -174,6 +172,7 @@ impl Device {
         self.cqs.put();
     }
 
+    #[cfg(rsiw_kunit)]
     pub(crate) fn cq_count(&self) -> u32 {
         self.cqs.count()
     }
@@ -187,10 +186,12 @@ impl Device {
         self.srqs.put();
     }
 
+    #[cfg(rsiw_kunit)]
     pub(crate) fn srq_count(&self) -> u32 {
         self.srqs.count()
     }
 
+    #[cfg(rsiw_kunit)]
     pub(crate) fn mac(&self) -> [u8; 6] {
         self.mac
     }
@@ -249,10 +250,12 @@ impl Device {
         self.mrs.put();
     }
 
+    #[cfg(rsiw_kunit)]
     pub(crate) fn mr_count(&self) -> u32 {
         self.mrs.count()
     }
 
+    #[cfg(rsiw_kunit)]
     pub(crate) fn pd_count(&self) -> u32 {
         self.pds.count()
     }
@@ -281,6 +284,7 @@ impl ObjectCount {
         }
     }
 
+    #[cfg(rsiw_kunit)]
     fn count(&self) -> u32 {
         self.0.load(Ordering::Relaxed)
     }
@@ -319,6 +323,7 @@ pub(crate) fn ib_mtu_enum(mtu: u32) -> u32 {
     }
 }
 
+#[cfg(rsiw_kunit)]
 #[kunit_tests(rsiw_device)]
 mod tests {
     use super::*;

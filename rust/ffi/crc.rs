@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //! The engine's CRC32c, computed by the kernel's (accelerated) `crc32c()`.
 
+#[cfg(rsiw_kunit)]
 use kernel::prelude::*;
 
 use crate::engine::crc::Crc32c;
@@ -21,6 +22,7 @@ impl Crc32c for KernelCrc32c {
     }
 }
 
+#[cfg(rsiw_kunit)]
 #[kunit_tests(rsiw_crc32c)]
 mod tests {
     use super::*;

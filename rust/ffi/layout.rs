@@ -15,10 +15,10 @@
 //! short and every later field of `struct sock` off by 64 (this check
 //! found it on the debug kernel: `sk_reserved_mem` at 552 against 616).
 
-#[cfg(CONFIG_KUNIT = "y")]
+#[cfg(rsiw_kunit)]
 use kernel::prelude::*;
 
-#[cfg(CONFIG_KUNIT = "y")]
+#[cfg(rsiw_kunit)]
 #[kunit_tests(rsiw_bindings)]
 mod tests {
     use core::mem::{offset_of, size_of};

@@ -15,7 +15,7 @@
 
 mod sys;
 
-#[cfg(CONFIG_KUNIT = "y")]
+#[cfg(rsiw_kunit)]
 pub(crate) mod consumer;
 pub(crate) mod crc;
 pub(crate) mod ib;

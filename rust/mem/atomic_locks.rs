@@ -61,6 +61,7 @@ impl AtomicLocks {
 
 const _: () = assert!(LOCKS.is_power_of_two());
 
+#[cfg(rsiw_kunit)]
 #[kunit_tests(rsiw_atomic_locks)]
 mod tests {
     use super::*;

@@ -333,6 +333,7 @@ impl Mr {
         })
     }
 
+    #[cfg(rsiw_kunit)]
     /// Whether `stag` is valid and its key current (no other check).
     pub(crate) fn is_valid(&self, stag: u32) -> bool {
         let st = self.state.lock();
@@ -674,6 +675,7 @@ impl ddp::StagTable for StagTable {
     }
 }
 
+#[cfg(rsiw_kunit)]
 #[kunit_tests(rsiw_mr)]
 mod tests {
     use super::*;

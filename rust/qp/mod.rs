@@ -351,6 +351,7 @@ impl Qp {
         (send_wr, recv_wr, self.max_send_sge, recv_sge, self.max_inline)
     }
 
+    #[cfg(rsiw_kunit)]
     /// What the stream reported (Terminates sent and received, ...).
     pub(crate) fn stream_status(&self) -> StreamStatus {
         self.ib_state.lock().1
@@ -361,13 +362,13 @@ impl Qp {
     }
 
     /// What MPA settled for the stream (framing, RTR), once attached.
-    #[cfg(CONFIG_KUNIT = "y")]
+    #[cfg(rsiw_kunit)]
     pub(crate) fn negotiated(&self) -> Option<(Framing, Option<RtrMode>)> {
         self.stream.lock().engine.as_deref().map(|e| (e.framing(), e.rtr_mode()))
     }
 
     /// The TCP state of the QP's connection, for the self-tests.
-    #[cfg(CONFIG_KUNIT = "y")]
+    #[cfg(rsiw_kunit)]
     pub(crate) fn tcp_state(&self) -> Option<TcpState> {
         self.sock.lock().as_ref().map(|s| s.state())
     }
@@ -478,7 +479,7 @@ impl Qp {
     // ---- zero-copy TX ----------------------------------------------------
 
     /// The device's hw counters (`rdma statistic`).
-    #[cfg(CONFIG_KUNIT = "y")]
+    #[cfg(rsiw_kunit)]
     pub(crate) fn device_counters(&self) -> &crate::device::counters::HwCounters {
         self.links.device().counters()
     }

@@ -60,6 +60,7 @@ impl SendOrder {
         Ok(Self { ring, head: 0, count: 0, next: 1, done_upto: 0, done: [false; MAX_BATCHES], deferred: 0 })
     }
 
+    #[cfg(rsiw_kunit)]
     /// Whether completions are waiting.
     pub(crate) fn is_waiting(&self) -> bool {
         self.count > 0
@@ -199,6 +200,7 @@ impl SendOrder {
     }
 }
 
+#[cfg(rsiw_kunit)]
 #[kunit_tests(rsiw_send_order)]
 mod tests {
     use super::*;

@@ -143,6 +143,7 @@ impl Srq {
         }? Error))
     }
 
+    #[cfg(rsiw_kunit)]
     pub(crate) fn pd(&self) -> u32 {
         self.pd
     }
@@ -195,6 +196,7 @@ impl Srq {
         }
     }
 
+    #[cfg(rsiw_kunit)]
     pub(crate) fn len(&self) -> usize {
         self.inner.lock().rq.len()
     }
@@ -206,6 +208,7 @@ impl SrqInner {
     }
 }
 
+#[cfg(rsiw_kunit)]
 #[kunit_tests(rsiw_recv_queue)]
 mod tests {
     use super::*;

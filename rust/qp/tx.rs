@@ -155,7 +155,7 @@ impl Qp {
     }
 
     /// Overrides `zcopy_min` for the next stream (`None`: the parameter).
-    #[cfg(CONFIG_KUNIT = "y")]
+    #[cfg(rsiw_kunit)]
     pub(crate) fn set_zcopy_min(&self, min: Option<u32>) {
         self.zc_min_override.store(min.unwrap_or(u32::MAX), Ordering::Relaxed);
     }
@@ -163,7 +163,7 @@ impl Qp {
     /// Zero-copy statistics: octets sent by reference, literal octets
     /// (headers, trailers, copied payload) of zero-copy rounds, and
     /// completions that waited for the peer's acknowledgement.
-    #[cfg(CONFIG_KUNIT = "y")]
+    #[cfg(rsiw_kunit)]
     pub(crate) fn zcopy_stats(&self) -> (u64, u64, u64) {
         let zc = self.zc.lock();
         (zc.ref_octets, zc.literal_octets, self.zc_deferred.load(Ordering::Relaxed))

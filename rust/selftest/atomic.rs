@@ -18,7 +18,7 @@ macro_rules! check {
 }
 
 /// Connections, QP ends and the stress routine, shared by the suites.
-#[cfg(CONFIG_KUNIT = "y")]
+#[cfg(rsiw_kunit)]
 pub(crate) mod harness {
     use core::sync::atomic::{AtomicI32, AtomicU32, AtomicUsize, Ordering};
 
@@ -367,6 +367,7 @@ pub(crate) mod harness {
 }
 
 /// Every atomic verb between two kernel QPs, and what is refused.
+#[cfg(rsiw_kunit)]
 #[kunit_tests(rsiw_atomic)]
 mod semantics {
     use kernel::prelude::*;
@@ -571,6 +572,7 @@ mod semantics {
 
 /// Many QPs on two or more connections hammer one word and neighbouring
 /// words at once: no update lost or duplicated.
+#[cfg(rsiw_kunit)]
 #[kunit_tests(rsiw_atomic_stress)]
 mod stress {
     use kernel::{
@@ -631,6 +633,7 @@ mod stress {
 /// one MR (the words of a run are always in one MR). Prints only;
 /// `atomic_bench_ops` sets the FetchAdds per QP (`scripts/bench.sh
 /// --vm-atomics`).
+#[cfg(rsiw_kunit)]
 #[kunit_tests(rsiw_atomic_bench)]
 mod bench {
     use kernel::prelude::*;

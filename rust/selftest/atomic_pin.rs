@@ -10,7 +10,7 @@
 use kernel::prelude::*;
 
 /// Callers of `respond_on` in work items.
-#[cfg(CONFIG_KUNIT = "y")]
+#[cfg(rsiw_kunit)]
 mod callers {
     use core::sync::atomic::{AtomicUsize, Ordering};
 
@@ -176,7 +176,7 @@ mod callers {
     }
 }
 
-#[cfg(CONFIG_KUNIT = "y")]
+#[cfg(rsiw_kunit)]
 mod cases {
     use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -402,6 +402,7 @@ mod cases {
 
 /// Atomics on distinct words of one MR in parallel, and the end of a
 /// registration against atomics in flight.
+#[cfg(rsiw_kunit)]
 #[kunit_tests(rsiw_atomic_pin)]
 mod pin {
     use kernel::prelude::*;
@@ -438,6 +439,7 @@ mod pin {
 /// `respond_on` calls per second from 1, 2 and 4 work items, without QPs
 /// or TCP: distinct words of one MR, one word, distinct MRs; best of three
 /// runs each. Prints only (`scripts/bench.sh --vm-atomics`).
+#[cfg(rsiw_kunit)]
 #[kunit_tests(rsiw_atomic_bench_direct)]
 mod bench {
     use kernel::prelude::*;

@@ -8,10 +8,10 @@
 //! [`harness`] is reusable: [`harness::CmPair`] gives a connected pair of
 //! QPs with PDs, CQs and event queues.
 
-#[cfg(CONFIG_KUNIT = "y")]
+#[cfg(rsiw_kunit)]
 use kernel::prelude::*;
 
-#[cfg(CONFIG_KUNIT = "y")]
+#[cfg(rsiw_kunit)]
 pub(crate) mod harness {
     use kernel::prelude::*;
 
@@ -403,7 +403,7 @@ pub(crate) mod harness {
     }
 }
 
-#[cfg(CONFIG_KUNIT = "y")]
+#[cfg(rsiw_kunit)]
 #[kunit_tests(rsiw_rdma_cm)]
 mod tests {
     use kernel::prelude::*;

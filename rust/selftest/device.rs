@@ -5,12 +5,13 @@
 
 use kernel::prelude::*;
 
+#[cfg(rsiw_kunit)]
 #[kunit_tests(rsiw_registration)]
 mod tests {
     use kernel::prelude::*;
 
     use crate::{
-        device::PortState,
+        ffi::ib::PortState,
         ffi::{
             consumer::device::Found,
             net::netdev::NetDevRef,
@@ -43,6 +44,7 @@ mod tests {
     }
 }
 
+#[cfg(rsiw_kunit)]
 #[kunit_tests(rsiw_socket)]
 mod socket_tests {
     use kernel::{
@@ -200,6 +202,7 @@ mod socket_tests {
 /// Two QPs on one device joined by a kernel TCP connection (MPA already
 /// settled: `attach` with the parameters a CM would have negotiated), driven
 /// through the kernel verbs as a ULP drives them.
+#[cfg(rsiw_kunit)]
 #[kunit_tests(rsiw_qp_datapath)]
 mod qp_datapath {
     use kernel::{

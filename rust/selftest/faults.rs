@@ -8,6 +8,7 @@
 
 use kernel::prelude::*;
 
+#[cfg(rsiw_kunit)]
 #[kunit_tests(rsiw_faults)]
 mod faults {
     use kernel::{

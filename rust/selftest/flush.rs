@@ -13,6 +13,7 @@ pub(crate) const PMEM_LINE: &[u8; 16] = b"rsiw-pmem-flush\n";
 /// Octets written and committed there.
 pub(crate) const PMEM_LEN: usize = 256 * 1024;
 
+#[cfg(rsiw_kunit)]
 #[kunit_tests(rsiw_flush)]
 mod tests {
     use kernel::{

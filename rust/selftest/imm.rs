@@ -7,6 +7,7 @@
 
 use kernel::prelude::*;
 
+#[cfg(rsiw_kunit)]
 #[kunit_tests(rsiw_immediate)]
 mod tests {
     use core::sync::atomic::Ordering;

@@ -11,7 +11,7 @@ mod faults;
 mod flush;
 mod imm;
 mod siw;
-#[cfg(CONFIG_KUNIT = "y")]
+#[cfg(rsiw_kunit)]
 mod util;
 mod verbs;
 mod zcopy;

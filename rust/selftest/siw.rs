@@ -6,10 +6,10 @@
 //! responder, MPA CRC off and on, and the peer-to-peer RTR kinds siw
 //! answers, with the kind negotiated checked on the rsiw QP.
 
-#[cfg(CONFIG_KUNIT = "y")]
+#[cfg(rsiw_kunit)]
 use kernel::prelude::*;
 
-#[cfg(CONFIG_KUNIT = "y")]
+#[cfg(rsiw_kunit)]
 #[kunit_tests(rsiw_siw_interop)]
 mod tests {
     use kernel::prelude::*;

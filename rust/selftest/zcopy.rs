@@ -11,6 +11,7 @@
 
 use kernel::prelude::*;
 
+#[cfg(rsiw_kunit)]
 #[kunit_tests(rsiw_zcopy)]
 mod tests {
     use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -223,6 +224,7 @@ mod tests {
 /// loopback connection, up to 8 in flight, each configuration moving
 /// `tx_bench_mib` MiB (0: a short run of 4). Figures are printed, never
 /// asserted on; the data of the last Write of each run is checked.
+#[cfg(rsiw_kunit)]
 #[kunit_tests(rsiw_tx_bench)]
 mod bench {
     use kernel::{

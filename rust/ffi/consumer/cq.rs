@@ -8,7 +8,10 @@ use core::ptr;
 use kernel::{ffi::c_int, prelude::*};
 
 use crate::ffi::{
-    ib::{cq::cq_data, Driver, WcQp},
+    ib::{
+        cq::{cq_data, WcQp},
+        Driver,
+    },
     sys,
 };
 use crate::ffi::consumer::device::Found;

@@ -23,7 +23,7 @@ pub(crate) mod srq;
 mod wr;
 
 pub(crate) use self::{
-    cq::{Arm, Completion, CqNotifier, CqOps, CqSlot, WcOpcode, WcQp, WcStatus, WcWriter},
+    cq::{Arm, Completion, CqNotifier, CqOps, CqSlot, WcOpcode, WcStatus, WcWriter},
     device::{
         caps, hw_counters, random_mac, register_device, AtomicCap, DeviceAttr, DeviceInfo, Driver,
         IbDevice, PortAttr, PortState,

@@ -226,6 +226,7 @@ struct QpData<D: Driver> {
 
 type QpObj<D> = CoreObj<sys::ib_qp, QpData<D>>;
 
+#[cfg(rsiw_kunit)]
 /// The QP of an `ib_qp`.
 ///
 /// # Safety

@@ -33,6 +33,7 @@ pub(crate) mod access {
     pub(crate) const REMOTE_READ: u32 = sys::ib_access_flags_IB_ACCESS_REMOTE_READ;
     pub(crate) const REMOTE_ATOMIC: u32 = sys::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC;
     pub(crate) const MW_BIND: u32 = sys::ib_access_flags_IB_ACCESS_MW_BIND;
+    #[cfg(rsiw_kunit)]
     pub(crate) const ZERO_BASED: u32 = sys::ib_access_flags_IB_ZERO_BASED;
     pub(crate) const ON_DEMAND: u32 = sys::ib_access_flags_IB_ACCESS_ON_DEMAND;
     pub(crate) const RELAXED_ORDERING: u32 = sys::ib_access_flags_IB_ACCESS_RELAXED_ORDERING;
@@ -281,7 +282,7 @@ impl KernelMemory {
         Self(())
     }
 
-    #[cfg(CONFIG_KUNIT = "y")]
+    #[cfg(rsiw_kunit)]
     pub(in crate::ffi) fn for_tests() -> Self {
         Self(())
     }

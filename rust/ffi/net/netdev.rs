@@ -3,7 +3,9 @@
 
 use core::ptr::NonNull;
 
-use kernel::{str::CStrExt, types::Opaque};
+#[cfg(rsiw_kunit)]
+use kernel::str::CStrExt;
+use kernel::types::Opaque;
 
 use super::super::sys;
 use super::super::ib::PortState;
@@ -108,6 +110,7 @@ impl NetDevRef {
         NonNull::new(ptr).map(Self)
     }
 
+    #[cfg(rsiw_kunit)]
     /// Looks up a device by name in the initial network namespace.
     pub(crate) fn by_name(name: &kernel::str::CStr) -> Option<Self> {
         // SAFETY: `init_net` is a valid static namespace and `name` is a

@@ -169,6 +169,7 @@ impl TcpState {
 pub(crate) struct Net(*mut sys::net);
 
 impl Net {
+    #[cfg(rsiw_kunit)]
     pub(crate) fn init() -> Self {
         Self(&raw mut sys::init_net)
     }
@@ -288,6 +289,7 @@ impl TcpSocket {
         unsafe { (*self.sock.as_ptr()).sk }
     }
 
+    #[cfg(rsiw_kunit)]
     /// A listening socket on `addr` (port 0: an ephemeral port).
     pub(crate) fn listen(net: Net, addr: SockAddr, backlog: i32) -> Result<Self> {
         let s = Self::create(net, addr.family())?;
@@ -301,6 +303,7 @@ impl TcpSocket {
         Ok(s)
     }
 
+    #[cfg(rsiw_kunit)]
     /// Connects to `addr`. Blocking: call from process context that may
     /// sleep; `nonblocking` returns at once and reports the outcome through
     /// the state change callback.
@@ -636,7 +639,7 @@ impl TcpSocket {
 }
 
 /// What the self-tests need: loopback connections and a misbehaving peer.
-#[cfg(CONFIG_KUNIT = "y")]
+#[cfg(rsiw_kunit)]
 impl TcpSocket {
     /// A connected pair on 127.0.0.1, (connecting end, accepted end).
     pub(crate) fn loopback_pair() -> Result<(TcpSocket, TcpSocket)> {
@@ -652,9 +655,12 @@ impl TcpSocket {
         }
         Err(ETIMEDOUT)
     }
+}
 
+impl TcpSocket {
     /// Aborts the connection the way a crashed peer does: `SO_LINGER` with
-    /// a zero timeout, then release, so TCP sends a reset, not a FIN.
+    /// a zero timeout, then release, so TCP sends a reset, not a FIN (a
+    /// torn-down QP whose pages TCP still holds; the self-tests' peers).
     pub(crate) fn abort(self) {
         // SAFETY: the socket is alive; `sock_no_linger` takes the socket
         // lock itself. The release in `drop` then sees the zero linger.
