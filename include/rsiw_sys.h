@@ -178,6 +178,8 @@ enum rsiw_hw_counter {
 	RSIW_HW_TX_ZCOPY_COPIED,
 	RSIW_HW_TERMINATE_SENT,
 	RSIW_HW_TERMINATE_RECEIVED,
+	RSIW_HW_RX_CRC_ERRORS,
+	RSIW_HW_RX_PROTOCOL_ERRORS,
 	RSIW_HW_COUNTERS,
 };
 struct rdma_hw_stats *rsiw_alloc_hw_port_stats(void);

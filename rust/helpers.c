@@ -668,6 +668,8 @@ static const struct rdma_stat_desc rsiw_hw_counter_descs[] = {
 	[RSIW_HW_TX_ZCOPY_COPIED] = { .name = "tx_zcopy_copied" },
 	[RSIW_HW_TERMINATE_SENT] = { .name = "terminate_sent" },
 	[RSIW_HW_TERMINATE_RECEIVED] = { .name = "terminate_received" },
+	[RSIW_HW_RX_CRC_ERRORS] = { .name = "rx_crc_errors" },
+	[RSIW_HW_RX_PROTOCOL_ERRORS] = { .name = "rx_protocol_errors" },
 };
 static_assert(ARRAY_SIZE(rsiw_hw_counter_descs) == RSIW_HW_COUNTERS);
 

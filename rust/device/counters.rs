@@ -5,6 +5,8 @@
 
 use core::sync::atomic::{AtomicU64, Ordering};
 
+use crate::engine::error::TermError;
+
 /// A counter: the index is the C side's (`enum rsiw_hw_counter`, checked
 /// at compile time below), which also holds the names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -21,10 +23,31 @@ pub(crate) enum HwCounter {
     TerminateSent = 3,
     /// Terminate messages received from peers.
     TerminateReceived = 4,
+    /// FPDUs whose MPA CRC did not match (each ends its stream with a
+    /// Terminate: one per connection at most).
+    RxCrcErrors = 5,
+    /// Other protocol errors found in what a peer sent (malformed or
+    /// invalid FPDUs, DDP and RDMAP errors: bad STag, bounds, access, ...),
+    /// each answered with a Terminate.
+    RxProtocolErrors = 6,
 }
 
 impl HwCounter {
-    pub(crate) const COUNT: usize = 5;
+    pub(crate) const COUNT: usize = 7;
+
+    /// What a Terminate this end sends for `err` counts as: a CRC error, or
+    /// another protocol error in what the peer sent; nothing for this
+    /// end's own failures (local catastrophic errors, a send WR's bad SGE).
+    pub(crate) fn for_local_terminate(err: TermError) -> Option<Self> {
+        use crate::engine::error::{ddp, llp, rdmap};
+        if err == llp::CRC {
+            Some(Self::RxCrcErrors)
+        } else if [rdmap::LOCAL_CATA, ddp::LOCAL_CATA, llp::LOCAL_CATA, rdmap::PROT_UNSPECIFIED].contains(&err) {
+            None
+        } else {
+            Some(Self::RxProtocolErrors)
+        }
+    }
 }
 
 // The Rust counters index the C names.
@@ -36,6 +59,8 @@ const _: () = {
     assert!(HwCounter::TxZcopyCopied as usize == c::TX_ZCOPY_COPIED);
     assert!(HwCounter::TerminateSent as usize == c::TERMINATE_SENT);
     assert!(HwCounter::TerminateReceived as usize == c::TERMINATE_RECEIVED);
+    assert!(HwCounter::RxCrcErrors as usize == c::RX_CRC_ERRORS);
+    assert!(HwCounter::RxProtocolErrors as usize == c::RX_PROTOCOL_ERRORS);
 };
 
 /// The values, updated from any context.

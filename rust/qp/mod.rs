@@ -527,7 +527,11 @@ impl Qp {
                             self.qpn, err.layer, err.etype, err.code
                         );
                     }
-                    self.links.device().counters().add(HwCounter::TerminateSent, 1);
+                    let counters = self.links.device().counters();
+                    counters.add(HwCounter::TerminateSent, 1);
+                    if let Some(c) = HwCounter::for_local_terminate(*err) {
+                        counters.add(c, 1);
+                    }
                     st.1.failed = true;
                     st.1.terminate_sent = Some(*err);
                     st.0 = QpState::Err;

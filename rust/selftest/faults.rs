@@ -33,12 +33,13 @@ mod faults {
             crc::KernelCrc32c,
             consumer::device::Found,
             mem::pages::access,
-                consumer::mr::{KMr, KPd},
+            consumer::mr::{KMr, KPd},
             net::netdev::NetDevRef,
             consumer::qp::*,
             net::socket::TcpSocket,
         },
         qp::{QpState, StreamParams},
+        device::counters::HwCounter,
     };
 
     use crate::selftest::util::check;
@@ -284,6 +285,11 @@ mod faults {
         }
         check!(got == want);
         check!(wait_until(2000, || qp.qp::<crate::device::Rsiw>().ib_state() == QpState::Err));
+        // The device counts it: a CRC error or another protocol error.
+        let counters = qp.qp::<crate::device::Rsiw>();
+        let counters = counters.device_counters();
+        let (crc, proto) = (counters.get(HwCounter::RxCrcErrors), counters.get(HwCounter::RxProtocolErrors));
+        check!(if want == term::llp::CRC { (crc, proto) == (1, 0) } else { (crc, proto) == (0, 1) });
 
         let mut ids = KVec::new();
         ids.extend_from_slice(&[READ_WR, FENCED_WR], GFP_KERNEL)?;

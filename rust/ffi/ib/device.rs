@@ -54,6 +54,8 @@ pub(crate) mod hw_counters {
     pub(crate) const TX_ZCOPY_COPIED: usize = sys::rsiw_hw_counter_RSIW_HW_TX_ZCOPY_COPIED as usize;
     pub(crate) const TERMINATE_SENT: usize = sys::rsiw_hw_counter_RSIW_HW_TERMINATE_SENT as usize;
     pub(crate) const TERMINATE_RECEIVED: usize = sys::rsiw_hw_counter_RSIW_HW_TERMINATE_RECEIVED as usize;
+    pub(crate) const RX_CRC_ERRORS: usize = sys::rsiw_hw_counter_RSIW_HW_RX_CRC_ERRORS as usize;
+    pub(crate) const RX_PROTOCOL_ERRORS: usize = sys::rsiw_hw_counter_RSIW_HW_RX_PROTOCOL_ERRORS as usize;
 }
 
 /// Atomic capability (`enum ib_atomic_cap`).
