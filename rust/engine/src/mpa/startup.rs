@@ -360,6 +360,29 @@ impl TxBuf {
     }
 }
 
+/// Where an exchange is, and whether the caller has been told.
+#[derive(Clone, Copy, Debug)]
+struct Progress {
+    phase: Phase,
+    reported: bool,
+}
+
+impl Progress {
+    const fn new() -> Self {
+        Self { phase: Phase::AwaitFrame, reported: true }
+    }
+
+    fn set(&mut self, phase: Phase) {
+        self.phase = phase;
+        self.reported = false;
+    }
+
+    /// The phase, once after each change.
+    fn take(&mut self) -> Option<Phase> {
+        (!core::mem::replace(&mut self.reported, true)).then_some(self.phase)
+    }
+}
+
 /// The MPA initiator: sends the Request, checks the Reply.
 #[derive(Clone, Debug)]
 pub struct Initiator {
@@ -367,8 +390,7 @@ pub struct Initiator {
     cfg: InitiatorConfig<'static>,
     rx: FrameRx,
     tx: TxBuf,
-    phase: Phase,
-    reported: bool,
+    progress: Progress,
 }
 
 impl Initiator {
@@ -384,8 +406,7 @@ impl Initiator {
             },
             rx: FrameRx::new(Kind::Reply),
             tx: TxBuf::new(),
-            phase: Phase::AwaitFrame,
-            reported: true,
+            progress: Progress::new(),
         };
         m.tx.push_frame(&req)?;
         Ok(m)
@@ -407,7 +428,7 @@ impl Initiator {
     /// the caller. Takes nothing once the Reply is complete. `crc` frames
     /// the Terminate a failure may need.
     pub fn receive<C: Crc32c + ?Sized>(&mut self, crc: &C, input: &[u8]) -> usize {
-        if self.phase != Phase::AwaitFrame {
+        if self.progress.phase != Phase::AwaitFrame {
             return 0;
         }
         let (used, complete) = match self.rx.take(input) {
@@ -452,30 +473,21 @@ impl Initiator {
     }
 
     fn set(&mut self, phase: Phase) {
-        self.phase = phase;
-        self.reported = false;
+        self.progress.set(phase);
     }
 
     fn fail(&mut self, error: TermError, terminate: bool, peer: Option<Enhanced>) {
-        self.set(Phase::Failed(Failure {
-            error,
-            terminate,
-            peer,
-        }));
+        self.set(Phase::Failed(Failure { error, terminate, peer }));
     }
 
     /// Where the exchange is.
     pub fn phase(&self) -> Phase {
-        self.phase
+        self.progress.phase
     }
 
     /// What happened since the last call, once.
     pub fn poll(&mut self) -> Option<Event> {
-        if self.reported {
-            return None;
-        }
-        self.reported = true;
-        match self.phase {
+        match self.progress.take()? {
             Phase::AwaitFrame | Phase::Decide => None,
             Phase::Established => self.params().map(Event::Established),
             Phase::Rejected => {
@@ -491,7 +503,7 @@ impl Initiator {
 
     /// The stream's parameters, once established.
     pub fn params(&self) -> Option<StreamParams> {
-        if self.phase != Phase::Established {
+        if self.progress.phase != Phase::Established {
             return None;
         }
         let rep = self.rx.repr().ok()?;
@@ -511,8 +523,7 @@ pub struct Responder {
     cfg: ResponderConfig,
     rx: FrameRx,
     tx: TxBuf,
-    phase: Phase,
-    reported: bool,
+    progress: Progress,
 }
 
 impl Responder {
@@ -523,8 +534,7 @@ impl Responder {
             cfg: *cfg,
             rx: FrameRx::new(Kind::Request),
             tx: TxBuf::new(),
-            phase: Phase::AwaitFrame,
-            reported: true,
+            progress: Progress::new(),
         }
     }
 
@@ -549,7 +559,7 @@ impl Responder {
     /// 7.1: the initiator sends nothing between its Request and the
     /// Reply).
     pub fn receive(&mut self, input: &[u8]) -> usize {
-        match self.phase {
+        match self.progress.phase {
             Phase::AwaitFrame => {}
             Phase::Decide if !input.is_empty() => {
                 self.fail(llp::INVALID_REQ_RESP, None);
@@ -598,30 +608,21 @@ impl Responder {
     }
 
     fn set(&mut self, phase: Phase) {
-        self.phase = phase;
-        self.reported = false;
+        self.progress.set(phase);
     }
 
     fn fail(&mut self, error: TermError, peer: Option<Enhanced>) {
-        self.set(Phase::Failed(Failure {
-            error,
-            terminate: false,
-            peer,
-        }));
+        self.set(Phase::Failed(Failure { error, terminate: false, peer }));
     }
 
     /// Where the exchange is.
     pub fn phase(&self) -> Phase {
-        self.phase
+        self.progress.phase
     }
 
     /// What happened since the last call, once.
     pub fn poll(&mut self) -> Option<Event> {
-        if self.reported {
-            return None;
-        }
-        self.reported = true;
-        match self.phase {
+        match self.progress.take()? {
             Phase::Decide => self.offer(&self.cfg).ok().map(|o| {
                 Event::Request(StreamParams::new(&o.negotiated, false))
             }),
@@ -632,7 +633,7 @@ impl Responder {
 
     /// The pending Request judged against `cfg`.
     fn offer(&self, cfg: &ResponderConfig) -> Result<Offer<'_>, TermError> {
-        if self.phase != Phase::Decide {
+        if self.progress.phase != Phase::Decide {
             return Err(llp::LOCAL_CATA);
         }
         let req = self.rx.repr().map_err(|e| e.term())?;
@@ -655,7 +656,7 @@ impl Responder {
         let params = StreamParams::new(&offer.negotiated, false);
         // `push_frame` queues nothing on error.
         self.tx.push_frame(&reply).map_err(|e| e.term())?;
-        self.phase = Phase::Established;
+        self.progress.phase = Phase::Established;
         Ok(params)
     }
 
@@ -667,7 +668,7 @@ impl Responder {
         let reply = offer.reject(private_data).map_err(|e| e.term())?;
         // `push_frame` queues nothing on error.
         self.tx.push_frame(&reply).map_err(|e| e.term())?;
-        self.phase = Phase::Rejected;
+        self.progress.phase = Phase::Rejected;
         Ok(())
     }
 
