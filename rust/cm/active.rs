@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
-//! The active side (RFC 5044 section 7.1, RFC 6581): connect, send the MPA
-//! Request, check the Reply, send the RTR and hand the stream to the QP.
+//! The active side (RFC 5044 section 7.1, RFC 6581): connect, send the
+//! engine `Initiator`'s Request, feed it the Reply, then hand the stream
+//! to the QP (which sends the RTR), or report why not (with the machine's
+//! Terminate when RFC 6581 asks for one).
 
 use super::*;
 
@@ -124,7 +126,7 @@ impl Cep {
 /// Its own frame: the machine passes through the stack on its way to the
 /// heap.
 #[inline(never)]
-fn new_initiator(cfg: &InitiatorConfig<'_>) -> Result<KBox<Initiator>> {
+pub(super) fn new_initiator(cfg: &InitiatorConfig<'_>) -> Result<KBox<Initiator>> {
     let b = KBox::<Initiator>::new_uninit(GFP_KERNEL)?;
     match Initiator::new(cfg) {
         Ok(m) => Ok(KBox::write(b, m)),

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
-//! The passive side (RFC 5044 section 7.1, RFC 6581): read and judge the MPA
-//! Request, report CONNECT_REQUEST, then accept (Reply, RTR) or reject.
+//! The passive side (RFC 5044 section 7.1, RFC 6581): feed the Request to
+//! the engine's `Responder`, report CONNECT_REQUEST, then accept (the
+//! machine's Reply, the RTR watch) or reject (a Reply with R set).
 
 use super::*;
 

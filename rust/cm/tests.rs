@@ -446,7 +446,7 @@ mod tests {
         let (lid, port, lrec) = listen_lo(cfg())?;
         let raw = TcpSocket::connect(Net::init(), LO.with_port(port), false)?;
         let icfg = CmConfig { p2p: None, ..cfg() }.initiator(4, 4, b"raw");
-        let mut ini = KBox::new(Initiator::new(&icfg).map_err(|_| EINVAL)?, GFP_KERNEL)?;
+        let mut ini = new_initiator(&icfg)?;
         let mut buf = KVec::new();
         buf.extend_from_slice(ini.transmit(), GFP_KERNEL)?;
         ini.sent(buf.len());
@@ -546,7 +546,7 @@ mod tests {
         assert_eq!((ev.0, ev.1), (CmEventKind::ConnectReply, -(EINVAL.to_errno().abs())));
         // What the peer gets is the Terminate an initiator fed the same
         // Reply queues (code 7, framed as the Reply negotiated), then FIN.
-        let mut twin = KBox::new(Initiator::new(&ccfg.initiator(4, 4, b"")).map_err(|_| EINVAL)?, GFP_KERNEL)?;
+        let mut twin = new_initiator(&ccfg.initiator(4, 4, b""))?;
         let request_len = twin.transmit().len();
         twin.sent(request_len);
         assert_eq!(twin.receive(&KernelCrc32c, &rep), rep.len());
