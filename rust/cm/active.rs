@@ -1,10 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
-//! The active side (RFC 5044 section 7.1, RFC 6581): connect, send the MPA
-//! Request, check the Reply, send the RTR and hand the stream to the QP.
+//! The active side (RFC 5044 section 7.1, RFC 6581): connect, send the
+//! engine `Initiator`'s Request, feed it the Reply, then hand the stream
+//! to the QP (which sends the RTR), or report why not (with the machine's
+//! Terminate when RFC 6581 asks for one).
 
 use super::*;
 
 impl Cep {
+    // Not inlined, here and in `pump_request`: the machines' events are
+    // large, so each pump keeps its own frame off the work item's.
+    #[inline(never)]
     pub(super) fn pump_active(self: &Arc<Self>, g: &mut CepInner, expired: bool) {
         let Some(state) = g.sock.as_ref().map(|s| s.state()) else {
             self.fail_active(g, errno(ECONNRESET));
@@ -34,85 +39,51 @@ impl Cep {
                 }
             }
         }
-        let Some(sock) = g.sock.as_ref() else { return };
+        let (Some(sock), Some(a)) = (g.sock.as_ref(), g.active.as_mut()) else { return };
         // As in `pump_request`: the state before the read.
         let closing = sock.state().is_closing();
-        match read_frame(sock, &mut g.rx, Kind::Reply) {
-            Err(_) => {
-                cm_log!("cm: invalid MPA reply\n");
-                self.fail_active(g, errno(EINVAL));
-            }
-            Ok(false) => {
+        read_reply(sock, &mut a.mpa);
+        match a.mpa.poll() {
+            None => {
                 if expired {
                     self.fail_active(g, errno(ETIMEDOUT));
                 } else if closing {
                     self.fail_active(g, errno(ECONNRESET));
                 }
             }
-            Ok(true) => self.check(g),
-        }
-    }
-
-    pub(super) fn send_request(&self, g: &mut CepInner) -> Result {
-        let (Some(sock), Some(a)) = (g.sock.as_ref(), g.active.as_ref()) else {
-            return Err(ENOTCONN);
-        };
-        let req = request(&self.cfg.initiator(a.ird, a.ord, &a.private_data)).map_err(|_| EINVAL)?;
-        send_frame(sock, &req)
-    }
-
-    /// A complete Reply: hand off, or report why not.
-    pub(super) fn check(self: &Arc<Self>, g: &mut CepInner) {
-        enum Outcome {
-            Ok(StreamParams),
-            Rejected,
-            Failed(Option<(Framing, TermError)>),
-        }
-        let Some(a) = g.active.as_ref() else {
-            self.close_locked(g, None);
-            return;
-        };
-        let icfg = self.cfg.initiator(a.ird, a.ord, &[]);
-        let outcome = match Repr::parse_bytes(&g.rx) {
-            Err(_) => Outcome::Failed(None),
-            Ok(rep) => match check_reply(&icfg, &rep) {
-                Ok(n) => Outcome::Ok(StreamParams {
-                    framing: n.framing,
-                    ird: n.ird,
-                    ord: n.ord,
-                    rtr: n.rtr,
-                    initiator: true,
-                }),
-                Err(Refused::Rejected { .. }) => Outcome::Rejected,
-                Err(Refused::Failed { error, framing, .. }) => {
-                    let term = matches!(error.llp_code(), Some(5..=7));
-                    Outcome::Failed(framing.filter(|_| term).map(|f| (f, error)))
-                }
-            },
-        };
-        // The peer's private data: the frame minus header and enhanced data.
-        let pd_off = match Repr::parse_bytes(&g.rx) {
-            Ok(r) => g.rx.len() - r.private_data.len(),
-            Err(_) => g.rx.len(),
-        };
-        match outcome {
-            Outcome::Rejected => {
-                let rx = core::mem::take(&mut g.rx);
-                self.report_failure(g, errno(ECONNREFUSED), &rx[pd_off..]);
+            Some(startup::Event::Established(params)) => self.hand_off_active(g, &params),
+            Some(startup::Event::Rejected { private_data, .. }) => {
+                self.report_failure(g, errno(ECONNREFUSED), private_data.as_bytes());
                 self.close_locked(g, None);
             }
-            Outcome::Failed(term) => {
-                if let (Some((f, e)), Some(sock)) = (term, g.sock.as_ref()) {
-                    send_terminate(sock, f, e);
+            Some(startup::Event::Failed(f)) => {
+                // RFC 6581 section 9: the machine queued a Terminate in
+                // the negotiated framing if the error goes in one.
+                if f.terminate {
+                    let _ = send_all(sock, a.mpa.transmit());
                 }
-                cm_log!("cm: MPA reply unusable\n");
+                cm_log!("cm: MPA reply unusable ({:#06x})\n", f.error.to_bits());
                 self.fail_active(g, errno(EINVAL));
             }
-            Outcome::Ok(params) => self.hand_off_active(g, params, pd_off),
+            Some(startup::Event::Request(_)) => self.fail_active(g, errno(EINVAL)),
         }
     }
 
-    pub(super) fn hand_off_active(self: &Arc<Self>, g: &mut CepInner, params: StreamParams, pd_off: usize) {
+    /// The TCP connection is up: the machine's Request goes out.
+    pub(super) fn send_request(&self, g: &mut CepInner) -> Result {
+        let (Some(sock), Some(a)) = (g.sock.as_ref(), g.active.as_mut()) else {
+            return Err(ENOTCONN);
+        };
+        send_all(sock, a.mpa.transmit())?;
+        let n = a.mpa.transmit().len();
+        a.mpa.sent(n);
+        Ok(())
+    }
+
+    /// The Reply accepted the connection: the stream goes to the QP, then
+    /// `CONNECT_REPLY` with the responder's private data.
+    #[inline(never)]
+    pub(super) fn hand_off_active(self: &Arc<Self>, g: &mut CepInner, params: &StreamParams) {
         let (Some(target), Some(active)) = (g.target.clone(), g.active.take()) else {
             self.close_locked(g, None);
             return;
@@ -130,15 +101,15 @@ impl Cep {
         };
         let (local, remote) = (sock.local_addr().ok(), sock.peer_addr().ok());
         sock.unhook();
-        if matches!(params.rtr, Some(RtrMode::Zero(_))) && self.cfg.rtr_delay_ms > 0 {
+        if params.rtr_to_send().is_some() && self.cfg.rtr_delay_ms > 0 {
             // What the peer sends meanwhile stays queued in the socket.
             fsleep(Delta::from_millis(i64::from(self.cfg.rtr_delay_ms)));
         }
-        let stream = Stream { sock, params, leftover: KVec::new() };
+        let stream = Stream { sock, params: *params, leftover: KVec::new() };
         match active.qp.attach(stream, sink.clone()) {
             Ok(()) => {
                 sink.arm();
-                sink.connect_reply(&g.rx[pd_off..], local, remote);
+                sink.connect_reply(active.mpa.peer_private_data(), local, remote);
                 self.close_locked(g, None);
             }
             Err(e) => {
@@ -150,6 +121,18 @@ impl Cep {
 }
 
 // ---- active side --------------------------------------------------------
+
+/// The machine with the Request queued (private data too long: `EINVAL`).
+/// Its own frame: the machine passes through the stack on its way to the
+/// heap.
+#[inline(never)]
+pub(super) fn new_initiator(cfg: &InitiatorConfig<'_>) -> Result<KBox<Initiator>> {
+    let b = KBox::<Initiator>::new_uninit(GFP_KERNEL)?;
+    match Initiator::new(cfg) {
+        Ok(m) => Ok(KBox::write(b, m)),
+        Err(_) => Err(EINVAL),
+    }
+}
 
 /// `iw_connect`: starts connecting `local` → `remote` in `net` and
 /// returns at once; the outcome is one `CONNECT_REPLY` on `target`
@@ -166,11 +149,7 @@ pub(crate) fn connect(
     target: Arc<dyn CmEventTarget>,
 ) -> Result<u64> {
     let (ird, ord) = cfg.ird_ord(p.ird, p.ord)?;
-    if p.private_data.len() > max_private_data(true) {
-        return Err(EINVAL);
-    }
-    let mut private_data = KVec::new();
-    private_data.extend_from_slice(p.private_data, GFP_KERNEL)?;
+    let mpa = new_initiator(&cfg.initiator(ird, ord, p.private_data))?;
     let mut sock = TcpSocket::unconnected(net, &remote)?;
     sock.bind(local)?;
     let cep = Cep::new(0, cfg, CepPhase::Connecting)?;
@@ -185,7 +164,7 @@ pub(crate) fn connect(
         return Err(e);
     }
     g.sock = Some(sock);
-    g.active = Some(Active { qp, ird, ord, private_data });
+    g.active = Some(Active { qp, mpa });
     g.target = Some(target);
     cep.arm_timer(&mut g, cfg.mpa_timeout_ms);
     drop(g);

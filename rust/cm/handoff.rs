@@ -6,25 +6,14 @@ use super::*;
 
 // ---- the hand-off to the QP ---------------------------------------------
 
-/// What the MPA exchange settled, for `Qp::establish`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct StreamParams {
-    pub(crate) framing: Framing,
-    pub(crate) ird: u16,
-    pub(crate) ord: u16,
-    /// Peer-to-peer RTR (`None`: client-server).
-    pub(crate) rtr: Option<RtrMode>,
-    /// This end sent the MPA Request (it sends the RTR).
-    pub(crate) initiator: bool,
-}
-
 /// A connection in full operation, handed to the QP.
 ///
 /// `sock` is connected, non-blocking and not hooked; the stream positions
-/// of both directions are right after the MPA frames. The peer's first
-/// octets after its MPA frame are `leftover` (what the CM read past the
-/// frame: today always empty, the CM stops at the frame's end) followed by
-/// whatever is queued in `sock`.
+/// of both directions are right after the MPA frames. `params` are what
+/// the MPA startup machine settled (framing, IRD/ORD, RTR, role, the
+/// peer's private data). The peer's first octets after its MPA frame are
+/// `leftover` (what the CM read past the frame: today always empty, the CM
+/// stops at the frame's end) followed by whatever is queued in `sock`.
 pub(crate) struct Stream {
     pub(crate) sock: TcpSocket,
     pub(crate) params: StreamParams,

@@ -1,45 +1,33 @@
 // SPDX-License-Identifier: GPL-2.0
-//! MPA frames on a kernel socket: read exactly one frame, send one, send a
-//! Terminate.
+//! Socket I/O of the CM: feeding an MPA startup machine from a socket,
+//! sending what it queued, and scheduling the work items.
 
 use super::*;
 
 // ---- socket I/O ---------------------------------------------------------
 
-/// Reads into `rx` up to the last octet of one MPA frame of `kind`, never
-/// past it. `Ok(true)`: the frame is complete.
-pub(crate) fn read_frame(sock: &TcpSocket, rx: &mut KVec<u8>, kind: Kind) -> Result<bool> {
-    let mut bad = false;
+/// Feeds the Request queued in `sock` to `m`, never past its last octet
+/// (nothing at all once the Request is complete): whatever follows stays
+/// queued for the QP.
+pub(crate) fn read_request(sock: &TcpSocket, m: &mut Responder) {
     sock.read(&mut |chunk: &[u8]| {
-        let mut used = 0;
-        while used < chunk.len() {
-            let need = match frame_len(rx, kind) {
-                Err(_) => {
-                    bad = true;
-                    break;
-                }
-                Ok(None) => HEADER_LEN.saturating_sub(rx.len()).max(1),
-                Ok(Some(total)) => total.saturating_sub(rx.len()),
-            };
-            if need == 0 {
-                break;
-            }
-            let n = need.min(chunk.len() - used);
-            // Within the capacity reserved at creation: never allocates.
-            if rx.extend_from_slice(&chunk[used..used + n], GFP_ATOMIC).is_err() {
-                bad = true;
-                break;
-            }
-            used += n;
+        if m.phase() == startup::Phase::AwaitFrame {
+            m.receive(chunk)
+        } else {
+            0
         }
-        used
     });
-    match frame_len(rx, kind) {
-        Err(_) => Err(EPROTO),
-        _ if bad => Err(EPROTO),
-        Ok(Some(total)) => Ok(total == rx.len()),
-        Ok(None) => Ok(false),
-    }
+}
+
+/// Feeds the Reply queued in `sock` to `m`, as [`read_request`].
+pub(crate) fn read_reply(sock: &TcpSocket, m: &mut Initiator) {
+    sock.read(&mut |chunk: &[u8]| {
+        if m.phase() == startup::Phase::AwaitFrame {
+            m.receive(&KernelCrc32c, chunk)
+        } else {
+            0
+        }
+    });
 }
 
 /// Sends all of `bytes` (bounded retries while the socket is full).
@@ -60,26 +48,6 @@ pub(crate) fn send_all(sock: &TcpSocket, bytes: &[u8]) -> Result {
         }
     }
     Ok(())
-}
-
-pub(crate) fn send_frame(sock: &TcpSocket, repr: &Repr<'_>) -> Result {
-    let mut buf = [0u8; MAX_FRAME];
-    let len = repr.emit_bytes(&mut buf).map_err(|_| EINVAL)?;
-    send_all(sock, &buf[..len])
-}
-
-/// RFC 6581 section 9: an initiator that cannot use the Reply (LLP errors
-/// 5 to 7) sends a Terminate in the negotiated framing before closing.
-pub(crate) fn send_terminate(sock: &TcpSocket, framing: Framing, error: TermError) {
-    let mut seg = [0u8; 64];
-    let Some(n) = terminate::Repr::for_error(error, None).emit_segment(1, &mut seg) else {
-        return;
-    };
-    let mut out = [0u8; 128];
-    let mut tx = framing.tx();
-    if let Ok(len) = tx.write(&KernelCrc32c, &seg[..n], &[], &mut out) {
-        let _ = send_all(sock, &out[..len]);
-    }
 }
 
 pub(crate) fn kick_cep(cep: &Arc<Cep>) {

@@ -4,20 +4,25 @@
 //! * [`Listener`]: a listening TCP socket; its `data_ready` only schedules
 //!   the listener's work item, which accepts and starts one passive
 //!   connection endpoint ([`Cep`]) per socket.
-//! * [`Cep`]: one connection in MPA negotiation. Passive: reads the MPA
-//!   Request (bounded by [`CmConfig::mpa_timeout_ms`]), judges it and
-//!   reports `CONNECT_REQUEST`; then [`accept`] or [`reject`]. Active
-//!   ([`connect`]): non-blocking TCP connect, MPA Request, Reply checked,
-//!   `CONNECT_REPLY`.
+//! * [`Cep`]: one connection in MPA negotiation, driving the engine's
+//!   sans-IO startup machine (`engine::mpa::startup`): the machine judges
+//!   the frames, negotiates and decides what goes in a Terminate (RFC 6581
+//!   section 9); the cep does the I/O, the timers and the `iw_cm` events.
+//!   Passive: a [`Responder`] reads the MPA Request (bounded by
+//!   [`CmConfig::mpa_timeout_ms`]), then `CONNECT_REQUEST`; then [`accept`]
+//!   or [`reject`]. Active ([`connect`]): non-blocking TCP connect, an
+//!   [`Initiator`] sends the Request and checks the Reply, `CONNECT_REPLY`.
 //! * The hand-off: on success the socket, unhooked from the CM, goes to the
-//!   QP as a [`Stream`] through [`CmQp::attach`], together with a
-//!   [`CmEventSink`] through which the QP reports `ESTABLISHED` (passive,
-//!   after the RTR), `DISCONNECT` and `CLOSE`.
+//!   QP as a [`Stream`] (with the machine's [`StreamParams`]) through
+//!   [`CmQp::attach`], together with a [`CmEventSink`] through which the QP
+//!   reports `ESTABLISHED` (passive, after the RTR), `DISCONNECT` and
+//!   `CLOSE`.
 //!
 //! The CM reads the socket only up to the last octet of the MPA frame
-//! (`tcp_read_sock` with a consumer that stops there), so whatever the peer
-//! sends after it stays queued in the socket for the QP. Unlike siw, no
-//! FPDU arriving between the MPA exchange and the QP taking over is lost.
+//! (`tcp_read_sock` with a consumer that stops where the machine stops
+//! taking), so whatever the peer sends after it stays queued in the socket
+//! for the QP. Unlike siw, no FPDU arriving between the MPA exchange and
+//! the QP taking over is lost.
 //!
 //! All work runs on the CM's workqueue (`ffi::runtime`); every wait is bounded
 //! by a timer; sockets are non-blocking. Events reach `iw_cm` through the
@@ -47,15 +52,11 @@ use kernel::{
 use crate::{
     device::Limits,
     engine::{
-        error::TermError,
-        mpa::negotiate::{
-            check_reply, judge_request, max_private_data, request, CrcPolicy, Framing,
-            InitiatorConfig, Refused, ResponderConfig, RtrMode,
+        mpa::{
+            negotiate::{CrcPolicy, InitiatorConfig, ResponderConfig},
+            startup::{self, Initiator, Responder, StreamParams},
         },
-        wire::{
-            mpa::{frame_len, Kind, Repr, RtrSet, HEADER_LEN, IRD_ORD_MASK, MAX_PRIVATE_DATA},
-            terminate,
-        },
+        wire::mpa::{RtrSet, IRD_ORD_MASK},
     },
     ffi::{
         crc::KernelCrc32c,
@@ -63,8 +64,6 @@ use crate::{
     },
 };
 
-/// Longest MPA Request/Reply frame.
-const MAX_FRAME: usize = HEADER_LEN + MAX_PRIVATE_DATA;
 /// Sending a frame on a fresh socket: retries 1 ms apart when the socket
 /// buffer is full (it never is for a frame this small; bounded anyway).
 const SEND_TRIES: u32 = 1000;
@@ -119,19 +118,20 @@ enum CepPhase {
     Closed,
 }
 
-/// The active side's request parameters and QP.
+/// The active side's MPA machine and QP.
 struct Active {
     qp: Arc<dyn CmQp>,
-    ird: u16,
-    ord: u16,
-    private_data: KVec<u8>,
+    /// Holds the Request until it is sent, then takes the Reply (boxed:
+    /// about 1.2 KiB).
+    mpa: KBox<Initiator>,
 }
 
 struct CepInner {
     phase: CepPhase,
     sock: Option<TcpSocket>,
-    /// The peer's MPA frame as it arrives (capacity `MAX_FRAME`).
-    rx: KVec<u8>,
+    /// Passive: the MPA machine that takes the Request and queues the
+    /// Reply (boxed: about 1.2 KiB).
+    passive: Option<KBox<Responder>>,
     timer: Option<ArcHrTimerHandle<Cep>>,
     /// Passive: the listener's `iw_cm_id` (for `CONNECT_REQUEST`); active:
     /// the connecting `iw_cm_id`.
@@ -210,11 +210,10 @@ fn errno(e: Error) -> i32 {
 
 impl Cep {
     fn new(listener: u64, cfg: CmConfig, phase: CepPhase) -> Result<Arc<Self>> {
-        let rx = KVec::with_capacity(MAX_FRAME, GFP_KERNEL)?;
         let inner = CepInner {
             phase,
             sock: None,
-            rx,
+            passive: None,
             timer: None,
             target: None,
             active: None,
@@ -270,6 +269,7 @@ impl Cep {
         drop(g.sock.take());
         drop(g.target.take());
         drop(g.active.take());
+        drop(g.passive.take());
         // Our caller holds a reference: this is never the last one.
         drop(g.sink.as_ref().and_then(|s| s.unwatch()));
         drop(g.sink.take());

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
-//! The passive side (RFC 5044 section 7.1, RFC 6581): read and judge the MPA
-//! Request, report CONNECT_REQUEST, then accept (Reply, RTR) or reject.
+//! The passive side (RFC 5044 section 7.1, RFC 6581): feed the Request to
+//! the engine's `Responder`, report CONNECT_REQUEST, then accept (the
+//! machine's Reply, the RTR watch) or reject (a Reply with R set).
 
 use super::*;
 
 impl Cep {
+    #[inline(never)]
     pub(super) fn pump_request(self: &Arc<Self>, g: &mut CepInner, expired: bool) {
-        let Some(sock) = g.sock.as_ref() else {
+        let (Some(sock), Some(m)) = (g.sock.as_ref(), g.passive.as_deref_mut()) else {
             self.close_locked(g, None);
             return;
         };
@@ -15,12 +17,9 @@ impl Cep {
         // (checked after, a FIN processed during the read would hide data
         // that arrived with it).
         let closing = sock.state().is_closing();
-        match read_frame(sock, &mut g.rx, Kind::Request) {
-            Err(_) => {
-                cm_log!("cm: invalid MPA request, closing\n");
-                self.close_locked(g, None);
-            }
-            Ok(false) => {
+        read_request(sock, m);
+        match m.poll() {
+            None => {
                 if expired {
                     cm_log!("cm: no MPA request in time, closing\n");
                     self.close_locked(g, None);
@@ -28,61 +27,42 @@ impl Cep {
                     self.close_locked(g, None);
                 }
             }
-            Ok(true) => self.judge(g),
+            Some(startup::Event::Request(p)) => self.offer(g, &p),
+            Some(startup::Event::Failed(f)) => {
+                // A Reply with R set, if the machine refused with one.
+                let _ = send_all(sock, m.transmit());
+                cm_log!("cm: MPA request refused ({:#06x}), closing\n", f.error.to_bits());
+                self.close_locked(g, None);
+            }
+            Some(_) => self.close_locked(g, None),
         }
     }
 
-    /// A complete Request: reject it or report `CONNECT_REQUEST`.
-    pub(super) fn judge(self: &Arc<Self>, g: &mut CepInner) {
-        let target = g.target.take();
-        let cfg = self.cfg.responder(self.cfg.max_ird, self.cfg.max_ord);
-        let offered = {
-            let (Some(sock), Some(target)) = (g.sock.as_ref(), target.as_ref()) else {
-                self.close_locked(g, None);
-                return;
-            };
-            match Repr::parse_bytes(&g.rx) {
-                Err(_) => false,
-                Ok(req) => match judge_request(&cfg, &req) {
-                    Err(rej) => {
-                        if rej.send_reply {
-                            if let Ok(rep) = rej.reply(&[]) {
-                                let _ = send_frame(sock, &rep);
-                            }
-                        }
-                        cm_log!("cm: MPA request refused ({:#06x})\n", rej.error.to_bits());
-                        false
-                    }
-                    Ok(offer) => {
-                        let n = offer.negotiated;
-                        send_event(
-                            &**target,
-                            &CmEvent {
-                                kind: CmEventKind::ConnectRequest,
-                                status: 0,
-                                local: sock.local_addr().ok(),
-                                remote: sock.peer_addr().ok(),
-                                private_data: n.private_data,
-                                provider_data: self.id as usize,
-                                // rdma_cm turns `ird` into the ULP's
-                                // initiator_depth (its ORD) and `ord` into
-                                // responder_resources (its IRD): report what
-                                // each may be given the peer's offer.
-                                ird: clamp_u8(n.ord),
-                                ord: clamp_u8(n.ird),
-                            },
-                        );
-                        true
-                    }
-                },
-            }
-        };
-        if offered {
-            drop(g.timer.take());
-            g.phase = CepPhase::AwaitAccept;
-        } else {
+    /// A valid Request: `CONNECT_REQUEST` with what the responder could
+    /// grant, then the ULP decides.
+    pub(super) fn offer(self: &Arc<Self>, g: &mut CepInner, p: &StreamParams) {
+        let (Some(sock), Some(target)) = (g.sock.as_ref(), g.target.take()) else {
             self.close_locked(g, None);
-        }
+            return;
+        };
+        send_event(
+            &*target,
+            &CmEvent {
+                kind: CmEventKind::ConnectRequest,
+                status: 0,
+                local: sock.local_addr().ok(),
+                remote: sock.peer_addr().ok(),
+                private_data: p.private_data.as_bytes(),
+                provider_data: self.id as usize,
+                // rdma_cm turns `ird` into the ULP's initiator_depth (its
+                // ORD) and `ord` into responder_resources (its IRD):
+                // report what each may be given the peer's offer.
+                ird: clamp_u8(p.ord),
+                ord: clamp_u8(p.ird),
+            },
+        );
+        drop(g.timer.take());
+        g.phase = CepPhase::AwaitAccept;
     }
 
     /// `iw_accept`: MPA Reply with the ULP's private data and IRD/ORD,
@@ -113,31 +93,24 @@ impl Cep {
         target: Arc<dyn CmEventTarget>,
     ) -> Result {
         let (ird, ord) = self.cfg.ird_ord(p.ird, p.ord)?;
-        let mut buf = [0u8; MAX_FRAME];
-        let (len, params) = {
-            let req = Repr::parse_bytes(&g.rx).map_err(|_| EPROTO)?;
-            // The ULP's IRD/ORD; an IRD of 0 still grants the one credit
-            // a zero-length Read RTR needs.
-            let offer = judge_request(&self.cfg.responder(ird, ord), &req)
-                .or_else(|_| judge_request(&self.cfg.responder(ird.max(1), ord), &req))
-                .map_err(|_| EINVAL)?;
-            let rep = offer.accept(p.private_data).map_err(|_| EINVAL)?;
-            let len = rep.emit_bytes(&mut buf).map_err(|_| EINVAL)?;
-            let n = offer.negotiated;
-            let params =
-                StreamParams { framing: n.framing, ird: n.ird, ord: n.ord, rtr: n.rtr, initiator: false };
-            (len, params)
-        };
+        let m = g.passive.as_deref_mut().ok_or(ECONNRESET)?;
+        // The ULP's IRD/ORD; an IRD of 0 still grants the one credit a
+        // zero-length Read RTR needs. A refused `accept` changes nothing.
+        let params = m
+            .accept(&self.cfg.responder(ird, ord), p.private_data)
+            .or_else(|_| m.accept(&self.cfg.responder(ird.max(1), ord), p.private_data))
+            .map_err(|_| EINVAL)?;
         let sink = CmEventSink::new(target, Phase::AwaitEstablished, params.ird, params.ord)?;
         let mut sock = g.sock.take().ok_or(ECONNRESET)?;
         // From here the CM no longer looks at the socket: what the peer
         // sends after its Request stays queued for the QP.
         sock.unhook();
-        send_all(&sock, &buf[..len])?;
+        send_all(&sock, m.transmit())?;
+        let watch_rtr = params.rtr_expected().is_some();
         qp.attach(Stream { sock, params, leftover: KVec::new() }, sink.clone())?;
         sink.arm();
         self.pending.store(false, Ordering::Relaxed);
-        if matches!(params.rtr, Some(RtrMode::Zero(_))) {
+        if watch_rtr {
             // The sink kicks us when the wait ends (we hold our lock:
             // that run sees WatchRtr).
             sink.watch(self.clone());
@@ -154,16 +127,12 @@ impl Cep {
     /// `iw_reject`: MPA Reply with R set and the ULP's private data.
     pub(super) fn reject(&self, private_data: &[u8]) -> Result {
         let mut g = self.inner.lock();
-        let r = match (g.phase, g.sock.as_ref()) {
-            (CepPhase::AwaitAccept, Some(sock)) => {
-                let cfg = self.cfg.responder(self.cfg.max_ird, self.cfg.max_ord);
-                let req = Repr::parse_bytes(&g.rx).map_err(|_| EPROTO);
-                let rep = req.and_then(|req| match judge_request(&cfg, &req) {
-                    Ok(offer) => offer.reject(private_data).map_err(|_| EINVAL),
-                    Err(rej) => rej.reply(private_data).map_err(|_| EINVAL),
-                });
-                rep.and_then(|rep| send_frame(sock, &rep))
-            }
+        let g2 = &mut *g;
+        let r = match (g2.phase, g2.sock.as_ref(), g2.passive.as_deref_mut()) {
+            (CepPhase::AwaitAccept, Some(sock), Some(m)) => m
+                .reject(private_data)
+                .map_err(|_| EINVAL)
+                .and_then(|()| send_all(sock, m.transmit())),
             _ => Err(ECONNRESET),
         };
         self.close_locked(&mut g, None);
@@ -178,10 +147,12 @@ pub(crate) fn start_passive(
     cfg: CmConfig,
     target: Arc<dyn CmEventTarget>,
 ) -> Result {
+    let mpa = KBox::new(Responder::new(&cfg.responder(cfg.max_ird, cfg.max_ord)), GFP_KERNEL)?;
     let cep = Cep::new(listener, cfg, CepPhase::AwaitRequest)?;
     let mut sock = sock;
     let r = {
         let mut g = cep.inner.lock();
+        g.passive = Some(mpa);
         let r = Arc::new(CepWake(cep.clone()), GFP_KERNEL)
             .map_err(Error::from)
             .and_then(|w| sock.hook(w));
@@ -202,8 +173,6 @@ pub(crate) fn start_passive(
     kick_cep(&cep);
     r
 }
-
-
 
 /// `iw_accept` on the cep `id` reported in `CONNECT_REQUEST`. On `Err`
 /// the connection is closed and no event follows.

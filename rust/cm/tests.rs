@@ -11,7 +11,14 @@ use super::*;
 #[kunit_tests(rsiw_cm)]
 mod tests {
     use super::*;
-    use crate::{device::DEFAULT_LIMITS, engine::wire::mpa::Rtr};
+    use crate::{
+        device::DEFAULT_LIMITS,
+        engine::{
+            error::llp,
+            mpa::negotiate::RtrMode,
+            wire::mpa::{Enhanced, Kind, Repr, Rtr},
+        },
+    };
 
     struct Rec {
         kind: CmEventKind,
@@ -440,16 +447,19 @@ mod tests {
         let (lid, port, lrec) = listen_lo(cfg())?;
         let raw = TcpSocket::connect(Net::init(), LO.with_port(port), false)?;
         let icfg = CmConfig { p2p: None, ..cfg() }.initiator(4, 4, b"raw");
-        let req = request(&icfg).map_err(|_| EINVAL)?;
-        let mut buf = KVec::from_elem(0u8, req.buffer_len(), GFP_KERNEL)?;
-        req.emit_bytes(&mut buf).map_err(|_| EINVAL)?;
+        let mut ini = new_initiator(&icfg)?;
+        let mut buf = KVec::new();
+        buf.extend_from_slice(ini.transmit(), GFP_KERNEL)?;
+        ini.sent(buf.len());
         buf.extend_from_slice(&data[..1000], GFP_KERNEL)?;
         send_all(&raw, &buf)?;
         let ev = lrec.wait(0, 3000).ok_or(ETIMEDOUT)?;
         let (srec, sqp) = (Recorder::new()?, TestQp::new(false)?);
         accept(ev.3 as u64, &params(4, 4, b"ok"), &*sqp, srec)?;
-        let mut rep = KVec::new();
-        assert!(read_frame_for_test(&raw, &mut rep));
+        assert!(wait_until(3000, || {
+            read_reply(&raw, &mut ini);
+            ini.phase() == startup::Phase::Established
+        }));
         send_all(&raw, &data[1000..])?;
         let (stream, _sink) = sqp.take().ok_or(EINVAL)?;
         let mut got = KVec::new();
@@ -472,13 +482,10 @@ mod tests {
             s.is_some()
         }));
         let s = s.ok_or(ENOTCONN)?;
-        let mut reqb = KVec::with_capacity(MAX_FRAME, GFP_KERNEL)?;
-        assert!(wait_until(2000, || matches!(read_frame(&s, &mut reqb, Kind::Request), Ok(true))));
-        let req = Repr::parse_bytes(&reqb).map_err(|_| EINVAL)?;
-        let offer = judge_request(&cfg().responder(4, 4), &req).map_err(|_| EINVAL)?;
-        let rep = offer.accept(b"srv").map_err(|_| EINVAL)?;
-        let mut out = KVec::from_elem(0u8, rep.buffer_len(), GFP_KERNEL)?;
-        rep.emit_bytes(&mut out).map_err(|_| EINVAL)?;
+        let mut res = raw_responder(&s)?;
+        res.accept(&cfg().responder(4, 4), b"srv").map_err(|_| EINVAL)?;
+        let mut out = KVec::new();
+        out.extend_from_slice(res.transmit(), GFP_KERNEL)?;
         out.extend_from_slice(&data, GFP_KERNEL)?;
         send_all(&s, &out)?;
         let ev = crec.wait(0, 3000).ok_or(ETIMEDOUT)?;
@@ -494,12 +501,82 @@ mod tests {
         Ok(())
     }
 
-    /// Reads an MPA Reply from a raw socket.
-    fn read_frame_for_test(sock: &TcpSocket, rx: &mut KVec<u8>) -> bool {
-        if rx.reserve(MAX_FRAME, GFP_KERNEL).is_err() {
-            return false;
-        }
-        wait_until(3000, || matches!(read_frame(sock, rx, Kind::Reply), Ok(true)))
+    /// A raw responder on `s`: the cep's Request read and judged valid.
+    fn raw_responder(s: &TcpSocket) -> Result<KBox<Responder>> {
+        let mut res = KBox::new(Responder::new(&cfg().responder(4, 4)), GFP_KERNEL)?;
+        check(wait_until(2000, || {
+            read_request(s, &mut res);
+            res.phase() == startup::Phase::Decide
+        }))?;
+        Ok(res)
+    }
+
+    /// The next connection `server` accepts, within 2 s.
+    fn accept_raw(server: &TcpSocket) -> Result<TcpSocket> {
+        let mut s = None;
+        check(wait_until(2000, || {
+            s = server.accept().ok().flatten();
+            s.is_some()
+        }))?;
+        s.ok_or(ENOTCONN)
+    }
+
+    /// A Reply built by hand (a responder's checks bypassed).
+    fn reply_bytes(enhanced: Option<Enhanced>) -> Result<KVec<u8>> {
+        let r = Repr { kind: Kind::Reply, markers: false, crc: false, reject: false, rev: 2, enhanced, private_data: b"" };
+        let mut b = KVec::from_elem(0u8, r.buffer_len(), GFP_KERNEL)?;
+        r.emit_bytes(&mut b).map_err(|_| EINVAL)?;
+        Ok(b)
+    }
+
+    #[test]
+    fn unusable_reply_sends_a_terminate_only_where_rfc6581_asks() -> Result {
+        let server = TcpSocket::listen(Net::init(), LO, 4)?;
+        let port = server.local_addr()?.port();
+        // The initiator offers a Write RTR only; the Reply picks Read: no
+        // matching RTR (RFC 6581 section 9, LLP code 7), in a Terminate.
+        let ccfg = CmConfig { p2p: Some(RtrSet::one(Rtr::Write)), ..cfg() };
+        let crec = Recorder::new()?;
+        connect(Net::init(), LO, LO.with_port(port), ccfg, &params(4, 4, b""), TestQp::new(false)?, crec.clone())?;
+        let s = accept_raw(&server)?;
+        drop(raw_responder(&s)?);
+        let e = Enhanced { ird: 4, ord: 4, p2p: true, rtr: RtrSet::one(Rtr::Read) };
+        let rep = reply_bytes(Some(e))?;
+        send_all(&s, &rep)?;
+        let ev = crec.wait(0, 3000).ok_or(ETIMEDOUT)?;
+        assert_eq!((ev.0, ev.1), (CmEventKind::ConnectReply, -(EINVAL.to_errno().abs())));
+        // What the peer gets is the Terminate an initiator fed the same
+        // Reply queues (code 7, framed as the Reply negotiated), then FIN.
+        let mut twin = new_initiator(&ccfg.initiator(4, 4, b""))?;
+        let request_len = twin.transmit().len();
+        twin.sent(request_len);
+        assert_eq!(twin.receive(&KernelCrc32c, &rep), rep.len());
+        let f = match twin.poll() {
+            Some(startup::Event::Failed(f)) => f,
+            _ => return Err(EINVAL),
+        };
+        assert!(f.terminate && f.error == llp::NO_MATCHING_RTR);
+        let want = twin.transmit();
+        assert!(!want.is_empty());
+        assert!(wait_until(3000, || s.state().is_closing()));
+        let mut got = KVec::new();
+        read_into(&s, &mut got, want.len() + 1, 10);
+        assert!(got[..] == want[..]);
+        // A Reply with a bad key (invalid, LLP code 4): closed without
+        // a Terminate.
+        let crec = Recorder::new()?;
+        connect(Net::init(), LO, LO.with_port(port), cfg(), &params(4, 4, b""), TestQp::new(false)?, crec.clone())?;
+        let s = accept_raw(&server)?;
+        drop(raw_responder(&s)?);
+        send_all(&s, b"MPA ID Req Frame\x00\x02\x00\x00")?;
+        let ev = crec.wait(0, 3000).ok_or(ETIMEDOUT)?;
+        assert_eq!((ev.0, ev.1), (CmEventKind::ConnectReply, -(EINVAL.to_errno().abs())));
+        assert!(wait_until(3000, || s.state().is_closing()));
+        let mut got = KVec::new();
+        read_into(&s, &mut got, 1, 10);
+        assert!(got.is_empty());
+        assert!(no_leaks());
+        Ok(())
     }
 
     #[test]

@@ -35,15 +35,15 @@ pub(crate) struct QpHost<'a> {
 }
 
 /// A local memory problem ends the stream with a local catastrophic error.
-pub(crate) fn local_err(_: mrmod::MrError) -> TermError {
-    term::rdmap::LOCAL_CATA
+pub(crate) fn local_err(_: MrError) -> TermError {
+    error::rdmap::LOCAL_CATA
 }
 
 /// A send WR's own SGE fails its checks (lkey, PD, rights, bounds): the WR
 /// completes with `IB_WC_LOC_PROT_ERR`, as on siw and rxe (a protection
 /// error on the send queue, see `wc_status`; nothing goes to the peer).
-pub(crate) fn local_source_err(_: mrmod::MrError) -> TermError {
-    term::rdmap::PROT_UNSPECIFIED
+pub(crate) fn local_source_err(_: MrError) -> TermError {
+    error::rdmap::PROT_UNSPECIFIED
 }
 
 impl QpHost<'_> {
@@ -71,7 +71,7 @@ impl QpHost<'_> {
                 continue;
             }
             let n = ((len - offset) as usize).min(want - done);
-            let addr = sge.addr.checked_add(offset).ok_or(term::rdmap::LOCAL_CATA)?;
+            let addr = sge.addr.checked_add(offset).ok_or(error::rdmap::LOCAL_CATA)?;
             match to_sges {
                 Some(data) => {
                     self.stags()
@@ -94,7 +94,7 @@ impl QpHost<'_> {
         if done == want {
             Ok(())
         } else {
-            Err(term::rdmap::LOCAL_CATA)
+            Err(error::rdmap::LOCAL_CATA)
         }
     }
 
@@ -169,13 +169,13 @@ impl Host for QpHost<'_> {
         Some(RecvWr { wr_id: r.wr_id, len: r.len() })
     }
 
-    fn complete(&mut self, c: EngineCompletion) {
+    fn complete(&mut self, c: crate::engine::qp::Completion) {
         let mut c = c;
         if c.queue == WorkQueue::Send && c.opcode == CompOp::Read {
             if let Some(stag) = self.st.cur.read_invs.take(c.wr_id) {
                 // The data is placed: now the sink may go (READ_WITH_INV).
                 if c.status == Status::Success && self.stags().invalidate(stag, self.qp.pd).is_err() {
-                    c.status = Status::LocalError(term::rdmap::LOCAL_CATA);
+                    c.status = Status::LocalError(error::rdmap::LOCAL_CATA);
                 }
             }
         }
@@ -229,7 +229,7 @@ impl Host for QpHost<'_> {
                 let stags = self.qp.links.device().stags();
                 let refs = self.zc.as_deref_mut()?;
                 let Some(mr) = stags.get(stag) else {
-                    return Some(Err(term::rdmap::LOCAL_CATA));
+                    return Some(Err(error::rdmap::LOCAL_CATA));
                 };
                 match mr.ref_pages(stag, to, len, refs, state) {
                     Ok(Some(c)) => Some(Ok(c)),
@@ -243,23 +243,23 @@ impl Host for QpHost<'_> {
     fn read_source(&mut self, wr: &Local, offset: u32, dst: &mut [u8]) -> Result<(), TermError> {
         let sqe = match self.st.cur.sqe {
             Some(s) if self.st.cur.handle == wr.handle => s,
-            _ => return Err(term::rdmap::LOCAL_CATA),
+            _ => return Err(error::rdmap::LOCAL_CATA),
         };
         if sqe.inline_len > 0 {
             let start = offset as usize;
-            let src = sqe.inline.get(start..start + dst.len()).ok_or(term::rdmap::LOCAL_CATA)?;
+            let src = sqe.inline.get(start..start + dst.len()).ok_or(error::rdmap::LOCAL_CATA)?;
             dst.copy_from_slice(src);
             return Ok(());
         }
         // Its errors are the SGEs' own (MR checks).
         self.scatter_gather(sqe.sges(), u64::from(offset), dst, None)
-            .map_err(|_| term::rdmap::PROT_UNSPECIFIED)
+            .map_err(|_| error::rdmap::PROT_UNSPECIFIED)
     }
 
     fn check_source(&mut self, wr: &Local, len: u32) -> Result<(), TermError> {
         let sqe = match self.st.cur.sqe {
             Some(s) if self.st.cur.handle == wr.handle => s,
-            _ => return Err(term::rdmap::LOCAL_CATA),
+            _ => return Err(error::rdmap::LOCAL_CATA),
         };
         if sqe.inline_len > 0 {
             return Ok(()); // copied at post time
@@ -276,7 +276,7 @@ impl Host for QpHost<'_> {
         if left == 0 {
             Ok(())
         } else {
-            Err(term::rdmap::PROT_UNSPECIFIED)
+            Err(error::rdmap::PROT_UNSPECIFIED)
         }
     }
 
@@ -289,7 +289,7 @@ impl Host for QpHost<'_> {
     }
 
     fn place_recv(&mut self, _wr: &RecvWr, offset: u32, data: &[u8]) -> Result<(), TermError> {
-        let rqe = self.claim().ok_or(term::ddp::U_NO_BUFFER)?;
+        let rqe = self.claim().ok_or(error::ddp::U_NO_BUFFER)?;
         self.scatter_gather(rqe.sges(), u64::from(offset), &mut [], Some(data))
     }
 
@@ -303,12 +303,12 @@ impl Host for QpHost<'_> {
         crate::mem::atomic::place_result(self.qp.links.device(), self.qp.pd, wr, original)
     }
 
-    fn make_durable(&mut self, region: &commitw::Region) -> bool {
+    fn make_durable(&mut self, region: &commit::Region) -> bool {
         crate::mem::commit::commit_region(self.stags(), region)
     }
 
     fn invalidate(&mut self, stag: u32) -> Result<(), TermError> {
-        self.stags().invalidate(stag, self.qp.pd).map_err(|_| term::rdmap::CANT_INVALIDATE)
+        self.stags().invalidate(stag, self.qp.pd).map_err(|_| error::rdmap::CANT_INVALIDATE)
     }
 }
 
@@ -323,7 +323,7 @@ impl QpHost<'_> {
 
     /// A send-queue completion: delivered now, or after the peer has
     /// acknowledged payload sent by reference before it (`send_order`).
-    pub(crate) fn send_wc(&mut self, wc: Wc) {
+    pub(crate) fn send_wc(&mut self, wc: Completion) {
         let round_refs = self.zc.as_ref().is_some_and(|r| !r.is_empty());
         if let Some(wc) = self.st.order.route(wc, round_refs) {
             let _ = self.qp.links.send_cq().push(wc); // a full CQ raises IB_EVENT_CQ_ERR itself
@@ -341,7 +341,7 @@ impl QpHost<'_> {
         let qp = self.qp;
         let sqe = match self.st.cur.sqe {
             Some(s) if self.st.cur.handle == local.handle => s,
-            _ => return Some(Err(term::rdmap::LOCAL_CATA)),
+            _ => return Some(Err(error::rdmap::LOCAL_CATA)),
         };
         if sqe.inline_len > 0 {
             return None; // inline data lives in the SQE: copied
@@ -361,7 +361,7 @@ impl QpHost<'_> {
                     continue;
                 }
                 let n = ((sl - offset) as usize).min(len - done);
-                let addr = sge.addr.checked_add(offset).ok_or(term::rdmap::LOCAL_CATA)?;
+                let addr = sge.addr.checked_add(offset).ok_or(error::rdmap::LOCAL_CATA)?;
                 let mr = stags.check(sge.lkey, qp.pd, addr, n as u64, 0).map_err(local_source_err)?;
                 match mr.ref_pages(sge.lkey, addr, n, refs, crc).map_err(local_source_err)? {
                     Some(c) => crc = c,
@@ -370,7 +370,7 @@ impl QpHost<'_> {
                 done += n;
                 offset = 0;
             }
-            if done == len { Ok(Some(crc)) } else { Err(term::rdmap::LOCAL_CATA) }
+            if done == len { Ok(Some(crc)) } else { Err(error::rdmap::LOCAL_CATA) }
         })();
         match res {
             Ok(Some(c)) => Some(Ok(c)),
@@ -429,7 +429,7 @@ pub(crate) fn wc_status(s: Status, q: WorkQueue) -> WcStatus {
     match s {
         Status::Success => WcStatus::Success,
         Status::Flushed => WcStatus::WrFlushErr,
-        Status::LocalError(e) if e.layer == term::Layer::Rdmap && e.etype == 0x1 => {
+        Status::LocalError(e) if e.layer == error::Layer::Rdmap && e.etype == 0x1 => {
             if q == WorkQueue::Send { WcStatus::LocProtErr } else { WcStatus::LocAccessErr }
         }
         Status::LocalError(_) => WcStatus::LocQpOpErr,
@@ -443,7 +443,7 @@ pub(crate) fn wc_status(s: Status, q: WorkQueue) -> WcStatus {
 /// or version the peer does not support (e.g. RFC 7306 to Linux siw) an
 /// invalid request, anything else a remote operation error.
 pub(crate) fn remote_wc_status(e: TermError) -> WcStatus {
-    use term::{ddp, rdmap, Layer};
+    use error::{ddp, rdmap, Layer};
     let invalid_request = [rdmap::UNEXPECTED_OPCODE, rdmap::INVALID_VERSION, ddp::U_INVALID_QN, ddp::U_INVALID_VERSION];
     match (e.layer, e.etype) {
         (Layer::Rdmap, t) if t == rdmap::INVALID_STAG.etype => WcStatus::RemAccessErr,

@@ -42,21 +42,24 @@ use self::{
     srq::{Rqe, RecvQueue, Sge, MAX_SGE},
 };
 use crate::{
-    cq::{Completion as Wc, WcOpcode, WcStatus},
+    cq::{Completion, WcOpcode, WcStatus},
     device::{counters::HwCounter, Rsiw},
     ddp::Region,
     engine::{
-        error::{self as term, TermError},
-        mpa::negotiate::{Framing, RtrMode},
+        error::{self, TermError},
+        mpa::{
+            negotiate::{Framing, RtrMode},
+            startup::StreamParams,
+        },
         crc::Crc32c,
         qp::{
-            CompOp, Completion as EngineCompletion, Event, Host, Local, PayloadRef, Piece, QpConfig,
+            CompOp, Event, Host, Local, PayloadRef, Piece, QpConfig,
             RecvWr, SendWr, State as EngineState, Status, TxPlan, WorkQueue,
         },
         rdmap::AtomicPlan,
-        wire::commit as commitw,
+        wire::commit,
     },
-    cm::{CmEventSink, CmQp, Stream as CmStream},
+    cm::{CmEventSink, CmQp, Stream},
     ffi::{
         crc::KernelCrc32c,
         ib::QpNotifier,
@@ -65,7 +68,7 @@ use crate::{
             zcopy::{Batch, LiteralPage, Notif, Segments, ZcOwner},
         },
     },
-    mem::mr::{self as mrmod, FastReg},
+    mem::mr::{FastReg, MrError},
 };
 
 /// Largest ORD/IRD a QP can negotiate (the engine's queue capacities).
@@ -167,7 +170,7 @@ struct ZeroCopyTx {
 const MASKED_HANDLE: u64 = 1 << 63;
 
 /// State that only changes under the engine lock.
-struct Stream {
+struct StreamState {
     engine: Option<KBox<Engine>>,
     host: HostState,
     /// Bytes the engine produced that the socket has not taken yet.
@@ -175,18 +178,6 @@ struct Stream {
     tx_off: usize,
     /// The socket is gone: everything flushed, nothing more to send.
     dead: bool,
-}
-
-/// The parameters MPA negotiation settled (from the CM, or a test).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct StreamParams {
-    pub(crate) framing: Framing,
-    pub(crate) ird: u16,
-    pub(crate) ord: u16,
-    pub(crate) rtr: Option<RtrMode>,
-    pub(crate) initiator: bool,
-    /// Effective MSS of the connection.
-    pub(crate) emss: usize,
 }
 
 /// What the QP reports about its stream, for the CM and tests.
@@ -229,7 +220,7 @@ pub(crate) struct Qp {
     #[pin]
     rq: SpinLockIrq<Option<RecvQueue>>,
     #[pin]
-    stream: SpinLockIrq<Stream>,
+    stream: SpinLockIrq<StreamState>,
     #[pin]
     ib_state: SpinLockIrq<(QpState, StreamStatus)>,
     /// The TCP connection; only process context touches it.
@@ -288,7 +279,7 @@ impl Qp {
             ref_octets: 0,
             literal_octets: 0,
         };
-        let stream = Stream {
+        let stream = StreamState {
             engine: None,
             host: HostState {
                 cur: CurWr { handle: 0, sqe: None, read_invs: ReadInvs::default() },
@@ -416,15 +407,15 @@ impl Qp {
         Ok(())
     }
 
-    fn wc(&self, wr_id: u64, opcode: WcOpcode, status: WcStatus, byte_len: u32) -> Wc {
-        Wc {
+    fn wc(&self, wr_id: u64, opcode: WcOpcode, status: WcStatus, byte_len: u32) -> Completion {
+        Completion {
             wr_id,
             status,
             opcode,
             byte_len,
             qp: self.links.wc_qp(),
             qp_num: self.qpn,
-            ..Wc::default()
+            ..Completion::default()
         }
     }
 

@@ -16,7 +16,7 @@
 
 use kernel::prelude::*;
 
-use crate::cq::{Completion as Wc, WcStatus};
+use crate::cq::{Completion, WcStatus};
 
 /// Batches whose release can be tracked at once; the TX work stops
 /// planning new ones while this many are outstanding.
@@ -36,7 +36,7 @@ enum Wait {
 
 /// The send-queue completions held for page releases, in order.
 pub(crate) struct SendOrder {
-    ring: KVec<Option<(Wc, Wait)>>,
+    ring: KVec<Option<(Completion, Wait)>>,
     head: usize,
     count: usize,
     /// The next batch id.
@@ -84,7 +84,7 @@ impl SendOrder {
     /// Routes a send-queue completion: `Some(wc)` to deliver now, `None`
     /// if it was queued. `round_refs`: the round being filled has already
     /// referenced pages.
-    pub(crate) fn route(&mut self, wc: Wc, round_refs: bool) -> Option<Wc> {
+    pub(crate) fn route(&mut self, wc: Completion, round_refs: bool) -> Option<Completion> {
         let wait = if round_refs {
             Wait::Round
         } else if self.outstanding() > 0 {
@@ -136,7 +136,7 @@ impl SendOrder {
 
     /// TCP released the pages of batch `id`: hands the completions now
     /// due to `deliver`, in order.
-    pub(crate) fn released(&mut self, id: u64, deliver: impl FnMut(Wc)) {
+    pub(crate) fn released(&mut self, id: u64, deliver: impl FnMut(Completion)) {
         if id > self.done_upto && id < self.next && id - self.done_upto <= MAX_BATCHES as u64 {
             self.done[(id % MAX_BATCHES as u64) as usize] = true;
         }
@@ -151,7 +151,7 @@ impl SendOrder {
         self.deliver_due(deliver);
     }
 
-    fn deliver_due(&mut self, mut deliver: impl FnMut(Wc)) {
+    fn deliver_due(&mut self, mut deliver: impl FnMut(Completion)) {
         while let Some((wc, wait)) = self.front() {
             match wait {
                 Wait::Batch(b) if b > self.done_upto => break,
@@ -167,7 +167,7 @@ impl SendOrder {
     /// success whose pages TCP had not released completes with a flush
     /// error (the peer may not have it). Batch ids go on (late releases of
     /// this stream's batches are ignored by id).
-    pub(crate) fn drain(&mut self, mut deliver: impl FnMut(Wc)) {
+    pub(crate) fn drain(&mut self, mut deliver: impl FnMut(Completion)) {
         while let Some((mut wc, wait)) = self.front() {
             let unreleased = match wait {
                 Wait::Round => true,
@@ -186,7 +186,7 @@ impl SendOrder {
         self.done_upto = self.next - 1;
     }
 
-    fn front(&self) -> Option<(Wc, Wait)> {
+    fn front(&self) -> Option<(Completion, Wait)> {
         if self.count == 0 {
             return None;
         }
@@ -205,11 +205,11 @@ impl SendOrder {
 mod tests {
     use super::*;
 
-    fn wc(id: u64) -> Wc {
-        Wc { wr_id: id, ..Wc::default() }
+    fn wc(id: u64) -> Completion {
+        Completion { wr_id: id, ..Completion::default() }
     }
 
-    fn ids(v: &KVec<Wc>) -> KVec<u64> {
+    fn ids(v: &KVec<Completion>) -> KVec<u64> {
         let mut out = KVec::new();
         for w in v.iter() {
             let _ = out.push(w.wr_id, GFP_KERNEL);
@@ -263,7 +263,7 @@ mod tests {
         let _b = o.new_batch();
         o.released(a, |w| got.push(w, GFP_KERNEL).unwrap());
         assert_eq!(&ids(&got)[..], &[1]);
-        assert!(o.route(Wc { status: WcStatus::WrFlushErr, ..wc(3) }, false).is_none());
+        assert!(o.route(Completion { status: WcStatus::WrFlushErr, ..wc(3) }, false).is_none());
         o.drain(|w| got.push(w, GFP_KERNEL).unwrap());
         assert_eq!(&ids(&got)[..], &[1, 2, 3]);
         assert_eq!(got[0].status, WcStatus::Success);

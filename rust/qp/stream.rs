@@ -7,24 +7,26 @@ use super::*;
 impl Qp {
     /// Hands an established TCP connection to the QP after MPA
     /// negotiation: the socket is hooked, the engine takes over, the QP is
-    /// in RTS. `leftover` are stream bytes already read past the MPA frame.
+    /// in RTS. `params` are what the MPA exchange settled, `emss` the
+    /// connection's effective MSS (FPDU size); `leftover` are stream bytes
+    /// already read past the MPA frame.
     pub(crate) fn attach(
         self: &Arc<Self>,
         mut sock: TcpSocket,
-        params: StreamParams,
+        params: &StreamParams,
+        emss: usize,
         leftover: &[u8],
     ) -> Result {
         match self.ib_state() {
             QpState::Init | QpState::Rtr => {}
             _ => return Err(EINVAL),
         }
-        let ird = usize::from(params.ird).min(MAX_IRD) as u16;
-        let ord = usize::from(params.ord).min(MAX_ORD) as u16;
         // A new stream (a QP may be reset and connected again).
         self.quiet_end.store(false, Ordering::Release);
         self.fin_pending.store(false, Ordering::Release);
-        let mut engine = KBox::new(Engine::new(QpConfig { pd: self.pd, emss: params.emss }), GFP_KERNEL)?;
-        engine.establish(params.framing, ird, ord, params.rtr, params.initiator);
+        let mut engine = KBox::new(Engine::new(QpConfig { pd: self.pd, emss }), GFP_KERNEL)?;
+        // IRD/ORD clamped to the engine's queues (MAX_IRD, MAX_ORD).
+        engine.establish_params(params);
         let zc_min = self.zcopy_min(sock.loopback_route());
         engine.set_tx_ref_min(zc_min);
         self.zc_detached.store(false, Ordering::Release);
@@ -167,17 +169,10 @@ impl CmQp for Qp {
     /// The CM's hand-off after MPA: the stream goes to the engine; the
     /// active side's CONNECT_REPLY and a passive side without RTR are
     /// established at once, a passive side with an RTR when it arrives.
-    fn attach(&self, stream: CmStream, cm: CmEventSink) -> Result {
+    fn attach(&self, stream: Stream, cm: CmEventSink) -> Result {
         let this = self.links.qp_arc().ok_or(EINVAL)?;
-        let p = stream.params;
-        let params = StreamParams {
-            framing: p.framing,
-            ird: p.ird,
-            ord: p.ord,
-            rtr: p.rtr,
-            initiator: p.initiator,
-            emss: stream.sock.mss().clamp(536, 65495) as usize,
-        };
+        let p = &stream.params;
+        let emss = stream.sock.mss().clamp(536, 65495) as usize;
         if crate::ffi::runtime::ratelimited() {
             pr_info!(
                 "qp {} connected as {}: CRC {}, markers tx {} rx {}, IRD {} ORD {}, RTR {:?}\n",
@@ -191,9 +186,9 @@ impl CmQp for Qp {
                 p.rtr
             );
         }
-        let waits_for_rtr = !p.initiator && matches!(p.rtr, Some(RtrMode::Zero(_)));
+        let waits_for_rtr = p.rtr_expected().is_some();
         *this.cm.lock() = Some(cm.clone());
-        if let Err(e) = this.attach(stream.sock, params, &stream.leftover) {
+        if let Err(e) = this.attach(stream.sock, p, emss, &stream.leftover) {
             *this.cm.lock() = None; // on error the QP keeps neither
             return Err(e);
         }

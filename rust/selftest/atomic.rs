@@ -43,7 +43,9 @@ pub(crate) mod harness {
             consumer::qp::*,
             net::socket::TcpSocket,
         },
-        qp::{QpState, StreamParams, MAX_IRD, MAX_ORD},
+        engine::mpa::startup::StreamParams,
+        qp::{QpState, MAX_IRD, MAX_ORD},
+        selftest::util::{negotiated, EMSS},
     };
 
     /// Creates a device on `lo`, runs `f`, unregisters the device.
@@ -72,14 +74,8 @@ pub(crate) mod harness {
     }
 
     fn params(initiator: bool) -> StreamParams {
-        StreamParams {
-            framing: Framing { crc: false, markers_tx: false, markers_rx: false },
-            ird: MAX_IRD as u16,
-            ord: MAX_ORD as u16,
-            rtr: Some(RtrMode::Zero(Rtr::Write)),
-            initiator,
-            emss: 1460,
-        }
+        let framing = Framing { crc: false, markers_tx: false, markers_rx: false };
+        negotiated(framing, MAX_IRD as u16, MAX_ORD as u16, Some(RtrMode::Zero(Rtr::Write)), initiator)
     }
 
     /// A connected pair: (requester, responder).
@@ -87,8 +83,8 @@ pub(crate) mod harness {
         let a = End::new(dev, pd, depth)?;
         let b = End::new(dev, pd, depth)?;
         let (sa, sb) = TcpSocket::loopback_pair()?;
-        a.qp.qp::<crate::device::Rsiw>().attach(sa, params(true), &[])?;
-        b.qp.qp::<crate::device::Rsiw>().attach(sb, params(false), &[])?;
+        a.qp.qp::<crate::device::Rsiw>().attach(sa, &params(true), EMSS, &[])?;
+        b.qp.qp::<crate::device::Rsiw>().attach(sb, &params(false), EMSS, &[])?;
         Ok((a, b))
     }
 

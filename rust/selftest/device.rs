@@ -222,7 +222,7 @@ mod qp_datapath {
         qp::QpState,
     };
 
-    use crate::selftest::util::{check, stream_params as params};
+    use crate::selftest::util::{check, stream_params as params, EMSS};
 
     fn pattern(seed: u8, buf: &mut [u8]) {
         for (i, b) in buf.iter_mut().enumerate() {
@@ -253,8 +253,8 @@ mod qp_datapath {
             b.post_recv(100, Seg::of(&dst, lkey))?;
 
             let (sa, sb) = TcpSocket::loopback_pair()?;
-            a.qp::<crate::device::Rsiw>().attach(sa, params(true, crc, markers), &[])?;
-            b.qp::<crate::device::Rsiw>().attach(sb, params(false, crc, markers), &[])?;
+            a.qp::<crate::device::Rsiw>().attach(sa, &params(true, crc, markers), EMSS, &[])?;
+            b.qp::<crate::device::Rsiw>().attach(sb, &params(false, crc, markers), EMSS, &[])?;
 
             // Send -> Recv.
             a.post(1, WR_SEND, &[Seg::of(&src, lkey)], None, true)?;

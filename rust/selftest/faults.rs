@@ -38,11 +38,11 @@ mod faults {
             consumer::qp::*,
             net::socket::TcpSocket,
         },
-        qp::{QpState, StreamParams},
+        qp::QpState,
         device::counters::HwCounter,
     };
 
-    use crate::selftest::util::check;
+    use crate::selftest::util::{check, negotiated, EMSS};
 
     /// A remote STag the QP's Reads name: the peer never answers them.
     const PEER_STAG: u32 = 0x0012_3400;
@@ -91,15 +91,9 @@ mod faults {
             rig.cq = Some(cq);
             qp.modify(QpState::Init)?;
             let (mine, theirs) = TcpSocket::loopback_pair()?;
-            let params = StreamParams {
-                framing: Framing { crc, markers_tx: false, markers_rx: false },
-                ird,
-                ord: 8,
-                rtr: None,
-                initiator: true,
-                emss: 1460,
-            };
-            qp.qp::<crate::device::Rsiw>().attach(mine, params, &[])?;
+            let framing = Framing { crc, markers_tx: false, markers_rx: false };
+            let params = negotiated(framing, ird, 8, None, true);
+            qp.qp::<crate::device::Rsiw>().attach(mine, &params, EMSS, &[])?;
             rig.qp = Some(qp);
             rig.peer = Some(theirs);
             Ok(rig)

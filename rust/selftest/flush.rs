@@ -39,10 +39,11 @@ mod tests {
             net::socket::TcpSocket,
         },
         mem::mr::{FastReg, MrError},
-        qp::{QpState, StreamParams},
+        qp::QpState,
     };
 
-    use crate::selftest::util::check;
+    use crate::selftest::util::{check, negotiated, EMSS};
+    use crate::engine::mpa::startup::StreamParams;
 
     const RW: u32 = access::LOCAL_WRITE | access::REMOTE_WRITE;
     /// Responder buffer: 64 pages, mapped by one fast-register MR.
@@ -67,14 +68,8 @@ mod tests {
     }
 
     fn params(initiator: bool) -> StreamParams {
-        StreamParams {
-            framing: Framing { crc: true, markers_tx: false, markers_rx: false },
-            ird: 8,
-            ord: 8,
-            rtr: Some(RtrMode::Zero(Rtr::Write)),
-            initiator,
-            emss: 1460,
-        }
+        let framing = Framing { crc: true, markers_tx: false, markers_rx: false };
+        negotiated(framing, 8, 8, Some(RtrMode::Zero(Rtr::Write)), initiator)
     }
 
     /// Two connected QPs: `a` issues, `b` responds. Fields drop in order:
@@ -100,8 +95,8 @@ mod tests {
             a.modify(QpState::Init)?;
             b.modify(QpState::Init)?;
             let (sa, sb) = TcpSocket::loopback_pair()?;
-            a.qp::<crate::device::Rsiw>().attach(sa, params(true), &[])?;
-            b.qp::<crate::device::Rsiw>().attach(sb, params(false), &[])?;
+            a.qp::<crate::device::Rsiw>().attach(sa, &params(true), EMSS, &[])?;
+            b.qp::<crate::device::Rsiw>().attach(sb, &params(false), EMSS, &[])?;
             let p = Pair { a, b, cq_a, cq_b, pd };
             f(&dev, &p)
         })();

@@ -5,7 +5,13 @@
 use kernel::prelude::*;
 
 use crate::{
-    engine::{mpa::negotiate::{Framing, RtrMode}, wire::mpa::Rtr},
+    engine::{
+        mpa::{
+            negotiate::{Framing, RtrMode},
+            startup::{PrivateData, StreamParams},
+        },
+        wire::mpa::Rtr,
+    },
     ffi::{
         consumer::cq::KCq,
         consumer::device::Found,
@@ -14,7 +20,7 @@ use crate::{
         consumer::qp::KQp,
         net::socket::TcpSocket,
     },
-    qp::{QpState, StreamParams},
+    qp::QpState,
 };
 
 /// `assert!` outside a `#[test]` fn is core's and would BUG the kernel:
@@ -29,17 +35,37 @@ macro_rules! check {
 }
 pub(crate) use check;
 
-/// Stream parameters of a loopback pair: EMSS 1460 (several FPDUs per
-/// large message), IRD/ORD 8, peer-to-peer with a Write RTR.
-pub(crate) fn stream_params(initiator: bool, crc: bool, markers: bool) -> StreamParams {
+/// The EMSS of a loopback pair: several FPDUs per large message.
+pub(crate) const EMSS: usize = 1460;
+
+/// What an MPA Rev 2 exchange with enhanced data (RFC 6581) settles
+/// for one end, as a QP attached without the CM takes it.
+pub(crate) fn negotiated(
+    framing: Framing,
+    ird: u16,
+    ord: u16,
+    rtr: Option<RtrMode>,
+    initiator: bool,
+) -> StreamParams {
     StreamParams {
-        framing: Framing { crc, markers_tx: markers, markers_rx: markers },
-        ird: 8,
-        ord: 8,
-        rtr: Some(RtrMode::Zero(Rtr::Write)),
+        rev: 2,
+        framing,
+        enhanced: true,
+        ird,
+        ord,
+        auto_ird_ord: false,
+        peer: None,
+        rtr,
         initiator,
-        emss: 1460,
+        private_data: PrivateData::EMPTY,
     }
+}
+
+/// Stream parameters of a loopback pair: IRD/ORD 8, peer-to-peer with a
+/// Write RTR.
+pub(crate) fn stream_params(initiator: bool, crc: bool, markers: bool) -> StreamParams {
+    let framing = Framing { crc, markers_tx: markers, markers_rx: markers };
+    negotiated(framing, 8, 8, Some(RtrMode::Zero(Rtr::Write)), initiator)
 }
 
 /// A connected QP pair: A (initiator) and B, each with its own CQ, the
@@ -62,7 +88,7 @@ pub(crate) fn with_pair(
     setup: impl FnOnce(&KQp, &KQp),
     f: impl FnOnce(&Pair<'_>) -> Result,
 ) -> Result {
-    with_pair_emss(name, crc, 1460, setup, f)
+    with_pair_emss(name, crc, EMSS, setup, f)
 }
 
 /// As [`with_pair`] with FPDUs sized for an EMSS of `emss`.
@@ -85,8 +111,8 @@ pub(crate) fn with_pair_emss(
         b.modify(QpState::Init)?;
         setup(&a, &b);
         let (sa, sb) = TcpSocket::loopback_pair()?;
-        a.qp::<crate::device::Rsiw>().attach(sa, StreamParams { emss, ..stream_params(true, crc, false) }, &[])?;
-        b.qp::<crate::device::Rsiw>().attach(sb, StreamParams { emss, ..stream_params(false, crc, false) }, &[])?;
+        a.qp::<crate::device::Rsiw>().attach(sa, &stream_params(true, crc, false), emss, &[])?;
+        b.qp::<crate::device::Rsiw>().attach(sb, &stream_params(false, crc, false), emss, &[])?;
         f(&Pair { a: &a, cq_a: &cq_a, b: &b, cq_b: &cq_b, lkey: pd.local_dma_lkey(), rkey: pd.unsafe_global_rkey() })
     })();
     dev.unregister();
