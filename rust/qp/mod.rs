@@ -47,10 +47,7 @@ use crate::{
     ddp::Region,
     engine::{
         error::{self, TermError},
-        mpa::{
-            negotiate::{Framing, RtrMode},
-            startup::StreamParams,
-        },
+        mpa::startup::StreamParams,
         crc::Crc32c,
         qp::{
             CompOp, Event, Host, Local, PayloadRef, Piece, QpConfig,
@@ -354,7 +351,9 @@ impl Qp {
 
     /// What MPA settled for the stream (framing, RTR), once attached.
     #[cfg(rsiw_kunit)]
-    pub(crate) fn negotiated(&self) -> Option<(Framing, Option<RtrMode>)> {
+    pub(crate) fn negotiated(
+        &self,
+    ) -> Option<(crate::engine::mpa::negotiate::Framing, Option<crate::engine::mpa::negotiate::RtrMode>)> {
         self.stream.lock().engine.as_deref().map(|e| (e.framing(), e.rtr_mode()))
     }
 
