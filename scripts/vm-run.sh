@@ -27,8 +27,9 @@
 # in the guest), HOME=/tmp, and RSIW_VM_OUT pointing at the shared output
 # directory (writable; also mounted at its host path). The guest's /tmp,
 # /run, /var/tmp and /mnt are its own tmpfs, so the checkout, the working
-# directory, KDIR and every --share DIR are mounted into the guest at their
-# host paths (read-only) wherever they are, /tmp included. Exit status: the command's, 124 on timeout, 125 if
+# directory, KDIR (and its kernel source) and every --share DIR are mounted
+# into the guest at their host paths (read-only) wherever they are, /tmp
+# included. Exit status: the command's, 124 on timeout, 125 if
 # the guest never ran it. KVM is used only with RSIW_KVM=1 (under TCG here).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -73,6 +74,9 @@ rm -f "$out/status" "$out/output.log" "$out/dmesg.txt" "$out/console.log"
 # mounts the ones its tmpfs mounts would hide): each with its symlinks
 # resolved first, then as given.
 shares+=("$RSIW_ROOT" "$PWD" "$kdir")
+# The kernel source (kunit.py for scripts/kunit-check.sh in the guest).
+src=$(readlink -f "$kdir/source" 2>/dev/null || true)
+[ -z "$src" ] || [ ! -d "$src" ] || shares+=("$src")
 phys=()
 logical=()
 for p in "${shares[@]}"; do
