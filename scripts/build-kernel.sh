@@ -12,12 +12,9 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-fragments=("$RSIW_ROOT/scripts/kconfig/rsiw.config")
-case "$RSIW_KERNEL_FLAVOUR" in
-lean) ;;
-debug) fragments+=("$RSIW_ROOT/scripts/kconfig/debug.config") ;;
-*) die "unknown RSIW_KERNEL_FLAVOUR=$RSIW_KERNEL_FLAVOUR (lean or debug)" ;;
-esac
+mapfile -t fragments < <(kernel_fragments)
+[ ${#fragments[@]} -gt 0 ] || die "unknown RSIW_KERNEL_FLAVOUR=$RSIW_KERNEL_FLAVOUR (lean or debug)"
+mkdir -p "$RSIW_CACHE"
 
 tarball=$("$RSIW_ROOT/scripts/fetch-kernel-source.sh")
 # Hashing 166 MB costs a second; the name+size+mtime would be cheaper but a
@@ -34,8 +31,7 @@ fi
 version=$(make -s -C "$src_dir" kernelversion)
 
 # Everything that changes the build output: fragments, compilers, bindgen.
-toolchain=$(rustc --version; bindgen --version; "clang$RSIW_LLVM" --version | head -1)
-cfg_key=$( (cat "${fragments[@]}"; echo "$toolchain"; echo "$RSIW_LLVM") | sha256sum | cut -c1-12)
+cfg_key=$(kernel_cfg_key) || die "cannot compute the kernel config key"
 build_dir="$RSIW_CACHE/build/linux-$version-$RSIW_KERNEL_FLAVOUR-$src_key-$cfg_key"
 
 # One build per directory at a time: concurrent runs (parallel test
@@ -79,6 +75,8 @@ else
 	touch "$build_dir/.rsiw-built"
 fi
 
-mkdir -p "$RSIW_CACHE"
-echo "$build_dir" >"$(kernel_dir_file)"
+# One pointer per configuration (what resolve_kdir reads), and the last
+# build of the flavour for people.
+echo "$build_dir" >"$(kernel_dir_file "$cfg_key")"
+echo "$build_dir" >"$(kernel_last_file)"
 echo "$build_dir"

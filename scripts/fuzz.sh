@@ -27,6 +27,7 @@ if [ ${#targets[@]} = 0 ]; then
 fi
 
 export RUSTC_BOOTSTRAP=1
+mkdir -p "$RSIW_CACHE"
 log "building fuzz targets (${targets[*]})"
 cargo fuzz build --fuzz-dir fuzz -O >/dev/null 2>"$RSIW_CACHE/fuzz-build.log" ||
 	{ tail -30 "$RSIW_CACHE/fuzz-build.log"; die "fuzz build failed"; }

@@ -19,15 +19,69 @@ as_root() {
 	if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
 }
 
-# The kernel build directory for the current source, config fragments and
-# toolchain. Printed by scripts/build-kernel.sh, which creates it.
-kernel_dir_file() { echo "$RSIW_CACHE/kernel-$RSIW_KERNEL_FLAVOUR.path"; }
+# The config fragments of the current flavour, one path a line.
+kernel_fragments() {
+	case "$RSIW_KERNEL_FLAVOUR" in
+	lean) echo "$RSIW_ROOT/scripts/kconfig/rsiw.config" ;;
+	debug) printf '%s\n' "$RSIW_ROOT/scripts/kconfig/rsiw.config" "$RSIW_ROOT/scripts/kconfig/debug.config" ;;
+	*) die "unknown RSIW_KERNEL_FLAVOUR=$RSIW_KERNEL_FLAVOUR (lean or debug)" ;;
+	esac
+}
 
-# KDIR: explicit, else the cached test kernel built by scripts/build-kernel.sh.
+# The config key of a kernel build: everything besides the source that
+# changes its output (fragments, compilers, bindgen). The last part of the
+# build directory's name (scripts/build-kernel.sh). About 0.1 s.
+kernel_cfg_key() {
+	local fragments toolchain
+	mapfile -t fragments < <(kernel_fragments)
+	[ ${#fragments[@]} -gt 0 ] || return 1
+	toolchain=$(rustc --version; bindgen --version; "clang$RSIW_LLVM" --version | head -1)
+	(cat "${fragments[@]}"; echo "$toolchain"; echo "$RSIW_LLVM") | sha256sum | cut -c1-12
+}
+
+# Which kernel source a build uses, cheaply (no hashing of the tarball):
+# the local tarball's name and size, or the Debian package series.
+kernel_source_id() {
+	if [ -n "${RSIW_KERNEL_TARBALL:-}" ]; then
+		echo "tarball $(basename "$RSIW_KERNEL_TARBALL") $(stat -Lc %s "$RSIW_KERNEL_TARBALL" 2>/dev/null)"
+	else
+		echo "debian linux-source-${RSIW_KERNEL_SERIES:-7.3} ${RSIW_KERNEL_SUITE:-trixie-backports}"
+	fi
+}
+
+# The file naming the kernel build directory of one configuration (source,
+# flavour, config key): checkouts with different fragments or tarballs
+# sharing one cache each find their own kernel. Written by
+# scripts/build-kernel.sh; kernel_dir_file CFG_KEY.
+kernel_dir_file() {
+	local key
+	key=$( (kernel_source_id; echo "$RSIW_KERNEL_FLAVOUR"; echo "$1") | sha256sum | cut -c1-12)
+	echo "$RSIW_CACHE/kernel-$RSIW_KERNEL_FLAVOUR-$key.path"
+}
+
+# The most recent build of a flavour, whatever its configuration (for
+# people: `make KDIR=$(cat ~/.cache/rsiw/kernel-lean.path)`).
+kernel_last_file() { echo "$RSIW_CACHE/kernel-$RSIW_KERNEL_FLAVOUR.path"; }
+
+# KDIR: explicit, else the cached test kernel built by scripts/build-kernel.sh
+# for this checkout's configuration.
 resolve_kdir() {
 	if [ -n "${KDIR:-}" ]; then echo "$KDIR"; return; fi
-	local f
-	f=$(kernel_dir_file)
-	[ -f "$f" ] || die "no test kernel yet: run scripts/build-kernel.sh (or set KDIR)"
-	cat "$f"
+	local cfg f d
+	cfg=$(kernel_cfg_key) || die "cannot compute the kernel config key (is the toolchain installed? scripts/setup-toolchain.sh)"
+	f=$(kernel_dir_file "$cfg")
+	if [ -f "$f" ]; then
+		d=$(cat "$f")
+		[ -f "$d/.rsiw-built" ] && { echo "$d"; return; }
+	fi
+	# A build made by older scripts, which kept only the last pointer: good
+	# if its config key (the end of its name) is this checkout's.
+	f=$(kernel_last_file)
+	if [ -f "$f" ]; then
+		d=$(cat "$f")
+		case "$d" in
+		*-"$cfg") [ -f "$d/.rsiw-built" ] && { echo "$d"; return; } ;;
+		esac
+	fi
+	die "no test kernel for this configuration yet: run scripts/build-kernel.sh (or set KDIR)"
 }

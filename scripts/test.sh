@@ -125,6 +125,80 @@ vm_test pmem 2G 'memmap=64M!1G kunit.filter_glob=rsiw_flush' tools/vmtest/pmem.s
 # perftest -R, qperf -cm1.
 vm_test userspace 2G kunit.enable=0 tools/vmtest/userspace.sh
 
+# host_check NAME COMMAND...: a host-side check of a VM test, as an ok /
+# not ok line counted in $vp / $vf.
+host_check() {
+	local name=$1
+	shift
+	if "$@"; then echo "ok - $name"; vp=$((vp + 1)); else echo "not ok - $name"; vf=$((vf + 1)); fi
+}
+
+# A checkout anywhere: the guest's own tmpfs on /tmp, /run, /var/tmp and
+# /mnt must not hide a tree there. A copy of what a guest needs of this
+# checkout under a fresh /tmp directory, KDIR a symlink there, run with
+# scripts/rsiw-vm.sh from a working directory there, output there too
+# (tools/vmtest/anywhere.sh checks the guest's view).
+vm_anywhere() {
+	local tmp token rc vp=0 vf=0 out="$logs/vm-anywhere"
+	log "== VM: a checkout, working directory, KDIR and output under /tmp"
+	tmp=$(mktemp -d /tmp/rsiw-anywhere.XXXXXX)
+	token=$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')
+	mkdir -p "$tmp/rsiw/tools/provider" "$tmp/work"
+	cp -r scripts "$tmp/rsiw/"
+	cp -r tools/vmtest "$tmp/rsiw/tools/"
+	cp rsiw.ko "$tmp/rsiw/"
+	cp tools/provider/librsiw-rdmav*.so "$tmp/rsiw/tools/provider/"
+	ln -s "$kdir" "$tmp/kdir"
+	echo "$token" >"$tmp/work/token"
+	cp tools/vmtest/anywhere.sh "$tmp/work/probe.sh"
+	(cd "$tmp/work" && KDIR="$tmp/kdir" RSIW_CACHE="$tmp/cache" "$tmp/rsiw/scripts/rsiw-vm.sh" \
+		--no-build --nodes 1 --mtu 1400 --crc --timeout 400 --out "$tmp/out" \
+		-- ./probe.sh "$tmp" "$token") >"$tmp/stdout" 2>"$tmp/stderr"
+	rc=$?
+	rm -rf "$out"
+	cp -r "$tmp/out" "$out"
+	cp "$tmp/stdout" "$tmp/stderr" "$out/"
+	if [ -f "$out/output.log" ]; then
+		grep -E '^(ok|not ok|#)' "$out/output.log"
+		vp=$(grep -c '^ok - ' "$out/output.log")
+		vf=$(grep -c '^not ok - ' "$out/output.log")
+	fi
+	host_check "rsiw-vm.sh from /tmp: the command's exit status (0) comes back" [ "$rc" = 0 ]
+	host_check "rsiw-vm.sh printed the command's whole output as it ran" cmp -s "$out/stdout" "$out/output.log"
+	host_check "the guest wrote the output directory at its host path" \
+		[ "$(cat "$tmp/out/at-host-path" 2>/dev/null)" = "$token" ]
+	host_check "the guest's /tmp stayed the guest's" [ ! -e "/tmp/rsiw-guest-only-$token" ]
+	rm -rf "$tmp"
+	record "VM checkout under /tmp" "$vp" "$vf"
+}
+
+# Your own program on rsiw: scripts/rsiw-vm.sh runs rdma-core's rping
+# (tools/vmtest/examples/rping.sh) between two nodes, and a failing
+# command's status comes back.
+vm_rsiw_vm() {
+	local rc vp=0 vf=0 out="$logs/vm-rsiw-vm"
+	log "== VM: scripts/rsiw-vm.sh --nodes 2 -- tools/vmtest/examples/rping.sh"
+	KDIR="$kdir" scripts/rsiw-vm.sh --nodes 2 --timeout 300 --out "$out" \
+		-- tools/vmtest/examples/rping.sh >"$logs/rsiw-vm.log" 2>&1
+	rc=$?
+	grep '^rsiw-vm: node' "$logs/rsiw-vm.log"
+	host_check "rsiw-vm.sh rping example: exit status 0" [ "$rc" = 0 ]
+	host_check "rsiw-vm.sh rping example: 10 verified rounds printed" \
+		[ "$(grep -c '^ping data' "$logs/rsiw-vm.log")" = 10 ]
+	host_check "rsiw-vm.sh: node 1 (netns n1) and node 2 (netns n2) set up" \
+		[ "$(grep -cE '^rsiw-vm: node [12] \(netns n[12]\): rsiw[01] on' "$logs/rsiw-vm.log")" = 2 ]
+	KDIR="$kdir" scripts/rsiw-vm.sh --no-build --nodes 2 --timeout 200 --out "$out-status" \
+		-- bash -c 'rsiw-node 2 ip -br addr show rsiwv2; exit 7' >"$logs/rsiw-vm-status.log" 2>&1
+	rc=$?
+	host_check "rsiw-vm.sh returns the command's status (7)" [ "$rc" = 7 ]
+	host_check "rsiw-node 2 runs in node 2 (its veth, RSIW_NODE2_ADDR)" \
+		grep -qE '^rsiwv2@[^ ]+ +UP +10\.96\.0\.2/24' "$logs/rsiw-vm-status.log"
+	record "VM rsiw-vm.sh (your program)" "$vp" "$vf"
+}
+
+vm_anywhere
+vm_rsiw_vm
+
 # Interoperability with Linux siw: two guests, NVMe-oF both ways.
 log "== VM: interop with siw (two guests)"
 scripts/interop.sh "$logs/interop" 2>&1 | tee "$logs/interop.log" | grep -E '(ok|not ok) - |^interop:'

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # PID 1 of the test VM (see scripts/vm-run.sh). The root filesystem is the
-# host's, read-only: everything writable is a tmpfs. Runs /tmp/out/cmd.sh,
+# host's, read-only: everything writable is a tmpfs, and the paths the
+# command needs are mounted at their host paths. Runs /tmp/out/cmd.sh,
 # writes its status and the dmesg to /tmp/out, then powers off. It must
 # never exit: PID 1 exiting panics the kernel.
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
@@ -14,13 +15,73 @@ mount -t devtmpfs dev /dev 2>/dev/null
 mkdir -p /dev/pts /dev/shm
 mount -t devpts devpts /dev/pts
 mount -t tmpfs tmpfs /dev/shm
-for d in /tmp /run /var/tmp /var/lib/nvme /etc/nvme /mnt; do
-	[ -d "$d" ] && mount -t tmpfs -o mode=1777 tmpfs "$d"
+
+# The host root as 9p shows it, taken before the tmpfs mounts below hide
+# parts of it, and the output directory with the list of paths the command
+# needs at their host paths (scripts/vm-run.sh writes both).
+host=/dev/.rsiw/host
+mkdir -p $host /dev/.rsiw/out
+mount --bind / $host
+mount -t 9p -o trans=virtio,version=9p2000.L,msize=1048576 rsiwout /dev/.rsiw/out
+shares=()
+[ -f /dev/.rsiw/out/shares ] && mapfile -t shares </dev/.rsiw/out/shares
+
+# Writable directories, private to the guest. One that is itself a shared
+# path (a command run from /tmp) is an overlay: the host's files, read-only
+# below, the guest's writes in a tmpfs above.
+scratch="/tmp /run /var/tmp /var/lib/nvme /etc/nvme /mnt"
+for d in $scratch; do
+	[ -d "$d" ] || continue
+	for p in "${shares[@]}"; do
+		[ "$p" = "$d" ] || continue
+		o=/dev/.rsiw/overlay$(echo "$d" | tr / -)
+		mkdir -p $o && mount -t tmpfs tmpfs $o && mkdir $o/upper $o/work &&
+			chmod 1777 $o/upper &&
+			mount -t overlay overlay -o "lowerdir=$host$d,upperdir=$o/upper,workdir=$o/work" "$d" &&
+			continue 2
+		echo "rsiw-vm: cannot show the host's $d in the guest" >/dev/console
+	done
+	mount -t tmpfs -o mode=1777 tmpfs "$d"
 done
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 mount -t configfs configfs /sys/kernel/config 2>/dev/null
 mkdir -p /tmp/out /run/netns
-mount -t 9p -o trans=virtio,version=9p2000.L,msize=1048576 rsiwout /tmp/out
+mount --move /dev/.rsiw/out /tmp/out
+
+# Every shared path below a guest-private directory: the host's, read-only,
+# at the same path (the checkout, the working directory, KDIR, ...). The
+# list is sorted, parents first, real paths before the symlinks to them.
+covered=()
+for p in "${shares[@]}"; do
+	case "$p" in /*) ;; *) continue ;; esac
+	for c in "${covered[@]}"; do
+		case "$p" in "$c" | "$c"/*) continue 2 ;; esac
+	done
+	for d in $scratch; do
+		case "$p" in "$d"/*) ;; *) continue ;; esac
+		if [ -L "$host$p" ]; then
+			# The link itself (its target is shared too).
+			mkdir -p "${p%/*}" && ln -sfn "$(readlink "$host$p")" "$p"
+			break
+		elif [ -d "$host$p" ]; then
+			mkdir -p "$p"
+		elif [ -e "$host$p" ]; then
+			mkdir -p "${p%/*}" && { [ -e "$p" ] || : >"$p"; }
+		else
+			break
+		fi
+		mount --bind "$host$p" "$p" && covered+=("$p")
+		break
+	done
+done
+# The output directory at its host path too, writable.
+hostout=$(cat /tmp/out/host-path 2>/dev/null)
+if [ -n "$hostout" ] && [ "$hostout" != /tmp/out ]; then
+	mkdir -p "$hostout" 2>/dev/null
+	mount --bind /tmp/out "$hostout"
+fi
+umount -l $host
+rmdir $host /dev/.rsiw/out 2>/dev/null
 
 poweroff_now() {
 	sync

@@ -19,11 +19,17 @@
 #                       add a virtio-net NIC joined to another guest through
 #                       a QEMU socket on 127.0.0.1:PORT (two-guest tests); the
 #                       guest gets 10.99.1.1 (listen) or 10.99.1.2 (connect)
+#   --share DIR         also make DIR visible in the guest at the same path
+#                       (repeatable; see below)
 #   --quiet             do not echo the guest console
 #
 # The command runs with the working directory of the caller (the same path
 # in the guest), HOME=/tmp, and RSIW_VM_OUT pointing at the shared output
-# directory (writable). Exit status: the command's, 124 on timeout, 125 if
+# directory (writable; also mounted at its host path). The guest's /tmp,
+# /run, /var/tmp and /mnt are its own tmpfs, so the checkout, the working
+# directory, KDIR (and its kernel source) and every --share DIR are mounted
+# into the guest at their host paths (read-only) wherever they are, /tmp
+# included. Exit status: the command's, 124 on timeout, 125 if
 # the guest never ran it. KVM is used only with RSIW_KVM=1 (under TCG here).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -35,6 +41,7 @@ smp=2
 append=""
 nic=""
 quiet=0
+shares=()
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--timeout) timeout_s=$2; shift 2 ;;
@@ -43,6 +50,7 @@ while [ $# -gt 0 ]; do
 	--smp) smp=$2; shift 2 ;;
 	--append) append="$append $2"; shift 2 ;;
 	--nic) nic=$2; shift 2 ;;
+	--share) shares+=("$2"); shift 2 ;;
 	--quiet) quiet=1; shift ;;
 	--) shift; break ;;
 	*) die "unknown option $1 (see the header of $0)" ;;
@@ -61,6 +69,29 @@ fi
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 rm -f "$out/status" "$out/output.log" "$out/dmesg.txt" "$out/console.log"
+
+# What the guest needs at the same paths as here (scripts/vm-init.sh
+# mounts the ones its tmpfs mounts would hide): each with its symlinks
+# resolved first, then as given.
+shares+=("$RSIW_ROOT" "$PWD" "$kdir")
+# The kernel source (kunit.py for scripts/kunit-check.sh in the guest).
+src=$(readlink -f "$kdir/source" 2>/dev/null || true)
+[ -z "$src" ] || [ ! -d "$src" ] || shares+=("$src")
+phys=()
+logical=()
+for p in "${shares[@]}"; do
+	[ -e "$p" ] || die "--share $p: no such file or directory"
+	case "$p" in /*) ;; *) p=$PWD/$p ;; esac
+	case "$p" in *$'\n'*) die "a path with a newline cannot be shared: $p" ;; esac
+	[ "$p" = / ] || p=${p%/}
+	logical+=("$p")
+	phys+=("$(readlink -f "$p")")
+done
+{
+	printf '%s\n' "${phys[@]}" | LC_ALL=C sort -u
+	printf '%s\n' "${logical[@]}" | LC_ALL=C sort -u
+} | awk '!seen[$0]++' >"$out/shares"
+echo "$out" >"$out/host-path"
 
 # The command and its environment, for the guest's init to run.
 {
