@@ -160,6 +160,8 @@ rsiw_load() {
 		problem "insmod rsiw.ko (CRC $want)"
 }
 
+crc_lines() { dmesg | grep -c "rsiw: qp .* connected as .*: CRC $1"; }
+
 # dev_up IMPL / dev_down IMPL: the userspace pair of devices (0 in bA, 1 in bB).
 drv_of() { case "$1" in rsiw*) echo rsiw ;; *) echo "$1" ;; esac; }
 dev_up() {
@@ -420,10 +422,16 @@ for r in $(seq 1 "$rounds"); do
 		for impl in $(impls_for $mtu); do
 			cfg=mtu$mtu
 			progress "round $r/$rounds MTU $mtu: $impl"
+			crc=""
 			case $impl in
-			rsiw) rsiw_load off ;;
-			rsiw-crc) rsiw_load on ;;
+			rsiw) crc=off ;;
+			rsiw-crc) crc=on ;;
 			esac
+			if [ -n "$crc" ]; then
+				rsiw_load $crc
+				crc_on0=$(crc_lines on)
+				crc_off0=$(crc_lines off)
+			fi
 			if [ $impl = tcp ]; then
 				qperf_server_start
 				# One tcp_bw figure is the baseline of all three 64 KiB rows.
@@ -442,6 +450,15 @@ for r in $(seq 1 "$rounds"); do
 				dev_down $impl
 			fi
 			nvme_bench $impl $cfg $r
+			if [ -n "$crc" ]; then
+				# rsiw's connection log (rate-limited): this turn's
+				# connections used the CRC setting it is labelled with.
+				on=$(($(crc_lines on) - crc_on0))
+				off=$(($(crc_lines off) - crc_off0))
+				progress "rsiw connections logged this turn: $on with CRC on, $off with CRC off"
+				if [ $crc = on ]; then ok=$((on > 0 && off == 0)); else ok=$((off > 0 && on == 0)); fi
+				[ $ok = 1 ] || problem "rsiw turn labelled CRC $crc: $on connections with CRC on, $off off"
+			fi
 		done
 	done
 	set_mtu 1500
