@@ -150,6 +150,11 @@ def main():
         md.append("NVMe/TCP: %s; the NVMe-oF rows have no TCP baseline "
                   "(the test kernel lacks CONFIG_NVME_TCP and CONFIG_NVME_TARGET_TCP)."
                   % meta["nvme_tcp"])
+    if meta.get("nvme_path") == "lo":
+        md.append("")
+        md.append("NVMe-oF path: the kernel ULPs work in the initial network namespace only and this "
+                  "kernel has no policy routing (CONFIG_IP_MULTIPLE_TABLES), so host and target "
+                  "talked over lo, its MTU set to each configuration's (not over the veth pair).")
     if meta.get("problems") not in (None, "0"):
         md.append("")
         md.append("**%s measurement(s) failed**; see the progress log." % meta.get("problems"))
@@ -189,7 +194,7 @@ def main():
         md.extend(crc_rows)
     md.append("")
     md.append("Run parameters: " + ", ".join("%s=%s" % (k, meta[k]) for k in (
-        "mtus", "crc", "perftest_iters", "qperf_time", "fio_time", "scale_qps", "mem_qps")
+        "mtus", "crc", "bw_ops", "fio_jobs", "perftest_iters", "qperf_time", "fio_time", "scale_qps", "mem_qps")
         if k in meta) + ".")
     plots = plot(rows, outdir)
     if plots:

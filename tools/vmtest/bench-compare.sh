@@ -34,7 +34,9 @@ logs=$OUT/logs
 if [ $quick = 1 ]; then
 	rounds=${BENCH_ROUNDS:-1}
 	mtus=${BENCH_MTUS:-1500}
-	crcs=${BENCH_CRC:-off on}
+	crcs=${BENCH_CRC:-off}
+	bw_ops=${BENCH_BW:-write}
+	fio_jobs=${BENCH_FIO:-randread seqwrite}
 	iters=300           # perftest: N and 2N messages of 64 KiB
 	qtime=1             # qperf seconds per test
 	fio_time=2          # fio seconds per job
@@ -45,6 +47,8 @@ else
 	rounds=${BENCH_ROUNDS:-3}
 	mtus=${BENCH_MTUS:-1500 9000}
 	crcs=${BENCH_CRC:-off on}
+	bw_ops=${BENCH_BW:-send write read}
+	fio_jobs=${BENCH_FIO:-randread seqread seqwrite}
 	iters=1500
 	qtime=3
 	fio_time=5
@@ -88,6 +92,8 @@ echo "date=$(date -u +%Y-%m-%dT%H:%MZ)" >"$OUT/meta.txt"
 	echo "rounds=$rounds"
 	echo "mtus=$mtus"
 	echo "crc=$crcs"
+	echo "bw_ops=$bw_ops"
+	echo "fio_jobs=$fio_jobs"
 	echo "perftest_iters=$iters"
 	echo "qperf_time=$qtime"
 	echo "fio_time=$fio_time"
@@ -119,23 +125,33 @@ for c in all nv0 nv1; do
 	sysctl -qw net.ipv4.conf.$c.accept_local=1 net.ipv4.conf.$c.rp_filter=0
 done
 # Locally generated packets to the other end's address leave through the
-# veth (tables 10, 11) before the local table is consulted.
-ip rule add pref 10 to $NT iif lo lookup 10
-ip rule add pref 11 to $NH iif lo lookup 11
-ip route add $NT dev nv0 src $NH table 10
-ip route add $NH dev nv1 src $NT table 11
-ip rule add pref 100 lookup local
-ip rule del pref 0
-case "$(ip route get $NT from $NH)" in
-*"dev nv0"*) ;;
-*) problem "routing $NH -> $NT does not leave through nv0" ;;
-esac
+# veth (tables 10, 11) before the local table is consulted. Without policy
+# routing in the kernel (CONFIG_IP_MULTIPLE_TABLES) they go over lo, whose
+# MTU then takes each configuration's value instead.
+nvme_path=veth
+if ip rule add pref 10 to $NT iif lo lookup 10 2>/dev/null; then
+	ip rule add pref 11 to $NH iif lo lookup 11
+	ip route add $NT dev nv0 src $NH table 10
+	ip route add $NH dev nv1 src $NT table 11
+	ip rule add pref 100 lookup local
+	ip rule del pref 0
+	case "$(ip route get $NT from $NH)" in
+	*"dev nv0"*) ;;
+	*) problem "routing $NH -> $NT does not leave through nv0" ;;
+	esac
+else
+	nvme_path=lo
+	progress "NVMe-oF: no policy routing in this kernel (CONFIG_IP_MULTIPLE_TABLES): host and target talk over lo, lo's MTU set to each configuration's"
+fi
+echo "nvme_path=$nvme_path" >>"$OUT/meta.txt"
 
 set_mtu() {
 	ina ip link set bcA mtu "$1"
 	inb ip link set bcB mtu "$1"
 	ip link set nv0 mtu "$1"
 	ip link set nv1 mtu "$1"
+	[ $nvme_path = lo ] && ip link set lo mtu "$1"
+	return 0
 }
 
 check "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
@@ -208,7 +224,7 @@ perftest_secs() {
 bw_rdma() {
 	local impl=$1 cfg=$2 r=$3 d t m s1 s2
 	d=$(drv_of "$impl")
-	for t in send write read; do
+	for t in $bw_ops; do
 		m=bw_$t
 		if s1=$(perftest_secs ib_${t}_bw $d $iters) && s2=$(perftest_secs ib_${t}_bw $d $((2 * iters))); then
 			if awk "BEGIN { exit !($s2 > $s1) }"; then
@@ -305,8 +321,10 @@ nvme_bench() {
 	if [ $d = tcp ]; then
 		tr=tcp
 		if [ $nvme_tcp = 0 ]; then
-			for m in nvme_randread_4k nvme_seqread_128k nvme_seqwrite_128k; do
-				echo "$m,$cfg,tcp,$r,NA,,not in kernel" >>"$raw"
+			for m in $fio_jobs; do
+				m=${m/randread/randread_4k}
+				m=${m/seqread/seqread_128k}
+				echo "nvme_${m/seqwrite/seqwrite_128k},$cfg,tcp,$r,NA,,not in kernel" >>"$raw"
 			done
 			return
 		fi
@@ -316,19 +334,25 @@ nvme_bench() {
 		rdma link add ${d}n1 type $d netdev nv1 || problem "rdma link add ${d}n1"
 	fi
 	if nvmet_port $tr; then
-		if timeout 60 nvme connect -t $tr -a $NT -s 4420 -n $NQN --host-traddr=$NH \
+		host_addr=()
+		[ $nvme_path = veth ] && host_addr=(--host-traddr=$NH)
+		if timeout 60 nvme connect -t $tr -a $NT -s 4420 -n $NQN "${host_addr[@]}" \
 			--hostnqn=nqn.2014-08.org.nvmexpress:uuid:$HOSTID --hostid=$HOSTID \
 			>"$logs/nvme-connect.txt" 2>&1 && wait_for 20 nvme_dev >/dev/null; then
 			dev=$(nvme_dev)
-			if out=$(fio_run randread "$dev" --rw=randread --bs=4k); then
-				emit nvme_randread_4k "$cfg" "$impl" "$r" "$(calc "$(echo "$out" | cut -d' ' -f2) / 1000")" kIOPS
-			else problem "fio randread over $impl"; fi
-			if out=$(fio_run seqread "$dev" --rw=read --bs=128k); then
-				emit nvme_seqread_128k "$cfg" "$impl" "$r" "$(calc "$(echo "$out" | cut -d' ' -f1) * 1024 / 1e6")" MB/s
-			else problem "fio seqread over $impl"; fi
-			if out=$(fio_run seqwrite "$dev" --rw=write --bs=128k); then
-				emit nvme_seqwrite_128k "$cfg" "$impl" "$r" "$(calc "$(echo "$out" | cut -d' ' -f3) * 1024 / 1e6")" MB/s
-			else problem "fio seqwrite over $impl"; fi
+			for job in $fio_jobs; do
+				case $job in
+				randread) m=nvme_randread_4k a=(--rw=randread --bs=4k) f=2 scale="/ 1000" u=kIOPS ;;
+				seqread) m=nvme_seqread_128k a=(--rw=read --bs=128k) f=1 scale="* 1024 / 1e6" u=MB/s ;;
+				seqwrite) m=nvme_seqwrite_128k a=(--rw=write --bs=128k) f=3 scale="* 1024 / 1e6" u=MB/s ;;
+				*) problem "unknown fio job $job"; continue ;;
+				esac
+				if out=$(fio_run $job "$dev" "${a[@]}"); then
+					emit $m "$cfg" "$impl" "$r" "$(calc "$(echo "$out" | cut -d' ' -f$f) $scale")" $u
+				else
+					problem "fio $job over $impl"
+				fi
+			done
 			timeout 60 nvme disconnect -n $NQN >/dev/null || problem "nvme disconnect ($impl)"
 		else
 			problem "nvme connect over $impl: $(tail -1 "$logs/nvme-connect.txt")"
@@ -434,10 +458,13 @@ for r in $(seq 1 "$rounds"); do
 			fi
 			if [ $impl = tcp ]; then
 				qperf_server_start
-				# One tcp_bw figure is the baseline of all three 64 KiB rows.
-				if qperf_run tcp $cfg $r bw_send MB/s -m 64K $A tcp_bw; then
+				# One tcp_bw figure is the baseline of every 64 KiB row.
+				first=${bw_ops%% *}
+				if qperf_run tcp $cfg $r bw_$first MB/s -m 64K $A tcp_bw; then
 					v=$(tail -1 "$raw" | cut -d, -f5)
-					for m in bw_write bw_read; do echo "$m,$cfg,tcp,$r,$v,MB/s,same tcp_bw run" >>"$raw"; done
+					for m in $bw_ops; do
+						[ $m = $first ] || echo "bw_$m,$cfg,tcp,$r,$v,MB/s,same tcp_bw run" >>"$raw"
+					done
 				fi
 				qperf_run tcp $cfg $r lat_64 us -m 64 $A tcp_lat
 				qperf_server_stop
