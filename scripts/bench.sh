@@ -98,7 +98,7 @@ if [ "${1:-}" = --compare ]; then
 	if [ -n "$quick" ]; then limit=1200; else limit=${RSIW_BENCH_TIMEOUT:-10800}; fi
 	rm -f "$out/vm/output.log"
 	log "side-by-side benchmark${quick:+ (quick)}: guest output in $out/vm, results in $out"
-	scripts/vm-run.sh --quiet --mem 4G --timeout "$limit" --out "$out/vm" --append log_buf_len=16M \
+	scripts/vm-run.sh --quiet --mem 4G --timeout "$limit" --out "$out/vm" --append "log_buf_len=16M kunit.enable=0" \
 		-- tools/vmtest/bench-compare.sh $quick &
 	vm=$!
 	# Progress lines as the guest writes them (its output file is shared).

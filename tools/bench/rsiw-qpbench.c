@@ -30,6 +30,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <rdma/rdma_cma.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +66,10 @@ struct pdata {
 
 static struct conn *conns;
 static char *buf;
+/* Where the program is, for the watchdog's message. */
+static volatile const char *phase = "start";
+static volatile int n_established, n_done;
+static volatile unsigned long n_completions;
 
 static void die(const char *what)
 {
@@ -313,7 +318,8 @@ static void rdma_server(void)
 				die("rdma_accept");
 			break;
 		case RDMA_CM_EVENT_ESTABLISHED:
-			est++;
+			n_established = ++est;
+			phase = "serving";
 			break;
 		case RDMA_CM_EVENT_DISCONNECTED:
 			rdma_ack_cm_event(ev);
@@ -336,6 +342,7 @@ static void rdma_connect_all(void)
 	struct sockaddr_in sa = sin_of(addr_s, port), src = sin_of(src_s, 0);
 	int started = 0, established = 0, inflight = 0;
 
+	phase = "connecting";
 	ec = rdma_create_event_channel();
 	if (!ec)
 		die("rdma_create_event_channel");
@@ -374,6 +381,7 @@ static void rdma_connect_all(void)
 			c->raddr = pd_in->addr;
 			c->rkey = pd_in->rkey;
 			established++;
+			n_established = established;
 			inflight--;
 			break;
 		}
@@ -414,6 +422,13 @@ static void rdma_client(void)
 
 	rdma_connect_all();
 	if (!hold_file) {
+		/*
+		 * Linux siw's accept sends its MPA reply before it moves the
+		 * socket to its data path; a first FPDU arriving in between is
+		 * not read until more comes. Give the responders a moment.
+		 */
+		usleep(200000);
+		phase = "rdma writes";
 		t0 = now();
 		tstop = t0 + secs;
 		for (int i = 0; i < nconn; i++)
@@ -435,15 +450,17 @@ static void rdma_client(void)
 				if (wc[k].status != IBV_WC_SUCCESS)
 					fail("work completion: %s", ibv_wc_status_str(wc[k].status));
 				c->outstanding--;
+				n_completions++;
 				if (wc[k].wr_id & FENCE_BIT) {
 					c->tend = t;
-					done++;
+					n_done = ++done;
 					continue;
 				}
 				c->bytes += msg_size;
 				if (t < tstop)
 					post(c, i, 0);
 				else if (c->outstanding == 0 && !c->fenced) {
+					phase = "fencing";
 					c->fenced = 1;
 					post(c, i, 1);
 				}
@@ -453,6 +470,7 @@ static void rdma_client(void)
 	} else {
 		wait_hold_file();
 	}
+	phase = "disconnecting";
 	for (int i = 0; i < nconn; i++)
 		rdma_disconnect(conns[i].id);
 	for (int gone = 0; gone < nconn;) {
@@ -467,6 +485,19 @@ static void rdma_client(void)
 			gone++;
 		}
 	}
+}
+
+static void watchdog(int sig)
+{
+	char msg[256];
+	int n = snprintf(msg, sizeof(msg),
+			 "rsiw-qpbench %s: stuck in %s: %d of %d connected, %lu completions, %d fenced\n",
+			 server ? "server" : "client", phase, n_established, nconn, n_completions, n_done);
+
+	(void)sig;
+	if (write(2, msg, n) < 0)
+		_exit(3);
+	_exit(3);
 }
 
 int main(int argc, char **argv)
@@ -498,6 +529,11 @@ int main(int argc, char **argv)
 	}
 	if (!addr_s || (!server && !src_s) || nconn < 1 || depth < 1 || msg_size < 8)
 		goto usage;
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	signal(SIGALRM, watchdog);
+	signal(SIGTERM, watchdog);
+	if (!hold_file && !server)
+		alarm(secs + 60 + nconn / 4);
 	conns = calloc(nconn, sizeof(*conns));
 	buf = aligned_alloc(4096, (msg_size + 64 + 4095) & ~4095UL);
 	if (!conns || !buf)
