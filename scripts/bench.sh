@@ -24,6 +24,19 @@
 #            called directly from 1, 2 and 4 work items (no TCP), 10 x OPS
 #            each, on distinct words of one MR, one word, distinct MRs.
 #            Needs the test module built (make test).
+#
+#   scripts/bench.sh --compare [--quick] [--out DIR]
+#            rsiw, Linux siw and plain TCP side by side in one test guest
+#            (4 GiB, two network namespaces joined by veth): 64 KiB
+#            Send/Write/Read bandwidth, 64 B latency, NVMe-oF with fio,
+#            1-64 QPs scaling and fairness, kernel memory per QP at 1024
+#            connected QPs; MTU 1500 and 9000, rsiw MPA CRC off and on,
+#            3 interleaved rounds (--quick: MTU 1500, 1 round, small
+#            counts). Writes DIR/results.md, results.csv and a PNG per
+#            metric (default DIR: $RSIW_CACHE/bench/compare-DATE). Builds
+#            the module, provider and tools/bench if needed; installs fio
+#            and gnuplot from Debian if missing. See
+#            Documentation/performance.md.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cd "$RSIW_ROOT"
@@ -47,6 +60,60 @@ if [ "${1:-}" = --vm-atomics ]; then
 		--append 'kunit.filter_glob=rsiw_atomic_bench*' \
 		-- tools/vmtest/atomic-bench.sh "$ops" || rc=$?
 	cat "$out/output.log" 2>/dev/null || true
+	exit "$rc"
+fi
+if [ "${1:-}" = --compare ]; then
+	shift
+	quick=""
+	out=""
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		--quick) quick=--quick; shift ;;
+		--out) out=$2; shift 2 ;;
+		*) die "--compare takes [--quick] [--out DIR]" ;;
+		esac
+	done
+	# The guest runs the host's programs (read-only root): install them here.
+	missing=()
+	for p in perftest qperf fio nvme-cli gnuplot-nox iproute2 rdmacm-utils libibverbs-dev librdmacm-dev; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+	done
+	if [ ${#missing[@]} -gt 0 ]; then
+		log "installing Debian packages: ${missing[*]}"
+		export DEBIAN_FRONTEND=noninteractive
+		as_root apt-get update -qq
+		as_root apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	fi
+	kdir=$(resolve_kdir)
+	make -s KDIR="$kdir" modules
+	make -s -C tools/provider
+	make -s -C tools/bench
+	[ -n "$out" ] || out="$RSIW_CACHE/bench/compare-$(date +%Y%m%d-%H%M%S)"
+	mkdir -p "$out"
+	out=$(cd "$out" && pwd)
+	case "$out" in /tmp/* | /run/* | /var/tmp/* | /mnt/*)
+		die "--out $out: the guest mounts a tmpfs there; choose another directory" ;;
+	esac
+	# Guest time under TCG: about 2 minutes (--quick), 1-2 hours (full).
+	if [ -n "$quick" ]; then limit=1200; else limit=${RSIW_BENCH_TIMEOUT:-10800}; fi
+	rm -f "$out/vm/output.log"
+	log "side-by-side benchmark${quick:+ (quick)}: guest output in $out/vm, results in $out"
+	scripts/vm-run.sh --quiet --mem 4G --timeout "$limit" --out "$out/vm" --append "log_buf_len=16M kunit.enable=0" \
+		-- tools/vmtest/bench-compare.sh $quick &
+	vm=$!
+	# Progress lines as the guest writes them (its output file is shared).
+	tail -F --pid=$vm -n +1 "$out/vm/output.log" 2>/dev/null | grep --line-buffered -E '^(bench:|not ok)' &
+	rc=0
+	wait $vm || rc=$?
+	sleep 1
+	if [ -s "$out/vm/raw.csv" ]; then
+		python3 tools/bench/summarize.py "$out/vm/raw.csv" "$out/vm/meta.txt" "$out"
+		cat "$out/results.md"
+		log "results: $out/results.md, $out/results.csv, $(cd "$out" && ls plot-*.png 2>/dev/null | wc -l) plots"
+	else
+		log "no measurements (guest exit $rc); see $out/vm/output.log and console.log"
+	fi
+	[ "$rc" = 0 ] || log "guest exit status $rc: see $out/vm/output.log"
 	exit "$rc"
 fi
 cargo bench -p rsiw-engine --bench framing --bench decode "$@"

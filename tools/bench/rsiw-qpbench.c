@@ -1,0 +1,552 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rsiw-qpbench: many connections between two addresses, for the
+ * side-by-side benchmark (tools/vmtest/bench-compare.sh).
+ *
+ *   rsiw-qpbench server -a ADDR [-p PORT] -n N [-m write|tcp]
+ *   rsiw-qpbench client -a ADDR -b SRC [-p PORT] -n N [-m write|tcp]
+ *                       [-s SIZE] [-t SECS] [-d DEPTH] [-w FILE]
+ *
+ * -m write (default): N RC QPs, each its own rdma_cm connection. The client
+ *   keeps DEPTH RDMA Writes of SIZE octets outstanding on every QP for SECS
+ *   seconds (wall clock), then fences each QP with an 8-octet RDMA Read
+ *   (its response follows every earlier Write on that stream, so the data
+ *   has been placed) and prints per-QP and aggregate rates.
+ * -m tcp: the same over N plain TCP connections; a connection's end is the
+ *   server's close after it read everything (shutdown, then EOF).
+ * -w FILE: no traffic; once all N are connected the client prints
+ *   "connected N" and holds them until FILE exists (kernel memory per
+ *   connection is read meanwhile), then disconnects.
+ *
+ * The server accepts N connections and exits once all N are gone.
+ * Output (client): "qp I bytes B secs S mbps R" per connection, then
+ * "aggregate_mbps R min_mbps R max_mbps R secs S" (MB = 10^6 octets).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <rdma/rdma_cma.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define FENCE_BIT (1ULL << 62)
+#define MAX_INFLIGHT_CONNECTS 32
+
+static int server, tcp_mode, nconn = 1, depth = 4, port = 18600;
+static size_t msg_size = 65536;
+static double secs = 3;
+static const char *addr_s, *src_s, *hold_file;
+
+struct conn {
+	struct rdma_cm_id *id;
+	int fd;
+	uint64_t raddr;
+	uint32_t rkey;
+	uint64_t bytes;
+	int outstanding;
+	int fenced;
+	double tend;
+};
+
+struct pdata {
+	uint64_t addr;
+	uint32_t rkey;
+	uint32_t len;
+};
+
+static struct conn *conns;
+static char *buf;
+/* Where the program is, for the watchdog's message. */
+static volatile const char *phase = "start";
+static volatile int n_established, n_done;
+static volatile unsigned long n_completions;
+
+static void die(const char *what)
+{
+	fprintf(stderr, "rsiw-qpbench: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+static void fail(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "rsiw-qpbench: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\n");
+	exit(1);
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static struct sockaddr_in sin_of(const char *a, int p)
+{
+	struct sockaddr_in s = { .sin_family = AF_INET, .sin_port = htons(p) };
+
+	if (inet_pton(AF_INET, a, &s.sin_addr) != 1)
+		fail("bad IPv4 address %s", a);
+	return s;
+}
+
+static void wait_hold_file(void)
+{
+	printf("connected %d\n", nconn);
+	fflush(stdout);
+	while (access(hold_file, F_OK) != 0)
+		usleep(100000);
+}
+
+static void report(double t0)
+{
+	double tmax = t0, mn = 1e30, mx = 0, agg;
+	uint64_t total = 0;
+
+	for (int i = 0; i < nconn; i++) {
+		double s = conns[i].tend - t0, r = conns[i].bytes / s / 1e6;
+
+		printf("qp %d bytes %llu secs %.3f mbps %.2f\n", i,
+		       (unsigned long long)conns[i].bytes, s, r);
+		total += conns[i].bytes;
+		if (conns[i].tend > tmax)
+			tmax = conns[i].tend;
+		if (r < mn)
+			mn = r;
+		if (r > mx)
+			mx = r;
+	}
+	agg = total / (tmax - t0) / 1e6;
+	printf("aggregate_mbps %.2f min_mbps %.2f max_mbps %.2f secs %.3f\n", agg, mn, mx,
+	       tmax - t0);
+	fflush(stdout);
+}
+
+/* ---------------------------------------------------------------- TCP */
+
+static void tcp_server(void)
+{
+	struct sockaddr_in sa = sin_of(addr_s, port);
+	int one = 1, ls, open_n;
+	struct pollfd *p = calloc(nconn, sizeof(*p));
+
+	ls = socket(AF_INET, SOCK_STREAM, 0);
+	if (ls < 0)
+		die("socket");
+	setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(ls, (void *)&sa, sizeof(sa)) || listen(ls, 4096))
+		die("bind/listen");
+	for (int i = 0; i < nconn; i++) {
+		p[i].fd = accept(ls, NULL, NULL);
+		if (p[i].fd < 0)
+			die("accept");
+		p[i].events = POLLIN;
+	}
+	close(ls);
+	for (open_n = nconn; open_n > 0;) {
+		if (poll(p, nconn, -1) < 0)
+			die("poll");
+		for (int i = 0; i < nconn; i++) {
+			ssize_t r;
+
+			if (p[i].fd < 0 || !(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			r = read(p[i].fd, buf, msg_size);
+			if (r > 0)
+				continue;
+			close(p[i].fd);
+			p[i].fd = -1;
+			open_n--;
+		}
+	}
+}
+
+static void tcp_client(void)
+{
+	struct sockaddr_in sa = sin_of(addr_s, port), src = sin_of(src_s, 0);
+	struct pollfd *p = calloc(nconn, sizeof(*p));
+	double t0, tstop;
+	int left, stopping = 0;
+
+	for (int i = 0; i < nconn; i++) {
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+		if (fd < 0)
+			die("socket");
+		if (bind(fd, (void *)&src, sizeof(src)))
+			die("bind");
+		if (connect(fd, (void *)&sa, sizeof(sa)))
+			die("connect");
+		conns[i].fd = fd;
+	}
+	if (hold_file) {
+		wait_hold_file();
+		for (int i = 0; i < nconn; i++)
+			close(conns[i].fd);
+		return;
+	}
+	for (int i = 0; i < nconn; i++) {
+		fcntl(conns[i].fd, F_SETFL, O_NONBLOCK);
+		p[i].fd = conns[i].fd;
+		p[i].events = POLLOUT;
+	}
+	t0 = now();
+	tstop = t0 + secs;
+	for (left = nconn; left > 0;) {
+		if (poll(p, nconn, 200) < 0)
+			die("poll");
+		if (!stopping && now() >= tstop) {
+			stopping = 1;
+			for (int i = 0; i < nconn; i++) {
+				shutdown(conns[i].fd, SHUT_WR);
+				p[i].events = POLLIN;
+			}
+			continue;
+		}
+		for (int i = 0; i < nconn; i++) {
+			ssize_t r;
+
+			if (p[i].fd < 0 || !p[i].revents)
+				continue;
+			if (!stopping) {
+				r = write(p[i].fd, buf, msg_size);
+				if (r > 0)
+					conns[i].bytes += r;
+				else if (r < 0 && errno != EAGAIN)
+					die("write");
+				continue;
+			}
+			r = read(p[i].fd, buf, msg_size);
+			if (r == 0 || (r < 0 && errno != EAGAIN)) {
+				conns[i].tend = now();
+				close(p[i].fd);
+				p[i].fd = -1;
+				left--;
+			}
+		}
+	}
+	report(t0);
+}
+
+/* ---------------------------------------------------------------- RDMA */
+
+static struct rdma_event_channel *ec;
+static struct ibv_pd *pd;
+static struct ibv_cq *cq;
+static struct ibv_mr *mr;
+
+static struct rdma_cm_event *get_event(void)
+{
+	struct rdma_cm_event *ev;
+
+	if (rdma_get_cm_event(ec, &ev))
+		die("rdma_get_cm_event");
+	return ev;
+}
+
+static void setup_verbs(struct ibv_context *verbs)
+{
+	if (pd)
+		return;
+	pd = ibv_alloc_pd(verbs);
+	if (!pd)
+		die("ibv_alloc_pd");
+	cq = ibv_create_cq(verbs, nconn * (depth + 2) + 16, NULL, NULL, 0);
+	if (!cq)
+		die("ibv_create_cq");
+	mr = ibv_reg_mr(pd, buf, msg_size + 64,
+			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	if (!mr)
+		die("ibv_reg_mr");
+}
+
+static void create_qp(struct rdma_cm_id *id)
+{
+	struct ibv_qp_init_attr qa = {
+		.send_cq = cq,
+		.recv_cq = cq,
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = depth + 1, .max_recv_wr = 1,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+
+	setup_verbs(id->verbs);
+	if (rdma_create_qp(id, pd, &qa))
+		die("rdma_create_qp");
+}
+
+static void rdma_server(void)
+{
+	struct sockaddr_in sa = sin_of(addr_s, port);
+	struct rdma_cm_id *lid;
+	int gone = 0, est = 0;
+
+	ec = rdma_create_event_channel();
+	if (!ec)
+		die("rdma_create_event_channel");
+	if (rdma_create_id(ec, &lid, NULL, RDMA_PS_TCP))
+		die("rdma_create_id");
+	if (rdma_bind_addr(lid, (void *)&sa) || rdma_listen(lid, 4096))
+		die("rdma_bind_addr/listen");
+	while (gone < nconn) {
+		struct rdma_cm_event *ev = get_event();
+		struct rdma_cm_id *id = ev->id;
+		struct pdata pdata;
+		struct rdma_conn_param cp = { .private_data = &pdata,
+					      .private_data_len = sizeof(pdata),
+					      .responder_resources = 1, .initiator_depth = 1 };
+
+		switch (ev->event) {
+		case RDMA_CM_EVENT_CONNECT_REQUEST:
+			create_qp(id);
+			pdata.addr = (uintptr_t)buf;
+			pdata.rkey = mr->rkey;
+			pdata.len = msg_size + 64;
+			if (rdma_accept(id, &cp))
+				die("rdma_accept");
+			break;
+		case RDMA_CM_EVENT_ESTABLISHED:
+			n_established = ++est;
+			phase = "serving";
+			break;
+		case RDMA_CM_EVENT_DISCONNECTED:
+			rdma_ack_cm_event(ev);
+			rdma_destroy_qp(id);
+			rdma_destroy_id(id);
+			gone++;
+			continue;
+		default:
+			fprintf(stderr, "rsiw-qpbench server: event %s (status %d)\n",
+				rdma_event_str(ev->event), ev->status);
+			exit(1);
+		}
+		rdma_ack_cm_event(ev);
+	}
+	(void)est;
+}
+
+static void rdma_connect_all(void)
+{
+	struct sockaddr_in sa = sin_of(addr_s, port), src = sin_of(src_s, 0);
+	int started = 0, established = 0, inflight = 0;
+
+	phase = "connecting";
+	ec = rdma_create_event_channel();
+	if (!ec)
+		die("rdma_create_event_channel");
+	while (established < nconn) {
+		struct rdma_cm_event *ev;
+		struct conn *c;
+		struct rdma_conn_param cp = { .responder_resources = 1, .initiator_depth = 1,
+					      .retry_count = 7, .rnr_retry_count = 7 };
+
+		while (started < nconn && inflight < MAX_INFLIGHT_CONNECTS) {
+			c = &conns[started];
+			if (rdma_create_id(ec, &c->id, c, RDMA_PS_TCP))
+				die("rdma_create_id");
+			if (rdma_resolve_addr(c->id, (void *)&src, (void *)&sa, 10000))
+				die("rdma_resolve_addr");
+			started++;
+			inflight++;
+		}
+		ev = get_event();
+		c = ev->id->context;
+		switch (ev->event) {
+		case RDMA_CM_EVENT_ADDR_RESOLVED:
+			if (rdma_resolve_route(ev->id, 10000))
+				die("rdma_resolve_route");
+			break;
+		case RDMA_CM_EVENT_ROUTE_RESOLVED:
+			create_qp(ev->id);
+			if (rdma_connect(ev->id, &cp))
+				die("rdma_connect");
+			break;
+		case RDMA_CM_EVENT_ESTABLISHED: {
+			const struct pdata *pd_in = ev->param.conn.private_data;
+
+			if (ev->param.conn.private_data_len < sizeof(*pd_in))
+				fail("%s", "short private data from the server");
+			c->raddr = pd_in->addr;
+			c->rkey = pd_in->rkey;
+			established++;
+			n_established = established;
+			inflight--;
+			break;
+		}
+		default:
+			fprintf(stderr, "rsiw-qpbench client: connection %ld: event %s (status %d)\n",
+				(long)(c - conns), rdma_event_str(ev->event), ev->status);
+			exit(1);
+		}
+		rdma_ack_cm_event(ev);
+	}
+}
+
+static void post(struct conn *c, int i, int fence)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = fence ? 8 : msg_size,
+			       .lkey = mr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = i | (fence ? FENCE_BIT : 0),
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = fence ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE,
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = { .remote_addr = c->raddr, .rkey = c->rkey },
+	}, *bad;
+
+	if (fence)
+		sge.addr = (uintptr_t)buf + msg_size;
+	if (ibv_post_send(c->id->qp, &wr, &bad))
+		die("ibv_post_send");
+	c->outstanding++;
+}
+
+static void rdma_client(void)
+{
+	struct ibv_wc wc[64];
+	double t0, tstop;
+	int done = 0;
+
+	rdma_connect_all();
+	if (!hold_file) {
+		/*
+		 * Linux siw's accept sends its MPA reply before it moves the
+		 * socket to its data path; a first FPDU arriving in between is
+		 * not read until more comes. Give the responders a moment.
+		 */
+		usleep(200000);
+		phase = "rdma writes";
+		t0 = now();
+		tstop = t0 + secs;
+		for (int i = 0; i < nconn; i++)
+			for (int k = 0; k < depth; k++)
+				post(&conns[i], i, 0);
+		while (done < nconn) {
+			int n = ibv_poll_cq(cq, 64, wc);
+			double t;
+
+			if (n < 0)
+				fail("%s", "ibv_poll_cq failed");
+			if (n == 0)
+				continue;
+			t = now();
+			for (int k = 0; k < n; k++) {
+				int i = wc[k].wr_id & ~FENCE_BIT;
+				struct conn *c = &conns[i];
+
+				if (wc[k].status != IBV_WC_SUCCESS)
+					fail("work completion: %s", ibv_wc_status_str(wc[k].status));
+				c->outstanding--;
+				n_completions++;
+				if (wc[k].wr_id & FENCE_BIT) {
+					c->tend = t;
+					n_done = ++done;
+					continue;
+				}
+				c->bytes += msg_size;
+				if (t < tstop)
+					post(c, i, 0);
+				else if (c->outstanding == 0 && !c->fenced) {
+					phase = "fencing";
+					c->fenced = 1;
+					post(c, i, 1);
+				}
+			}
+		}
+		report(t0);
+	} else {
+		wait_hold_file();
+	}
+	phase = "disconnecting";
+	for (int i = 0; i < nconn; i++)
+		rdma_disconnect(conns[i].id);
+	for (int gone = 0; gone < nconn;) {
+		struct rdma_cm_event *ev = get_event();
+		int disc = ev->event == RDMA_CM_EVENT_DISCONNECTED;
+		struct rdma_cm_id *id = ev->id;
+
+		rdma_ack_cm_event(ev);
+		if (disc) {
+			rdma_destroy_qp(id);
+			rdma_destroy_id(id);
+			gone++;
+		}
+	}
+}
+
+static void watchdog(int sig)
+{
+	char msg[256];
+	int n = snprintf(msg, sizeof(msg),
+			 "rsiw-qpbench %s: stuck in %s: %d of %d connected, %lu completions, %d fenced\n",
+			 server ? "server" : "client", phase, n_established, nconn, n_completions, n_done);
+
+	(void)sig;
+	if (write(2, msg, n) < 0)
+		_exit(3);
+	_exit(3);
+}
+
+int main(int argc, char **argv)
+{
+	int o;
+
+	if (argc < 2 || (strcmp(argv[1], "server") && strcmp(argv[1], "client")))
+		goto usage;
+	server = !strcmp(argv[1], "server");
+	optind = 2;
+	while ((o = getopt(argc, argv, "a:b:p:n:m:s:t:d:w:")) != -1) {
+		switch (o) {
+		case 'a': addr_s = optarg; break;
+		case 'b': src_s = optarg; break;
+		case 'p': port = atoi(optarg); break;
+		case 'n': nconn = atoi(optarg); break;
+		case 'm':
+			if (!strcmp(optarg, "tcp"))
+				tcp_mode = 1;
+			else if (strcmp(optarg, "write"))
+				goto usage;
+			break;
+		case 's': msg_size = strtoul(optarg, NULL, 0); break;
+		case 't': secs = atof(optarg); break;
+		case 'd': depth = atoi(optarg); break;
+		case 'w': hold_file = optarg; break;
+		default: goto usage;
+		}
+	}
+	if (!addr_s || (!server && !src_s) || nconn < 1 || depth < 1 || msg_size < 8)
+		goto usage;
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	signal(SIGALRM, watchdog);
+	signal(SIGTERM, watchdog);
+	if (!hold_file && !server)
+		alarm(secs + 60 + nconn / 4);
+	conns = calloc(nconn, sizeof(*conns));
+	buf = aligned_alloc(4096, (msg_size + 64 + 4095) & ~4095UL);
+	if (!conns || !buf)
+		die("alloc");
+	memset(buf, 0x5a, msg_size + 64);
+	if (tcp_mode)
+		server ? tcp_server() : tcp_client();
+	else
+		server ? rdma_server() : rdma_client();
+	return 0;
+usage:
+	fprintf(stderr, "usage: rsiw-qpbench server -a ADDR [-p PORT] -n N [-m write|tcp]\n"
+			"       rsiw-qpbench client -a ADDR -b SRC [-p PORT] -n N [-m write|tcp]\n"
+			"                           [-s SIZE] [-t SECS] [-d DEPTH] [-w FILE]\n");
+	return 2;
+}

@@ -1,0 +1,511 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Guest side of `scripts/bench.sh --compare`: rsiw, Linux siw and plain TCP
+# over the same path in one boot, interleaved rounds. Prints progress lines
+# ("bench: ..."); writes every measurement to $OUT/raw.csv
+# (metric,config,impl,round,value,unit,extra) and the run's facts to
+# $OUT/meta.txt. scripts/bench.sh turns them into tables and plots.
+#   bench-compare.sh [--quick]
+#
+# The path. Userspace tools: two network namespaces (bA: 10.98.0.1 on bcA,
+# bB: 10.98.0.2 on bcB) joined by a veth pair; RDMA devices in the RDMA
+# core's "shared" netns mode, server in bA, client in bB. Kernel ULPs
+# (nvme-rdma, nvmet-rdma, nvme-tcp, nvmet-tcp) open their sockets and
+# rdma_cm IDs in the initial namespace only, so NVMe-oF runs over a second
+# veth pair there (nv0: 10.98.1.1 host, nv1: 10.98.1.2 target) with policy
+# routing that sends traffic between the two local addresses out of the
+# veth instead of over lo. Both pairs get each configuration's MTU.
+#
+# Implementations per round, in this order: rsiw (mpa_crc=0), rsiw with
+# mpa_crc=1 (module reloaded), siw (its CRC is compiled off in Linux), tcp.
+# Overrides: BENCH_ROUNDS, BENCH_MTUS ("1500 9000"), BENCH_CRC ("off on").
+set -u
+. "$(dirname "$0")/lib.sh"
+
+quick=0
+[ "${1:-}" = --quick ] && quick=1
+export PATH="$RSIW_ROOT/tools/bench:$PATH"
+provider="$RSIW_ROOT/tools/provider/librsiw"
+raw=$OUT/raw.csv
+mkdir -p "$OUT/logs"
+logs=$OUT/logs
+
+if [ $quick = 1 ]; then
+	rounds=${BENCH_ROUNDS:-1}
+	mtus=${BENCH_MTUS:-1500}
+	crcs=${BENCH_CRC:-off}
+	bw_ops=${BENCH_BW:-write}
+	fio_jobs=${BENCH_FIO:-randread seqwrite}
+	iters=300           # perftest: N and 2N messages of 64 KiB
+	qtime=1             # qperf seconds per test
+	fio_time=2          # fio seconds per job
+	scale_qps="1 16"
+	scale_time=1
+	mem_qps=64
+else
+	rounds=${BENCH_ROUNDS:-3}
+	mtus=${BENCH_MTUS:-1500 9000}
+	crcs=${BENCH_CRC:-off on}
+	bw_ops=${BENCH_BW:-send write read}
+	fio_jobs=${BENCH_FIO:-randread seqread seqwrite}
+	iters=1500
+	qtime=3
+	fio_time=5
+	scale_qps="1 4 16 64"
+	scale_time=3
+	mem_qps=1024
+fi
+A=10.98.0.1
+B=10.98.0.2
+NT=10.98.1.2        # NVMe target (nv1)
+NH=10.98.1.1        # NVMe host (nv0)
+NQN=rsiw-bench-nqn
+HOSTID=5b2f1c2e-6d7a-4b8c-9e0f-112233445577
+nerr=0
+t_start=$(date +%s)
+
+progress() { printf 'bench: [%4ds] %s\n' $(($(date +%s) - t_start)) "$*"; }
+# emit METRIC CONFIG IMPL ROUND VALUE UNIT [EXTRA]
+emit() {
+	echo "$1,$2,$3,$4,$5,$6,${7:-}" >>"$raw"
+	progress "round $4 $2 $3: $1 = $5 $6${7:+ ($7)}"
+}
+problem() { nerr=$((nerr + 1)); progress "PROBLEM: $*"; }
+ina() { ip netns exec bA "$@"; }
+inb() { ip netns exec bB "$@"; }
+# listening PORT: a TCP listener on PORT in bA or the initial namespace
+# (where a driver's kernel socket may live).
+listening() { { ina ss -Hltn "sport = :$1"; ss -Hltn "sport = :$1"; } 2>/dev/null | grep -q .; }
+now() { date +%s.%N; }
+calc() { awk "BEGIN { printf \"%.3f\", $1 }"; }
+
+# ------------------------------------------------------------------ setup
+dmesg -C
+ulimit -n 65536
+echo "date=$(date -u +%Y-%m-%dT%H:%MZ)" >"$OUT/meta.txt"
+{
+	echo "kernel=$(uname -r)"
+	echo "cpus=$(nproc)"
+	echo "mem=$(awk '/MemTotal/ {print $2 " kB"}' /proc/meminfo)"
+	echo "mode=$([ $quick = 1 ] && echo quick || echo full)"
+	echo "rounds=$rounds"
+	echo "mtus=$mtus"
+	echo "crc=$crcs"
+	echo "bw_ops=$bw_ops"
+	echo "fio_jobs=$fio_jobs"
+	echo "perftest_iters=$iters"
+	echo "qperf_time=$qtime"
+	echo "fio_time=$fio_time"
+	echo "scale_qps=$scale_qps"
+	echo "mem_qps=$mem_qps"
+} >>"$OUT/meta.txt"
+: >"$raw"
+progress "mode $([ $quick = 1 ] && echo quick || echo full): $rounds round(s), MTU $mtus, rsiw CRC $crcs"
+
+rdma system set netns shared 2>/dev/null
+ip netns add bA
+ip netns add bB
+ip link add bcA type veth peer name bcB
+ip link set bcA netns bA
+ip link set bcB netns bB
+ina ip addr add $A/24 dev bcA
+inb ip addr add $B/24 dev bcB
+for ns in bA bB; do
+	ip -n $ns link set lo up
+	ip -n $ns link set bc${ns#b} up
+done
+
+ip link add nv0 type veth peer name nv1
+ip addr add $NH/24 dev nv0
+ip addr add $NT/24 dev nv1
+ip link set nv0 up
+ip link set nv1 up
+for c in all nv0 nv1; do
+	sysctl -qw net.ipv4.conf.$c.accept_local=1 net.ipv4.conf.$c.rp_filter=0
+done
+# Locally generated packets to the other end's address leave through the
+# veth (tables 10, 11) before the local table is consulted. Without policy
+# routing in the kernel (CONFIG_IP_MULTIPLE_TABLES) they go over lo, whose
+# MTU then takes each configuration's value instead.
+nvme_path=veth
+if ip rule add pref 10 to $NT iif lo lookup 10 2>/dev/null; then
+	ip rule add pref 11 to $NH iif lo lookup 11
+	ip route add $NT dev nv0 src $NH table 10
+	ip route add $NH dev nv1 src $NT table 11
+	ip rule add pref 100 lookup local
+	ip rule del pref 0
+	case "$(ip route get $NT from $NH)" in
+	*"dev nv0"*) ;;
+	*) problem "routing $NH -> $NT does not leave through nv0" ;;
+	esac
+else
+	nvme_path=lo
+	progress "NVMe-oF: no policy routing in this kernel (CONFIG_IP_MULTIPLE_TABLES): host and target talk over lo, lo's MTU set to each configuration's"
+fi
+echo "nvme_path=$nvme_path" >>"$OUT/meta.txt"
+
+set_mtu() {
+	ina ip link set bcA mtu "$1"
+	inb ip link set bcB mtu "$1"
+	ip link set nv0 mtu "$1"
+	ip link set nv1 mtu "$1"
+	[ $nvme_path = lo ] && ip link set lo mtu "$1"
+	return 0
+}
+
+check "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
+check "modprobe siw" modprobe siw
+check "null_blk" modprobe null_blk nr_devices=1 gb=4 queue_mode=2
+check "nvmet-rdma, nvme-rdma" modprobe -a nvmet-rdma nvme-rdma
+nvme_tcp=0
+if modprobe -a nvmet-tcp nvme-tcp 2>/dev/null; then
+	nvme_tcp=1
+else
+	progress "NVMe/TCP: nvme-tcp/nvmet-tcp are not in this kernel (CONFIG_NVME_TCP, CONFIG_NVME_TARGET_TCP): n/a"
+	echo "nvme_tcp=n/a (not in kernel)" >>"$OUT/meta.txt"
+fi
+[ "$failed" = 0 ] || { finish; exit 1; }
+
+# rsiw_load on|off: (re)load rsiw with MPA CRC requested or not.
+rsiw_load() {
+	local want=$1
+	[ "$(cat /sys/module/rsiw/parameters/mpa_crc 2>/dev/null)" = "$([ "$want" = on ] && echo Y || echo N)" ] && return 0
+	rmmod rsiw || problem "rmmod rsiw"
+	if [ "$want" = on ]; then insmod "$RSIW_ROOT/rsiw.ko" mpa_crc=1; else insmod "$RSIW_ROOT/rsiw.ko"; fi ||
+		problem "insmod rsiw.ko (CRC $want)"
+}
+
+crc_lines() { dmesg | grep -c "rsiw: qp .* connected as .*: CRC $1"; }
+
+# dev_up IMPL / dev_down IMPL: the userspace pair of devices (0 in bA, 1 in bB).
+drv_of() { case "$1" in rsiw*) echo rsiw ;; *) echo "$1" ;; esac; }
+dev_up() {
+	local d
+	d=$(drv_of "$1")
+	ina rdma link add ${d}0 type $d netdev bcA || problem "rdma link add ${d}0"
+	inb rdma link add ${d}1 type $d netdev bcB || problem "rdma link add ${d}1"
+	if [ $d = rsiw ]; then export RDMAV_DRIVERS="$provider"; else unset RDMAV_DRIVERS; fi
+}
+dev_down() {
+	local d
+	d=$(drv_of "$1")
+	rdma link delete ${d}0 || problem "rdma link delete ${d}0"
+	rdma link delete ${d}1 || problem "rdma link delete ${d}1"
+	unset RDMAV_DRIVERS
+}
+
+# ------------------------------------------------------------ userspace
+# perftest_secs TOOL DEV N: wall-clock seconds of one client run of N 64 KiB
+# messages (server in bA, client in bB); one retry (siw's accept race).
+perftest_secs() {
+	local tool=$1 d=$2 n=$3 try t0 t1 s
+	for try in 1 2; do
+		ina timeout 120 $tool -R -F -d ${d}0 -s 65536 -n $n >"$logs/$tool-server.txt" 2>&1 &
+		s=$!
+		wait_for 30 listening 18515 || true
+		t0=$(now)
+		if inb timeout 120 $tool -R -F -d ${d}1 --source_ip $B -s 65536 -n $n $A >"$logs/$tool-client.txt" 2>&1; then
+			t1=$(now)
+			wait $s
+			calc "$t1 - $t0"
+			return 0
+		fi
+		kill $s 2>/dev/null
+		wait $s 2>/dev/null
+		progress "$tool over ${d}: client failed (try $try): $(tail -1 "$logs/$tool-client.txt")" >&2
+		sleep 1
+	done
+	return 1
+}
+
+# bw_rdma IMPL CONFIG ROUND: 64 KiB Send, Write, Read bandwidth (MB/s,
+# 10^6 octets) as N messages over the difference of the 2N and N runs.
+bw_rdma() {
+	local impl=$1 cfg=$2 r=$3 d t m s1 s2
+	d=$(drv_of "$impl")
+	for t in $bw_ops; do
+		m=bw_$t
+		if s1=$(perftest_secs ib_${t}_bw $d $iters) && s2=$(perftest_secs ib_${t}_bw $d $((2 * iters))); then
+			if awk "BEGIN { exit !($s2 > $s1) }"; then
+				emit $m "$cfg" "$impl" "$r" "$(calc "$iters * 65536 / ($s2 - $s1) / 1e6")" MB/s "N=$iters ${s1}s 2N=${s2}s"
+			else
+				problem "$m $impl: 2N run ($s2 s) not slower than N run ($s1 s)"
+			fi
+		else
+			problem "$m $impl: perftest failed"
+		fi
+	done
+}
+
+# qperf_val FILE: the figure qperf printed, as us or MB/s.
+qperf_val() {
+	awk '$1 == "bw" || $1 == "latency" {
+		v = $3; u = $4
+		if (u == "ns") v /= 1000; else if (u == "ms") v *= 1000; else if (u == "sec") v *= 1e6
+		else if (u == "GB/sec") v *= 1000; else if (u == "KB/sec") v /= 1000
+		else if (u == "bytes/sec") v /= 1e6
+		printf "%.3f\n", v; exit }' "$1"
+}
+
+# qperf_run IMPL CONFIG ROUND METRIC UNIT ARGS...: one qperf client test.
+qperf_run() {
+	local impl=$1 cfg=$2 r=$3 m=$4 unit=$5 v try
+	shift 5
+	for try in 1 2; do
+		if inb timeout 60 qperf -t $qtime "$@" >"$logs/qperf-$m.txt" 2>&1 &&
+			v=$(qperf_val "$logs/qperf-$m.txt") && [ -n "$v" ]; then
+			emit "$m" "$cfg" "$impl" "$r" "$v" "$unit"
+			return 0
+		fi
+		progress "qperf $m over $impl failed (try $try): $(tail -1 "$logs/qperf-$m.txt")"
+	done
+	problem "qperf $m $impl"
+}
+
+qperf_server_start() {
+	ina qperf >"$logs/qperf-server.txt" 2>&1 &
+	qserver=$!
+	wait_for 30 listening 19765 || problem "qperf server did not listen"
+}
+qperf_server_stop() {
+	kill $qserver 2>/dev/null
+	wait $qserver 2>/dev/null
+}
+
+# ------------------------------------------------------------ NVMe-oF
+nvmet_port() { # TRTYPE: export nullb0 at $NT:4420
+	local cfg=/sys/kernel/config/nvmet
+	mkdir -p $cfg/subsystems/$NQN/namespaces/1 &&
+		echo 1 >$cfg/subsystems/$NQN/attr_allow_any_host &&
+		echo /dev/nullb0 >$cfg/subsystems/$NQN/namespaces/1/device_path &&
+		echo 1 >$cfg/subsystems/$NQN/namespaces/1/enable &&
+		mkdir -p $cfg/ports/1 &&
+		echo "$1" >$cfg/ports/1/addr_trtype &&
+		echo ipv4 >$cfg/ports/1/addr_adrfam &&
+		echo $NT >$cfg/ports/1/addr_traddr &&
+		echo 4420 >$cfg/ports/1/addr_trsvcid &&
+		ln -s $cfg/subsystems/$NQN $cfg/ports/1/subsystems/$NQN
+}
+nvmet_unport() {
+	local cfg=/sys/kernel/config/nvmet
+	rm -f $cfg/ports/1/subsystems/$NQN
+	rmdir $cfg/ports/1 2>/dev/null
+	echo 0 >$cfg/subsystems/$NQN/namespaces/1/enable 2>/dev/null
+	rmdir $cfg/subsystems/$NQN/namespaces/1 $cfg/subsystems/$NQN 2>/dev/null
+}
+nvme_dev() {
+	local c
+	for c in /sys/class/nvme/nvme*; do
+		[ "$(cat "$c/subsysnqn" 2>/dev/null)" = $NQN ] || continue
+		ls -d /dev/${c##*/}n1 2>/dev/null && return 0
+	done
+	return 1
+}
+
+# fio_run NAME DEV ARGS...: prints "READ_KIBS READ_IOPS WRITE_KIBS WRITE_IOPS".
+fio_run() {
+	local name=$1 dev=$2
+	shift 2
+	timeout $((fio_time + 60)) fio --name="$name" --filename="$dev" --direct=1 --ioengine=libaio \
+		--iodepth=16 --runtime=$fio_time --time_based --ramp_time=1 --minimal "$@" \
+		>"$logs/fio-$name.txt" 2>&1 || return 1
+	awk -F';' '/^3;/ { print $7, $8, $48, $49; exit }' "$logs/fio-$name.txt"
+}
+
+# nvme_bench IMPL CONFIG ROUND: 4 KiB random read IOPS, 128 KiB sequential
+# read and write MB/s from the nvme host on nv0 to the nvmet target on nv1.
+nvme_bench() {
+	local impl=$1 cfg=$2 r=$3 d tr dev out
+	d=$(drv_of "$impl")
+	if [ $d = tcp ]; then
+		tr=tcp
+		if [ $nvme_tcp = 0 ]; then
+			for m in $fio_jobs; do
+				m=${m/randread/randread_4k}
+				m=${m/seqread/seqread_128k}
+				echo "nvme_${m/seqwrite/seqwrite_128k},$cfg,tcp,$r,NA,,not in kernel" >>"$raw"
+			done
+			return
+		fi
+	else
+		tr=rdma
+		rdma link add ${d}n0 type $d netdev nv0 || problem "rdma link add ${d}n0"
+		rdma link add ${d}n1 type $d netdev nv1 || problem "rdma link add ${d}n1"
+	fi
+	if nvmet_port $tr; then
+		host_addr=()
+		[ $nvme_path = veth ] && host_addr=(--host-traddr=$NH)
+		if timeout 60 nvme connect -t $tr -a $NT -s 4420 -n $NQN "${host_addr[@]}" \
+			--hostnqn=nqn.2014-08.org.nvmexpress:uuid:$HOSTID --hostid=$HOSTID \
+			>"$logs/nvme-connect.txt" 2>&1 && wait_for 20 nvme_dev >/dev/null; then
+			dev=$(nvme_dev)
+			for job in $fio_jobs; do
+				case $job in
+				randread) m=nvme_randread_4k a=(--rw=randread --bs=4k) f=2 scale="/ 1000" u=kIOPS ;;
+				seqread) m=nvme_seqread_128k a=(--rw=read --bs=128k) f=1 scale="* 1024 / 1e6" u=MB/s ;;
+				seqwrite) m=nvme_seqwrite_128k a=(--rw=write --bs=128k) f=3 scale="* 1024 / 1e6" u=MB/s ;;
+				*) problem "unknown fio job $job"; continue ;;
+				esac
+				if out=$(fio_run $job "$dev" "${a[@]}"); then
+					emit $m "$cfg" "$impl" "$r" "$(calc "$(echo "$out" | cut -d' ' -f$f) $scale")" $u
+				else
+					problem "fio $job over $impl"
+				fi
+			done
+			timeout 60 nvme disconnect -n $NQN >/dev/null || problem "nvme disconnect ($impl)"
+		else
+			problem "nvme connect over $impl: $(tail -1 "$logs/nvme-connect.txt")"
+		fi
+	else
+		problem "nvmet port ($tr)"
+	fi
+	nvmet_unport
+	if [ $d != tcp ]; then
+		rdma link delete ${d}n0 || problem "rdma link delete ${d}n0"
+		rdma link delete ${d}n1 || problem "rdma link delete ${d}n1"
+	fi
+}
+
+# ------------------------------------------------------ scaling, memory
+port_seq=18600
+# scale IMPL ROUND N: N QPs (or TCP connections) of 64 KiB Writes for
+# scale_time seconds: aggregate MB/s, and per-QP min/max MB/s.
+scale() {
+	local impl=$1 r=$2 n=$3 mode=write s line p
+	[ "$impl" = tcp ] && mode=tcp
+	port_seq=$((port_seq + 1))
+	p=$port_seq
+	ina timeout 120 rsiw-qpbench server -a $A -p $p -n $n -m $mode >"$logs/qpbench-server.txt" 2>&1 &
+	s=$!
+	wait_for 30 listening $p || true
+	if inb timeout 120 rsiw-qpbench client -a $A -b $B -p $p -n $n -m $mode -t $scale_time \
+		>"$logs/qpbench-client.txt" 2>&1 && wait $s; then
+		line=$(grep ^aggregate_mbps "$logs/qpbench-client.txt")
+		set -- $line
+		emit scale_agg "mtu1500 q=$n" "$impl" "$r" "$2" MB/s "per-QP min $4 max $6"
+		emit scale_fair "mtu1500 q=$n" "$impl" "$r" "$(calc "$4 / $6")" min/max "per-QP min $4 max $6 MB/s"
+	else
+		kill $s 2>/dev/null
+		wait $s 2>/dev/null
+		problem "rsiw-qpbench $n over $impl: $(tail -1 "$logs/qpbench-client.txt")"
+	fi
+}
+
+kmem_kb() { # Slab + KernelStack + VmallocUsed + PageTables, kB
+	awk '/^(Slab|KernelStack|VmallocUsed|PageTables):/ { s += $2 } END { print s }' /proc/meminfo
+}
+settle() {
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	sleep 2
+}
+
+# memory IMPL ROUND: kernel memory per connected QP end (QP, rdma_cm ID,
+# TCP socket; both ends live in this guest) for mem_qps QP pairs.
+memory() {
+	local impl=$1 r=$2 n=$mem_qps mode=write s c before after qps p hold=/tmp/bench-hold
+	[ "$impl" = tcp ] && mode=tcp
+	port_seq=$((port_seq + 1))
+	p=$port_seq
+	rm -f $hold
+	settle
+	before=$(kmem_kb)
+	ina timeout 600 rsiw-qpbench server -a $A -p $p -n $n -m $mode >"$logs/qpmem-server.txt" 2>&1 &
+	s=$!
+	wait_for 30 listening $p || true
+	inb timeout 600 rsiw-qpbench client -a $A -b $B -p $p -n $n -m $mode -w $hold >"$logs/qpmem-client.txt" 2>&1 &
+	c=$!
+	if wait_for 500 grep -q '^connected' "$logs/qpmem-client.txt"; then
+		sleep 2
+		after=$(kmem_kb)
+		qps=$(rdma resource show qp 2>/dev/null | grep -c "link $(drv_of $impl)[01]/")
+		[ "$impl" = tcp ] && qps=$(inb ss -Htn state established "dport = :$p" | wc -l)
+		emit mem_per_qp "$n pairs" "$impl" "$r" "$(calc "($after - $before) / (2 * $n)")" KiB/QP \
+			"kernel kB $before -> $after; $qps QPs (or client sockets) seen"
+	else
+		problem "$n connections over $impl did not all connect: $(tail -1 "$logs/qpmem-client.txt")"
+	fi
+	touch $hold
+	wait $c || problem "rsiw-qpbench client ($impl, $n)"
+	wait $s || problem "rsiw-qpbench server ($impl, $n)"
+	rm -f $hold
+}
+
+# ------------------------------------------------------------ the rounds
+impls_for() { # the implementations of one round at MTU $1
+	local l="rsiw"
+	case " $crcs " in *" on "*) l="$l rsiw-crc" ;; esac
+	case " $crcs " in *" off "*) ;; *) l=${l#rsiw } ;; esac
+	echo "$l siw tcp"
+}
+
+for r in $(seq 1 "$rounds"); do
+	for mtu in $mtus; do
+		set_mtu $mtu
+		for impl in $(impls_for $mtu); do
+			cfg=mtu$mtu
+			progress "round $r/$rounds MTU $mtu: $impl"
+			crc=""
+			case $impl in
+			rsiw) crc=off ;;
+			rsiw-crc) crc=on ;;
+			esac
+			if [ -n "$crc" ]; then
+				rsiw_load $crc
+				crc_on0=$(crc_lines on)
+				crc_off0=$(crc_lines off)
+			fi
+			if [ $impl = tcp ]; then
+				qperf_server_start
+				# One tcp_bw figure is the baseline of every 64 KiB row.
+				first=${bw_ops%% *}
+				if qperf_run tcp $cfg $r bw_$first MB/s -m 64K $A tcp_bw; then
+					v=$(tail -1 "$raw" | cut -d, -f5)
+					for m in $bw_ops; do
+						[ $m = $first ] || echo "bw_$m,$cfg,tcp,$r,$v,MB/s,same tcp_bw run" >>"$raw"
+					done
+				fi
+				qperf_run tcp $cfg $r lat_64 us -m 64 $A tcp_lat
+				qperf_server_stop
+			else
+				dev_up $impl
+				bw_rdma $impl $cfg $r
+				qperf_server_start
+				qperf_run $impl $cfg $r lat_64 us -cm1 -m 64 $A rc_lat
+				qperf_server_stop
+				dev_down $impl
+			fi
+			nvme_bench $impl $cfg $r
+			if [ -n "$crc" ]; then
+				# rsiw's connection log (rate-limited): this turn's
+				# connections used the CRC setting it is labelled with.
+				on=$(($(crc_lines on) - crc_on0))
+				off=$(($(crc_lines off) - crc_off0))
+				progress "rsiw connections logged this turn: $on with CRC on, $off with CRC off"
+				if [ $crc = on ]; then ok=$((on > 0 && off == 0)); else ok=$((off > 0 && on == 0)); fi
+				[ $ok = 1 ] || problem "rsiw turn labelled CRC $crc: $on connections with CRC on, $off off"
+			fi
+		done
+	done
+	set_mtu 1500
+	rsiw_load off
+	for impl in rsiw siw tcp; do
+		[ $impl != tcp ] && dev_up $impl
+		for n in $scale_qps; do
+			progress "round $r/$rounds scaling: $impl, $n QPs"
+			scale $impl $r $n
+		done
+		progress "round $r/$rounds memory: $impl, $mem_qps QP pairs"
+		memory $impl $r
+		[ $impl != tcp ] && dev_down $impl
+	done
+done
+
+progress "done: $nerr problem(s)"
+echo "problems=$nerr" >>"$OUT/meta.txt"
+check "every measurement ran ($nerr problems)" test $nerr = 0
+check "rmmod rsiw" rmmod rsiw
+dmesg >"$OUT/dmesg-bench.txt"
+check_dmesg_clean "dmesg has no warnings, oopses or leaks"
+finish
