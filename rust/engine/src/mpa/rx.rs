@@ -8,6 +8,13 @@
 //! field. It strips markers and pad, checks markers (FPDUPTR) and the CRC
 //! incrementally through [`Crc32c`], and fails with a [`TermError`].
 //!
+//! The CRC is not fed field by field: when an FPDU's octets first need it,
+//! it runs in one call over everything of that FPDU the input holds up to
+//! the CRC field (ULPDU_LENGTH, header, payload, markers, pad), and the
+//! events that follow only count those octets down. An FPDU that lies
+//! whole in one input costs one CRC call, one split across inputs one per
+//! input; an accelerated CRC32c gets the largest spans there are.
+//!
 //! # Driving it
 //!
 //! ```text
@@ -42,7 +49,7 @@ use core::ops::Range;
 use crate::crc::Crc32c;
 use crate::error::{llp, TermError};
 use crate::mpa::markers;
-use crate::wire::fpdu::{pad_len, CRC_LEN, MARKER_LEN};
+use crate::wire::fpdu::{fpdu_len, pad_len, CRC_LEN, MARKER_LEN};
 
 /// The most ULPDU header octets [`Rx`] buffers: DDP untagged header (18)
 /// plus the largest RDMAP header, the RFC 7306 Atomic Request (52), is 70;
@@ -116,6 +123,12 @@ pub struct Rx {
     /// Stream offset where the current FPDU started.
     fpdu_start: u32,
     crc: u32,
+    /// Octets from `pos` on that `crc` already covers: the CRC runs ahead
+    /// over as much of the FPDU as the input holds, in one call.
+    crc_ahead: usize,
+    /// Stream offset of the current FPDU's CRC field (once its
+    /// ULPDU_LENGTH is known).
+    crc_at: u32,
     len_buf: [u8; 2],
     ulpdu_len: u16,
     hdr: [u8; MAX_HEADER],
@@ -153,6 +166,8 @@ impl Rx {
             pos,
             fpdu_start: pos,
             crc: 0,
+            crc_ahead: 0,
+            crc_at: pos,
             len_buf: [0; 2],
             ulpdu_len: 0,
             hdr: [0; MAX_HEADER],
@@ -221,12 +236,6 @@ impl Rx {
         Err(e)
     }
 
-    fn add_crc<C: Crc32c + ?Sized>(&mut self, crc: &C, bytes: &[u8]) {
-        if self.cfg.crc {
-            self.crc = crc.append(self.crc, bytes);
-        }
-    }
-
     /// Consumes input up to the first event; see the module docs.
     pub fn poll<C: Crc32c + ?Sized>(&mut self, crc: &C, input: &[u8]) -> Result<Step, TermError> {
         if let Some(e) = self.error {
@@ -269,8 +278,7 @@ impl Rx {
                     return self.fail(llp::MARKER);
                 };
                 dst.copy_from_slice(src);
-                self.crc_marker(crc, have, n);
-                self.pos = self.pos.wrapping_add(n as u32);
+                self.consume_crc(crc, rest, n);
                 i += n;
                 if have + n < MARKER_LEN {
                     self.marker = Some(have + n);
@@ -325,6 +333,7 @@ impl Rx {
                         continue;
                     }
                     self.ulpdu_len = u16::from_be_bytes(self.len_buf);
+                    self.crc_at = self.crc_field_at(self.ulpdu_len);
                     self.hdr_have = 0;
                     self.hdr_want = self.cfg.header_len.min(usize::from(self.ulpdu_len));
                     self.state = State::Header;
@@ -391,6 +400,7 @@ impl Rx {
                     self.state = State::Len { have: 0 };
                     self.fpdu_start = self.pos;
                     self.crc = 0;
+                    self.crc_ahead = 0;
                     return Ok(Step {
                         consumed: i,
                         event: Some(Event::Complete),
@@ -412,19 +422,63 @@ impl Rx {
         }
     }
 
-    /// Feeds `rest[..n]` to the CRC and advances the stream offset.
-    fn consume_crc<C: Crc32c + ?Sized>(&mut self, crc: &C, rest: &[u8], n: usize) {
-        if let Some(b) = rest.get(..n) {
-            self.add_crc(crc, b);
-        }
-        self.pos = self.pos.wrapping_add(n as u32);
+    /// Stream offset of the CRC field of the FPDU that started at
+    /// `fpdu_start` with a ULPDU of `ulpdu_len` octets.
+    fn crc_field_at(&self, ulpdu_len: u16) -> u32 {
+        let len = fpdu_len(usize::from(ulpdu_len));
+        let wire = if self.cfg.markers {
+            markers::wire_len(self.fpdu_start, len)
+        } else {
+            len
+        };
+        // wire < 2^17: the cast is exact; offsets wrap like TCP.
+        self.fpdu_start
+            .wrapping_add(wire as u32)
+            .wrapping_sub(CRC_LEN as u32)
     }
 
-    fn crc_marker<C: Crc32c + ?Sized>(&mut self, crc: &C, have: usize, n: usize) {
-        let m = self.mbuf;
-        if let Some(b) = m.get(have..have + n) {
-            self.add_crc(crc, b);
+    /// How many octets of `rest` (starting at `pos`) belong to the current
+    /// FPDU before its CRC field, as far as known: up to the CRC field
+    /// once ULPDU_LENGTH is known, or peeked from `rest` at the start of an
+    /// FPDU; 0 when unknown (ULPDU_LENGTH or a marker split across inputs).
+    fn crc_span(&self, rest: &[u8]) -> usize {
+        let end = match self.state {
+            State::Len { have: 0 } if self.marker.is_none() => {
+                // A marker never splits ULPDU_LENGTH (both 4-aligned).
+                let off = if self.cfg.markers && markers::is_marker_pos(self.pos) {
+                    MARKER_LEN
+                } else {
+                    0
+                };
+                match rest.get(off..off + 2) {
+                    Some(&[a, b]) => self.crc_field_at(u16::from_be_bytes([a, b])),
+                    _ => return 0,
+                }
+            }
+            State::Len { .. } => return 0,
+            _ => self.crc_at,
+        };
+        (end.wrapping_sub(self.pos) as usize).min(rest.len())
+    }
+
+    /// Consumes `rest[..n]`, octets the CRC covers, and advances the stream
+    /// offset. The CRC is not extended piece by piece: when `rest[..n]` is
+    /// not covered yet, it runs over everything of this FPDU that `rest`
+    /// holds up to the CRC field (markers included), in one call, and
+    /// the following pieces only count down what it covered. They are the
+    /// same stream octets whichever input slice brings them again.
+    fn consume_crc<C: Crc32c + ?Sized>(&mut self, crc: &C, rest: &[u8], n: usize) {
+        if self.cfg.crc {
+            if self.crc_ahead < n {
+                let end = self.crc_span(rest).max(n);
+                if let Some(b) = rest.get(self.crc_ahead..end) {
+                    self.crc = crc.append(self.crc, b);
+                }
+                self.crc_ahead = end;
+            }
+            self.crc_ahead -= n;
         }
+        self.pos = self.pos.wrapping_add(n as u32);
     }
 }
 
@@ -433,6 +487,7 @@ mod tests {
     use super::*;
     use crate::crc::SoftCrc32c;
     use crate::mpa::tx::tests::stream;
+    use crate::mpa::Tx;
     use proptest::prelude::*;
     use std::vec;
     use std::vec::Vec;
@@ -653,6 +708,50 @@ mod tests {
         );
     }
 
+    /// A CRC32c that records the length of every call.
+    struct Spans(core::cell::RefCell<Vec<usize>>);
+
+    impl Crc32c for Spans {
+        fn append(&self, crc: u32, data: &[u8]) -> u32 {
+            self.0.borrow_mut().push(data.len());
+            SoftCrc32c.append(crc, data)
+        }
+    }
+
+    /// With the whole stream in one input, the CRC runs once per FPDU over
+    /// everything before its CRC field (markers included), however many
+    /// events the FPDU yields.
+    #[test]
+    fn one_crc_call_per_fpdu() {
+        let msgs: Vec<Vec<u8>> = (0..6).map(|i| vec![i as u8; 1 + 700 * i]).collect();
+        for markers in [false, true] {
+            let s = stream(true, markers, &msgs);
+            let spans = Spans(Default::default());
+            let mut rx = Rx::new(cfg(true, markers, 14));
+            let (mut off, mut events, mut fpdus) = (0, 0, 0);
+            while off < s.len() {
+                let st = rx.poll(&spans, &s[off..]).unwrap();
+                events += 1;
+                if st.event == Some(Event::Complete) {
+                    fpdus += 1;
+                }
+                off += st.consumed;
+            }
+            assert_eq!(fpdus, msgs.len());
+            assert!(events > 2 * fpdus);
+            // Each FPDU's span: its wire length less the CRC field.
+            let mut tx = Tx::new(true, markers);
+            let want: Vec<usize> = msgs
+                .iter()
+                .map(|m| {
+                    let w = tx.fpdu(m, &[]).unwrap();
+                    w.wire_len() - CRC_LEN
+                })
+                .collect();
+            assert_eq!(*spans.0.borrow(), want, "markers {markers}");
+        }
+    }
+
     proptest! {
         #[test]
         fn rx_over_any_chunking_reproduces_tx(
@@ -664,6 +763,42 @@ mod tests {
             let (got, nm) = run(cfg(crc, markers, header_len), &s, &chunks).unwrap();
             prop_assert_eq!(got.into_iter().map(|g| g.1).collect::<Vec<_>>(), msgs);
             prop_assert_eq!(nm, if markers { s.len().div_ceil(512) } else { 0 });
+        }
+
+        /// The CRC that runs ahead covers every octet once: a bit flipped
+        /// anywhere in a CRC-protected stream (markers, pad and the CRC
+        /// field included), under any chunking, stops the receiver.
+        #[test]
+        fn any_flipped_bit_is_caught(
+            msgs in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..1500), 1..4),
+            chunks in proptest::collection::vec(1usize..900, 1..6),
+            markers: bool, at in any::<proptest::sample::Index>(), bit in 0u8..8,
+        ) {
+            let mut s = stream(true, markers, &msgs);
+            let i = at.index(s.len());
+            s[i] ^= 1 << bit;
+            let mut rx = Rx::new(cfg(true, markers, 14));
+            let (mut at, mut k, mut done, mut failed) = (0, 0, 0, false);
+            'feed: while at < s.len() {
+                let n = chunks[k % chunks.len()].min(s.len() - at);
+                k += 1;
+                let chunk = &s[at..at + n];
+                let mut off = 0;
+                while off < chunk.len() {
+                    match rx.poll(&SoftCrc32c, &chunk[off..]) {
+                        Ok(st) => {
+                            done += usize::from(st.event == Some(Event::Complete));
+                            off += st.consumed;
+                        }
+                        Err(_) => {
+                            failed = true;
+                            break 'feed;
+                        }
+                    }
+                }
+                at += n;
+            }
+            prop_assert!(failed || done < msgs.len() || !rx.at_boundary());
         }
 
         #[test]

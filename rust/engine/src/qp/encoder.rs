@@ -308,7 +308,7 @@ impl FpduEncoder {
                     let d = out.reserve((pad - cur.off).min(room));
                     n = d.len();
                     d.fill(0);
-                    if crc_on {
+                    if crc_on && n > 0 {
                         cur.crc = crc.append(cur.crc, d);
                     }
                     cur.off += n;
