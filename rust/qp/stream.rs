@@ -73,10 +73,20 @@ impl Qp {
         }
         self.stream.lock().dead = true;
         self.drain_order();
+        self.end_stream_out();
+    }
+
+    /// Our direction of the stream ends (FIN) and the CM hears of it.
+    pub(super) fn end_stream_out(&self) {
+        self.shutdown_sock();
+        self.end_cm();
+    }
+
+    /// Shuts the socket's sending side down (FIN), if there is a socket.
+    pub(super) fn shutdown_sock(&self) {
         if let Some(s) = self.sock.lock().as_ref() {
             s.shutdown();
         }
-        self.end_cm();
     }
 
     /// The connection is over for the iw_cm: DISCONNECT (if it was up),

@@ -95,19 +95,11 @@ impl Qp {
         };
         self.handle_events(&events);
         if failed_out {
-            if let Some(s) = self.sock.lock().as_ref() {
-                s.shutdown();
-            }
             // The stream ended with our Terminate.
-            self.end_cm();
+            self.end_stream_out();
         }
         let Some((buf, mut off)) = taken else {
-            if self.fin_pending.swap(false, Ordering::AcqRel) {
-                // Everything the engine produced has left: FIN.
-                if let Some(s) = self.sock.lock().as_ref() {
-                    s.shutdown();
-                }
-            }
+            self.fin_if_pending();
             return TxRound::Done;
         };
 
@@ -124,19 +116,33 @@ impl Qp {
             Err(e) => e != EAGAIN,
         };
         let blocked = off < buf.len();
-        self.tx_blocked.store(blocked, Ordering::Release);
         {
             let mut st = self.stream.lock();
             st.tx = buf;
             st.tx_off = off;
         }
+        self.round_end(lost, blocked)
+    }
+
+    /// The end of a TX round that sent: the socket is gone (`lost`), full
+    /// (`blocked`: `write_space` kicks the work again) or took it all.
+    fn round_end(self: &Arc<Self>, lost: bool, blocked: bool) -> TxRound {
+        self.tx_blocked.store(blocked, Ordering::Release);
         if lost {
             self.with_engine(|e, h| e.on_connection_lost(h));
             TxRound::Done
         } else if blocked {
-            TxRound::Done // write_space kicks us again
+            TxRound::Done
         } else {
             TxRound::More
+        }
+    }
+
+    /// Everything the engine produced has left: the FIN, if the stream's
+    /// end asked for one.
+    fn fin_if_pending(&self) {
+        if self.fin_pending.swap(false, Ordering::AcqRel) {
+            self.shutdown_sock();
         }
     }
 
@@ -293,10 +299,7 @@ impl Qp {
         self.handle_events(&events);
         if failed_out {
             self.drain_order();
-            if let Some(s) = self.sock.lock().as_ref() {
-                s.shutdown();
-            }
-            self.end_cm();
+            self.end_stream_out();
         }
         if broken {
             // Cannot happen (the plan and the pages are built together):
@@ -309,11 +312,7 @@ impl Qp {
             return TxRound::Done;
         }
         if !have {
-            if self.fin_pending.swap(false, Ordering::AcqRel) {
-                if let Some(s) = self.sock.lock().as_ref() {
-                    s.shutdown();
-                }
-            }
+            self.fin_if_pending();
             return TxRound::Done;
         }
         self.tx_blocked.store(true, Ordering::Release);
@@ -322,17 +321,10 @@ impl Qp {
             None => Err(ENOTCONN),
         };
         let lost = matches!(sent, Err(e) if e != EAGAIN);
-        let blocked = zc.batch.remaining() > 0;
-        self.tx_blocked.store(blocked, Ordering::Release);
         if lost {
             zc.batch.clear();
-            self.with_engine(|e, h| e.on_connection_lost(h));
-            TxRound::Done
-        } else if blocked {
-            TxRound::Done // write_space kicks us again
-        } else {
-            TxRound::More
         }
+        self.round_end(lost, zc.batch.remaining() > 0)
     }
 }
 
