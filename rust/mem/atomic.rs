@@ -8,7 +8,7 @@ use crate::{
     mem::atomic_locks::AtomicLocks,
     device::Device,
     engine::{
-        error::{self as term, TermError},
+        error::{self, TermError},
         qp::Local,
         rdmap::{atomic_execute, AtomicPlan, OPERAND_LEN},
     },
@@ -25,7 +25,7 @@ use crate::{
 /// the device's table: atomics on distinct words of one MR run in
 /// parallel. On any error nothing is written.
 pub(crate) fn respond(dev: &Device, pd: u32, plan: &AtomicPlan) -> Result<u64, TermError> {
-    let mr = dev.stags().get(plan.stag).ok_or(term::rdmap::INVALID_STAG)?;
+    let mr = dev.stags().get(plan.stag).ok_or(error::rdmap::INVALID_STAG)?;
     respond_on(&mr, dev.atomic_locks(), pd, plan)
 }
 
@@ -50,18 +50,18 @@ pub(crate) fn place_result(dev: &Device, pd: u32, local: &Local, original: u64) 
     dev.stags()
         .check(local.stag, pd, local.to, OPERAND_LEN, access::LOCAL_WRITE)
         .and_then(|mr| mr.copy_to(local.stag, local.to, &original.to_ne_bytes()))
-        .map_err(|_| term::rdmap::LOCAL_CATA)
+        .map_err(|_| error::rdmap::LOCAL_CATA)
 }
 
 /// An MR check failing at the responder, as the RDMAP error the engine
 /// would have reported (RFC 5040 7.2, RFC 7306 8.2 for alignment).
 fn remote_err(e: MrError) -> TermError {
     match e {
-        MrError::InvalidStag | MrError::State => term::rdmap::INVALID_STAG,
-        MrError::Pd => term::rdmap::STAG_NOT_ASSOC,
-        MrError::Access | MrError::NotPersistent => term::rdmap::ACCESS,
-        MrError::Wrap => term::rdmap::TO_WRAP,
-        MrError::Bounds => term::rdmap::BASE_BOUNDS,
-        MrError::Misaligned => term::rdmap::CATA_STREAM,
+        MrError::InvalidStag | MrError::State => error::rdmap::INVALID_STAG,
+        MrError::Pd => error::rdmap::STAG_NOT_ASSOC,
+        MrError::Access | MrError::NotPersistent => error::rdmap::ACCESS,
+        MrError::Wrap => error::rdmap::TO_WRAP,
+        MrError::Bounds => error::rdmap::BASE_BOUNDS,
+        MrError::Misaligned => error::rdmap::CATA_STREAM,
     }
 }

@@ -18,11 +18,11 @@ mod faults {
 
     use crate::{
         engine::{
-            error::{self as term, TermError},
+            error::{self, TermError},
             mpa::negotiate::Framing,
             rdmap::{decode, Body},
             wire::{
-                ddp::{self as ddpw, Model},
+                ddp::{self, Model},
                 fpdu,
                 rdmap::{qn, Control, Opcode, ReadRequest, ReadRequestRepr, READ_REQUEST_LEN},
                 terminate,
@@ -223,16 +223,16 @@ mod faults {
         }
     }
 
-    fn segment(hdr: ddpw::Repr, payload: &[u8]) -> Result<KVec<u8>> {
+    fn segment(hdr: ddp::Repr, payload: &[u8]) -> Result<KVec<u8>> {
         let hlen = hdr.buffer_len();
         let mut seg = KVec::from_elem(0u8, hlen, GFP_KERNEL)?;
-        hdr.emit(&mut ddpw::Segment::new_unchecked(&mut seg[..]));
+        hdr.emit(&mut ddp::Segment::new_unchecked(&mut seg[..]));
         seg.extend_from_slice(payload, GFP_KERNEL)?;
         Ok(seg)
     }
 
     fn send_segment(msn: u32, mo: u32, last: bool, payload: &[u8]) -> Result<KVec<u8>> {
-        let hdr = ddpw::Repr {
+        let hdr = ddp::Repr {
             last,
             ulp_ctrl: Control::new(Opcode::Send).to_byte(),
             model: Model::Untagged { rsvd_ulp: 0, qn: qn::SEND, msn, mo },
@@ -241,7 +241,7 @@ mod faults {
     }
 
     fn write_segment(stag: u32, to: u64, payload: &[u8]) -> Result<KVec<u8>> {
-        let hdr = ddpw::Repr {
+        let hdr = ddp::Repr {
             last: true,
             ulp_ctrl: Control::new(Opcode::Write).to_byte(),
             model: Model::Tagged { stag, to },
@@ -252,7 +252,7 @@ mod faults {
     fn read_request(msn: u32, req: ReadRequestRepr) -> Result<KVec<u8>> {
         let mut body = [0u8; READ_REQUEST_LEN];
         req.emit(&mut ReadRequest::new_unchecked(&mut body[..]));
-        let hdr = ddpw::Repr {
+        let hdr = ddp::Repr {
             last: true,
             ulp_ctrl: Control::new(Opcode::ReadRequest).to_byte(),
             model: Model::Untagged { rsvd_ulp: 0, qn: qn::READ_REQUEST, msn, mo: 0 },
@@ -283,7 +283,7 @@ mod faults {
         let counters = qp.qp::<crate::device::Rsiw>();
         let counters = counters.device_counters();
         let (crc, proto) = (counters.get(HwCounter::RxCrcErrors), counters.get(HwCounter::RxProtocolErrors));
-        check!(if want == term::llp::CRC { (crc, proto) == (1, 0) } else { (crc, proto) == (0, 1) });
+        check!(if want == error::llp::CRC { (crc, proto) == (1, 0) } else { (crc, proto) == (0, 1) });
 
         let mut ids = KVec::new();
         ids.extend_from_slice(&[READ_WR, FENCED_WR], GFP_KERNEL)?;
@@ -324,30 +324,30 @@ mod faults {
         bad_send(true, 32, |f| {
             let last = f.len() - 1;
             f[last] ^= 0x01;
-        }, term::llp::CRC)
+        }, error::llp::CRC)
     }
 
     #[test]
     fn bad_ddp_version_is_untagged_invalid_version() -> Result {
         // Octet 2 of the FPDU is the DDP control field: DV in its low bits.
-        bad_send(false, 32, |f| f[2] = (f[2] & !0x03) | 0x02, term::ddp::U_INVALID_VERSION)
+        bad_send(false, 32, |f| f[2] = (f[2] & !0x03) | 0x02, error::ddp::U_INVALID_VERSION)
     }
 
     #[test]
     fn bad_rdmap_version_is_invalid_version() -> Result {
         let ctrl = Control { version: 0, opcode: Opcode::Send as u8 }.to_byte();
-        bad_send(false, 32, |f| f[3] = ctrl, term::rdmap::INVALID_VERSION)
+        bad_send(false, 32, |f| f[3] = ctrl, error::rdmap::INVALID_VERSION)
     }
 
     #[test]
     fn undefined_opcode_is_unexpected_opcode() -> Result {
         let ctrl = Control { version: 1, opcode: 14 }.to_byte();
-        bad_send(false, 32, |f| f[3] = ctrl, term::rdmap::UNEXPECTED_OPCODE)
+        bad_send(false, 32, |f| f[3] = ctrl, error::rdmap::UNEXPECTED_OPCODE)
     }
 
     #[test]
     fn send_longer_than_the_receive_is_too_long() -> Result {
-        bad_send(false, 100, |_| {}, term::ddp::U_TOO_LONG)
+        bad_send(false, 100, |_| {}, error::ddp::U_TOO_LONG)
     }
 
     #[test]
@@ -355,7 +355,7 @@ mod faults {
         let local = KVec::from_elem(0u8, 4096, GFP_KERNEL)?;
         let rig = Rig::new(false, 8)?;
         let frame = rig.fpdu(&send_segment(1, 0, true, &[7u8; 32])?)?;
-        expect_terminate(&rig, &local, &[], &frame, term::ddp::U_NO_BUFFER)
+        expect_terminate(&rig, &local, &[], &frame, error::ddp::U_NO_BUFFER)
     }
 
     #[test]
@@ -364,7 +364,7 @@ mod faults {
         let rig = Rig::new(false, 8)?;
         let bogus = (rig.rkey & 0xFFFF_FF00).wrapping_add(0x0100_0000) | 0x11;
         let frame = rig.fpdu(&write_segment(bogus, local.as_ptr() as u64, &[1u8; 16])?)?;
-        expect_terminate(&rig, &local, &[], &frame, term::ddp::T_INVALID_STAG)
+        expect_terminate(&rig, &local, &[], &frame, error::ddp::T_INVALID_STAG)
     }
 
     /// A fast-registered MR over one page of `buf` with `rights`; returns
@@ -390,7 +390,7 @@ mod faults {
         let (mr, stag, iova) = page_mr(&rig, &mut target, rw)?;
         // 16 octets from 8 before the end of the page.
         let frame = rig.fpdu(&write_segment(stag, iova + 4096 - 8, &[2u8; 16])?)?;
-        expect_terminate(&rig, &local, &[], &frame, term::ddp::T_BASE_BOUNDS)?;
+        expect_terminate(&rig, &local, &[], &frame, error::ddp::T_BASE_BOUNDS)?;
         // Deregister the MR before its device goes.
         drop(mr);
         drop(rig);
@@ -406,7 +406,7 @@ mod faults {
         let ro = access::LOCAL_WRITE | access::REMOTE_READ;
         let (mr, stag, iova) = page_mr(&rig, &mut target, ro)?;
         let frame = rig.fpdu(&write_segment(stag, iova, &[3u8; 16])?)?;
-        expect_terminate(&rig, &local, &[], &frame, term::rdmap::ACCESS)?;
+        expect_terminate(&rig, &local, &[], &frame, error::rdmap::ACCESS)?;
         // Deregister the MR before its device goes.
         drop(mr);
         drop(rig);
@@ -429,7 +429,7 @@ mod faults {
         // answered, with IRD 1.
         let mut both = rig.fpdu(&read_request(1, req)?)?;
         both.extend_from_slice(&rig.fpdu(&read_request(2, req)?)?, GFP_KERNEL)?;
-        expect_terminate(&rig, &local, &[], &both, term::ddp::U_NO_BUFFER)
+        expect_terminate(&rig, &local, &[], &both, error::ddp::U_NO_BUFFER)
     }
 
     /// The peer refuses the QP's Read with a Terminate and closes at once,
@@ -450,8 +450,8 @@ mod faults {
         // overtook it (the TX work still to run) could only flush it.
         rig.read_until(3000, |body| matches!(body, Body::ReadRequest(_)).then_some(()))?;
 
-        let refusal = terminate::Repr::for_error(term::rdmap::INVALID_STAG, None);
-        let mut ulpdu = KVec::from_elem(0u8, ddpw::UNTAGGED_HEADER_LEN + terminate::MAX_LEN, GFP_KERNEL)?;
+        let refusal = terminate::Repr::for_error(error::rdmap::INVALID_STAG, None);
+        let mut ulpdu = KVec::from_elem(0u8, ddp::UNTAGGED_HEADER_LEN + terminate::MAX_LEN, GFP_KERNEL)?;
         let n = refusal.emit_segment(1, &mut ulpdu).ok_or(EINVAL)?;
         let frame = rig.fpdu(&ulpdu[..n])?;
         check!(rig.peer()?.send(&[&frame], true)? == frame.len());
@@ -465,7 +465,7 @@ mod faults {
             }
             check!(wc.status == want);
         }
-        check!(qp.qp::<crate::device::Rsiw>().stream_status().terminate_received == Some(term::rdmap::INVALID_STAG));
+        check!(qp.qp::<crate::device::Rsiw>().stream_status().terminate_received == Some(error::rdmap::INVALID_STAG));
         check!(qp.qp::<crate::device::Rsiw>().ib_state() == QpState::Err);
         fsleep(Delta::from_millis(20));
         check!(QP_EVENTS.fatal() == 1);
