@@ -26,6 +26,23 @@ pub(crate) enum Src {
     Tagged { stag: u32, to: u64 },
 }
 
+impl Src {
+    /// The payload `off` octets in, as the host names it (`None`: no payload).
+    fn at(self, off: u32) -> Option<PayloadRef> {
+        match self {
+            Src::Local { local, offset } => Some(PayloadRef::Local {
+                local,
+                offset: offset.saturating_add(off),
+            }),
+            Src::Tagged { stag, to } => Some(PayloadRef::Tagged {
+                stag,
+                to: to.wrapping_add(u64::from(off)),
+            }),
+            Src::None => None,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
     Len,
@@ -242,17 +259,7 @@ impl FpduEncoder {
                 Phase::Payload => {
                     let want = (cur.payload_len - cur.off).min(room).min(out.room());
                     let off32 = u32::try_from(cur.off).unwrap_or(u32::MAX);
-                    let by_ref = match cur.src {
-                        Src::Local { local, offset } => Some(PayloadRef::Local {
-                            local,
-                            offset: offset.saturating_add(off32),
-                        }),
-                        Src::Tagged { stag, to } => Some(PayloadRef::Tagged {
-                            stag,
-                            to: to.wrapping_add(u64::from(off32)),
-                        }),
-                        Src::None => None,
-                    };
+                    let by_ref = cur.src.at(off32);
                     let taken = match (by_ref, ref_min) {
                         (Some(r), Some(min))
                             if want > 0 && cur.payload_len >= min && out.can_ref() =>
@@ -279,13 +286,13 @@ impl FpduEncoder {
                         let d = out.reserve(want);
                         n = d.len();
                         if n > 0 {
-                            let r = match cur.src {
-                                Src::None => Err(error::rdmap::LOCAL_CATA),
-                                Src::Local { local, offset } => {
-                                    host.read_source(&local, offset.saturating_add(off32), d)
+                            let r = match by_ref {
+                                None => Err(error::rdmap::LOCAL_CATA),
+                                Some(PayloadRef::Local { local, offset }) => {
+                                    host.read_source(&local, offset, d)
                                 }
-                                Src::Tagged { stag, to } => {
-                                    host.read_tagged(stag, to.wrapping_add(u64::from(off32)), d)
+                                Some(PayloadRef::Tagged { stag, to }) => {
+                                    host.read_tagged(stag, to, d)
                                 }
                             };
                             if let Err(e) = r {
