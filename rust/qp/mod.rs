@@ -74,8 +74,9 @@ pub(crate) const MAX_ORD: usize = 32;
 pub(crate) const MAX_IRD: usize = 32;
 /// Largest inline payload of a send WR.
 pub(crate) const MAX_INLINE: usize = 128;
-/// TX buffer: the engine fills it, the socket drains it.
-const TX_BUF: usize = 64 * 1024;
+/// TX buffer of the copying path: the engine fills it, the socket drains
+/// it. Allocated at the first copying round, not at QP creation.
+pub(super) const TX_BUF: usize = 64 * 1024;
 /// Zero-copy TX: pieces of one round (literal runs and payload; about
 /// two per FPDU, so a 64 KiB round of 1460-octet FPDUs fits).
 const ZC_PIECES: usize = 128;
@@ -160,6 +161,20 @@ struct ZeroCopyTx {
     /// Octets sent by reference and copied (statistics).
     ref_octets: u64,
     literal_octets: u64,
+}
+
+impl ZeroCopyTx {
+    /// The round's lists, allocated at the first zero-copy round (process
+    /// context, no spinlock held): a connected QP that never sends holds
+    /// none of them.
+    fn ensure_lists(&mut self) -> Result {
+        self.refs.reserve_total(ZC_SEGMENTS)?;
+        self.batch.reserve_total(ZC_PIECES + ZC_SEGMENTS)?;
+        if self.pieces.len() < ZC_PIECES {
+            self.pieces.resize(ZC_PIECES, Piece::Literal(0), GFP_KERNEL)?;
+        }
+        Ok(())
+    }
 }
 
 /// Handle bit marking a masked atomic (`Local::handle` travels with the
@@ -269,9 +284,9 @@ impl Qp {
         let zc = ZeroCopyTx {
             min: None,
             lit: LiteralPage::new(),
-            refs: Segments::with_capacity(ZC_SEGMENTS)?,
-            batch: Batch::with_capacity(ZC_PIECES + ZC_SEGMENTS)?,
-            pieces: KVec::from_elem(Piece::Literal(0), ZC_PIECES, GFP_KERNEL)?,
+            refs: Segments::new(),
+            batch: Batch::new(),
+            pieces: KVec::new(),
             notif: None,
             ref_octets: 0,
             literal_octets: 0,
@@ -285,7 +300,7 @@ impl Qp {
                 atomic_done: None,
                 order: SendOrder::new(2 * init.max_send_wr as usize + MAX_ORD + 8)?,
             },
-            tx: KVec::with_capacity(TX_BUF, GFP_KERNEL)?,
+            tx: KVec::new(),
             tx_off: 0,
             dead: false,
         };

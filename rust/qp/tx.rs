@@ -63,9 +63,21 @@ impl Qp {
     pub(crate) fn tx_round_copy(self: &Arc<Self>) -> TxRound {
         let mut events = Events::default();
         let mut failed_out = false;
+        // The buffer comes with the first copying round, allocated here in
+        // process context: a connected QP that never copies holds none.
+        let fresh = if self.stream.lock().tx.capacity() == 0 {
+            KVec::with_capacity(TX_BUF, GFP_KERNEL).ok()
+        } else {
+            None
+        };
         let taken = {
             let mut st = self.stream.lock();
             let st = &mut *st;
+            if let Some(buf) = fresh {
+                if st.tx.capacity() == 0 {
+                    st.tx = buf;
+                }
+            }
             if st.dead {
                 None
             } else if st.tx_off < st.tx.len() {
@@ -230,8 +242,8 @@ impl Qp {
         let mut failed_out = false;
         let mut broken = false;
         if zc.batch.remaining() == 0 {
-            if zc.lit.ensure(ZC_LITERAL_MIN).is_err() {
-                // No page for the headers now: copy this round.
+            if zc.lit.ensure(ZC_LITERAL_MIN).is_err() || zc.ensure_lists().is_err() {
+                // No page for the headers or no lists now: copy this round.
                 return self.tx_round_copy();
             }
             if zc.notif.is_none() {

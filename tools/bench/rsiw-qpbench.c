@@ -274,15 +274,21 @@ static void setup_verbs(struct ibv_context *verbs)
 
 static void create_qp(struct rdma_cm_id *id)
 {
-	struct ibv_qp_init_attr qa = {
+	struct ibv_qp_init_attr qa;
+
+	/*
+	 * The CQ first: with a NULL send_cq/recv_cq rdma_create_qp makes CQs
+	 * of its own for the ID, and the first QP's completions went there,
+	 * where nobody polled (its Writes "stalled").
+	 */
+	setup_verbs(id->verbs);
+	qa = (struct ibv_qp_init_attr){
 		.send_cq = cq,
 		.recv_cq = cq,
 		.qp_type = IBV_QPT_RC,
 		.cap = { .max_send_wr = depth + 1, .max_recv_wr = 1,
 			 .max_send_sge = 1, .max_recv_sge = 1 },
 	};
-
-	setup_verbs(id->verbs);
 	if (rdma_create_qp(id, pd, &qa))
 		die("rdma_create_qp");
 }

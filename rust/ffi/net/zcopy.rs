@@ -130,8 +130,18 @@ pub(crate) struct Segments {
 }
 
 impl Segments {
-    pub(crate) fn with_capacity(n: usize) -> Result<Self> {
-        Ok(Self { list: KVec::with_capacity(n, GFP_KERNEL)? })
+    /// An empty list that allocates nothing until [`Self::reserve_total`].
+    pub(crate) const fn new() -> Self {
+        Self { list: KVec::new() }
+    }
+
+    /// Room for `n` segments in all (allocates: process context, no
+    /// spinlock held); nothing to do once there is.
+    pub(crate) fn reserve_total(&mut self, n: usize) -> Result {
+        if self.list.capacity() < n {
+            self.list.reserve(n - self.list.len(), GFP_KERNEL)?;
+        }
+        Ok(())
     }
 
     /// Appends `seg`; gives it back when full.
@@ -386,13 +396,18 @@ unsafe impl Send for Batch {}
 unsafe impl Sync for Batch {}
 
 impl Batch {
-    pub(crate) fn with_capacity(n: usize) -> Result<Self> {
-        Ok(Self {
-            segs: Segments::with_capacity(n)?,
-            vecs: KVec::with_capacity(n, GFP_KERNEL)?,
-            sent: 0,
-            notif: None,
-        })
+    /// An empty batch that allocates nothing until [`Self::reserve_total`].
+    pub(crate) const fn new() -> Self {
+        Self { segs: Segments::new(), vecs: KVec::new(), sent: 0, notif: None }
+    }
+
+    /// Room for `n` segments in all (process context, no spinlock held).
+    pub(crate) fn reserve_total(&mut self, n: usize) -> Result {
+        self.segs.reserve_total(n)?;
+        if self.vecs.capacity() < n {
+            self.vecs.reserve(n - self.vecs.len(), GFP_KERNEL)?;
+        }
+        Ok(())
     }
 
     pub(crate) fn segments(&mut self) -> &mut Segments {
