@@ -88,7 +88,7 @@ const ZC_LITERAL_MIN: usize = 512;
 /// the pages TCP still holds before it is reset (`Qp::detach`).
 const ZC_ACK_GRACE_MS: u32 = 1000;
 
-type Engine = crate::engine::qp::Qp<MAX_ORD, MAX_IRD>;
+type Engine = crate::engine::qp::Qp<MAX_ORD, MAX_IRD, crate::engine::qp::NoStartup>;
 
 pub(crate) use crate::ffi::ib::QpState;
 

@@ -5,12 +5,12 @@
 //! [`Status::Flushed`] in posting order.
 
 use super::{
-    sq_opcode, CompOp, Completion, Event, Host, Qp, State, Status, WorkQueue,
+    sq_opcode, CompOp, Completion, Event, Host, Qp, StartupSlot, State, Status, WorkQueue,
 };
 use crate::error::TermError;
 use crate::wire::terminate;
 
-impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
+impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
     /// Completes every outstanding request with [`Status::Flushed`]: the
     /// send side in posting order (held successes, outstanding requests,
     /// the one in progress, then everything still on the host's send

@@ -127,11 +127,59 @@ pub struct QpConfig {
 /// [`startup`] machine of this end's role, kept for its transmit octets
 /// and the peer's private data.
 #[derive(Clone, Debug)]
-pub(crate) enum Startup {
+pub enum Startup {
     /// Established directly ([`Qp::establish`]) or not started.
     None,
+    /// This end sent the MPA Request.
     Initiator(Initiator),
+    /// This end waits for (or answered) the MPA Request.
     Responder(Responder),
+}
+
+/// Where a [`Qp`] keeps its in-band MPA startup. [`Startup`] itself holds
+/// one inline (about 1.2 KiB); [`NoStartup`] is for hosts that run the
+/// startup outside and hand over with [`Qp::establish_params`] (the
+/// kernel's CM), whose QPs then carry none of it.
+pub trait StartupSlot: Clone + core::fmt::Debug {
+    /// An empty slot.
+    const EMPTY: Self;
+    /// The startup held ([`Startup::None`] when there is none).
+    fn get(&self) -> &Startup;
+    /// The startup held, to drive it.
+    fn get_mut(&mut self) -> Option<&mut Startup>;
+    /// Holds `s`; `false` when this slot cannot.
+    fn put(&mut self, s: Startup) -> bool;
+}
+
+impl StartupSlot for Startup {
+    const EMPTY: Self = Startup::None;
+    fn get(&self) -> &Startup {
+        self
+    }
+    fn get_mut(&mut self) -> Option<&mut Startup> {
+        Some(self)
+    }
+    fn put(&mut self, s: Startup) -> bool {
+        *self = s;
+        true
+    }
+}
+
+/// A slot that holds no startup: [`Qp::connect`] and [`Qp::listen`] fail.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NoStartup;
+
+impl StartupSlot for NoStartup {
+    const EMPTY: Self = NoStartup;
+    fn get(&self) -> &Startup {
+        &Startup::None
+    }
+    fn get_mut(&mut self) -> Option<&mut Startup> {
+        None
+    }
+    fn put(&mut self, _: Startup) -> bool {
+        false
+    }
 }
 
 impl Startup {
@@ -228,14 +276,14 @@ pub(crate) enum IrqAux {
 }
 
 /// The per-stream QP engine. `ORD` and `IRD` are the largest ORD/IRD
-/// the QP can be negotiated to.
+/// the QP can be negotiated to; `S` keeps the in-band MPA startup.
 #[derive(Clone, Debug)]
-pub struct Qp<const ORD: usize, const IRD: usize> {
+pub struct Qp<const ORD: usize, const IRD: usize, S: StartupSlot = Startup> {
     pub(crate) cfg: QpConfig,
     pub(crate) state: State,
     pub(crate) initiator: bool,
     /// The MPA startup; its octets go out before any FPDU.
-    pub(crate) startup: Startup,
+    pub(crate) startup: S,
     /// Negotiated values.
     pub(crate) framing: Framing,
     pub(crate) ird: u16,
@@ -275,7 +323,7 @@ pub struct Qp<const ORD: usize, const IRD: usize> {
     pub(crate) got_fpdu: bool,
 }
 
-impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
+impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
     /// A QP in [`State::Idle`].
     pub fn new(cfg: QpConfig) -> Self {
         let framing = Framing {
@@ -287,7 +335,7 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
             cfg,
             state: State::Idle,
             initiator: false,
-            startup: Startup::None,
+            startup: S::EMPTY,
             framing,
             ird: 0,
             ord: 0,
@@ -350,7 +398,7 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
     /// The peer's MPA private data (valid once its frame arrived; empty
     /// for a QP started with [`Qp::establish`]).
     pub fn peer_private_data(&self) -> &[u8] {
-        self.startup.peer_private_data()
+        self.startup.get().peer_private_data()
     }
 
     /// Starts as initiator: queues the MPA Request.
@@ -358,7 +406,10 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
         if self.state != State::Idle {
             return Err(crate::error::llp::LOCAL_CATA);
         }
-        self.startup = Startup::Initiator(Initiator::new(cfg).map_err(|e| e.term())?);
+        let m = Initiator::new(cfg).map_err(|e| e.term())?;
+        if !self.startup.put(Startup::Initiator(m)) {
+            return Err(crate::error::llp::LOCAL_CATA);
+        }
         self.initiator = true;
         self.state = State::AwaitReply;
         Ok(())
@@ -369,7 +420,9 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
         if self.state != State::Idle {
             return Err(crate::error::llp::LOCAL_CATA);
         }
-        self.startup = Startup::Responder(Responder::new(cfg));
+        if !self.startup.put(Startup::Responder(Responder::new(cfg))) {
+            return Err(crate::error::llp::LOCAL_CATA);
+        }
         self.initiator = false;
         self.state = State::AwaitRequest;
         Ok(())
@@ -377,8 +430,8 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
 
     /// The responder machine while a Request waits for the decision.
     fn pending_request(&mut self) -> Result<&mut Responder, TermError> {
-        match (&mut self.startup, self.state) {
-            (Startup::Responder(m), State::OfferPending) => Ok(m),
+        match (self.startup.get_mut(), self.state) {
+            (Some(Startup::Responder(m)), State::OfferPending) => Ok(m),
             _ => Err(crate::error::llp::LOCAL_CATA),
         }
     }
@@ -521,7 +574,7 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
 
     /// Whether [`Qp::tx`] has something to send without new work requests.
     pub fn wants_tx(&self) -> bool {
-        !self.startup.transmit().is_empty()
+        !self.startup.get().transmit().is_empty()
             || self.enc.busy()
             || (self.term.is_some() && !self.term_sent)
             || (!self.tx_gated

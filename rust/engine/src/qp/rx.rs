@@ -6,7 +6,7 @@
 //! completions.
 
 use super::{
-    CompOp, Completion, Event, Host, IrqAux, Qp, RecvWr, Startup, State, Status, WorkQueue,
+    CompOp, Completion, Event, Host, IrqAux, Qp, RecvWr, Startup, StartupSlot, State, Status, WorkQueue,
     RX_HDR,
 };
 use crate::crc::Crc32c;
@@ -102,7 +102,7 @@ fn rdmap_header_len(op: Opcode, ulpdu_len: usize, ddp_len: usize) -> usize {
     }
 }
 
-impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
+impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
     /// Takes the next chunk of the TCP byte stream. Always consumes all of
     /// it (after a failure the rest is ignored).
     pub fn rx<H: Host + ?Sized, C: Crc32c + ?Sized>(
@@ -159,12 +159,15 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
         crc: &C,
         input: &[u8],
     ) -> usize {
-        let used = match &mut self.startup {
+        let Some(st) = self.startup.get_mut() else {
+            return input.len();
+        };
+        let used = match st {
             Startup::Initiator(m) => m.receive(crc, input),
             Startup::Responder(m) => m.receive(input),
             Startup::None => return input.len(),
         };
-        match self.startup.poll() {
+        match st.poll() {
             None => used,
             Some(StartupEvent::Request(_)) => {
                 self.state = State::OfferPending;

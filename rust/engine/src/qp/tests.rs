@@ -1686,3 +1686,62 @@ fn zero_copy_payload_goes_by_reference() {
     run_workload(&mut p, &[(1, 1500)]).unwrap();
     assert_eq!((p.ha.offers, p.ha.ref_octets), (0, 0));
 }
+
+/// The kernel's engine: the startup runs in its CM, the QP holds none.
+type Qn = Qp<4, 4, NoStartup>;
+
+#[test]
+fn no_startup_slot_refuses_in_band_startup() {
+    let mut q = Qn::new(QpConfig { pd: PD, emss: 1460 });
+    let icfg = InitiatorConfig {
+        crc: CrcPolicy::IfPeerAsks,
+        markers: false,
+        enhanced: true,
+        ird: 4,
+        ord: 4,
+        p2p: None,
+        private_data: b"x",
+    };
+    assert_eq!(q.connect(&icfg), Err(llp::LOCAL_CATA));
+    assert_eq!(q.state(), State::Idle);
+    assert!(q.peer_private_data().is_empty());
+}
+
+#[test]
+fn no_startup_qp_is_smaller_and_fits_the_kernel_allocation() {
+    use core::mem::size_of;
+    // The kernel boxes Qp<32, 32, NoStartup> (rust/qp/mod.rs): at most
+    // 8 KiB keeps it in a kmalloc cache instead of an order-2 page.
+    assert!(size_of::<Qp<32, 32, NoStartup>>() <= 8192, "{}", size_of::<Qp<32, 32, NoStartup>>());
+    assert!(size_of::<Qp<32, 32, NoStartup>>() + size_of::<Startup>() <= size_of::<Qp<32, 32>>());
+}
+
+#[test]
+fn no_startup_qp_moves_data_after_establish() {
+    let p = pair();
+    let (mut ha, mut hb) = (p.ha, p.hb);
+    let mut a = Qn::new(QpConfig { pd: PD, emss: 1460 });
+    let mut b = Qn::new(QpConfig { pd: PD, emss: 1460 });
+    let f = p.a.framing();
+    a.establish(f, 4, 4, Some(RtrMode::Zero(Rtr::Write)), true);
+    b.establish(f, 4, 4, Some(RtrMode::Zero(Rtr::Write)), false);
+    let la = ha.mr(0x1000, 64, RW());
+    let rb = hb.mr(0x2000, 64, RW());
+    hb.mrs.last_mut().unwrap().data.iter_mut().for_each(|x| *x = 0);
+    ha.sq.push_back(wr(
+        9,
+        SendOp::Write { remote: Remote { stag: rb, to: 0x2000 } },
+        64,
+        Local { stag: la, to: 0x1000, handle: 0 },
+    ));
+    let mut buf = vec![0u8; 8192];
+    for _ in 0..4 {
+        let n = a.tx(&mut ha, &SoftCrc32c, &mut buf);
+        b.rx(&mut hb, &SoftCrc32c, &buf[..n]);
+        let n = b.tx(&mut hb, &SoftCrc32c, &mut buf);
+        a.rx(&mut ha, &SoftCrc32c, &buf[..n]);
+    }
+    let want: Vec<u8> = (0..64u8).collect();
+    assert_eq!(hb.mrs.last().unwrap().data, want);
+    assert!(ha.cq.iter().any(|c| c.wr_id == 9 && c.status == Status::Success));
+}

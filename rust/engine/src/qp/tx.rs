@@ -7,7 +7,7 @@
 use super::plan::{Out, SliceOut, TxPlan};
 use super::{
     seq_lt, sq_opcode, CompOp, Completion, CurWqe, Event, Host, IrqAux, Local, OrqAux, Qp, SendOp,
-    State, Status, WorkQueue,
+    StartupSlot, State, Status, WorkQueue,
 };
 use crate::crc::Crc32c;
 use crate::ddp::Segmenter;
@@ -69,7 +69,7 @@ fn untagged(op: Opcode, rsvd_ulp: u32, q: u32, msn: u32) -> DdpRepr {
     }
 }
 
-impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
+impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
     fn next_msn(&mut self, q: u32) -> u32 {
         match self.msn.get_mut(q as usize) {
             Some(m) => {
@@ -118,17 +118,19 @@ impl<const ORD: usize, const IRD: usize> Qp<ORD, IRD> {
     ) -> usize {
         let mut at = 0;
         // The MPA startup's octets first.
-        let src = self.startup.transmit();
+        let src = self.startup.get().transmit();
         if !src.is_empty() {
             let d = out.reserve(src.len());
             let n = d.len();
             if let Some(s) = src.get(..n) {
                 d.copy_from_slice(s);
             }
-            self.startup.sent(n);
+            if let Some(st) = self.startup.get_mut() {
+                st.sent(n);
+            }
             at += n;
         }
-        while out.room() > 0 && self.startup.transmit().is_empty() {
+        while out.room() > 0 && self.startup.get().transmit().is_empty() {
             if !self.enc.busy() && !self.plan(host) {
                 break;
             }
