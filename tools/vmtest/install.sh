@@ -120,5 +120,33 @@ check "rdma link delete rsiw0, rsiw1" bash -c 'rdma link delete rsiw0 && rdma li
 check "rmmod rsiw" rmmod rsiw
 check "modprobe rsiw now fails" bash -c '! modprobe rsiw 2>/dev/null'
 check "rdma link add no longer loads it" bash -c '! rdma link add rsiw0 type rsiw netdev rsiwi0 2>/dev/null && ! grep -q "^rsiw " /proc/modules'
+# --- DKMS: dkms.conf builds, installs and removes the module ---
+# Only where dkms is (the host's Debian package, or RSIW_DKMS naming a dkms
+# script): it builds rsiw.ko in the guest, against /lib/modules/RELEASE/build.
+dkms=${RSIW_DKMS:-$(command -v dkms)}
+if [ -n "$dkms" ]; then
+	for d in /root/.cargo/bin "$(dirname "$(command -v rustc 2>/dev/null || echo /x/y)")"; do
+		[ -x "$d/rustc" ] && { export PATH=$d:$PATH CARGO_HOME=${d%/bin} RUSTUP_HOME=${d%/.cargo/bin}/.rustup; break; }
+	done
+	export LIBCLANG_PATH=/usr/lib/llvm-19/lib
+	dk=(--dkmstree /tmp/dkms --sourcetree /tmp/dkms-src)
+	src=/tmp/dkms-src/rsiw-0.1.0
+	mkdir -p /tmp/dkms $src
+	git -C "$RSIW_ROOT" ls-files -z | (cd "$RSIW_ROOT" && tar --null -cf - -T -) | tar -C $src -xf -
+	check "dkms add rsiw/0.1.0" to "$OUT/dkms-add.txt" "$dkms" add rsiw/0.1.0 "${dk[@]}"
+	check "dkms build rsiw/0.1.0 -k $krel (PRE_BUILD scripts/dkms-check.sh passes)" \
+		to "$OUT/dkms-build.txt" timeout 900 "$dkms" build rsiw/0.1.0 -k "$krel" "${dk[@]}"
+	sed 's/^/#   /' "$OUT/dkms-build.txt" | tail -15
+	check "dkms install rsiw/0.1.0 -k $krel" to "$OUT/dkms-install.txt" "$dkms" install rsiw/0.1.0 -k "$krel" "${dk[@]}"
+	sed 's/^/#   /' "$OUT/dkms-install.txt" | tail -8
+	check "modinfo finds dkms's rsiw.ko in /lib/modules/$krel" bash -c 'case "$(modinfo -n rsiw)" in /lib/modules/*/rsiw.ko*) ;; *) false ;; esac'
+	check "modprobe rsiw (dkms's build)" modprobe rsiw
+	check "its alias loads it too: rdma link add" bash -c 'rmmod rsiw && rdma link add rsiw0 type rsiw netdev rsiwi0 && grep -q "^rsiw " /proc/modules && rdma link delete rsiw0 && rmmod rsiw'
+	check "dkms remove rsiw/0.1.0 --all" to "$OUT/dkms-remove.txt" "$dkms" remove rsiw/0.1.0 --all "${dk[@]}"
+	check "after dkms remove, modprobe rsiw fails" bash -c '! modprobe rsiw 2>/dev/null'
+else
+	echo "# dkms: not installed here: dkms.conf's build is not exercised (scripts/dkms-check.sh, its PRE_BUILD, is tested on the host)"
+fi
+
 check_dmesg_clean "dmesg has no warnings, oopses or leaks"
 finish
