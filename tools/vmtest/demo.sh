@@ -49,7 +49,7 @@ rping_run() {
 # perftest_run IMPL TOOL SIZE: TOOL -R for $secs seconds, server in node 1,
 # client in node 2; the client's output in $OUT/TOOL-IMPL.txt.
 perftest_run() {
-	local impl=$1 tool=$2 size=$3 d=${1}0 s rc try
+	local impl=$1 tool=$2 size=$3 s rc try
 	for try in 1 2; do
 		rsiw-node 1 timeout 60 $tool -R -d ${impl}0 -s $size -D $secs >"$OUT/$tool-$impl-server.txt" 2>&1 &
 		s=$!
