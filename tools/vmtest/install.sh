@@ -129,6 +129,9 @@ if [ -n "$dkms" ]; then
 		[ -x "$d/rustc" ] && { export PATH=$d:$PATH CARGO_HOME=${d%/bin} RUSTUP_HOME=${d%/.cargo/bin}/.rustup; break; }
 	done
 	export LIBCLANG_PATH=/usr/lib/llvm-19/lib
+	# dkms uses process substitution: /dev/fd, which udev makes on a
+	# real system and this guest's devtmpfs lacks.
+	[ -e /dev/fd ] || ln -s /proc/self/fd /dev/fd
 	dk=(--dkmstree /tmp/dkms --sourcetree /tmp/dkms-src)
 	src=/tmp/dkms-src/rsiw-0.1.0
 	mkdir -p /tmp/dkms $src
@@ -143,6 +146,7 @@ if [ -n "$dkms" ]; then
 	check "modprobe rsiw (dkms's build)" modprobe rsiw
 	check "its alias loads it too: rdma link add" bash -c 'rmmod rsiw && rdma link add rsiw0 type rsiw netdev rsiwi0 && grep -q "^rsiw " /proc/modules && rdma link delete rsiw0 && rmmod rsiw'
 	check "dkms remove rsiw/0.1.0 --all" to "$OUT/dkms-remove.txt" "$dkms" remove rsiw/0.1.0 --all "${dk[@]}"
+	check "dkms remove took its rsiw.ko away" bash -c "! find /lib/modules/$krel -name 'rsiw.ko*' | grep -q ."
 	check "after dkms remove, modprobe rsiw fails" bash -c '! modprobe rsiw 2>/dev/null'
 else
 	echo "# dkms: not installed here: dkms.conf's build is not exercised (scripts/dkms-check.sh, its PRE_BUILD, is tested on the host)"
