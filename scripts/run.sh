@@ -2,24 +2,20 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # The main job, from a fresh machine: set everything up, build the test
-# kernel and rsiw.ko, boot a VM, load the module, create rsiw0 on a veth
-# interface and show it with `rdma`.
+# kernel, the production rsiw.ko and the provider, boot a VM with two nodes
+# (network namespaces joined by veth, rsiw0 in one, rsiw1 in the other) and
+# show rsiw working (tools/vmtest/demo.sh): ibv_devinfo, rping -V, perftest
+# bandwidth and latency, NVMe over Fabrics writing and reading back a file,
+# RDMA Commit to pmem where the build allows it, and the same figures
+# over Linux siw side by side. One result line per step; exit status 0
+# when every step worked. 2 to 4 minutes warm under TCG (4m15s measured
+# on a loaded 2-core host, the demo itself 1 to 3 minutes).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cd "$RSIW_ROOT"
 
 scripts/setup-toolchain.sh
 kdir=$(scripts/build-kernel.sh)
-make -s KDIR="$kdir"
-exec scripts/vm-run.sh --timeout 300 -- bash -c '
-	set -x
-	insmod "$RSIW_ROOT/rsiw.ko"
-	ip link add veth0 type veth peer name veth1
-	ip link set veth0 up; ip link set veth1 up
-	rdma link add rsiw0 type rsiw netdev veth0
-	rdma dev show
-	rdma link show
-	cat /sys/class/infiniband/rsiw0/node_type /sys/class/infiniband/rsiw0/ports/1/state
-	rdma link delete rsiw0
-	rmmod rsiw
-'
+make -s KDIR="$kdir" modules provider
+exec env KDIR="$kdir" scripts/rsiw-vm.sh --no-build --nodes 2 --mem 3G --timeout 480 \
+	-- tools/vmtest/demo.sh

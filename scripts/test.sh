@@ -124,6 +124,32 @@ vm_test pmem 2G 'memmap=64M!1G kunit.filter_glob=rsiw_flush' tools/vmtest/pmem.s
 # Unchanged rdma-core applications through rsiw's provider: rping,
 # perftest -R, qperf -cm1.
 vm_test userspace 2G kunit.enable=0 tools/vmtest/userspace.sh
+# make install / uninstall into the guest's own /lib/modules and libibverbs
+# directory: modprobe by name, rdma link add autoloading, the provider
+# without RDMAV_DRIVERS.
+vm_test install 2G kunit.enable=0 tools/vmtest/install.sh
+# Containers: exclusive netns mode, devices in namespaces, rping inside,
+# a device moved, NVMe-oF's initial-namespace limit.
+vm_test netns 3G kunit.enable=0 tools/vmtest/netns.sh
+# The main job's demo (scripts/run.sh) keeps working.
+vm_test demo 3G kunit.enable=0 tools/vmtest/rsiw-vm-guest.sh 2 "" 0 tools/vmtest/demo.sh
+
+# DKMS's pre-build check: passes for the test kernel, fails clearly for a
+# build tree without CONFIG_RUST.
+fake=$(mktemp -d)
+mkdir -p "$fake/include/config"
+grep -v '^CONFIG_RUST' "$kdir/.config" >"$fake/.config"
+echo 1.2.3-norust >"$fake/include/config/kernel.release"
+dp=0 df=0
+if scripts/dkms-check.sh "$kdir" >"$logs/dkms-check.log" 2>&1; then dp=$((dp + 1)); else df=$((df + 1)); fi
+if ! scripts/dkms-check.sh "$fake" >>"$logs/dkms-check.log" 2>&1 &&
+	grep -q 'the kernel has no Rust support (CONFIG_RUST is not y)' "$logs/dkms-check.log"; then
+	dp=$((dp + 1))
+else
+	df=$((df + 1))
+fi
+rm -rf "$fake"
+record "dkms-check (test kernel, no-Rust tree)" "$dp" "$df"
 
 # host_check NAME COMMAND...: a host-side check of a VM test, as an ok /
 # not ok line counted in $vp / $vf.

@@ -128,6 +128,14 @@ impl ib::Driver for Rsiw {
         dev.dealloc_ucontext();
     }
 
+    fn disassociate_ucontext(_dev: &Device, _uctx: &Ucontext) {
+        // Nothing of rsiw's is mapped into a process (every verb is a
+        // system call), so nothing is left to take away: the core has
+        // destroyed the context's QPs, CQs, MRs and PDs. Having the op lets
+        // `rdma dev set rsiwN netns NS` move a device and lets rmmod and
+        // `rdma link delete` proceed while a process holds the device open.
+    }
+
     fn qp_by_num(dev: &Device, qpn: u32) -> Option<Arc<Qp>> {
         dev.qps().get(qpn)
     }

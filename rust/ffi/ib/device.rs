@@ -151,6 +151,12 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     fn alloc_ucontext(dev: &Self::Device) -> Result<Self::Ucontext>;
     /// `dealloc_ucontext`, before the context's Rust part is dropped.
     fn dealloc_ucontext(dev: &Self::Device, uctx: &Self::Ucontext);
+    /// `disassociate_ucontext`: the device leaves a process that still has
+    /// it open (moved to another network namespace, unregistered); the core
+    /// has destroyed the context's objects and zapped its core-managed
+    /// mappings, the driver drops any mapping of its own. Having it lets
+    /// the core do that instead of waiting for the process to close.
+    fn disassociate_ucontext(dev: &Self::Device, uctx: &Self::Ucontext);
     /// The QP numbered `qpn` (`iw_get_qp`, the iw_cm's connect and accept).
     fn qp_by_num(dev: &Self::Device, qpn: u32) -> Option<Arc<Self::Qp>>;
 }
@@ -259,6 +265,7 @@ fn device_ops<D: IwCmOps>() -> sys::ib_device_ops {
     ops.dealloc_pd = Some(dealloc_pd::<D>);
     ops.alloc_ucontext = Some(alloc_ucontext::<D>);
     ops.dealloc_ucontext = Some(dealloc_ucontext::<D>);
+    ops.disassociate_ucontext = Some(disassociate_ucontext::<D>);
     ops.size_ib_pd = PdObj::<D>::SIZE;
     ops.size_ib_ucontext = UctxObj::<D>::SIZE;
     super::cq::install_ops::<D>(&mut ops);
@@ -562,6 +569,13 @@ unsafe extern "C" fn dealloc_ucontext<D: Driver>(uctx: *mut sys::ib_ucontext) {
     D::dealloc_ucontext(dev, data);
     // SAFETY: as above.
     unsafe { UctxObj::<D>::drop_data(uctx) };
+}
+
+unsafe extern "C" fn disassociate_ucontext<D: Driver>(uctx: *mut sys::ib_ucontext) {
+    // SAFETY: initialised by `alloc_ucontext` and not yet deallocated (the
+    // core disassociates a live context, before `dealloc_ucontext`).
+    let (dev, data) = unsafe { (dev_data::<D>((*uctx).device), UctxObj::<D>::data(uctx)) };
+    D::disassociate_ucontext(dev, data);
 }
 
 const _: () = assert!(size_of::<sys::ib_device>() > 0);

@@ -1,0 +1,88 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# Can rsiw.ko be built for the kernel whose build directory is KDIR?
+# dkms.conf's PRE_BUILD; also useful by hand before `make KDIR=...`:
+#
+#   scripts/dkms-check.sh /lib/modules/$(uname -r)/build
+#
+# Exit status 0 when it can; otherwise 1, with one line per missing piece
+# saying what it is and what to do.
+#   LLVM=-NN    the LLVM suffix the build will use (default -19, as the Makefile)
+set -u
+kdir=${1:-/lib/modules/$(uname -r)/build}
+llvm=${LLVM:--19}
+bad=0
+say() { echo "rsiw dkms-check: $*" >&2; }
+miss() { say "cannot build for $kdir: $*"; bad=1; }
+
+if [ ! -d "$kdir" ]; then
+	miss "no such directory (install the kernel's headers or build tree)"
+	exit 1
+fi
+cfg=""
+for f in "$kdir/include/config/auto.conf" "$kdir/.config"; do
+	[ -r "$f" ] && { cfg=$f; break; }
+done
+if [ -z "$cfg" ]; then
+	miss "no kernel configuration (include/config/auto.conf or .config): not a kernel build directory"
+	exit 1
+fi
+conf() { sed -n "s/^$1=//p" "$cfg" | tr -d '"' | head -1; }
+
+release=$(cat "$kdir/include/config/kernel.release" 2>/dev/null)
+say "kernel ${release:-(unknown release)} at $kdir ($cfg)"
+
+if [ "$(conf CONFIG_RUST)" != y ]; then
+	miss "the kernel has no Rust support (CONFIG_RUST is not y): rsiw is a Rust module; use a kernel built with CONFIG_RUST=y, or rsiw's test kernel in a VM (scripts/rsiw-vm.sh)"
+	exit 1
+fi
+case "$(conf CONFIG_INFINIBAND)" in
+y | m) ;;
+*) miss "the kernel has no RDMA core (CONFIG_INFINIBAND)" ;;
+esac
+
+# The Rust build files: what a module crate compiles against (the kernel's
+# crates' metadata and its proc macros). Headers packages often leave them out.
+missing=""
+for f in rust/libcore.rmeta rust/libcompiler_builtins.rmeta rust/libkernel.rmeta \
+	rust/libffi.rmeta rust/libmacros.so rust/libpin_init.rmeta; do
+	[ -e "$kdir/$f" ] || missing="$missing $f"
+done
+if [ -n "$missing" ]; then
+	miss "the build directory lacks the kernel's Rust build files:$missing (out-of-tree Rust modules need them: use the kernel's full build tree, or headers that ship rust/*.rmeta and rust/libmacros.so)"
+fi
+
+[ -e "$kdir/Module.symvers" ] ||
+	miss "no Module.symvers: the kernel's modules were not built there (an unfinished build, or headers without it)"
+
+# Same compilers as the kernel: rustc exactly, clang by major version
+# (rsiw's bindings are generated with the kernel's clang flags).
+want_rustc=$(conf CONFIG_RUSTC_VERSION_TEXT)
+have_rustc=$(rustc --version 2>/dev/null)
+if [ -z "$have_rustc" ]; then
+	miss "no rustc on PATH (the kernel was built with: $want_rustc)"
+elif [ -n "$want_rustc" ] && [ "$have_rustc" != "$want_rustc" ]; then
+	miss "rustc is '$have_rustc', the kernel was built with '$want_rustc' (crate metadata only works with the same compiler)"
+fi
+command -v bindgen >/dev/null 2>&1 || miss "no bindgen on PATH (cargo install bindgen-cli)"
+if [ "$(conf CONFIG_CC_IS_CLANG)" != y ]; then
+	miss "the kernel was not built with clang (CONFIG_CC_IS_CLANG): rsiw's bindings take the kernel's C flags, which must be clang's"
+else
+	want_clang=$(($(conf CONFIG_CLANG_VERSION) / 10000))
+	case "$llvm" in
+	-*) clang=clang$llvm ;;
+	*) clang=clang ;;
+	esac
+	have_clang=$("$clang" -dumpversion 2>/dev/null | cut -d. -f1)
+	if [ -z "$have_clang" ]; then
+		miss "no $clang (LLVM=$llvm); the kernel was built with clang $want_clang (set LLVM=-$want_clang)"
+	elif [ "$have_clang" != "$want_clang" ]; then
+		miss "$clang is clang $have_clang, the kernel was built with clang $want_clang (set LLVM=-$want_clang)"
+	fi
+fi
+
+if [ $bad = 0 ]; then
+	say "ok: CONFIG_RUST=y, Rust build files present, $have_rustc, clang $want_clang"
+fi
+exit $bad
