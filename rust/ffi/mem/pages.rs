@@ -6,12 +6,12 @@
 //! Memory validity is the registration contract: a kernel consumer that
 //! maps pages to an MR (or uses its PD's DMA MR) guarantees them for the
 //! life of the registration, user memory is pinned by `ib_umem` until
-//! deregistration. `crate::mem::mr` checks every access against the
+//! deregistration. The caller (the driver's MR) checks every access against the
 //! registration (state, key, bounds) under the MR's lock before calling
 //! in here, and deregistration detaches the memory under that lock before
 //! the pages are unpinned. Atomics touch their word after the MR's lock is
 //! released, under an in-flight pin the end of a registration waits for
-//! (see [`WordAt`] and `crate::mem::mr`).
+//! (see [`WordAt`]).
 
 use core::ptr;
 
@@ -344,7 +344,7 @@ enum Place {
 }
 
 /// An 8-octet aligned word of registered memory, located under the MR's
-/// lock and touched after it is released: `crate::mem::mr` holds an in-flight
+/// lock and touched after it is released: the caller holds an in-flight
 /// pin on the MR from locating the word until [`WordAt::with`] returns,
 /// and whatever ends the registration (invalidation, fast-register,
 /// deregistration) waits for the pins to drain before the consumer may

@@ -14,8 +14,8 @@
 //! batch with the consumer's pages goes with a [`Notif`] (`MSG_ZEROCOPY`
 //! with the sender's own `ubuf_info`, as io_uring's send zerocopy): TCP
 //! reports when no skb refers to the pages any more, a local receiver gets
-//! a copy, and only then does the QP complete the WRs
-//! (`crate::qp::send_order`).
+//! a copy, and only then does the owner ([`ZcOwner`]) complete what
+//! waited for the pages.
 
 use core::ptr::NonNull;
 
