@@ -50,7 +50,7 @@ use kernel::{
 };
 
 use crate::{
-    device::Limits,
+    device::limits::Limits,
     engine::{
         mpa::{
             negotiate::{CrcPolicy, InitiatorConfig, ResponderConfig},

@@ -3,58 +3,16 @@
 //! limits it enforces. Safe Rust; `ffi::device` owns the `ib_device` around it.
 
 pub(crate) mod counters;
+pub(crate) mod limits;
 pub(crate) mod verbs;
+
+pub(crate) use limits::{Limits, DEFAULT_LIMITS, VENDOR_ID};
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
 use kernel::prelude::*;
 
 use crate::mem::{atomic_locks::AtomicLocks, mr::StagTable};
-
-/// Limits the device reports through `query_device` and enforces. Keep the
-/// two in one place so they cannot drift apart.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Limits {
-    pub(crate) max_qp: u32,
-    pub(crate) max_qp_wr: u32,
-    pub(crate) max_ord: u32,
-    pub(crate) max_ird: u32,
-    pub(crate) max_sge: u32,
-    pub(crate) max_sge_rd: u32,
-    pub(crate) max_cq: u32,
-    pub(crate) max_cqe: u32,
-    pub(crate) max_mr: u32,
-    pub(crate) max_pd: u32,
-    pub(crate) max_srq: u32,
-    pub(crate) max_srq_wr: u32,
-    pub(crate) max_inline: u32,
-    pub(crate) max_fast_reg_page_list_len: u32,
-}
-
-/// The defaults: generous for a software device, small enough that a
-/// runaway consumer hits a limit before it exhausts memory.
-pub(crate) const DEFAULT_LIMITS: Limits = Limits {
-    max_qp: 16 * 1024,
-    max_qp_wr: 16 * 1024,
-    // The QP engine's ORQ/IRQ capacities (qp::MAX_ORD, qp::MAX_IRD).
-    max_ord: 32,
-    max_ird: 32,
-    max_sge: 6,
-    max_sge_rd: 1,
-    max_cq: 32 * 1024,
-    max_cqe: 64 * 1024,
-    max_mr: 256 * 1024,
-    max_pd: 16 * 1024,
-    max_srq: 4 * 1024,
-    max_srq_wr: 16 * 1024,
-    max_inline: 128,
-    max_fast_reg_page_list_len: 256,
-};
-
-/// Vendor id reported in `query_device`: no IEEE OUI is registered for
-/// rsiw, so the all-ones 24-bit value rxe reports too (0 reads as "not
-/// set" to rdma-core's tests).
-pub(crate) const VENDOR_ID: u32 = 0x00FF_FFFF;
 
 /// What `query_device` reports, in Rust terms.
 #[derive(Clone, Copy, Debug)]

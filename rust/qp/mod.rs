@@ -612,5 +612,5 @@ impl Qp {
 
 // The device reports these limits; a peer must never be promised more
 // reads than the engine's queues hold.
-const _: () = assert!(MAX_ORD == crate::device::DEFAULT_LIMITS.max_ord as usize);
-const _: () = assert!(MAX_IRD == crate::device::DEFAULT_LIMITS.max_ird as usize);
+const _: () = assert!(MAX_ORD == crate::device::limits::DEFAULT_LIMITS.max_ord as usize);
+const _: () = assert!(MAX_IRD == crate::device::limits::DEFAULT_LIMITS.max_ird as usize);
