@@ -40,7 +40,9 @@ wait_for() {
 	done
 }
 
-# Fails on any kernel warning, bug, oops, leak report or hung task.
+# Fails on any kernel warning, bug, oops, leak report or hung task, and on
+# any user-space crash the kernel logs (a process killed by SIGSEGV,
+# SIGBUS, SIGILL or a trap: "segfault at", "traps:", "general protection").
 check_dmesg_clean() {
 	local bad leaks
 	# Debug kernels: a kmemleak scan now, rather than at its 10-minute
@@ -61,7 +63,7 @@ check_dmesg_clean() {
 			return
 		fi
 	fi
-	bad=$(dmesg | grep -E 'WARNING:|BUG:|Oops|general protection|refcount_t:|kmemleak:|UBSAN:|KASAN:|hung_task|blocked for more than|rcu_sched self-detected|soft lockup' || true)
+	bad=$(dmesg | grep -E 'WARNING:|BUG:|Oops|general protection|segfault at|traps:|refcount_t:|kmemleak:|UBSAN:|KASAN:|hung_task|blocked for more than|rcu_sched self-detected|soft lockup' || true)
 	if [ -z "$bad" ]; then pass "$1"; else fail "$1"; echo "$bad" | sed 's/^/#   /'; fi
 }
 
