@@ -20,6 +20,8 @@ APT_PACKAGES=(
 	nvme-cli ndctl
 	# rdma-core's own test suite (tools/vmtest/rdmacore.sh runs it from the package)
 	python3-pyverbs
+	# reads the cores of crashed guest processes (tools/vmtest/userspace.sh)
+	gdb
 )
 
 missing=()
