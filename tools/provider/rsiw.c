@@ -756,7 +756,8 @@ static void rsiw_wr_abort(struct ibv_qp_ex *qpx)
 
 /*
  * ibv_create_qp_ex: RC, with the send_ops_flags of RSIW_SEND_OPS;
- * anything else (other ops, create flags, XRC, RSS, TSO) is EOPNOTSUPP.
+ * anything else (other ops, create flags other than none, XRC, RSS, TSO)
+ * is EOPNOTSUPP.
  */
 static struct ibv_qp *rsiw_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr)
 {
@@ -764,12 +765,17 @@ static struct ibv_qp *rsiw_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_i
 	struct ibv_create_qp cmd;
 	struct ibv_qp_ex *qpx;
 	struct rsiw_qp *qp;
+	struct ibv_qp_init_attr_ex a = *attr;
 	uint64_t ops = 0;
 
-	if (attr->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) {
+	/* Create flags: none supported, so only "none" (rdma-core's tests ask so). */
+	if ((attr->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
+					   IBV_QP_INIT_ATTR_CREATE_FLAGS)) ||
+	    ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags)) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
+	a.comp_mask &= ~(uint32_t)IBV_QP_INIT_ATTR_CREATE_FLAGS;
 	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
 		ops = attr->send_ops_flags;
 		if (ops & ~(uint64_t)RSIW_SEND_OPS) {
@@ -782,10 +788,11 @@ static struct ibv_qp *rsiw_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_i
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (ibv_cmd_create_qp_ex(ctx, &qp->vqp, attr, &cmd, sizeof(cmd), &resp, sizeof(resp))) {
+	if (ibv_cmd_create_qp_ex(ctx, &qp->vqp, &a, &cmd, sizeof(cmd), &resp, sizeof(resp))) {
 		free(qp);
 		return NULL;
 	}
+	attr->cap = a.cap;
 	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))
 		return &qp->vqp.qp;
 
