@@ -18,6 +18,10 @@ APT_PACKAGES=(
 	qemu-system-x86 busybox-static iproute2
 	rdma-core ibverbs-utils rdmacm-utils perftest qperf libibverbs-dev librdmacm-dev
 	nvme-cli ndctl
+	# rdma-core's own test suite (tools/vmtest/rdmacore.sh runs it from the package)
+	python3-pyverbs
+	# reads the cores of crashed guest processes (tools/vmtest/userspace.sh)
+	gdb
 )
 
 missing=()

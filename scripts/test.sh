@@ -124,6 +124,9 @@ vm_test pmem 2G 'memmap=64M!1G kunit.filter_glob=rsiw_flush' tools/vmtest/pmem.s
 # Unchanged rdma-core applications through rsiw's provider: rping,
 # perftest -R, qperf -cm1.
 vm_test userspace 2G kunit.enable=0 tools/vmtest/userspace.sh
+# rdma-core's own test suite (Debian's python3-pyverbs) on rsiw and on siw
+# in one boot: rsiw passes every test siw passes.
+vm_test rdmacore 2G kunit.enable=0 tools/vmtest/rdmacore.sh
 # make install / uninstall into the guest's own /lib/modules and libibverbs
 # directory: modprobe by name, rdma link add autoloading, the provider
 # without RDMAV_DRIVERS.

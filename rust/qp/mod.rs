@@ -316,7 +316,10 @@ impl Qp {
                 sq <- new_spinlock_irq!(sq, "rsiw_qp_sq"),
                 rq <- new_spinlock_irq!(rq, "rsiw_qp_rq"),
                 stream <- new_spinlock_irq!(stream, "rsiw_qp_stream"),
-                ib_state <- new_spinlock_irq!((QpState::Reset, StreamStatus::default()), "rsiw_qp_state"),
+                // An RNIC's QP is created idle, ready for receives: it reads
+                // back INIT (siw's IDLE does; rdma-core's test_query_rc_qp
+                // expects INIT of a RNIC). RESET is reached from Error only.
+                ib_state <- new_spinlock_irq!((QpState::Init, StreamStatus::default()), "rsiw_qp_state"),
                 sock <- new_mutex!(None, "rsiw_qp_sock"),
                 cm <- new_spinlock_irq!(None, "rsiw_qp_cm"),
                 tx_work <- new_work!("rsiw_qp_tx"),

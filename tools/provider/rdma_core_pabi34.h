@@ -76,6 +76,28 @@ struct verbs_mr {
 	int access;
 };
 
+/* A QP with its extended part (ibv_qp_to_qp_ex reads comp_mask). */
+enum {
+	VERBS_QP_XRCD = 1 << 0,
+	VERBS_QP_EX = 1 << 1,
+};
+
+struct verbs_qp {
+	union {
+		struct ibv_qp qp;
+		struct ibv_qp_ex qp_ex;
+	};
+	uint32_t comp_mask;
+	void *xrcd; /* struct verbs_xrcd * */
+};
+
+struct verbs_cq {
+	union {
+		struct ibv_cq cq;
+		struct ibv_cq_ex cq_ex;
+	};
+};
+
 /*
  * Every op a provider may supply, in rdma-core's (alphabetical) order:
  * verbs_set_ops() reads the whole table. Ops rsiw does not implement are
@@ -100,11 +122,13 @@ struct verbs_context_ops {
 	void *create_counters;
 	struct ibv_cq *(*create_cq)(struct ibv_context *context, int cqe,
 				    struct ibv_comp_channel *channel, int comp_vector);
-	void *create_cq_ex;
+	struct ibv_cq_ex *(*create_cq_ex)(struct ibv_context *context,
+					  struct ibv_cq_init_attr_ex *init_attr);
 	void *create_flow;
 	void *create_flow_action_esp;
 	struct ibv_qp *(*create_qp)(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
-	void *create_qp_ex;
+	struct ibv_qp *(*create_qp_ex)(struct ibv_context *context,
+				       struct ibv_qp_init_attr_ex *qp_init_attr_ex);
 	void *create_rwq_ind_table;
 	struct ibv_srq *(*create_srq)(struct ibv_pd *pd, struct ibv_srq_init_attr *attr);
 	void *create_srq_ex;
@@ -222,6 +246,8 @@ int ibv_cmd_dereg_mr(struct verbs_mr *vmr);
 int ibv_cmd_create_cq(struct ibv_context *context, int cqe, struct ibv_comp_channel *channel,
 		      int comp_vector, struct ibv_cq *cq, struct ibv_create_cq *cmd,
 		      size_t cmd_size, struct ib_uverbs_create_cq_resp *resp, size_t resp_size);
+void verbs_init_cq(struct ibv_cq *cq, struct ibv_context *context,
+		   struct ibv_comp_channel *channel, void *cq_context);
 int ibv_cmd_poll_cq(struct ibv_cq *cq, int ne, struct ibv_wc *wc);
 int ibv_cmd_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 int ibv_cmd_resize_cq(struct ibv_cq *cq, int cqe, struct ibv_resize_cq *cmd, size_t cmd_size,
@@ -231,6 +257,10 @@ int ibv_cmd_destroy_cq(struct ibv_cq *cq);
 int ibv_cmd_create_qp(struct ibv_pd *pd, struct ibv_qp *qp, struct ibv_qp_init_attr *attr,
 		      struct ibv_create_qp *cmd, size_t cmd_size,
 		      struct ib_uverbs_create_qp_resp *resp, size_t resp_size);
+int ibv_cmd_create_qp_ex(struct ibv_context *context, struct verbs_qp *qp,
+			 struct ibv_qp_init_attr_ex *attr_ex, struct ibv_create_qp *cmd,
+			 size_t cmd_size, struct ib_uverbs_create_qp_resp *resp,
+			 size_t resp_size);
 int ibv_cmd_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *qp_attr, int attr_mask,
 		     struct ibv_qp_init_attr *qp_init_attr, struct ibv_query_qp *cmd,
 		     size_t cmd_size);
