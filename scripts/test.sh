@@ -94,12 +94,13 @@ make -s -C tools/provider >"$logs/provider.log" 2>&1 || fatal "provider build" "
 record "provider build" 1 0
 
 # vm_test NAME MEM CMDLINE SCRIPT [ARGS...]: a guest test script's ok/not
-# ok lines. CMDLINE is extra kernel command line ("" for none).
+# ok lines. CMDLINE is extra kernel command line ("" for none); the guest
+# gets VM_TIMEOUT seconds (default 600).
 vm_test() {
 	local name=$1 mem=$2 append=$3 out="$logs/vm-$1"
 	shift 3
 	log "== VM: $name"
-	scripts/vm-run.sh --quiet --timeout 600 --mem "$mem" --append "$append" --out "$out" -- "$@"
+	scripts/vm-run.sh --quiet --timeout "${VM_TIMEOUT:-600}" --mem "$mem" --append "$append" --out "$out" -- "$@"
 	local rc=$? vp=0 vf=0
 	if [ -f "$out/output.log" ]; then
 		grep -E '^(ok|not ok|#)' "$out/output.log"
@@ -126,7 +127,7 @@ vm_test pmem 2G 'memmap=64M!1G kunit.filter_glob=rsiw_flush' tools/vmtest/pmem.s
 vm_test userspace 2G kunit.enable=0 tools/vmtest/userspace.sh
 # rdma-core's own test suite (Debian's python3-pyverbs) on rsiw and on siw
 # in one boot: rsiw passes every test siw passes.
-vm_test rdmacore 2G kunit.enable=0 tools/vmtest/rdmacore.sh
+VM_TIMEOUT=1200 vm_test rdmacore 2G kunit.enable=0 tools/vmtest/rdmacore.sh
 # make install / uninstall into the guest's own /lib/modules and libibverbs
 # directory: modprobe by name, rdma link add autoloading, the provider
 # without RDMAV_DRIVERS.
