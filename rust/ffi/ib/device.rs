@@ -259,6 +259,7 @@ fn device_ops<D: IwCmOps>() -> sys::ib_device_ops {
     ops.dealloc_pd = Some(dealloc_pd::<D>);
     ops.alloc_ucontext = Some(alloc_ucontext::<D>);
     ops.dealloc_ucontext = Some(dealloc_ucontext::<D>);
+    ops.disassociate_ucontext = Some(disassociate_ucontext);
     ops.size_ib_pd = PdObj::<D>::SIZE;
     ops.size_ib_ucontext = UctxObj::<D>::SIZE;
     super::cq::install_ops::<D>(&mut ops);
@@ -563,5 +564,17 @@ unsafe extern "C" fn dealloc_ucontext<D: Driver>(uctx: *mut sys::ib_ucontext) {
     // SAFETY: as above.
     unsafe { UctxObj::<D>::drop_data(uctx) };
 }
+
+/// `disassociate_ucontext`: that the op exists tells uverbs it may take a
+/// device away from the processes using it. Without it, unregistering a
+/// device (`rdma link delete`, the net_device going away, module unload)
+/// waits until every process that opened it closes its files, and each
+/// open file pins the module (`rmmod` fails with EBUSY). With it the core
+/// raises `IB_EVENT_DEVICE_FATAL` to each process, destroys its objects
+/// through the ordinary destroy ops and fails its later commands with
+/// EIO. Nothing is left for the driver to do here: rsiw maps nothing into
+/// user space (no doorbells, no shared rings; the data path is uverbs
+/// commands), so there is nothing to zap.
+unsafe extern "C" fn disassociate_ucontext(_uctx: *mut sys::ib_ucontext) {}
 
 const _: () = assert!(size_of::<sys::ib_device>() > 0);

@@ -1,0 +1,114 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Connection storms (issue 13, item 1): rdma_cm connect / one round of
+# traffic (a Send each way, an RDMA Write whose data is checked) /
+# disconnect / destroy cycles, each bounded by a timeout and counted,
+# sequentially and 16 at a time, rsiw<->rsiw and rsiw<->siw with either
+# side the server. Then nothing leaked: the RDMA core's object counts,
+# allocated and established TCP sockets back to their baseline,
+# unreclaimable slab within a tolerance, dmesg clean.
+#
+#   storm.sh        short form (the test command): 600 cycles
+#   storm.sh long   long form: 12 000 cycles (vm-run.sh --timeout 7200)
+#
+# Two namespaces: n1 and n2, joined by two veth pairs: rsp1/rsp2
+# (10.97.1.0/24) with rsiw0 and rsiw1, rsq1/rsq2 (10.97.2.0/24) with
+# rsiw2 and siw0 (Linux siw: MPA CRC compiled off; rsiw's default
+# mpa_crc=0 interoperates).
+set -u
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/stress-lib.sh"
+
+scale=1
+[ "${1:-}" = long ] && scale=20
+
+dmesg -C
+check "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
+check "modprobe siw" modprobe siw
+check "namespaces n1 and n2" stress_namespaces
+check "veth rsp1 (n1) <-> rsp2 (n2)" veth_pair rsp1 rsp2 10.97.1
+check "veth rsq1 (n1) <-> rsq2 (n2)" veth_pair rsq1 rsq2 10.97.2
+check "rdma link add rsiw0 on rsp1" in1 rdma link add rsiw0 type rsiw netdev rsp1
+check "rdma link add rsiw1 on rsp2" in2 rdma link add rsiw1 type rsiw netdev rsp2
+check "rdma link add rsiw2 on rsq1" in1 rdma link add rsiw2 type rsiw netdev rsq1
+check "rdma link add siw0 on rsq2" in2 rdma link add siw0 type siw netdev rsq2
+for d in rsiw0 rsiw1 rsiw2 siw0; do
+	check "$d port ACTIVE" wait_for 10 port_active $d
+done
+
+# storm NAME SERVER_NS SERVER_ADDR CLIENT_NS CLIENT_ADDR SEQ CONC: a
+# server, SEQ cycles one at a time, then CONC cycles 16 at a time.
+port=7470
+total=0
+storm() {
+	local name=$1 sns=$2 sa=$3 cns=$4 ca=$5 seq=$6 conc=$7 n c line
+	port=$((port + 1))
+	check "$name: server listens" start_server "$sns" "$sa" $port "$OUT/storm-$name-server.txt"
+	for run in "$seq 1" "$conc 16"; do
+		set -- $run
+		n=$1 c=$2
+		ip netns exec "$cns" timeout $((60 + n * 3)) "$STORM" client -a "$sa" -b "$ca" -p $port \
+			-n "$n" -c "$c" -t 20 >"$OUT/storm-$name-$c.txt" 2>&1
+		local rc=$?
+		line=$(grep '^cycles:' "$OUT/storm-$name-$c.txt")
+		echo "# $name, $c at a time: $line"
+		grep '^# cycle' "$OUT/storm-$name-$c.txt" | head -5
+		expect_eq "$name: $n cycles $c at a time: all ok, 0 failed, 0 timed out" \
+			"cycles: $n ok, 0 failed, 0 timed out" "$(echo "$line" | sed 's/ (.*//')"
+		expect_eq "$name: $n cycles $c at a time: the client exits 0" 0 $rc
+		total=$((total + $(echo "$line" | awk '{print $2}')))
+	done
+	stop_server "$name"
+	line=$(grep '^server:' "$OUT/storm-$name-server.txt")
+	echo "# $name: $line"
+	expect_eq "$name: the server served every cycle, once" $((seq + conc)) \
+		"$(echo "$line" | sed -n 's/.* \([0-9]*\) rounds served.*/\1/p')"
+}
+
+# Warm-up (first-use allocations are not leaks), then the baseline.
+storm warmup-rsiw n1 10.97.1.1 n2 10.97.1.2 10 16
+storm warmup-siw n2 10.97.2.2 n1 10.97.2.1 10 16
+total=0
+res0=$(res_counts)
+alloc0=$(tcp_alloc)
+sunr0=$(meminfo_kb SUnreclaim)
+tcp0=$(slab_objs TCP)
+echo "# baseline: $res0"
+echo "# baseline: TCP sockets allocated $alloc0, SUnreclaim $sunr0 kB${tcp0:+, TCP slab objects $tcp0}"
+
+t0=$(date +%s)
+storm rsiw-rsiw n1 10.97.1.1 n2 10.97.1.2 $((100 * scale)) $((200 * scale))
+storm rsiw-server-siw-client n1 10.97.2.1 n2 10.97.2.2 $((50 * scale)) $((100 * scale))
+storm siw-server-rsiw-client n2 10.97.2.2 n1 10.97.2.1 $((50 * scale)) $((100 * scale))
+t1=$(date +%s)
+echo "# storm: $total cycles in $((t1 - t0)) s"
+check "at least $((500 * scale)) cycles ran" [ "$total" -ge $((500 * scale)) ]
+
+# Nothing left behind.
+no_established() { [ "$(established)" = 0 ]; }
+res_back() { [ "$(res_counts)" = "$res0" ]; }
+alloc_back() { [ "$(tcp_alloc)" -le "$alloc0" ]; }
+check "no established TCP socket left (n1, n2)" wait_for 30 no_established
+check "RDMA objects back to the baseline (rdma resource show)" wait_for 30 res_back
+res1=$(res_counts)
+[ "$res1" = "$res0" ] || echo "# after: $res1"
+check "TCP sockets allocated back to the baseline ($alloc0)" wait_for 90 alloc_back
+echo "# after: TCP sockets allocated $(tcp_alloc)"
+sync
+echo 3 >/proc/sys/vm/drop_caches
+sunr1=$(meminfo_kb SUnreclaim)
+tcp1=$(slab_objs TCP)
+echo "# after: SUnreclaim $sunr1 kB (baseline $sunr0 kB, $((sunr1 - sunr0)) kB over $total cycles)${tcp1:+, TCP slab objects $tcp1 (baseline $tcp0)}"
+# A leak of one 512-byte object per cycle would pass 1 MiB after 2000.
+check "unreclaimable slab back within 1 MiB of the baseline" [ $((sunr1 - sunr0)) -lt 1024 ]
+
+check "rdma link delete siw0" in2 rdma link delete siw0
+for d in rsiw0 rsiw1 rsiw2; do
+	check "rdma link delete $d" rdma link delete $d
+done
+check "rmmod rsiw" rmmod rsiw
+check "rmmod siw" rmmod siw
+dmesg >"$OUT/dmesg.txt"
+check_dmesg_clean "dmesg has no warnings, oopses or leaks"
+finish
