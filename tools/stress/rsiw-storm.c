@@ -56,6 +56,7 @@
 #define PAYLOAD 64
 #define MAX_SIZE (1 << 20)
 #define QDEPTH 16
+#define RESOLVE_MS 2000
 
 struct msg {
 	uint32_t magic;
@@ -200,6 +201,7 @@ struct conn {
 	uint64_t peer_addr;
 	uint32_t peer_len;
 	int served; /* server: rounds served */
+	const char *stage; /* client: the step in progress (for reports) */
 	struct conn *next;
 };
 
@@ -400,18 +402,26 @@ static int client_connect(struct worker *w, struct conn *c)
 				      .retry_count = 7 };
 
 	memset(c, 0, sizeof(*c));
+	c->stage = "create_id";
 	if (rdma_create_id(w->ch, &c->id, c, RDMA_PS_TCP))
 		return -1;
-	if (rdma_resolve_addr(c->id, bind_ai->ai_addr, server_ai->ai_addr, timeout_s * 1000))
+	c->stage = "resolve_addr";
+	/* 2 s, as rping: the core's address resolution can miss the ARP
+	 * reply that completes while it queues the request (a veth peer
+	 * answers at once) and then only retries at this timeout. */
+	if (rdma_resolve_addr(c->id, bind_ai->ai_addr, server_ai->ai_addr, RESOLVE_MS))
 		return -1;
 	if (wait_until(w, c, st_addr, deadline))
 		return -2;
-	if (c->state != C_ADDR || rdma_resolve_route(c->id, timeout_s * 1000))
+	c->stage = "resolve_route";
+	if (c->state != C_ADDR || rdma_resolve_route(c->id, RESOLVE_MS))
 		return -1;
 	if (wait_until(w, c, st_route, deadline))
 		return -2;
+	c->stage = "create QP";
 	if (c->state != C_ROUTE || conn_resources(c, w->comp) || post_recv(c, c->rep))
 		return -1;
+	c->stage = "connect";
 	if (rdma_connect(c->id, &cp))
 		return -1;
 	if (wait_until(w, c, st_conn, deadline))
@@ -424,6 +434,7 @@ static int client_round(struct worker *w, struct conn *c, uint64_t seed)
 {
 	double deadline = now() + timeout_s;
 
+	c->stage = "round";
 	c->seed = seed;
 	c->send_done = c->recv_done = 0;
 	memset(c->buf, 0, size);
@@ -451,6 +462,7 @@ static int client_disconnect(struct worker *w, struct conn *c)
 {
 	if (c->state != C_UP || c->removed)
 		return 0; /* never connected, or already down */
+	c->stage = "disconnect";
 	rdma_disconnect(c->id);
 	return wait_until(w, c, st_down, now() + timeout_s) ? -2 : 0;
 }
@@ -495,10 +507,16 @@ static void *cycle_worker(void *arg)
 
 		if (r == 0)
 			r = client_round(w, &c, (uint64_t)i * 2654435761u + 1);
+		if (r)
+			printf("# cycle %d: %s in %s after %.1f s (cm state %d, send %d recv %d, wc status %d)\n",
+			       i, r == -2 ? "timed out" : "failed", c.stage, now() - t0, c.state,
+			       c.send_done, c.recv_done, c.wc_err);
 		if (r == 0)
 			r = client_disconnect(w, &c);
 		else
 			client_disconnect(w, &c);
+		if (r && !strcmp(c.stage, "disconnect"))
+			printf("# cycle %d: timed out in disconnect after %.1f s\n", i, now() - t0);
 		conn_destroy(&c);
 		if (r == 0)
 			w->ok++;
@@ -506,8 +524,6 @@ static void *cycle_worker(void *arg)
 			w->timedout++;
 		else
 			w->failed++;
-		if (r)
-			printf("# cycle %d: %s after %.1f s\n", i, r == -2 ? "timed out" : "failed", now() - t0);
 	}
 	return NULL;
 }
@@ -571,9 +587,9 @@ static void *hold_worker(void *arg)
 					w->rounds_timedout++;
 				else
 					w->rounds_failed++;
-				printf("# hold: connection %p round %d %s (wc status %d, cm state %d%s)\n",
+				printf("# hold: connection %p round %d %s (wc status %d, cm state %d%s, send %d recv %d)\n",
 				       (void *)c, round, r == -2 ? "timed out" : "failed", c->wc_err,
-				       c->state, c->removed ? ", device removed" : "");
+				       c->state, c->removed ? ", device removed" : "", c->send_done, c->recv_done);
 			}
 			if (!live)
 				break;
@@ -718,8 +734,12 @@ static void server_wc(struct conn *c, struct ibv_wc *wc)
 	struct msg *m = c->req, *rep = c->rep;
 
 	if (wc->status != IBV_WC_SUCCESS) {
-		if (!c->wc_err && wc->status != IBV_WC_WR_FLUSH_ERR)
-			s_errors++;
+		if (!c->wc_err && wc->status != IBV_WC_WR_FLUSH_ERR) {
+			if (s_errors++ < 10)
+				printf("# server: wr_id %" PRIu64 " (%s) completed with %s, vendor error %u\n",
+				       wc->wr_id, wc->wr_id == 1 ? "recv" : wc->wr_id == 2 ? "send" : "write",
+				       ibv_wc_status_str(wc->status), wc->vendor_err);
+		}
 		c->wc_err = wc->status;
 		return;
 	}
