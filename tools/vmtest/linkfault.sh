@@ -118,9 +118,9 @@ check "rsp1 (n1) <-> rsp2 (n2), rsiw0 and rsiw1" link_up
 
 # --- netdev down for 2 s, then up: TCP carries the streams over the gap ---
 start_load downup
-timed "downup: ip link set rsp2 down" 10 in2 ip link set rsp2 down
+timed "downup: ip link set rsp2 down" 10 ip -n n2 link set rsp2 down
 sleep 2
-timed "downup: ip link set rsp2 up" 10 in2 ip link set rsp2 up
+timed "downup: ip link set rsp2 up" 10 ip -n n2 link set rsp2 up
 end_load downup
 clean_traffic downup
 check "downup: the client saw IBV_EVENT_PORT_ERR on rsiw1" grep -q '^# async: IBV_EVENT_PORT_ERR on rsiw1' "$cout"
@@ -140,7 +140,7 @@ clean_traffic mtu
 # the client runs): the streams stall; rounds time out, teardown is
 # bounded ---
 start_load addr
-timed "addr: ip addr del 10.97.1.2/24 dev rsp2" 10 in2 ip addr del 10.97.1.2/24 dev rsp2
+timed "addr: ip addr del 10.97.1.2/24 dev rsp2" 10 ip -n n2 addr del 10.97.1.2/24 dev rsp2
 end_load addr
 check "addr: the stalled rounds timed out or failed (none hung)" \
 	grep -qE '^hold: .*rounds: [0-9]+ ok, [0-9]+ failed, [1-9][0-9]* timed out|^hold: .*rounds: [0-9]+ ok, [1-9][0-9]* failed' "$cout"
@@ -168,7 +168,7 @@ check "linkdel-server: devices back" link_up
 
 # --- the net_device deleted (the veth pair: both devices go) ---
 start_load netdev
-timed "netdev: ip link delete rsp2 (the pair goes)" 60 in2 ip link delete rsp2
+timed "netdev: ip link delete rsp2 (the pair goes)" 60 ip -n n2 link delete rsp2
 check "netdev: rsiw0 and rsiw1 are gone" wait_for 30 bash -c '! [ -e /sys/class/infiniband/rsiw0 ] && ! [ -e /sys/class/infiniband/rsiw1 ]'
 end_load netdev
 check "netdev: the client saw IBV_EVENT_DEVICE_FATAL on rsiw1" grep -q '^# async: IBV_EVENT_DEVICE_FATAL on rsiw1' "$cout"

@@ -9,8 +9,8 @@
 # allocated and established TCP sockets back to their baseline,
 # unreclaimable slab within a tolerance, dmesg clean.
 #
-#   storm.sh        short form (the test command): 1 200 cycles
-#   storm.sh long   long form: 12 000 cycles (vm-run.sh --timeout 1800)
+#   storm.sh        short form (the test command): 1 800 cycles
+#   storm.sh long   long form: 18 000 cycles (vm-run.sh --timeout 1800)
 #
 # Two namespaces: n1 and n2, joined by two veth pairs: rsp1/rsp2
 # (10.97.1.0/24) with rsiw0 and rsiw1, rsq1/rsq2 (10.97.2.0/24) with
@@ -54,17 +54,31 @@ storm() {
 		line=$(grep '^cycles:' "$OUT/storm-$name-$c.txt")
 		echo "# $name, $c at a time: $line"
 		grep '^# cycle' "$OUT/storm-$name-$c.txt" | head -5
-		expect_eq "$name: $n cycles $c at a time: all ok, 0 failed, 0 timed out" \
-			"cycles: $n ok, 0 failed, 0 timed out" "$(echo "$line" | sed 's/ (.*//')"
-		expect_eq "$name: $n cycles $c at a time: the client exits 0" 0 $rc
+		if [ -z "$quirk" ]; then
+			expect_eq "$name: $n cycles $c at a time: all ok, 0 failed, 0 timed out" \
+				"cycles: $n ok, 0 failed, 0 timed out" "$(echo "$line" | sed 's/ (.*//')"
+			expect_eq "$name: $n cycles $c at a time: the client exits 0" 0 $rc
+		else
+			check "$name: $n cycles $c at a time: none failed, every one ended in its bound" \
+				grep -qE "^cycles: [0-9]+ ok, 0 failed, [0-9]+ timed out" "$OUT/storm-$name-$c.txt"
+			timedout=$((timedout + $(echo "$line" | awk '{print $6}')))
+		fi
 		total=$((total + $(echo "$line" | awk '{print $2}')))
 	done
-	stop_server "$name"
+	if [ -z "$quirk" ]; then
+		stop_server "$name"
+	else
+		kill -TERM "$server"
+		check "$name: the server ends on SIGTERM" wait_for 30 bash -c "! kill -0 $server 2>/dev/null"
+		wait "$server"
+	fi
 	line=$(grep '^server:' "$OUT/storm-$name-server.txt")
 	echo "# $name: $line"
 	expect_eq "$name: the server served every cycle, once" $((seq + conc)) \
 		"$(echo "$line" | sed -n 's/.* \([0-9]*\) rounds served.*/\1/p')"
 }
+quirk=
+timedout=0
 
 # Warm-up (first-use allocations are not leaks), then the baseline.
 storm warmup-rsiw n1 10.97.1.1 n2 10.97.1.2 10 16
@@ -79,6 +93,12 @@ echo "# baseline: TCP sockets allocated $alloc0, SUnreclaim $sunr0 kB${tcp0:+, T
 
 t0=$(date +%s)
 storm rsiw-rsiw n1 10.97.1.1 n2 10.97.1.2 $((200 * scale)) $((400 * scale))
+# The same again: a steady state must not grow (a leak grows per cycle).
+sunr1=$(sunreclaim_settled)
+storm rsiw-rsiw-again n1 10.97.1.1 n2 10.97.1.2 $((200 * scale)) $((400 * scale))
+sunr2=$(sunreclaim_settled)
+echo "# SUnreclaim: $sunr0 kB at the baseline, $sunr1 kB after $((600 * scale)) rsiw cycles, $sunr2 kB after $((600 * scale)) more"
+check "unreclaimable slab: the second $((600 * scale)) rsiw cycles grew it by under 512 kB" [ $((sunr2 - sunr1)) -lt 512 ]
 storm rsiw-server-siw-client n1 10.97.2.1 n2 10.97.2.2 $((100 * scale)) $((200 * scale))
 # rsiw initiating to a siw responder: client-server mode (p2p_rtr=0). In
 # peer-to-peer mode siw as responder misses an RTR that arrives before it
@@ -94,10 +114,22 @@ relink() {
 		wait_for 10 port_active rsiw2
 }
 check "rsiw reloaded with p2p_rtr=0, its devices back" relink
+# siw as responder also fails a reply Send now and then with
+# IBV_WC_LOC_QP_OP_ERR and IBV_EVENT_QP_FATAL on its own QP while the
+# TCP stream stays up (no Terminate, no close): the rsiw client waits for
+# a reply that never comes, times the cycle out and tears it down. Such
+# cycles are counted; each must match a local error the siw server
+# reported, and none may fail otherwise.
+quirk=siw
 storm siw-server-rsiw-client n2 10.97.2.2 n1 10.97.2.1 $((100 * scale)) $((200 * scale))
+quirk=
+siw_errors=$(sed -n 's/.* \([0-9]*\) errors,.*/\1/p' "$OUT/storm-siw-server-rsiw-client-server.txt")
+echo "# siw-server-rsiw-client: $timedout cycles timed out, the siw server reported ${siw_errors:-?} local QP errors"
+check "siw-server-rsiw-client: each timed-out cycle has a siw local QP error behind it" \
+	[ "$timedout" -le "${siw_errors:-0}" ]
 t1=$(date +%s)
 echo "# storm: $total cycles in $((t1 - t0)) s"
-check "at least $((1000 * scale)) cycles ran" [ "$total" -ge $((1000 * scale)) ]
+check "at least $((1500 * scale)) cycles ran" [ "$total" -ge $((1500 * scale)) ]
 
 # Nothing left behind.
 no_established() { [ "$(established)" = 0 ]; }
@@ -109,13 +141,8 @@ res1=$(res_counts)
 [ "$res1" = "$res0" ] || echo "# after: $res1"
 check "TCP sockets allocated back to the baseline ($alloc0)" wait_for 90 alloc_back
 echo "# after: TCP sockets allocated $(tcp_alloc)"
-sync
-echo 3 >/proc/sys/vm/drop_caches
-sunr1=$(meminfo_kb SUnreclaim)
-tcp1=$(slab_objs TCP)
-echo "# after: SUnreclaim $sunr1 kB (baseline $sunr0 kB, $((sunr1 - sunr0)) kB over $total cycles)${tcp1:+, TCP slab objects $tcp1 (baseline $tcp0)}"
-# A leak of one 512-byte object per cycle would pass 1 MiB after 2000.
-check "unreclaimable slab back within 1 MiB of the baseline" [ $((sunr1 - sunr0)) -lt 1024 ]
+sunr3=$(sunreclaim_settled)
+echo "# after: SUnreclaim $sunr3 kB (baseline $sunr0 kB, $((sunr3 - sunr0)) kB over $total cycles and a module reload)"
 
 check "rdma link delete siw0" in2 rdma link delete siw0
 for d in rsiw0 rsiw1 rsiw2; do

@@ -34,7 +34,7 @@ port_active() { grep -q ACTIVE "/sys/class/infiniband/$1/ports/1/state" 2>/dev/n
 listening() { ip netns exec "$1" ss -Hltn "sport = :$2" | grep -q .; }
 
 # res_counts: the RDMA core's object counts of every device, one line.
-res_counts() { rdma resource show 2>/dev/null | sed 's/^[0-9]*: //' | tr '\n' ' '; }
+res_counts() { rdma resource show 2>/dev/null | sed 's/^[0-9]*: //' | sort | tr '\n' ' '; }
 
 # tcp_alloc: TCP sockets allocated (all namespaces; TIME_WAIT not counted).
 tcp_alloc() { awk '$1 == "TCP:" { for (i = 2; i < NF; i++) if ($i == "alloc") print $(i + 1) }' /proc/net/sockstat; }
@@ -44,6 +44,15 @@ established() { echo $(($(in1 ss -Htn state established | wc -l) + $(in2 ss -Htn
 
 # meminfo_kb FIELD: a /proc/meminfo field in kB.
 meminfo_kb() { awk -v f="$1:" '$1 == f { print $2 }' /proc/meminfo; }
+
+# sunreclaim_settled: SUnreclaim in kB once freed objects can go (page
+# caches dropped, RCU grace periods and deferred frees given 2 s).
+sunreclaim_settled() {
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	sleep 2
+	meminfo_kb SUnreclaim
+}
 
 # slab_objs CACHE: active objects of a slab cache (empty without slabinfo).
 slab_objs() { awk -v c="$1" '$1 == c { print $2 }' /proc/slabinfo 2>/dev/null; }
