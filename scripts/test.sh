@@ -129,7 +129,7 @@ vm_test userspace 2G kunit.enable=0 tools/vmtest/userspace.sh
 # rsiw<->rsiw and rsiw<->siw, a scale soak, link faults under userspace
 # load, a malformed-FPDU flood against the logs and counters.
 vm_test storm 2G kunit.enable=0 tools/vmtest/storm.sh
-vm_test soak 2G kunit.enable=0 tools/vmtest/soak.sh 128
+vm_test soak 2G kunit.enable=0 tools/vmtest/soak.sh 1024
 vm_test linkfault 2G kunit.enable=0 tools/vmtest/linkfault.sh
 vm_test logattack 2G kunit.enable=0 tools/vmtest/logattack.sh
 

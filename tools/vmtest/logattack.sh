@@ -10,12 +10,12 @@
 # (rx_protocol_errors, rx_crc_errors, terminate_sent); the kernel log grows
 # by fewer than 50 lines; the server survives; dmesg clean.
 #
-#   logattack.sh [COUNT]   (default 2000)
+#   logattack.sh [COUNT]   (default 10 000; 100 000 is the long form)
 set -u
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/stress-lib.sh"
 
-count=${1:-2000}
+count=${1:-10000}
 port=7500
 
 dmesg -C

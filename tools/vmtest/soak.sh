@@ -10,7 +10,7 @@
 # and TCP sockets are back to their baseline, and of three runs the
 # last two add (almost) nothing to unreclaimable slab.
 #
-#   soak.sh [N]     N connections (default 128; 1024 is the long form)
+#   soak.sh [N]     N connections (default 1024)
 #
 # rsiw<->rsiw between namespaces n1 (rsiw0 on rsp1, 10.97.1.1, the
 # server) and n2 (rsiw1 on rsp2, 10.97.1.2, the client).
@@ -18,7 +18,7 @@ set -u
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/stress-lib.sh"
 
-n=${1:-128}
+n=${1:-1024}
 port=7480
 
 dmesg -C
