@@ -7,8 +7,9 @@
 # completing MPA and then sending one malformed FPDU, half with a bad DDP
 # version, half with a wrong CRC. Checks: every one accepted and answered
 # (a Terminate) and closed; rsiw's counters count each exactly once
-# (rx_protocol_errors, rx_crc_errors, terminate_sent); the kernel log grows
-# by fewer than 50 lines; the server survives; dmesg clean.
+# (rx_protocol_errors, rx_crc_errors, terminate_sent); the kernel log
+# grows at the ratelimit's pace, not with the number of bad FPDUs; the
+# server survives; dmesg clean.
 #
 #   logattack.sh [COUNT]   (default 10 000; 100 000 is the long form)
 set -u
@@ -38,12 +39,24 @@ cat "$OUT/logattack.txt" | sed 's/^\([^#]\)/# \1/'
 echo "# $count malformed FPDUs in $((t1 - t0)) s"
 expect_eq "every connection accepted, then closed by rsiw" 0 $rc
 half=$((count / 2))
-check "rsiw answered each with a Terminate before closing" \
-	grep -q "^attack: $count connections, $count accepted ($((count - half)) protocol, $half CRC), $count answered" "$OUT/logattack.txt"
+check "every connection completed MPA and sent its FPDU" \
+	grep -q "^attack: $count connections, $count accepted ($((count - half)) protocol, $half CRC)" "$OUT/logattack.txt"
+# rsiw sends its Terminate and closes; when the close is a reset (the
+# rest of the peer's data unread) the peer may lose the Terminate before
+# reading it, so the peer's count is a lower bound (terminate_sent below
+# is exact).
+answered=$(sed -n 's/.* \([0-9]*\) answered before close.*/\1/p' "$OUT/logattack.txt")
+check "the peer read a Terminate on at least 99% of the connections (${answered:-0})" \
+	[ "${answered:-0}" -ge $((count * 99 / 100)) ]
 lines1=$(dmesg | wc -l)
-echo "# kernel log: $((lines1 - lines0)) lines during the attack"
-dmesg | tail -n +$((lines0 + 1)) | sort | uniq -c | sort -rn | head -5 | sed 's/^/#   /'
-check "the kernel log grew by fewer than 50 lines" [ $((lines1 - lines0)) -lt 50 ]
+secs=$((t1 - t0 + 1))
+echo "# kernel log: $((lines1 - lines0)) lines during the attack ($count FPDUs, $secs s)"
+dmesg | tail -n +$((lines0 + 1)) | sed 's/^\[[ 0-9.]*\] //; s/qp [0-9]*/qp N/; s/(.*)/(...)/' | sort | uniq -c | sort -rn | head -5 | sed 's/^/#   /'
+# rsiw's messages share one ratelimit (the kernel default: a burst of 10
+# per 5 s), so the log grows with time, not with what the peer sends:
+# at most 10 + 2 lines a second, with a margin.
+check "the kernel log stays rate-limited: $((lines1 - lines0)) lines in $secs s for $count bad FPDUs" \
+	[ $((lines1 - lines0)) -le $((20 + 3 * secs)) ]
 rdma statistic show link rsiw0/1 | sed 's/^/# /'
 expect_eq "rx_protocol_errors counts each bad DDP version once" $((count - half)) "$(counter rx_protocol_errors)"
 expect_eq "rx_crc_errors counts each bad CRC once" $half "$(counter rx_crc_errors)"
