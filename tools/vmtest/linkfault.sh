@@ -41,7 +41,7 @@ no_objects() { ! rdma resource show 2>/dev/null | grep -qE '(qp|cq|pd|mr|cm_id|c
 client_gone() { ! kill -0 "$client" 2>/dev/null; }
 
 # start_load NAME [CLIENT-ARGS...]: a server and a client holding $conns
-# connections with traffic for 30 s (then -w: objects kept 15 s more),
+# connections (a thread each) with traffic for 20 s (then -w: objects kept 15 s more),
 # each round bounded by 30 s (TCP's retransmission backoff after a link
 # was down for a few seconds of a slow guest can reach 10 s).
 start_load() {
@@ -51,7 +51,7 @@ start_load() {
 	cout="$OUT/linkfault-$name-client.txt"
 	sout="$OUT/linkfault-$name-server.txt"
 	check "$name: server listens" start_server n1 10.97.1.1 $port "$sout"
-	in2 "$STORM" hold -a 10.97.1.1 -b 10.97.1.2 -p $port -n $conns -c 4 -T 30 -w 15 -t 30 "$@" >"$cout" 2>&1 &
+	in2 "$STORM" hold -a 10.97.1.1 -b 10.97.1.2 -p $port -n $conns -c 16 -T 20 -w 15 -t 30 "$@" >"$cout" 2>&1 &
 	client=$!
 	check "$name: $conns connections up" wait_for 60 grep -q "^# hold 1: $conns of $conns connections up" "$cout"
 	# Rounds running for a moment.
