@@ -91,6 +91,7 @@ record "module build" 1 0
 
 log "== userspace provider (tools/provider)"
 make -s -C tools/provider >"$logs/provider.log" 2>&1 || fatal "provider build" "$logs/provider.log"
+make -s -C tools/stress >>"$logs/provider.log" 2>&1 || fatal "rsiw-storm build" "$logs/provider.log"
 record "provider build" 1 0
 
 # vm_test NAME MEM CMDLINE SCRIPT [ARGS...]: a guest test script's ok/not
@@ -154,6 +155,13 @@ else
 fi
 rm -rf "$fake"
 record "dkms-check (test kernel, no-Rust tree)" "$dp" "$df"
+# Reliability (issue 13, Documentation/reliability.md): connection storms
+# rsiw<->rsiw and rsiw<->siw, a scale soak, link faults under userspace
+# load, a malformed-FPDU flood against the logs and counters.
+vm_test storm 2G kunit.enable=0 tools/vmtest/storm.sh
+vm_test soak 2G kunit.enable=0 tools/vmtest/soak.sh 1024
+vm_test linkfault 2G kunit.enable=0 tools/vmtest/linkfault.sh
+vm_test logattack 2G kunit.enable=0 tools/vmtest/logattack.sh
 
 # host_check NAME COMMAND...: a host-side check of a VM test, as an ok /
 # not ok line counted in $vp / $vf.
