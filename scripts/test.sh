@@ -124,6 +124,8 @@ vm_test pmem 2G 'memmap=64M!1G kunit.filter_glob=rsiw_flush' tools/vmtest/pmem.s
 # Unchanged rdma-core applications through rsiw's provider: rping,
 # perftest -R, qperf -cm1.
 vm_test userspace 2G kunit.enable=0 tools/vmtest/userspace.sh
+# Trace events, per-QP attributes and port counters (Documentation/usage.md).
+vm_test observe 2G kunit.enable=0 tools/vmtest/observe.sh
 
 # host_check NAME COMMAND...: a host-side check of a VM test, as an ok /
 # not ok line counted in $vp / $vf.
