@@ -355,7 +355,7 @@ mod tests {
     fn silent_peers_time_out() -> Result {
         let quick = CmConfig { mpa_timeout_ms: 200, ..cfg() };
         // Passive: a client that connects and says nothing is dropped.
-        let (lid, port, lrec) = listen_lo(quick)?;
+        let (lid, port, lrec) = listen_lo(quick.clone())?;
         let raw = TcpSocket::connect(Net::init(), LO.with_port(port), false)?;
         assert!(wait_until(500, || live_ceps() == 1));
         assert!(wait_until(3000, || raw.state().is_closing()));
@@ -537,7 +537,7 @@ mod tests {
         // matching RTR (RFC 6581 section 9, LLP code 7), in a Terminate.
         let ccfg = CmConfig { p2p: Some(RtrSet::one(Rtr::Write)), ..cfg() };
         let crec = Recorder::new()?;
-        connect(Net::init(), LO, LO.with_port(port), ccfg, &params(4, 4, b""), TestQp::new(false)?, crec.clone())?;
+        connect(Net::init(), LO, LO.with_port(port), ccfg.clone(), &params(4, 4, b""), TestQp::new(false)?, crec.clone())?;
         let s = accept_raw(&server)?;
         drop(raw_responder(&s)?);
         let e = Enhanced { ird: 4, ord: 4, p2p: true, rtr: RtrSet::one(Rtr::Read) };
