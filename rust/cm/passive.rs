@@ -138,6 +138,12 @@ impl Cep {
             // The sink kicks us when the wait ends (we hold our lock:
             // that run sees WatchRtr).
             sink.watch(self.clone());
+            if !sink.is_waiting() {
+                // The RTR came before the watch: nothing left to watch.
+                drop(sink.unwatch());
+                self.close_locked(g, None);
+                return Ok(());
+            }
             self.set_phase(g, CepPhase::WatchRtr);
             g.sink = Some(sink);
             self.arm_timer(g, self.cfg.rtr_timeout_ms);
