@@ -180,9 +180,37 @@ enum rsiw_hw_counter {
 	RSIW_HW_TERMINATE_RECEIVED,
 	RSIW_HW_RX_CRC_ERRORS,
 	RSIW_HW_RX_PROTOCOL_ERRORS,
+	RSIW_HW_MPA_REJECT_SENT,
+	RSIW_HW_MPA_REJECT_RECEIVED,
+	RSIW_HW_CM_TIMEOUTS,
+	RSIW_HW_CM_FAILURES,
+	RSIW_HW_CM_ESTABLISHED,
 	RSIW_HW_COUNTERS,
 };
 struct rdma_hw_stats *rsiw_alloc_hw_port_stats(void);
 void rsiw_hw_stats_set(struct rdma_hw_stats *stats, unsigned int i, u64 value);
+
+/*
+ * Per-QP attributes of `rdma resource show qp -dd` (fill_res_qp_entry):
+ * the driver table nest around rdma_nl_put_driver_*().
+ */
+struct nlattr *rsiw_nl_driver_nest_start(struct sk_buff *msg);
+void rsiw_nl_nest_end(struct sk_buff *msg, struct nlattr *nest);
+void rsiw_nl_nest_cancel(struct sk_buff *msg, struct nlattr *nest);
+/* tcp_info's total_retrans of a TCP socket. */
+u32 rsiw_tcp_total_retrans(struct sock *sk);
+
+/* Trace events (rust/trace.c, include/trace/rsiw.h). */
+bool rsiw_trace_cm_state_enabled(void);
+void rsiw_trace_cm_state(u64 cm_id, const struct __kernel_sockaddr_storage *laddr,
+			 const struct __kernel_sockaddr_storage *raddr,
+			 const char *old, unsigned int old_len,
+			 const char *new, unsigned int new_len);
+void rsiw_trace_mpa(u64 cm_id, bool initiator, const char *result, unsigned int result_len,
+		    u8 rev, bool crc, bool markers_tx, bool markers_rx, u16 ird, u16 ord,
+		    const char *rtr, unsigned int rtr_len, u16 error);
+void rsiw_trace_qp_state(u32 qpn, int old, int new);
+void rsiw_trace_terminate(u32 qpn, bool sent, u8 layer, u8 etype, u8 code);
+void rsiw_trace_wr_error(u32 qpn, u64 wr_id, int opcode, int status);
 
 #endif /* RSIW_SYS_H */

@@ -670,6 +670,11 @@ static const struct rdma_stat_desc rsiw_hw_counter_descs[] = {
 	[RSIW_HW_TERMINATE_RECEIVED] = { .name = "terminate_received" },
 	[RSIW_HW_RX_CRC_ERRORS] = { .name = "rx_crc_errors" },
 	[RSIW_HW_RX_PROTOCOL_ERRORS] = { .name = "rx_protocol_errors" },
+	[RSIW_HW_MPA_REJECT_SENT] = { .name = "mpa_reject_sent" },
+	[RSIW_HW_MPA_REJECT_RECEIVED] = { .name = "mpa_reject_received" },
+	[RSIW_HW_CM_TIMEOUTS] = { .name = "cm_timeouts" },
+	[RSIW_HW_CM_FAILURES] = { .name = "cm_failures" },
+	[RSIW_HW_CM_ESTABLISHED] = { .name = "cm_established" },
 };
 static_assert(ARRAY_SIZE(rsiw_hw_counter_descs) == RSIW_HW_COUNTERS);
 
@@ -683,4 +688,24 @@ void rsiw_hw_stats_set(struct rdma_hw_stats *stats, unsigned int i, u64 value)
 {
 	if (i < stats->num_counters)
 		stats->value[i] = value;
+}
+
+struct nlattr *rsiw_nl_driver_nest_start(struct sk_buff *msg)
+{
+	return nla_nest_start_noflag(msg, RDMA_NLDEV_ATTR_DRIVER);
+}
+
+void rsiw_nl_nest_end(struct sk_buff *msg, struct nlattr *nest)
+{
+	nla_nest_end(msg, nest);
+}
+
+void rsiw_nl_nest_cancel(struct sk_buff *msg, struct nlattr *nest)
+{
+	nla_nest_cancel(msg, nest);
+}
+
+u32 rsiw_tcp_total_retrans(struct sock *sk)
+{
+	return READ_ONCE(tcp_sk(sk)->total_retrans);
 }

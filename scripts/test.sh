@@ -126,6 +126,8 @@ vm_test pmem 2G 'memmap=64M!1G kunit.filter_glob=rsiw_flush' tools/vmtest/pmem.s
 # Unchanged rdma-core applications through rsiw's provider: rping,
 # perftest -R, qperf -cm1.
 vm_test userspace 2G kunit.enable=0 tools/vmtest/userspace.sh
+# Trace events, per-QP attributes and port counters (Documentation/usage.md).
+vm_test observe 2G kunit.enable=0 tools/vmtest/observe.sh
 # rdma-core's own test suite (Debian's python3-pyverbs) on rsiw and on siw
 # in one boot: rsiw passes every test siw passes.
 VM_TIMEOUT=1200 vm_test rdmacore 2G kunit.enable=0 tools/vmtest/rdmacore.sh

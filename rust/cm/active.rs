@@ -20,13 +20,15 @@ impl Cep {
                 TcpState::Established | TcpState::CloseWait => {
                     if let Err(e) = self.send_request(g) {
                         cm_log!("cm: sending the MPA request failed: {:?}\n", e);
+                        self.count(HwCounter::CmFailures);
                         self.fail_active(g, errno(ECONNRESET));
                         return;
                     }
-                    g.phase = CepPhase::AwaitReply;
+                    self.set_phase(g, CepPhase::AwaitReply);
                 }
                 TcpState::SynSent | TcpState::SynRecv => {
                     if expired {
+                        self.count(HwCounter::CmTimeouts);
                         self.fail_active(g, errno(ETIMEDOUT));
                     }
                     return;
@@ -34,6 +36,7 @@ impl Cep {
                 _ => {
                     let refused = g.sock.as_ref().and_then(|s| s.error()) == Some(ECONNREFUSED);
                     let status = if refused { ECONNREFUSED } else { ECONNRESET };
+                    self.count(HwCounter::CmFailures);
                     self.fail_active(g, errno(status));
                     return;
                 }
@@ -46,13 +49,19 @@ impl Cep {
         match a.mpa.poll() {
             None => {
                 if expired {
+                    self.trace_mpa_end(true, "failed", 0);
+                    self.count(HwCounter::CmTimeouts);
                     self.fail_active(g, errno(ETIMEDOUT));
                 } else if closing {
+                    self.trace_mpa_end(true, "failed", 0);
+                    self.count(HwCounter::CmFailures);
                     self.fail_active(g, errno(ECONNRESET));
                 }
             }
             Some(startup::Event::Established(params)) => self.hand_off_active(g, &params),
             Some(startup::Event::Rejected { private_data, .. }) => {
+                self.trace_mpa_end(true, "rejected", 0);
+                self.count(HwCounter::MpaRejectReceived);
                 self.report_failure(g, errno(ECONNREFUSED), private_data.as_bytes());
                 self.close_locked(g, None);
             }
@@ -63,9 +72,15 @@ impl Cep {
                     let _ = send_all(sock, a.mpa.transmit());
                 }
                 cm_log!("cm: MPA reply unusable ({:#06x})\n", f.error.to_bits());
+                self.trace_mpa_end(true, "failed", f.error.to_bits());
+                self.count(HwCounter::CmFailures);
                 self.fail_active(g, errno(EINVAL));
             }
-            Some(startup::Event::Request(_)) => self.fail_active(g, errno(EINVAL)),
+            Some(startup::Event::Request(_)) => {
+                self.trace_mpa_end(true, "failed", 0);
+                self.count(HwCounter::CmFailures);
+                self.fail_active(g, errno(EINVAL));
+            }
         }
     }
 
@@ -84,6 +99,7 @@ impl Cep {
     /// `CONNECT_REPLY` with the responder's private data.
     #[inline(never)]
     pub(super) fn hand_off_active(self: &Arc<Self>, g: &mut CepInner, params: &StreamParams) {
+        self.trace_mpa_ok(params);
         let (Some(target), Some(active)) = (g.target.clone(), g.active.take()) else {
             self.close_locked(g, None);
             return;
@@ -91,15 +107,19 @@ impl Cep {
         let sink = match CmEventSink::new(target, Phase::AwaitReply, params.ird, params.ord) {
             Ok(s) => s,
             Err(e) => {
+                self.count(HwCounter::CmFailures);
                 self.fail_active(g, errno(e));
                 return;
             }
         };
         let Some(mut sock) = g.sock.take() else {
+            self.count(HwCounter::CmFailures);
             self.fail_active(g, errno(ECONNRESET));
             return;
         };
         let (local, remote) = (sock.local_addr().ok(), sock.peer_addr().ok());
+        g.local = local.or(g.local);
+        g.remote = remote.or(g.remote);
         sock.unhook();
         if params.rtr_to_send().is_some() && self.cfg.rtr_delay_ms > 0 {
             // What the peer sends meanwhile stays queued in the socket.
@@ -108,12 +128,14 @@ impl Cep {
         let stream = Stream { sock, params: *params, leftover: KVec::new() };
         match active.qp.attach(stream, sink.clone()) {
             Ok(()) => {
+                self.count(HwCounter::CmEstablished);
                 sink.arm();
                 sink.connect_reply(active.mpa.peer_private_data(), local, remote);
                 self.close_locked(g, None);
             }
             Err(e) => {
                 cm_log!("cm: QP {} refused the stream: {:?}\n", active.qp.qpn(), e);
+                self.count(HwCounter::CmFailures);
                 self.fail_active(g, errno(EINVAL));
             }
         }
@@ -152,6 +174,7 @@ pub(crate) fn connect(
     let mpa = new_initiator(&cfg.initiator(ird, ord, p.private_data))?;
     let mut sock = TcpSocket::unconnected(net, &remote)?;
     sock.bind(local)?;
+    let mpa_timeout_ms = cfg.mpa_timeout_ms;
     let cep = Cep::new(0, cfg, CepPhase::Connecting)?;
     let mut g = cep.inner.lock();
     let r = Arc::new(CepWake(cep.clone()), GFP_KERNEL)
@@ -166,7 +189,9 @@ pub(crate) fn connect(
     g.sock = Some(sock);
     g.active = Some(Active { qp, mpa });
     g.target = Some(target);
-    cep.arm_timer(&mut g, cfg.mpa_timeout_ms);
+    g.remote = Some(remote);
+    cep.trace_phase(&mut g, "-");
+    cep.arm_timer(&mut g, mpa_timeout_ms);
     drop(g);
     kick_cep(&cep);
     Ok(cep.id)

@@ -7,7 +7,7 @@ use super::*;
 // ---- configuration ------------------------------------------------------
 
 /// The device's MPA settings and the CM's timeouts.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone)]
 pub(crate) struct CmConfig {
     /// CRC: used if the peer asks (`IfPeerAsks`) or always (`Required`).
     pub(crate) crc: CrcPolicy,
@@ -30,6 +30,9 @@ pub(crate) struct CmConfig {
     /// sending its Reply and misses an RTR that comes first (a connection
     /// that then never establishes); over a fast link a delay avoids it.
     pub(crate) rtr_delay_ms: u32,
+    /// The device's counters, for connection outcomes (`None`: not
+    /// counted, the self-tests' endpoints).
+    pub(crate) counters: Option<Arc<HwCounters>>,
 }
 
 impl CmConfig {
@@ -54,6 +57,7 @@ impl CmConfig {
             mpa_timeout_ms: 10_000,
             rtr_timeout_ms: 10_000,
             rtr_delay_ms: crate::module_parameters::rtr_delay_ms.value().min(1000),
+            counters: None,
         }
     }
 

@@ -28,7 +28,8 @@ fn target(id: CmId) -> Result<Arc<dyn CmEventTarget>> {
 
 /// The CM settings of a device: its limits, then its tuning.
 fn config(dev: &Device) -> CmConfig {
-    dev.cm_tuning().apply(CmConfig::for_device(&dev.attrs().limits))
+    let cfg = CmConfig { counters: Some(dev.counters().clone()), ..CmConfig::for_device(&dev.attrs().limits) };
+    dev.cm_tuning().apply(cfg)
 }
 
 /// The QP `qpn` of `dev` as the CM's hand-off target (the device's QP

@@ -80,7 +80,7 @@ impl Listener {
             cm_log!("cm: listener backlog full, dropping a connection\n");
             return;
         }
-        if let Err(e) = start_passive(s, self.id, self.cfg, target.clone()) {
+        if let Err(e) = start_passive(s, self.id, self.cfg.clone(), target.clone()) {
             cm_log!("cm: cannot start a connection: {:?}\n", e);
         }
     }

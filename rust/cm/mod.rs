@@ -50,7 +50,10 @@ use kernel::{
 };
 
 use crate::{
-    device::limits::Limits,
+    device::{
+        counters::{HwCounter, HwCounters},
+        limits::Limits,
+    },
     engine::{
         mpa::{
             negotiate::{CrcPolicy, InitiatorConfig, ResponderConfig},
@@ -61,6 +64,7 @@ use crate::{
     ffi::{
         crc::KernelCrc32c,
         net::socket::{ListenOpts, Net, SockAddr, SockRx, SocketEvents, TcpSocket, TcpState},
+        trace,
     },
 };
 
@@ -118,6 +122,20 @@ enum CepPhase {
     Closed,
 }
 
+impl CepPhase {
+    /// The name in `rsiw_cm_state` events.
+    fn name(self) -> &'static str {
+        match self {
+            Self::Connecting => "connecting",
+            Self::AwaitReply => "await_reply",
+            Self::AwaitRequest => "await_request",
+            Self::AwaitAccept => "await_accept",
+            Self::WatchRtr => "watch_rtr",
+            Self::Closed => "closed",
+        }
+    }
+}
+
 /// The active side's MPA machine and QP.
 struct Active {
     qp: Arc<dyn CmQp>,
@@ -138,6 +156,10 @@ struct CepInner {
     target: Option<Arc<dyn CmEventTarget>>,
     active: Option<Active>,
     sink: Option<CmEventSink>,
+    /// The connection's addresses as last seen (for trace events after
+    /// the socket went to the QP).
+    local: Option<SockAddr>,
+    remote: Option<SockAddr>,
 }
 
 /// A connection endpoint during MPA negotiation.
@@ -218,6 +240,8 @@ impl Cep {
             target: None,
             active: None,
             sink: None,
+            local: None,
+            remote: None,
         };
         let pending = listener != 0;
         let cep = Arc::pin_init(
@@ -235,6 +259,65 @@ impl Cep {
         )?;
         crate::cm::registry::lock::with(|r| r.ceps.push(cep.clone(), GFP_KERNEL))??;
         Ok(cep)
+    }
+
+    /// Counts a connection outcome in the device's counters.
+    fn count(&self, c: HwCounter) {
+        if let Some(k) = &self.cfg.counters {
+            k.add(c, 1);
+        }
+    }
+
+    /// Moves to `new`, tracing the change (`rsiw_cm_state`).
+    fn set_phase(&self, g: &mut CepInner, new: CepPhase) {
+        let old = g.phase;
+        g.phase = new;
+        if old != new {
+            self.trace_phase(g, old.name());
+        }
+    }
+
+    /// `rsiw_cm_state` from `old` to the current phase, with the
+    /// connection's addresses (refreshed while the cep has the socket).
+    fn trace_phase(&self, g: &mut CepInner, old: &str) {
+        if !trace::cm_state_enabled() {
+            return;
+        }
+        if let Some(s) = g.sock.as_ref() {
+            g.local = s.local_addr().ok().or(g.local);
+            g.remote = s.peer_addr().ok().or(g.remote);
+        }
+        trace::cm_state(self.id, g.local, g.remote, old, g.phase.name());
+    }
+
+    /// `rsiw_mpa` for an exchange that ended without a stream.
+    fn trace_mpa_end(&self, initiator: bool, result: &str, error: u16) {
+        trace::mpa(&trace::MpaResult { cm_id: self.id, initiator, result, rtr: "-", error, ..Default::default() });
+    }
+
+    /// `rsiw_mpa` for a negotiated stream.
+    fn trace_mpa_ok(&self, p: &StreamParams) {
+        use crate::engine::{mpa::negotiate::RtrMode, wire::mpa::Rtr};
+        let rtr = match p.rtr {
+            None => "none",
+            Some(RtrMode::Zero(Rtr::Send)) => "send",
+            Some(RtrMode::Zero(Rtr::Write)) => "write",
+            Some(RtrMode::Zero(Rtr::Read)) => "read",
+            Some(RtrMode::UlpSend) => "ulp_send",
+        };
+        trace::mpa(&trace::MpaResult {
+            cm_id: self.id,
+            initiator: p.initiator,
+            result: "accepted",
+            rev: p.rev,
+            crc: p.framing.crc,
+            markers_tx: p.framing.markers_tx,
+            markers_rx: p.framing.markers_rx,
+            ird: p.ird,
+            ord: p.ord,
+            rtr,
+            error: 0,
+        });
     }
 
     /// (Re)starts the timer; the work item sees `expired` when it fires.
@@ -263,7 +346,7 @@ impl Cep {
                 _ => {}
             }
         }
-        g.phase = CepPhase::Closed;
+        self.set_phase(g, CepPhase::Closed);
         self.pending.store(false, Ordering::Relaxed);
         drop(g.timer.take());
         drop(g.sock.take());
@@ -332,6 +415,7 @@ impl Cep {
                     if let Some(s) = &g.sink {
                         s.expire();
                     }
+                    self.count(HwCounter::CmTimeouts);
                     cm_log!("cm: no RTR from the initiator in time\n");
                     self.close_locked(&mut g, None);
                 }

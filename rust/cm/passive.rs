@@ -22,19 +22,35 @@ impl Cep {
             None => {
                 if expired {
                     cm_log!("cm: no MPA request in time, closing\n");
+                    self.trace_mpa_end(false, "failed", 0);
+                    self.count(HwCounter::CmTimeouts);
                     self.close_locked(g, None);
                 } else if closing {
+                    self.trace_mpa_end(false, "failed", 0);
+                    self.count(HwCounter::CmFailures);
                     self.close_locked(g, None);
                 }
             }
             Some(startup::Event::Request(p)) => self.offer(g, &p),
             Some(startup::Event::Failed(f)) => {
                 // A Reply with R set, if the machine refused with one.
-                let _ = send_all(sock, m.transmit());
+                let reply = m.transmit();
+                let rejected = !reply.is_empty() && send_all(sock, reply).is_ok();
                 cm_log!("cm: MPA request refused ({:#06x}), closing\n", f.error.to_bits());
+                if rejected {
+                    self.trace_mpa_end(false, "reject_sent", f.error.to_bits());
+                    self.count(HwCounter::MpaRejectSent);
+                } else {
+                    self.trace_mpa_end(false, "failed", f.error.to_bits());
+                    self.count(HwCounter::CmFailures);
+                }
                 self.close_locked(g, None);
             }
-            Some(_) => self.close_locked(g, None),
+            Some(_) => {
+                self.trace_mpa_end(false, "failed", 0);
+                self.count(HwCounter::CmFailures);
+                self.close_locked(g, None);
+            }
         }
     }
 
@@ -62,7 +78,7 @@ impl Cep {
             },
         );
         drop(g.timer.take());
-        g.phase = CepPhase::AwaitAccept;
+        self.set_phase(g, CepPhase::AwaitAccept);
     }
 
     /// `iw_accept`: MPA Reply with the ULP's private data and IRD/ORD,
@@ -80,6 +96,8 @@ impl Cep {
         }
         let r = self.accept_locked(&mut g, p, qp, target);
         if r.is_err() {
+            self.trace_mpa_end(false, "failed", 0);
+            self.count(HwCounter::CmFailures);
             self.close_locked(&mut g, None);
         }
         r
@@ -101,6 +119,10 @@ impl Cep {
             .or_else(|_| m.accept(&self.cfg.responder(ird.max(1), ord), p.private_data))
             .map_err(|_| EINVAL)?;
         let sink = CmEventSink::new(target, Phase::AwaitEstablished, params.ird, params.ord)?;
+        if let Some(s) = g.sock.as_ref() {
+            g.local = s.local_addr().ok().or(g.local);
+            g.remote = s.peer_addr().ok().or(g.remote);
+        }
         let mut sock = g.sock.take().ok_or(ECONNRESET)?;
         // From here the CM no longer looks at the socket: what the peer
         // sends after its Request stays queued for the QP.
@@ -108,13 +130,21 @@ impl Cep {
         send_all(&sock, m.transmit())?;
         let watch_rtr = params.rtr_expected().is_some();
         qp.attach(Stream { sock, params, leftover: KVec::new() }, sink.clone())?;
+        self.trace_mpa_ok(&params);
+        self.count(HwCounter::CmEstablished);
         sink.arm();
         self.pending.store(false, Ordering::Relaxed);
         if watch_rtr {
             // The sink kicks us when the wait ends (we hold our lock:
             // that run sees WatchRtr).
             sink.watch(self.clone());
-            g.phase = CepPhase::WatchRtr;
+            if !sink.is_waiting() {
+                // The RTR came before the watch: nothing left to watch.
+                drop(sink.unwatch());
+                self.close_locked(g, None);
+                return Ok(());
+            }
+            self.set_phase(g, CepPhase::WatchRtr);
             g.sink = Some(sink);
             self.arm_timer(g, self.cfg.rtr_timeout_ms);
         } else {
@@ -135,6 +165,10 @@ impl Cep {
                 .and_then(|()| send_all(sock, m.transmit())),
             _ => Err(ECONNRESET),
         };
+        if r.is_ok() {
+            self.trace_mpa_end(false, "reject_sent", 0);
+            self.count(HwCounter::MpaRejectSent);
+        }
         self.close_locked(&mut g, None);
         r
     }
@@ -148,6 +182,7 @@ pub(crate) fn start_passive(
     target: Arc<dyn CmEventTarget>,
 ) -> Result {
     let mpa = KBox::new(Responder::new(&cfg.responder(cfg.max_ird, cfg.max_ord)), GFP_KERNEL)?;
+    let mpa_timeout_ms = cfg.mpa_timeout_ms;
     let cep = Cep::new(listener, cfg, CepPhase::AwaitRequest)?;
     let mut sock = sock;
     let r = {
@@ -160,7 +195,8 @@ pub(crate) fn start_passive(
             Ok(()) => {
                 g.sock = Some(sock);
                 g.target = Some(target);
-                cep.arm_timer(&mut g, cfg.mpa_timeout_ms);
+                cep.trace_phase(&mut g, "-");
+                cep.arm_timer(&mut g, mpa_timeout_ms);
                 Ok(())
             }
             Err(e) => {

@@ -153,6 +153,11 @@ mod tests {
         }
     }
 
+    /// Counters of a device, for the tests that check what the CM counts.
+    fn counters() -> Result<Arc<HwCounters>> {
+        Ok(Arc::new(HwCounters::new(), GFP_KERNEL)?)
+    }
+
     fn params<'a>(ird: u32, ord: u32, pd: &'a [u8]) -> ConnParams<'a> {
         ConnParams { ird, ord, private_data: pd }
     }
@@ -210,7 +215,12 @@ mod tests {
 
     #[test]
     fn accept_exchanges_private_data_and_ird_ord() -> Result {
-        let p = pair(cfg(), cfg(), &params(8, 4, b"client-pd"), &params(4, 8, b"server-pd"))?;
+        let (kc, ks) = (counters()?, counters()?);
+        let (ccfg, scfg) = (CmConfig { counters: Some(kc.clone()), ..cfg() }, CmConfig { counters: Some(ks.clone()), ..cfg() });
+        let p = pair(ccfg, scfg, &params(8, 4, b"client-pd"), &params(4, 8, b"server-pd"))?;
+        // Each side counts the connection once, as established.
+        assert_eq!((kc.get(HwCounter::CmEstablished), ks.get(HwCounter::CmEstablished)), (1, 1));
+        assert_eq!(kc.get(HwCounter::CmFailures) + ks.get(HwCounter::CmFailures), 0);
         // The request as the listener saw it: the client's data, and in
         // rdma_cm's terms (event.ird = the ORD the server may use, <= client
         // IRD; event.ord = the IRD it grants, <= client ORD).
@@ -315,9 +325,12 @@ mod tests {
 
     #[test]
     fn reject_carries_private_data() -> Result {
-        let (lid, port, lrec) = listen_lo(cfg())?;
+        // Each side counts in its own device counters.
+        let (ks, kc) = (counters()?, counters()?);
+        let (lid, port, lrec) = listen_lo(CmConfig { counters: Some(ks.clone()), ..cfg() })?;
         let (crec, cqp) = (Recorder::new()?, TestQp::new(false)?);
-        connect(Net::init(), LO, LO.with_port(port), cfg(), &params(4, 4, b"please"), cqp.clone(), crec.clone())?;
+        let ccfg = CmConfig { counters: Some(kc.clone()), ..cfg() };
+        connect(Net::init(), LO, LO.with_port(port), ccfg, &params(4, 4, b"please"), cqp.clone(), crec.clone())?;
         let req = lrec.wait(0, 3000).ok_or(ETIMEDOUT)?;
         assert_eq!(&req.2[..], b"please");
         reject(req.3 as u64, b"go away")?;
@@ -325,6 +338,9 @@ mod tests {
         assert_eq!((rep.0, rep.1), (CmEventKind::ConnectReply, -(ECONNREFUSED.to_errno().abs())));
         assert_eq!(&rep.2[..], b"go away");
         assert!(cqp.params().is_none());
+        assert_eq!((ks.get(HwCounter::MpaRejectSent), ks.get(HwCounter::MpaRejectReceived)), (1, 0));
+        assert_eq!((kc.get(HwCounter::MpaRejectSent), kc.get(HwCounter::MpaRejectReceived)), (0, 1));
+        assert_eq!(kc.get(HwCounter::CmFailures) + kc.get(HwCounter::CmEstablished), 0);
         // The id is gone: a second accept or reject finds nothing.
         assert_eq!(reject(req.3 as u64, b""), Err(ECONNRESET));
         destroy_listener(lid);
@@ -353,9 +369,10 @@ mod tests {
 
     #[test]
     fn silent_peers_time_out() -> Result {
-        let quick = CmConfig { mpa_timeout_ms: 200, ..cfg() };
+        let k = counters()?;
+        let quick = CmConfig { mpa_timeout_ms: 200, counters: Some(k.clone()), ..cfg() };
         // Passive: a client that connects and says nothing is dropped.
-        let (lid, port, lrec) = listen_lo(quick)?;
+        let (lid, port, lrec) = listen_lo(quick.clone())?;
         let raw = TcpSocket::connect(Net::init(), LO.with_port(port), false)?;
         assert!(wait_until(500, || live_ceps() == 1));
         assert!(wait_until(3000, || raw.state().is_closing()));
@@ -370,6 +387,8 @@ mod tests {
         let rep = crec.wait(0, 3000).ok_or(ETIMEDOUT)?;
         assert_eq!((rep.0, rep.1), (CmEventKind::ConnectReply, -(ETIMEDOUT.to_errno().abs())));
         assert!(no_leaks());
+        // One timeout each side, nothing else.
+        assert_eq!((k.get(HwCounter::CmTimeouts), k.get(HwCounter::CmFailures)), (2, 0));
         Ok(())
     }
 
@@ -395,16 +414,18 @@ mod tests {
         assert_eq!(lrec.count(), 0);
         destroy_listener(lid);
         // Active: connecting to a closed port: -ECONNREFUSED.
+        let k = counters()?;
+        let kcfg = || CmConfig { counters: Some(k.clone()), ..cfg() };
         let closed = TcpSocket::listen(Net::init(), LO, 1)?.local_addr()?.port();
         let crec = Recorder::new()?;
-        connect(Net::init(), LO, LO.with_port(closed), cfg(), &params(4, 4, b""), TestQp::new(false)?, crec.clone())?;
+        connect(Net::init(), LO, LO.with_port(closed), kcfg(), &params(4, 4, b""), TestQp::new(false)?, crec.clone())?;
         let rep = crec.wait(0, 3000).ok_or(ETIMEDOUT)?;
         assert_eq!((rep.0, rep.1), (CmEventKind::ConnectReply, -(ECONNREFUSED.to_errno().abs())));
         // Active: the server closes after reading the request: -ECONNRESET.
         let server = TcpSocket::listen(Net::init(), LO, 4)?;
         let port = server.local_addr()?.port();
         let crec = Recorder::new()?;
-        connect(Net::init(), LO, LO.with_port(port), cfg(), &params(4, 4, b""), TestQp::new(false)?, crec.clone())?;
+        connect(Net::init(), LO, LO.with_port(port), kcfg(), &params(4, 4, b""), TestQp::new(false)?, crec.clone())?;
         let mut s = None;
         assert!(wait_until(2000, || {
             s = server.accept().ok().flatten();
@@ -418,7 +439,7 @@ mod tests {
         assert_eq!((rep.0, rep.1), (CmEventKind::ConnectReply, -(ECONNRESET.to_errno().abs())));
         // Active: a reply with a bad key: -EINVAL.
         let crec = Recorder::new()?;
-        connect(Net::init(), LO, LO.with_port(port), cfg(), &params(4, 4, b""), TestQp::new(false)?, crec.clone())?;
+        connect(Net::init(), LO, LO.with_port(port), kcfg(), &params(4, 4, b""), TestQp::new(false)?, crec.clone())?;
         let mut s = None;
         assert!(wait_until(2000, || {
             s = server.accept().ok().flatten();
@@ -428,6 +449,9 @@ mod tests {
         let rep = crec.wait(0, 3000).ok_or(ETIMEDOUT)?;
         assert_eq!((rep.0, rep.1), (CmEventKind::ConnectReply, -(EINVAL.to_errno().abs())));
         assert!(no_leaks());
+        // Refused, reset, unusable: three failures, no timeout or reject.
+        assert_eq!(k.get(HwCounter::CmFailures), 3);
+        assert_eq!(k.get(HwCounter::CmTimeouts) + k.get(HwCounter::MpaRejectReceived), 0);
         Ok(())
     }
 
@@ -537,7 +561,7 @@ mod tests {
         // matching RTR (RFC 6581 section 9, LLP code 7), in a Terminate.
         let ccfg = CmConfig { p2p: Some(RtrSet::one(Rtr::Write)), ..cfg() };
         let crec = Recorder::new()?;
-        connect(Net::init(), LO, LO.with_port(port), ccfg, &params(4, 4, b""), TestQp::new(false)?, crec.clone())?;
+        connect(Net::init(), LO, LO.with_port(port), ccfg.clone(), &params(4, 4, b""), TestQp::new(false)?, crec.clone())?;
         let s = accept_raw(&server)?;
         drop(raw_responder(&s)?);
         let e = Enhanced { ird: 4, ord: 4, p2p: true, rtr: RtrSet::one(Rtr::Read) };

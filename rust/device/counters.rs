@@ -30,10 +30,23 @@ pub(crate) enum HwCounter {
     /// invalid FPDUs, DDP and RDMAP errors: bad STag, bounds, access, ...),
     /// each answered with a Terminate.
     RxProtocolErrors = 6,
+    /// MPA Replies with the Reject bit this end sent (the ULP rejected the
+    /// connection, or the Request was unacceptable).
+    MpaRejectSent = 7,
+    /// MPA Replies with the Reject bit received from peers.
+    MpaRejectReceived = 8,
+    /// Connections that ran out of time: TCP connect, the peer's MPA
+    /// Request or Reply, the initiator's RTR (10 s each by default).
+    CmTimeouts = 9,
+    /// Connections that failed otherwise before full operation: TCP
+    /// refused or reset, an unusable MPA frame, an accept that failed.
+    CmFailures = 10,
+    /// Connections handed to a QP after MPA (both sides count).
+    CmEstablished = 11,
 }
 
 impl HwCounter {
-    pub(crate) const COUNT: usize = 7;
+    pub(crate) const COUNT: usize = 12;
 
     /// What a Terminate this end sends for `err` counts as: a CRC error, or
     /// another protocol error in what the peer sent; nothing for this
@@ -61,6 +74,11 @@ const _: () = {
     assert!(HwCounter::TerminateReceived as usize == c::TERMINATE_RECEIVED);
     assert!(HwCounter::RxCrcErrors as usize == c::RX_CRC_ERRORS);
     assert!(HwCounter::RxProtocolErrors as usize == c::RX_PROTOCOL_ERRORS);
+    assert!(HwCounter::MpaRejectSent as usize == c::MPA_REJECT_SENT);
+    assert!(HwCounter::MpaRejectReceived as usize == c::MPA_REJECT_RECEIVED);
+    assert!(HwCounter::CmTimeouts as usize == c::CM_TIMEOUTS);
+    assert!(HwCounter::CmFailures as usize == c::CM_FAILURES);
+    assert!(HwCounter::CmEstablished as usize == c::CM_ESTABLISHED);
 };
 
 /// The values, updated from any context.

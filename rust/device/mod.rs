@@ -10,7 +10,7 @@ pub(crate) use limits::{Limits, DEFAULT_LIMITS, VENDOR_ID};
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
-use kernel::prelude::*;
+use kernel::{prelude::*, sync::Arc};
 
 use crate::mem::{atomic_locks::AtomicLocks, mr::StagTable};
 
@@ -55,7 +55,9 @@ pub(crate) struct Device {
     /// Serialises RFC 7306 atomics per target word (`crate::mem::atomic_locks`).
     atomic_locks: Pin<KVBox<AtomicLocks>>,
     /// What `rdma statistic` reports.
-    counters: crate::device::counters::HwCounters,
+    /// Shared with the CM's connection endpoints, which may outlive the
+    /// device for a moment.
+    counters: Arc<crate::device::counters::HwCounters>,
 }
 
 impl Device {
@@ -75,7 +77,7 @@ impl Device {
             stags: KBox::pin_init(StagTable::new(), GFP_KERNEL)?,
             cm_tuning: crate::cm::tuning::CmTuning::new(),
             atomic_locks: KVBox::pin_init(AtomicLocks::new(), GFP_KERNEL)?,
-            counters: crate::device::counters::HwCounters::new(),
+            counters: Arc::new(crate::device::counters::HwCounters::new(), GFP_KERNEL)?,
         })
     }
 
@@ -100,7 +102,7 @@ impl Device {
     }
 
     /// The device's hw counters.
-    pub(crate) fn counters(&self) -> &crate::device::counters::HwCounters {
+    pub(crate) fn counters(&self) -> &Arc<crate::device::counters::HwCounters> {
         &self.counters
     }
 

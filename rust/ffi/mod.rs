@@ -11,6 +11,7 @@
 //! - [`runtime`]: workqueues, rate limit, module-global mutexes;
 //! - [`object`]: core-allocated objects with a Rust part;
 //! - [`crc`]: the kernel's CRC32c;
+//! - [`trace`]: the module's trace events;
 //! - `consumer` (KUnit only): the kernel-consumer harness of the suites.
 
 mod sys;
@@ -24,3 +25,4 @@ pub(crate) mod mem;
 pub(crate) mod net;
 pub(crate) mod object;
 pub(crate) mod runtime;
+pub(crate) mod trace;

@@ -132,6 +132,7 @@ impl Host for QpHost<'_> {
                     }
                     self.st.cur.handle = handle;
                     self.st.cur.sqe = Some(sqe);
+                    QpStats::add(&self.qp.stats.tx_msgs, 1);
                     if let Some(stag) = sqe.inv_local {
                         self.st.cur.read_invs.add(sqe.wr_id, stag);
                     }
@@ -199,6 +200,9 @@ impl Host for QpHost<'_> {
             },
         };
         let mut wc = self.qp.wc(c.wr_id, opcode, wc_status(c.status, c.queue), c.byte_len);
+        if c.queue == WorkQueue::Recv && wc.status == WcStatus::Success {
+            QpStats::add(&self.qp.stats.rx_msgs, 1);
+        }
         wc.imm = c.imm.map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
         wc.invalidated = c.invalidated;
         wc.solicited = c.solicited;

@@ -17,6 +17,7 @@
 pub(crate) mod send_order;
 pub(crate) mod srq;
 mod verbs;
+mod stats;
 
 mod sq;
 mod stream;
@@ -27,6 +28,7 @@ mod table;
 pub(crate) use self::sq::*;
 pub(crate) use self::host::*;
 pub(crate) use self::table::*;
+pub(crate) use self::stats::QpStats;
 
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
@@ -267,6 +269,8 @@ pub(crate) struct Qp {
     zc_detached: AtomicBool,
     /// The TX work waits for page releases (too many batches out).
     zc_stalled: AtomicBool,
+    /// What `rdma resource show qp -dd` reports.
+    stats: QpStats,
 }
 
 impl_has_work! {
@@ -334,6 +338,7 @@ impl Qp {
                 zc_live: AtomicU32::new(0),
                 zc_detached: AtomicBool::new(false),
                 zc_stalled: AtomicBool::new(false),
+                stats: QpStats::new(),
             }? Error),
             GFP_KERNEL,
         )
@@ -365,6 +370,21 @@ impl Qp {
 
     pub(crate) fn ib_state(&self) -> QpState {
         self.ib_state.lock().0
+    }
+
+    /// Changes the state held in `cur` (under `ib_state`'s lock) to
+    /// `new`, tracing the change (`rsiw_qp_state`).
+    fn set_state(&self, cur: &mut QpState, new: QpState) {
+        if *cur != new {
+            crate::ffi::trace::qp_state(self.qpn, *cur, new);
+            *cur = new;
+        }
+    }
+
+    /// Moves the QP to `new` (see [`Self::set_state`]).
+    pub(crate) fn enter(&self, new: QpState) {
+        let mut st = self.ib_state.lock();
+        self.set_state(&mut st.0, new);
     }
 
     /// What MPA settled for the stream (framing, RTR), once attached.
@@ -424,7 +444,13 @@ impl Qp {
         Ok(())
     }
 
+    /// A completion of this QP; one in error is counted and traced
+    /// (`rsiw_wr_error`).
     fn wc(&self, wr_id: u64, opcode: WcOpcode, status: WcStatus, byte_len: u32) -> Completion {
+        if status != WcStatus::Success {
+            QpStats::add(&self.stats.wr_errors, 1);
+            crate::ffi::trace::wr_error(self.qpn, wr_id, opcode, status);
+        }
         Completion {
             wr_id,
             status,
@@ -477,9 +503,9 @@ impl Qp {
             S::Sqd => self.close(),
             S::Reset => {
                 self.detach();
-                self.ib_state.lock().0 = S::Reset;
+                self.enter(S::Reset);
             }
-            s => self.ib_state.lock().0 = s,
+            s => self.enter(s),
         }
         Ok(())
     }
@@ -518,7 +544,11 @@ impl Qp {
 
     fn rx_chunk(self: &Arc<Self>, chunk: &[u8]) -> usize {
         // The engine consumes every byte it is given.
-        self.with_engine(|e, h| e.rx(h, &KernelCrc32c, chunk)).unwrap_or(chunk.len())
+        let n = self.with_engine(|e, h| e.rx(h, &KernelCrc32c, chunk));
+        if let Some(n) = n {
+            QpStats::add(&self.stats.rx_bytes, n as u64);
+        }
+        n.unwrap_or(chunk.len())
     }
 
     fn handle_events(self: &Arc<Self>, events: &Events) {
@@ -540,9 +570,11 @@ impl Qp {
                     if let Some(c) = HwCounter::for_local_terminate(*err) {
                         counters.add(c, 1);
                     }
+                    QpStats::add(&self.stats.terminate_sent, 1);
+                    crate::ffi::trace::terminate(self.qpn, true, err.layer as u8, err.etype, err.code);
                     st.1.failed = true;
                     st.1.terminate_sent = Some(*err);
-                    st.0 = QpState::Err;
+                    self.set_state(&mut st.0, QpState::Err);
                 }
                 Event::TerminateReceived(t) => {
                     if crate::ffi::runtime::ratelimited() {
@@ -552,13 +584,16 @@ impl Qp {
                         );
                     }
                     self.links.device().counters().add(HwCounter::TerminateReceived, 1);
+                    QpStats::add(&self.stats.terminate_received, 1);
+                    let e = t.error;
+                    crate::ffi::trace::terminate(self.qpn, false, e.layer as u8, e.etype, e.code);
                     st.1.failed = true;
                     st.1.terminate_received = Some(t.error);
-                    st.0 = QpState::Err;
+                    self.set_state(&mut st.0, QpState::Err);
                 }
                 Event::ConnectionLost | Event::NegotiationFailed(_) | Event::Rejected => {
                     st.1.failed = true;
-                    st.0 = QpState::Err;
+                    self.set_state(&mut st.0, QpState::Err);
                 }
                 Event::ConnectRequest => {}
             }

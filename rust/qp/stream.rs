@@ -37,7 +37,7 @@ impl Qp {
             zc.refs.clear();
         }
         self.stream.lock().engine = Some(engine);
-        self.ib_state.lock().0 = QpState::Rts;
+        self.enter(QpState::Rts);
         // Hook first, then read what arrived before: nothing is lost.
         sock.hook(self.clone())?;
         *self.sock.lock() = Some(sock);
@@ -53,14 +53,14 @@ impl Qp {
 
     /// Graceful close (`IB_QPS_SQD` from the iw_cm): drain, then FIN.
     pub(crate) fn close(self: &Arc<Self>) {
-        self.ib_state.lock().0 = QpState::Sqd;
+        self.enter(QpState::Sqd);
         self.with_engine(|e, h| e.close(h));
         self.kick();
     }
 
     /// Moves to Error: flushes everything; the socket is shut down.
     pub(crate) fn fail(self: &Arc<Self>) {
-        self.ib_state.lock().0 = QpState::Err;
+        self.enter(QpState::Err);
         // Asked for by the ULP (or the QP's teardown): not a fatal error.
         self.quiet_end.store(true, Ordering::Release);
         let had_engine = self.with_engine(|e, h| e.on_connection_lost(h)).is_some();
@@ -274,6 +274,7 @@ impl Qp {
             let mut host = QpHost { qp: self, st: &mut st.host, events: &mut events, zc: None };
             let n = engine.rx(&mut host, &KernelCrc32c, chunk);
             wants_tx |= engine.wants_tx();
+            QpStats::add(&self.stats.rx_bytes, n as u64);
             n
         });
         self.after_callback(&events, wants_tx);

@@ -122,6 +122,7 @@ impl Qp {
         };
         let lost = match sent {
             Ok(n) => {
+                QpStats::add(&self.stats.tx_bytes, n as u64);
                 off += n;
                 false
             }
@@ -288,6 +289,7 @@ impl Qp {
                         }
                         Piece::Host(l) => {
                             zc.ref_octets += l as u64;
+                            QpStats::add(&self.stats.tx_zcopy_bytes, l as u64);
                             self.links.device().counters().add(HwCounter::TxZcopyOctets, l as u64);
                             zc.refs.move_front(l, zc.batch.segments())
                         }
@@ -332,6 +334,9 @@ impl Qp {
             Some(s) => s.send_pages(&mut zc.batch),
             None => Err(ENOTCONN),
         };
+        if let Ok(n) = sent {
+            QpStats::add(&self.stats.tx_bytes, n as u64);
+        }
         let lost = matches!(sent, Err(e) if e != EAGAIN);
         if lost {
             zc.batch.clear();

@@ -22,7 +22,7 @@ use crate::{
         },
     },
     ffi::ib::{
-        AtomicFields, QpAttr, QpAttrMod, QpCaps, QpInitAttr, QpNotifier, QpOps, RecvWrRef, SendWrRef, WrOpcode,
+        AtomicFields, QpAttr, QpAttrMod, QpCaps, QpInitAttr, QpNotifier, QpOps, RecvWrRef, ResAttrs, SendWrRef, WrOpcode,
     },
 };
 
@@ -123,6 +123,10 @@ impl QpOps<Rsiw> for Qp {
             return Err(EINVAL);
         }
         this.post_recv(Rqe::new(wr.wr_id(), wr.sges()?)?)
+    }
+
+    fn res_attrs(&self, out: &mut ResAttrs<'_>) -> Result {
+        self.fill_res(out)
     }
 }
 

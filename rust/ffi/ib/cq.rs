@@ -226,7 +226,7 @@ pub(super) fn install_ops<D: Driver>(ops: &mut sys::ib_device_ops) {
     ops.size_ib_cq = CqObj::<D>::SIZE;
 }
 
-fn wc_status(s: WcStatus) -> sys::ib_wc_status {
+pub(in crate::ffi) fn wc_status(s: WcStatus) -> sys::ib_wc_status {
     use WcStatus::*;
     match s {
         Success => sys::ib_wc_status_IB_WC_SUCCESS,
@@ -254,7 +254,7 @@ fn wc_status(s: WcStatus) -> sys::ib_wc_status {
     }
 }
 
-fn wc_opcode(o: WcOpcode) -> sys::ib_wc_opcode {
+pub(in crate::ffi) fn wc_opcode(o: WcOpcode) -> sys::ib_wc_opcode {
     use WcOpcode::*;
     match o {
         Send => sys::ib_wc_opcode_IB_WC_SEND,

@@ -56,6 +56,11 @@ pub(crate) mod hw_counters {
     pub(crate) const TERMINATE_RECEIVED: usize = sys::rsiw_hw_counter_RSIW_HW_TERMINATE_RECEIVED as usize;
     pub(crate) const RX_CRC_ERRORS: usize = sys::rsiw_hw_counter_RSIW_HW_RX_CRC_ERRORS as usize;
     pub(crate) const RX_PROTOCOL_ERRORS: usize = sys::rsiw_hw_counter_RSIW_HW_RX_PROTOCOL_ERRORS as usize;
+    pub(crate) const MPA_REJECT_SENT: usize = sys::rsiw_hw_counter_RSIW_HW_MPA_REJECT_SENT as usize;
+    pub(crate) const MPA_REJECT_RECEIVED: usize = sys::rsiw_hw_counter_RSIW_HW_MPA_REJECT_RECEIVED as usize;
+    pub(crate) const CM_TIMEOUTS: usize = sys::rsiw_hw_counter_RSIW_HW_CM_TIMEOUTS as usize;
+    pub(crate) const CM_FAILURES: usize = sys::rsiw_hw_counter_RSIW_HW_CM_FAILURES as usize;
+    pub(crate) const CM_ESTABLISHED: usize = sys::rsiw_hw_counter_RSIW_HW_CM_ESTABLISHED as usize;
 }
 
 /// Atomic capability (`enum ib_atomic_cap`).

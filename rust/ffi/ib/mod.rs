@@ -31,7 +31,7 @@ pub(crate) use self::{
     iw_cm::{CmEvent, CmEventKind, CmId, ConnParams, IwCmOps},
     link::{LinkOps, Registration},
     mr::{IbMr, MrOps, MrType},
-    qp::{QpAttr, QpAttrMod, QpCaps, QpInitAttr, QpLinks, QpNotifier, QpOps, QpState},
+    qp::{QpAttr, QpAttrMod, QpCaps, QpInitAttr, QpLinks, QpNotifier, QpOps, QpState, ResAttrs},
     srq::{SrqAttr, SrqAttrMask, SrqNotifier, SrqOps, SrqSlot},
     wr::{AtomicFields, RecvWrRef, SendWrRef, WrOpcode},
 };

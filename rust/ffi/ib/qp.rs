@@ -10,7 +10,7 @@ use core::{
     sync::atomic::{AtomicU32, Ordering},
 };
 
-use kernel::{error::from_result, ffi::c_int, prelude::*, sync::Arc};
+use kernel::{error::from_result, ffi::c_int, prelude::*, str::{CStr, CStrExt}, sync::Arc};
 
 use super::super::{object::CoreObj, sys};
 use super::{
@@ -131,6 +131,40 @@ pub(crate) trait QpOps<D: Driver>: Send + Sync + Sized {
     fn post_send(this: &Arc<Self>, wr: &SendWrRef<'_, D>) -> Result;
     /// `post_recv`, one WR of the chain.
     fn post_recv(this: &Arc<Self>, wr: &RecvWrRef<'_>) -> Result;
+    /// `fill_res_qp_entry`: the driver's attributes of the QP in
+    /// `rdma resource show qp -dd` (process context).
+    fn res_attrs(&self, out: &mut ResAttrs<'_>) -> Result;
+}
+
+/// The driver attributes of a resource in an rdma netlink message
+/// (`rdma_nl_put_driver_*` into the message's driver table).
+pub(crate) struct ResAttrs<'a> {
+    msg: *mut sys::sk_buff,
+    _msg: PhantomData<&'a mut sys::sk_buff>,
+}
+
+impl ResAttrs<'_> {
+    fn put(ret: c_int) -> Result {
+        if ret == 0 { Ok(()) } else { Err(EMSGSIZE) }
+    }
+
+    pub(crate) fn u32(&mut self, name: &CStr, value: u32) -> Result {
+        // SAFETY: `msg` is the message being built (valid for 'a); `name`
+        // is NUL-terminated and copied into it.
+        Self::put(unsafe { sys::rdma_nl_put_driver_u32(self.msg, name.as_char_ptr().cast(), value) })
+    }
+
+    pub(crate) fn u64(&mut self, name: &CStr, value: u64) -> Result {
+        // SAFETY: as for `u32`.
+        Self::put(unsafe { sys::rdma_nl_put_driver_u64(self.msg, name.as_char_ptr().cast(), value) })
+    }
+
+    pub(crate) fn string(&mut self, name: &CStr, value: &CStr) -> Result {
+        // SAFETY: as for `u32`; `value` is NUL-terminated too.
+        Self::put(unsafe {
+            sys::rdma_nl_put_driver_string(self.msg, name.as_char_ptr().cast(), value.as_char_ptr().cast())
+        })
+    }
 }
 
 /// What a QP is attached to, as C pointers the core keeps alive for the
@@ -247,6 +281,7 @@ pub(super) fn install_ops<D: Driver>(ops: &mut sys::ib_device_ops) {
     ops.iw_add_ref = Some(iw_add_ref::<D>);
     ops.iw_rem_ref = Some(iw_rem_ref::<D>);
     ops.iw_get_qp = Some(iw_get_qp::<D>);
+    ops.fill_res_qp_entry = Some(fill_res_qp_entry::<D>);
     ops.size_ib_qp = QpObj::<D>::SIZE;
 }
 
@@ -426,4 +461,28 @@ unsafe extern "C" fn iw_get_qp<D: Driver>(ibdev: *mut sys::ib_device, qpn: c_int
         .ok()
         .and_then(|n| D::qp_by_num(dev, n))
         .map_or(ptr::null_mut(), |qp| qp.links().qp)
+}
+
+unsafe extern "C" fn fill_res_qp_entry<D: Driver>(msg: *mut sys::sk_buff, ibqp: *mut sys::ib_qp) -> c_int {
+    // SAFETY: nldev passes a QP of ours it holds a restrack reference on
+    // (destroy waits for it), and the message it is building.
+    let qp = unsafe { &QpObj::<D>::data(ibqp).qp };
+    // SAFETY: as above.
+    let nest = unsafe { sys::rsiw_nl_driver_nest_start(msg) };
+    if nest.is_null() {
+        return EMSGSIZE.to_errno();
+    }
+    let mut out = ResAttrs { msg, _msg: PhantomData };
+    match qp.res_attrs(&mut out) {
+        Ok(()) => {
+            // SAFETY: `nest` was opened in `msg` above.
+            unsafe { sys::rsiw_nl_nest_end(msg, nest) };
+            0
+        }
+        Err(e) => {
+            // SAFETY: as above; drops what the driver put after it.
+            unsafe { sys::rsiw_nl_nest_cancel(msg, nest) };
+            e.to_errno()
+        }
+    }
 }

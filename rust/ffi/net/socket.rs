@@ -408,6 +408,13 @@ impl TcpSocket {
         unsafe { sys::rsiw_tcp_mss(self.sk()) }
     }
 
+    /// Segments TCP retransmitted on this connection (tcp_info's
+    /// `total_retrans`).
+    pub(crate) fn total_retrans(&self) -> u32 {
+        // SAFETY: the socket is alive.
+        unsafe { sys::rsiw_tcp_total_retrans(self.sk()) }
+    }
+
     /// Sends the concatenation of `bufs` without blocking. Returns how many
     /// bytes the socket took (possibly fewer than offered), or `EAGAIN`
     /// when it took none; `write_space` is called when room frees up.
