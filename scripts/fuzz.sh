@@ -134,14 +134,15 @@ for t in "${targets[@]}"; do
 	fi
 	rc=$?
 	secs=$(echo "$(date +%s.%N) - $start" | bc)
+	isecs=$(printf '%.0f' "$secs")
 	execs=$(cat "$logdir"/fuzz-*.log 2>/dev/null |
 		sed -n 's/^stat::number_of_executed_units: *//p' | awk '{s += $1} END {print s + 0}')
 	rate=$(echo "$execs / $secs" | bc)
-	est=$(if [ "$rate" -gt 0 ]; then echo "scale=1; 100000000 / $rate / 3600" | bc; else echo "?"; fi)
+	est=$(if [ "$rate" -gt 0 ]; then printf '%.1f' "$(echo "scale=3; 100000000 / $rate / 3600" | bc)"; else echo "?"; fi)
 	read -r c1 b1 < <(corpus_stat "$corpus")
 	if [ "$rc" = 0 ]; then
 		result=ok
-		echo "ok - fuzz $t: $execs executions in ${secs%.*} s ($rate/s), no failure"
+		echo "ok - fuzz $t: $execs executions in $isecs s ($rate/s), no failure"
 		passed=$((passed + 1))
 	else
 		result="**crash**"
@@ -158,7 +159,11 @@ for t in "${targets[@]}"; do
 	log "coverage of $t"
 	lines=? regions=?
 	if cargo fuzz coverage --fuzz-dir fuzz "$t" "$corpus" >"$logdir/coverage.log" 2>&1; then
-		covbin=fuzz/target/$triple/coverage/$triple/release/$t
+		# cargo-fuzz 0.13 puts it under the workspace's target/ with --fuzz-dir.
+		covbin=
+		for d in target fuzz/target; do
+			[ -x "$d/$triple/coverage/$triple/release/$t" ] && covbin=$d/$triple/coverage/$triple/release/$t && break
+		done
 		prof=fuzz/coverage/$t/coverage.profdata
 		filter=(-ignore-filename-regex='/(\.cargo|rustc|\.rustup)/|fuzz_targets')
 		"$llvm_bin/llvm-cov" export -summary-only -format=text "${filter[@]}" \
@@ -186,7 +191,7 @@ for t in "${targets[@]}"; do
 		log "coverage failed (see $logdir/coverage.log)"
 	fi
 	echo "#   $t: corpus $c0 -> $c1 -> $c2 files after cmin; engine lines ${lines%%=*} (${lines#*=}), regions ${regions%%=*} (${regions#*=})"
-	echo "| $t | $result | $execs | $rate | ${secs%.*} | ${est} h | $c0 ($b0 B) | $c1 ($b1 B) | $c2 ($b2 B) | ${lines#*=} | ${regions#*=} |" >>"$report"
+	echo "| $t | $result | $execs | $rate | $isecs | ${est} h | $c0 ($b0 B) | $c1 ($b1 B) | $c2 ($b2 B) | ${lines#*=} | ${regions#*=} |" >>"$report"
 done
 {
 	echo
