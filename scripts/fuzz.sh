@@ -101,7 +101,7 @@ outdir=out/fuzz
 mkdir -p "$outdir"
 report=$outdir/report.md
 corpus_stat() { # files bytes
-	printf '%s %s' "$(find "$1" -type f | wc -l)" "$(du -sb "$1" | cut -f1)"
+	find "$1" -type f -printf '%s\n' | awk '{n++; b += $1} END {printf "%d %d\n", n, b}'
 }
 # Per-job runs: libFuzzer's -runs applies to each job.
 per_job=$(( (runs + jobs - 1) / jobs ))
