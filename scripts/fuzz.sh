@@ -193,6 +193,37 @@ for t in "${targets[@]}"; do
 	echo "#   $t: corpus $c0 -> $c1 -> $c2 files after cmin; engine lines ${lines%%=*} (${lines#*=}), regions ${regions%%=*} (${regions#*=})"
 	echo "| $t | $result | $execs | $rate | $isecs | ${est} h | $c0 ($b0 B) | $c1 ($b1 B) | $c2 ($b2 B) | ${lines#*=} | ${regions#*=} |" >>"$report"
 done
+# The union of every target's coverage (merged profiles, all binaries).
+profs=() objs=()
+for t in "${targets[@]}"; do
+	for d in target fuzz/target; do
+		b=$d/$triple/coverage/$triple/release/$t
+		if [ -x "$b" ] && [ -f "fuzz/coverage/$t/coverage.profdata" ]; then
+			profs+=("fuzz/coverage/$t/coverage.profdata")
+			objs+=("${objs[@]:+-object}" "$b")
+			break
+		fi
+	done
+done
+if [ ${#profs[@]} -gt 1 ] &&
+	"$llvm_bin/llvm-profdata" merge -sparse "${profs[@]}" -o "$outdir/all.profdata" &&
+	"$llvm_bin/llvm-cov" export -summary-only -format=text \
+		-ignore-filename-regex='/(\.cargo|rustc|\.rustup)/|fuzz_targets' \
+		-instr-profile="$outdir/all.profdata" "${objs[@]}" >"$outdir/all.json"; then
+	{
+		echo
+		echo "### All targets together: coverage per engine file"
+		echo
+		echo "| file | lines | regions |"
+		echo "|---|---|---|"
+		jq -r '.data[0].files[] | select(.filename | test("rust/engine/src/"))
+			| "| \(.filename | sub(".*rust/engine/src/"; "")) | \(.summary.lines.covered)/\(.summary.lines.count) (\(.summary.lines.percent | floor)%) | \(.summary.regions.covered)/\(.summary.regions.count) (\(.summary.regions.percent | floor)%) |"' \
+			"$outdir/all.json"
+		jq -r '[.data[0].files[] | select(.filename | test("rust/engine/src/"))] as $f
+			| "| **total** | \([$f[].summary.lines.covered] | add)/\([$f[].summary.lines.count] | add) | \([$f[].summary.regions.covered] | add)/\([$f[].summary.regions.count] | add) |"' \
+			"$outdir/all.json"
+	} >>"$details"
+fi
 {
 	echo
 	echo "Lines/regions: covered share of rust/engine/src (all its files, reached or not),"
