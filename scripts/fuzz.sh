@@ -125,6 +125,7 @@ for t in "${targets[@]}"; do
 	args=(-runs="$per_job" -rss_limit_mb=2048 -print_final_stats=1
 		-artifact_prefix="$RSIW_ROOT/fuzz/artifacts/$t/")
 	[ "$max_time" != 0 ] && args+=(-max_total_time="$max_time")
+	a0=$(find "fuzz/artifacts/$t" -type f | wc -l)
 	start=$(date +%s.%N)
 	if [ "$jobs" -gt 1 ]; then
 		(cd "$logdir" && "$RSIW_ROOT/$bindir/$t" "${args[@]}" -jobs="$jobs" -workers="$jobs" \
@@ -133,6 +134,8 @@ for t in "${targets[@]}"; do
 		"$bindir/$t" "${args[@]}" "$corpus" >"$logdir/fuzz-0.log" 2>&1
 	fi
 	rc=$?
+	# A crashing job's input lands in the artifacts whatever the exit code.
+	[ "$(find "fuzz/artifacts/$t" -type f | wc -l)" = "$a0" ] || rc=1
 	secs=$(echo "$(date +%s.%N) - $start" | bc)
 	isecs=$(printf '%.0f' "$secs")
 	execs=$(cat "$logdir"/fuzz-*.log 2>/dev/null |
