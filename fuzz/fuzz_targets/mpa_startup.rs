@@ -41,14 +41,12 @@ fuzz_target!(|data: &[u8]| {
             let n = m.receive(&SoftCrc32c, c);
             assert!(n <= c.len());
             taken += n;
-            if let Some(e) = m.poll() {
-                if let Event::Established(p) = e {
-                    assert!(p.initiator);
-                    assert_eq!(m.params(), Some(p));
-                    // Exactly the Reply was taken.
-                    let rep = Repr::parse_bytes(&rest[..taken]).unwrap();
-                    assert_eq!(rep.buffer_len(), taken);
-                }
+            if let Some(Event::Established(p)) = m.poll() {
+                assert!(p.initiator);
+                assert_eq!(m.params(), Some(p));
+                // Exactly the Reply was taken.
+                let rep = Repr::parse_bytes(&rest[..taken]).unwrap();
+                assert_eq!(rep.buffer_len(), taken);
             }
         }
         if m.phase() != Phase::Established {
@@ -74,6 +72,9 @@ fuzz_target!(|data: &[u8]| {
             taken += n;
             if let Some(Event::Request(p)) = m.poll() {
                 assert!(!p.initiator);
+                // Exactly the Request was taken.
+                let req = Repr::parse_bytes(&rest[..taken]).unwrap();
+                assert_eq!(req.buffer_len(), taken);
                 assert_eq!(p.private_data.as_bytes(), m.peer_private_data());
                 let pd = rest.get(..usize::from(cfg[1])).unwrap_or(&[]);
                 match cfg[2] % 3 {
@@ -86,11 +87,7 @@ fuzz_target!(|data: &[u8]| {
                             assert_eq!(m.phase(), Phase::Decide);
                         }
                     }
-                    1 => {
-                        if m.reject(pd).is_ok() {
-                            assert_eq!(m.phase(), Phase::Rejected);
-                        }
-                    }
+                    1 if m.reject(pd).is_ok() => assert_eq!(m.phase(), Phase::Rejected),
                     _ => {}
                 }
             }
