@@ -39,6 +39,9 @@
 #include <linux/dax.h>
 #include <linux/file.h>
 
+#include <linux/vmalloc.h>
+#include <rdma/uverbs_ioctl.h>
+
 #include "uapi/rdma/rsiw-abi.h"
 
 struct net *rsiw_dev_net(struct net_device *ndev);
@@ -102,6 +105,16 @@ void rsiw_sk_get_cbs(struct sock *sk, struct rsiw_sk_cbs *out);
 void rsiw_sk_set_cbs(struct sock *sk, const struct rsiw_sk_cbs *cbs);
 /* sk_user_data as stored (with its flag bits). */
 void *rsiw_sk_user_data(struct sock *sk);
+/* User verbs (rust/ffi/ib/umap.rs): a command's context, its request and
+ * response, memory a process maps (vmalloc_user, freed with vfree). */
+struct ib_ucontext *rsiw_udata_ucontext(struct ib_udata *udata);
+struct ib_udata *rsiw_attrs_udata(struct uverbs_attr_bundle *attrs);
+int rsiw_copy_from_udata(void *dst, struct ib_udata *udata, size_t len);
+int rsiw_copy_to_udata(struct ib_udata *udata, const void *src, size_t len);
+void *rsiw_vmalloc_user(unsigned long size);
+void rsiw_vfree(void *addr);
+int rsiw_remap_vmalloc_range(struct vm_area_struct *vma, void *addr);
+u64 rsiw_user_mmap_get_offset(const struct rdma_user_mmap_entry *entry);
 /* KUnit: C sizes and offsets, see rust/ffi/layout.rs. */
 void rsiw_layout(size_t *out, size_t n);
 

@@ -709,3 +709,43 @@ u32 rsiw_tcp_total_retrans(struct sock *sk)
 {
 	return READ_ONCE(tcp_sk(sk)->total_retrans);
 }
+
+struct ib_ucontext *rsiw_udata_ucontext(struct ib_udata *udata)
+{
+	return rdma_udata_to_uverbs_attr_bundle(udata)->context;
+}
+
+struct ib_udata *rsiw_attrs_udata(struct uverbs_attr_bundle *attrs)
+{
+	return attrs ? &attrs->driver_udata : NULL;
+}
+
+int rsiw_copy_from_udata(void *dst, struct ib_udata *udata, size_t len)
+{
+	return ib_copy_from_udata(dst, udata, len);
+}
+
+int rsiw_copy_to_udata(struct ib_udata *udata, const void *src, size_t len)
+{
+	return ib_copy_to_udata(udata, (void *)src, len);
+}
+
+void *rsiw_vmalloc_user(unsigned long size)
+{
+	return vmalloc_user(size);
+}
+
+void rsiw_vfree(void *addr)
+{
+	vfree(addr);
+}
+
+int rsiw_remap_vmalloc_range(struct vm_area_struct *vma, void *addr)
+{
+	return remap_vmalloc_range(vma, addr, 0);
+}
+
+u64 rsiw_user_mmap_get_offset(const struct rdma_user_mmap_entry *entry)
+{
+	return rdma_user_mmap_get_offset(entry);
+}

@@ -17,6 +17,7 @@ mod device;
 mod ffi;
 mod mem;
 mod qp;
+mod ring;
 #[cfg(rsiw_kunit)]
 mod selftest;
 

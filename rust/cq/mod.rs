@@ -16,6 +16,7 @@ use kernel::{
 };
 
 pub(crate) use crate::ffi::ib::{Arm, Completion, CqNotifier, WcOpcode, WcStatus};
+use crate::{ffi::ib::abi, ffi::ib::rsiw_cqe, ring::CompletionRing};
 
 mod verbs;
 
@@ -23,18 +24,25 @@ mod verbs;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Overflow;
 
-/// The ring and its arming; pure logic, no locking.
+/// The ring and its arming; pure logic, no locking. A process's CQ
+/// (`user`) has its completions in the ring it maps, none here.
 pub(crate) struct CqRing {
     entries: KVVec<Completion>,
     head: usize,
     count: usize,
     arm: Arm,
+    user: Option<CompletionRing>,
 }
 
 impl CqRing {
     /// A ring of `cqe` entries (at least one).
     pub(crate) fn new(cqe: usize) -> Result<Self> {
-        Ok(Self { entries: Self::alloc(cqe)?, head: 0, count: 0, arm: Arm::None })
+        Ok(Self { entries: Self::alloc(cqe)?, head: 0, count: 0, arm: Arm::None, user: None })
+    }
+
+    /// A process's CQ: its completions go to `ring`.
+    pub(crate) fn new_user(ring: CompletionRing) -> Self {
+        Self { entries: KVVec::new(), head: 0, count: 0, arm: Arm::None, user: Some(ring) }
     }
 
     fn alloc(cqe: usize) -> Result<KVVec<Completion>> {
@@ -50,12 +58,31 @@ impl CqRing {
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.count
+        match &self.user {
+            Some(r) => r.len() as usize,
+            None => self.count,
+        }
     }
 
     /// Queues `c`; `Ok(true)` if the consumer is to be notified (and the
     /// CQ is disarmed), `Err(Overflow)` if the ring is full.
     pub(crate) fn push(&mut self, c: Completion) -> Result<bool, Overflow> {
+        if let Some(ring) = self.user.as_mut() {
+            if !ring.push(&user_cqe(&c)) {
+                return Err(Overflow);
+            }
+            let fires = c.solicited || c.status != WcStatus::Success;
+            // Armed by the process (in the ring) or by a command.
+            let by_cmd = match self.arm {
+                Arm::Next => true,
+                Arm::Solicited => fires,
+                Arm::None => false,
+            };
+            if by_cmd {
+                self.arm = Arm::None;
+            }
+            return Ok(ring.take_user_arm(fires) | by_cmd);
+        }
         let cap = self.entries.len();
         if self.count == cap {
             return Err(Overflow);
@@ -75,6 +102,7 @@ impl CqRing {
     }
 
     pub(crate) fn pop(&mut self) -> Option<Completion> {
+        // A process polls its own ring.
         if self.count == 0 {
             return None;
         }
@@ -93,13 +121,13 @@ impl CqRing {
             (Arm::Solicited, _) | (_, Arm::Solicited) => Arm::Solicited,
             _ => Arm::None,
         };
-        self.count > 0
+        self.len() > 0
     }
 
     /// Moves the queued completions, in order, into `new` (which must
     /// hold them all) and returns the old storage.
     fn replace(&mut self, mut new: KVVec<Completion>) -> Result<KVVec<Completion>, KVVec<Completion>> {
-        if new.len() < self.count || new.is_empty() {
+        if new.len() < self.count || new.is_empty() || self.user.is_some() {
             return Err(new);
         }
         let count = self.count;
@@ -128,6 +156,19 @@ impl Cq {
             ring <- new_spinlock_irq!(ring, "rsiw_cq"),
             notifier,
         }? Error))
+    }
+
+    /// A process's CQ, its completions in `ring`.
+    pub(crate) fn new_user(ring: CompletionRing, notifier: CqNotifier) -> impl PinInit<Self, Error> {
+        try_pin_init!(Cq {
+            ring <- new_spinlock_irq!(CqRing::new_user(ring), "rsiw_cq"),
+            notifier,
+        }? Error)
+    }
+
+    /// Whether the CQ is a process's ring.
+    pub(crate) fn is_user(&self) -> bool {
+        self.ring.lock().user.is_some()
     }
 
     /// Queues a completion (any context, no allocation). Calls the
@@ -181,6 +222,11 @@ impl Cq {
     /// Resizes the ring to `cqe` entries, keeping the queued completions;
     /// `EINVAL` if they would not fit.
     pub(crate) fn resize(&self, cqe: usize) -> Result {
+        if self.is_user() {
+            // The process maps the ring: a new size needs a new mapping,
+            // which the ABI has no command for (yet).
+            return Err(EOPNOTSUPP);
+        }
         let new = CqRing::alloc(cqe)?;
         // The old storage is freed after the lock is dropped.
         let old = self.ring.lock().replace(new);
@@ -194,6 +240,74 @@ impl Cq {
                 Err(EINVAL)
             }
         }
+    }
+}
+
+/// A completion as the ABI's `rsiw_cqe` (`ibv_wc` opcode and status values).
+fn user_cqe(c: &Completion) -> rsiw_cqe {
+    let mut e = rsiw_cqe {
+        wr_id: c.wr_id,
+        opcode: ibv_opcode(c.opcode),
+        status: ibv_status(c.status),
+        byte_len: c.byte_len,
+        qp_num: c.qp_num,
+        vendor_err: c.vendor_err,
+        ..rsiw_cqe::default()
+    };
+    if let Some(imm) = c.imm {
+        e.imm_inv = imm.to_be();
+        e.flags |= abi::CQE_WITH_IMM;
+    } else if let Some(stag) = c.invalidated {
+        e.imm_inv = stag;
+        e.flags |= abi::CQE_WITH_INV;
+    }
+    e
+}
+
+/// `enum ibv_wc_opcode` (`enum ib_uverbs_wc_opcode`).
+fn ibv_opcode(o: WcOpcode) -> u8 {
+    use WcOpcode::*;
+    match o {
+        Send => 0,
+        RdmaWrite => 1,
+        RdmaRead => 2,
+        CompSwap | MaskedCompSwap => 3,
+        FetchAdd | MaskedFetchAdd => 4,
+        LocalInv => 6,
+        RegMr => 5, // IBV_WC_BIND_MW: no user REG_MR exists
+        Flush => 8,
+        AtomicWrite => 9,
+        Recv => 128,
+        RecvRdmaWithImm => 129,
+    }
+}
+
+/// `enum ibv_wc_status`: the verbs' order, as `enum ib_wc_status`.
+fn ibv_status(s: WcStatus) -> u8 {
+    use WcStatus::*;
+    match s {
+        Success => 0,
+        LocLenErr => 1,
+        LocQpOpErr => 2,
+        LocEecOpErr => 3,
+        LocProtErr => 4,
+        WrFlushErr => 5,
+        MwBindErr => 6,
+        BadRespErr => 7,
+        LocAccessErr => 8,
+        RemInvReqErr => 9,
+        RemAccessErr => 10,
+        RemOpErr => 11,
+        RetryExcErr => 12,
+        RnrRetryExcErr => 13,
+        LocRddViolErr => 14,
+        RemInvRdReqErr => 15,
+        RemAbortErr => 16,
+        InvEecnErr => 17,
+        InvEecStateErr => 18,
+        FatalErr => 19,
+        RespTimeoutErr => 20,
+        GeneralErr => 21,
     }
 }
 

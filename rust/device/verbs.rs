@@ -13,7 +13,10 @@ use super::{device_mac, ib_mtu_enum, Device, IbDevice, Rsiw};
 use crate::{
     cq::Cq,
     ffi::{
-        ib::{self, caps, AtomicCap, DeviceAttr, DeviceInfo, LinkOps, PortAttr},
+        ib::{
+            self, abi, caps, rsiw_alloc_ucontext_req, rsiw_alloc_ucontext_resp, rsiw_cqe, rsiw_rqe, rsiw_sqe, AtomicCap,
+            DeviceAttr, DeviceInfo, LinkOps, PortAttr, Udata,
+        },
         mem::pmem,
         net::netdev::NetDev,
     },
@@ -119,7 +122,27 @@ impl ib::Driver for Rsiw {
         dev.dealloc_pd();
     }
 
-    fn alloc_ucontext(dev: &Device) -> Result<Ucontext> {
+    /// A provider that sends a request names the ABI it speaks (only
+    /// this module's is accepted) and learns the ring entry sizes; one
+    /// that sends nothing gets a version 1 context (commands only).
+    fn alloc_ucontext(dev: &Device, udata: &mut Udata<'_>) -> Result<Ucontext> {
+        if udata.in_len() > 0 {
+            let req = udata.read::<rsiw_alloc_ucontext_req>()?;
+            if req.abi_version != abi::VERSION || req.reserved != 0 {
+                return Err(EINVAL);
+            }
+        }
+        let resp = rsiw_alloc_ucontext_resp {
+            abi_version: abi::VERSION,
+            sqe_size: core::mem::size_of::<rsiw_sqe>() as u32,
+            rqe_size: core::mem::size_of::<rsiw_rqe>() as u32,
+            cqe_size: core::mem::size_of::<rsiw_cqe>() as u32,
+            max_sge: abi::MAX_SGE as u32,
+            max_inline: abi::MAX_INLINE as u32,
+            ring_hdr: abi::RING_HDR as u32,
+            reserved: 0,
+        };
+        udata.write(&resp)?;
         dev.alloc_ucontext()?;
         Ok(Ucontext)
     }
@@ -129,9 +152,9 @@ impl ib::Driver for Rsiw {
     }
 
     fn disassociate_ucontext(_dev: &Device, _uctx: &Ucontext) {
-        // Nothing of rsiw's is mapped into a process (every verb is a
-        // system call), so nothing is left to take away: the core has
-        // destroyed the context's QPs, CQs, MRs and PDs. Having the op lets
+        // rsiw's mappings (the shared rings) are core-managed
+        // (`rdma_user_mmap_entry`): the core has zapped them and destroyed
+        // the context's QPs, CQs, MRs and PDs, so nothing is left. Having the op lets
         // `rdma dev set rsiwN netns NS` move a device and lets rmmod and
         // `rdma link delete` proceed while a process holds the device open.
     }

@@ -531,9 +531,9 @@ impl Mr {
         Ok(())
     }
 
-    /// Invalidates a fast-register MR through `stag` (local invalidate or
-    /// Send with Invalidate): the key must be current and the PD the
-    /// QP's. Invalidating an invalid MR is an error.
+    /// Invalidates an MR through `stag` (local invalidate or Send with
+    /// Invalidate): the key must be current and the PD the QP's.
+    /// Invalidating an invalid MR is an error.
     pub(crate) fn invalidate(&self, stag: u32, pd: u32) -> Result<(), MrError> {
         let mut st = self.state.lock();
         if st.key != stag_key(stag) || !st.valid {
@@ -542,7 +542,11 @@ impl Mr {
         if self.pd != pd {
             return Err(MrError::Pd);
         }
-        if self.kind != MrKind::FastReg {
+        // A fast-registered MR until its next registration; a process's
+        // MR for good (it has no fast registration: Local Invalidate or a
+        // peer's Send with Invalidate revokes its keys until it is
+        // deregistered, as with siw). All of kernel memory never.
+        if self.kind == MrKind::Dma {
             return Err(MrError::State);
         }
         st.valid = false;

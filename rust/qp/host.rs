@@ -167,6 +167,7 @@ impl Host for QpHost<'_> {
     fn rq_pop(&mut self) -> Option<RecvWr> {
         let r = self.claim()?;
         self.st.claimed = None;
+        self.st.recv_bad = r.bad.then_some(r.wr_id);
         Some(RecvWr { wr_id: r.wr_id, len: r.len() })
     }
 
@@ -199,7 +200,17 @@ impl Host for QpHost<'_> {
                 None => return,
             },
         };
-        let mut wc = self.qp.wc(c.wr_id, opcode, wc_status(c.status, c.queue), c.byte_len);
+        let mut status = wc_status(c.status, c.queue);
+        // A process's ring entry that failed its checks: a local QP
+        // operation error, whatever the engine made of it.
+        let bad = match c.queue {
+            WorkQueue::Send => self.st.cur.sqe.is_some_and(|s| s.invalid && s.wr_id == c.wr_id),
+            WorkQueue::Recv => self.st.recv_bad.take_if(|id| *id == c.wr_id).is_some(),
+        };
+        if bad && status != WcStatus::WrFlushErr {
+            status = WcStatus::LocQpOpErr;
+        }
+        let mut wc = self.qp.wc(c.wr_id, opcode, status, c.byte_len);
         if c.queue == WorkQueue::Recv && wc.status == WcStatus::Success {
             QpStats::add(&self.qp.stats.rx_msgs, 1);
         }
@@ -265,6 +276,10 @@ impl Host for QpHost<'_> {
             Some(s) if self.st.cur.handle == wr.handle => s,
             _ => return Err(error::rdmap::LOCAL_CATA),
         };
+        if sqe.invalid {
+            // A process's ring entry that failed its checks.
+            return Err(error::rdmap::LOCAL_CATA);
+        }
         if sqe.inline_len > 0 {
             return Ok(()); // copied at post time
         }

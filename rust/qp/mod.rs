@@ -134,6 +134,9 @@ struct HostState {
     cur: CurWr,
     /// A receive WQE taken off the RQ/SRQ for the message being received.
     claimed: Option<Rqe>,
+    /// The wr_id of a process's receive entry that failed its checks and
+    /// was taken for a message: its completion is an error.
+    recv_bad: Option<u64>,
     next_handle: u64,
     /// Whether the atomic whose result was just placed is masked, for its
     /// completion (`write_atomic_result` sees the WR's handle, `complete`
@@ -215,6 +218,9 @@ pub(crate) struct QpInit {
     pub(crate) max_inline: u32,
     pub(crate) sig_all: bool,
     pub(crate) links: QpLinks,
+    /// A process's rings (a QP made with `RSIW_CREATE_RINGS`).
+    pub(crate) sq_ring: Option<crate::ring::WqRing<crate::ffi::ib::rsiw_sqe>>,
+    pub(crate) rq_ring: Option<crate::ring::WqRing<crate::ffi::ib::rsiw_rqe>>,
 }
 
 /// One RC queue pair.
@@ -222,6 +228,9 @@ pub(crate) struct QpInit {
 pub(crate) struct Qp {
     qpn: u32,
     pd: u32,
+    /// A process's QP with shared rings: it posts there, not through
+    /// commands.
+    rings: bool,
     sig_all: bool,
     max_send_sge: u32,
     max_inline: u32,
@@ -271,6 +280,9 @@ pub(crate) struct Qp {
     zc_stalled: AtomicBool,
     /// What `rdma resource show qp -dd` reports.
     stats: QpStats,
+    /// The send ring's producer index the TX work saw when it last
+    /// stopped (`Qp::ring_idle`).
+    sq_seen: AtomicU32,
 }
 
 impl_has_work! {
@@ -279,11 +291,19 @@ impl_has_work! {
 
 impl Qp {
     pub(crate) fn new(init: QpInit, notifier: QpNotifier) -> Result<Arc<Self>> {
-        let sq = SendQueue::new(init.max_send_wr as usize)?;
-        let rq = if init.links.has_srq() {
-            None
-        } else {
-            Some(RecvQueue::new(init.max_recv_wr as usize, init.max_recv_sge as usize)?)
+        let rings = init.sq_ring.is_some();
+        let sq = match init.sq_ring {
+            Some(ring) => SendQueue::new_user(UserSq {
+                ring,
+                max_sge: init.max_send_sge as usize,
+                max_inline: init.max_inline as usize,
+            }),
+            None => SendQueue::new(init.max_send_wr as usize)?,
+        };
+        let rq = match (init.links.has_srq(), init.rq_ring) {
+            (true, _) => None,
+            (false, Some(ring)) => Some(RecvQueue::new_user(ring, init.max_recv_sge as usize)?),
+            (false, None) => Some(RecvQueue::new(init.max_recv_wr as usize, init.max_recv_sge as usize)?),
         };
         let zc = ZeroCopyTx {
             min: None,
@@ -300,6 +320,7 @@ impl Qp {
             host: HostState {
                 cur: CurWr { handle: 0, sqe: None, read_invs: ReadInvs::default() },
                 claimed: None,
+                recv_bad: None,
                 next_handle: 1,
                 atomic_done: None,
                 order: SendOrder::new(2 * init.max_send_wr as usize + MAX_ORD + 8)?,
@@ -312,6 +333,7 @@ impl Qp {
             try_pin_init!(Qp {
                 qpn: init.qpn,
                 pd: init.pd,
+                rings,
                 sig_all: init.sig_all,
                 max_send_sge: init.max_send_sge,
                 max_inline: init.max_inline,
@@ -339,6 +361,7 @@ impl Qp {
                 zc_detached: AtomicBool::new(false),
                 zc_stalled: AtomicBool::new(false),
                 stats: QpStats::new(),
+                sq_seen: AtomicU32::new(0),
             }? Error),
             GFP_KERNEL,
         )
@@ -354,7 +377,7 @@ impl Qp {
 
     /// (max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline)
     pub(crate) fn caps(&self) -> (u32, u32, u32, u32, u32) {
-        let send_wr = self.sq.lock().ring.len() as u32;
+        let send_wr = self.sq.lock().capacity() as u32;
         let (recv_wr, recv_sge) = match self.rq.lock().as_ref() {
             Some(rq) => (rq.capacity() as u32, rq.max_sge() as u32),
             None => (0, 0),
@@ -406,6 +429,9 @@ impl Qp {
     /// Queues a send WR (`ib_post_send`). In Error the WR completes at once
     /// with a flush error, as the verbs require.
     pub(crate) fn post_send(self: &Arc<Self>, sqe: Sqe) -> Result {
+        if self.rings {
+            return Err(EINVAL); // the process posts through its ring
+        }
         if usize::from(sqe.num_sge) > self.max_send_sge as usize
             || usize::from(sqe.inline_len) > self.max_inline as usize
         {
@@ -426,7 +452,7 @@ impl Qp {
 
     /// Queues a receive WR (`ib_post_recv`) on the QP's own RQ.
     pub(crate) fn post_recv(self: &Arc<Self>, rqe: Rqe) -> Result {
-        if self.ib_state() == QpState::Reset {
+        if self.ib_state() == QpState::Reset || self.rings {
             return Err(EINVAL);
         }
         if self.ib_state() == QpState::Err {
@@ -460,6 +486,57 @@ impl Qp {
             qp_num: self.qpn,
             ..Completion::default()
         }
+    }
+
+    /// A process's doorbell on its send ring: the TX work looks at the
+    /// ring (in Error: what was posted is flushed).
+    pub(crate) fn doorbell_send(self: &Arc<Self>) -> Result {
+        if !self.rings {
+            return Err(EINVAL);
+        }
+        match self.ib_state() {
+            QpState::Reset => Err(EINVAL),
+            QpState::Err => {
+                self.flush_rings();
+                Ok(())
+            }
+            _ => {
+                self.kick();
+                Ok(())
+            }
+        }
+    }
+
+    /// A process's doorbell on its receive ring: only needed in Error,
+    /// to flush what it posted.
+    pub(crate) fn doorbell_recv(self: &Arc<Self>) -> Result {
+        if !self.rings || self.links.has_srq() {
+            return Err(EINVAL);
+        }
+        if self.ib_state() == QpState::Err {
+            self.flush_rings();
+        }
+        Ok(())
+    }
+
+    /// In Error: tells the process (its rings' error flag, after which it
+    /// rings the doorbell for whatever it posts), then flushes what its
+    /// rings hold. The flag goes first, so an entry posted meanwhile is
+    /// flushed here or by its doorbell.
+    pub(crate) fn flush_rings(self: &Arc<Self>) {
+        if !self.rings {
+            return;
+        }
+        self.sq.lock().set_flag(crate::ffi::ib::abi::RING_ERROR, true);
+        if let Some(rq) = self.rq.lock().as_ref() {
+            rq.set_error(true);
+        }
+        loop {
+            let sqe = self.sq.lock().pop();
+            let Some(sqe) = sqe else { break };
+            self.flush_sqe(&sqe);
+        }
+        self.flush_recv();
     }
 
     fn flush_sqe(&self, sqe: &Sqe) {
@@ -504,6 +581,11 @@ impl Qp {
             S::Reset => {
                 self.detach();
                 self.enter(S::Reset);
+                // Error is over: new entries are the QP's again.
+                self.sq.lock().set_flag(crate::ffi::ib::abi::RING_ERROR, false);
+                if let Some(rq) = self.rq.lock().as_ref() {
+                    rq.set_error(false);
+                }
             }
             s => self.enter(s),
         }
@@ -605,7 +687,11 @@ impl Qp {
             let fatal = !was_failed
                 && !graceful
                 && matches!(e, Event::LocalTerminate(_) | Event::TerminateReceived(_) | Event::ConnectionLost);
+            let now_err = st.0 == QpState::Err;
             drop(st);
+            if now_err {
+                self.flush_rings();
+            }
             if matches!(e, Event::LocalTerminate(_) | Event::TerminateReceived(_) | Event::ConnectionLost) {
                 // Completions waiting for acknowledgements will not get
                 // them; the engine's flushes queued behind them.

@@ -2,6 +2,10 @@
 //! The send queue: its entries (WRs as the driver holds them) and the ring.
 
 use super::*;
+use crate::{
+    ffi::ib::rsiw_sqe,
+    ring::{Entry, WqRing},
+};
 
 /// A send queue entry.
 #[derive(Clone, Copy)]
@@ -29,6 +33,11 @@ pub(crate) struct Sqe {
     /// `IB_WR_RDMA_READ_WITH_INV`: invalidate this local STag (the Read's
     /// sink) when the Read completes.
     pub(crate) inv_local: Option<u32>,
+    /// A process's ring entry that failed the checks a posted WR gets: it
+    /// goes to the engine as a Send whose source check fails, so it
+    /// completes with an error (`IB_WC_LOC_QP_OP_ERR`) and the stream ends
+    /// with a Local Catastrophic Terminate, as for any local error.
+    pub(crate) invalid: bool,
 }
 
 impl Sqe {
@@ -37,20 +46,56 @@ impl Sqe {
     }
 }
 
-/// The send queue: a fixed ring.
+/// A process's send ring and the limits its entries are checked against.
+pub(crate) struct UserSq {
+    pub(super) ring: WqRing<rsiw_sqe>,
+    pub(super) max_sge: usize,
+    pub(super) max_inline: usize,
+}
+
+/// The send queue: a fixed ring, or a process's ring (`user`).
 pub(crate) struct SendQueue {
     pub(super) ring: KVVec<Option<Sqe>>,
     pub(super) head: usize,
     pub(super) count: usize,
+    pub(super) user: Option<UserSq>,
 }
 
 impl SendQueue {
     pub(crate) fn new(max_wr: usize) -> Result<Self> {
         // No room at all (`max_send_wr` 0): every post is refused.
-        Ok(Self { ring: KVVec::from_elem(None, max_wr, GFP_KERNEL)?, head: 0, count: 0 })
+        Ok(Self { ring: KVVec::from_elem(None, max_wr, GFP_KERNEL)?, head: 0, count: 0, user: None })
+    }
+
+    pub(crate) fn new_user(user: UserSq) -> Self {
+        Self { ring: KVVec::new(), head: 0, count: 0, user: Some(user) }
+    }
+
+    /// Entries the queue holds at most.
+    pub(crate) fn capacity(&self) -> usize {
+        match &self.user {
+            Some(u) => u.ring.entries() as usize,
+            None => self.ring.len(),
+        }
+    }
+
+    /// Sets or clears a flag of a process's ring.
+    pub(crate) fn set_flag(&self, flag: u32, on: bool) {
+        if let Some(u) = &self.user {
+            u.ring.set_flag(flag, on);
+            u.ring.fence();
+        }
+    }
+
+    /// The producer index of a process's ring (0 for a kernel queue).
+    pub(crate) fn producer(&self) -> u32 {
+        self.user.as_ref().map_or(0, |u| u.ring.producer())
     }
 
     pub(crate) fn push(&mut self, sqe: Sqe) -> Result {
+        if self.user.is_some() {
+            return Err(EINVAL); // the process posts through its ring
+        }
         if self.count == self.ring.len() {
             return Err(ENOMEM);
         }
@@ -61,6 +106,12 @@ impl SendQueue {
     }
 
     pub(crate) fn pop(&mut self) -> Option<Sqe> {
+        if let Some(u) = self.user.as_mut() {
+            return Some(match u.ring.take()? {
+                Entry::Posted(e) => super::verbs::convert_user_send(&e, u.max_sge, u.max_inline),
+                Entry::Broken => super::verbs::invalid_sqe(0),
+            });
+        }
         if self.count == 0 {
             return None;
         }

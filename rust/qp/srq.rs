@@ -15,7 +15,11 @@ use kernel::{
 pub(crate) use crate::ffi::ib::{Sge, SrqAttr};
 use crate::{
     device::{verbs::Pd, Device, Rsiw, DEFAULT_LIMITS},
-    ffi::ib::{RecvWrRef, SrqAttrMask, SrqNotifier, SrqOps, SrqSlot},
+    ffi::ib::{
+        abi, rsiw_create_srq_req, rsiw_create_srq_resp, rsiw_rqe, RecvWrRef, SrqAttrMask, SrqNotifier, SrqOps,
+        SrqSlot, Udata,
+    },
+    ring::{Entry, WqRing},
 };
 
 /// Most SGEs a receive WR may carry.
@@ -27,7 +31,12 @@ pub(crate) struct Rqe {
     pub(crate) wr_id: u64,
     num_sge: u8,
     sge: [Sge; MAX_SGE],
+    /// A process's ring entry that failed its checks: no buffer, and its
+    /// completion reports `IB_WC_LOC_QP_OP_ERR`.
+    pub(crate) bad: bool,
 }
+
+const _: () = assert!(MAX_SGE == abi::MAX_SGE);
 
 impl Rqe {
     /// A receive WR; `EINVAL` with more than `MAX_SGE` entries.
@@ -40,6 +49,20 @@ impl Rqe {
         Ok(rqe)
     }
 
+    /// A process's ring entry, checked as [`Rqe::new`] checks a WR: one
+    /// with more than `max_sge` SGEs is `bad`.
+    fn from_user(r: &rsiw_rqe, max_sge: usize) -> Self {
+        let n = r.num_sge as usize;
+        if n > max_sge.min(MAX_SGE) {
+            return Rqe { wr_id: r.wr_id, bad: true, ..Rqe::default() };
+        }
+        let mut rqe = Rqe { wr_id: r.wr_id, num_sge: n as u8, ..Rqe::default() };
+        for (d, s) in rqe.sge.iter_mut().zip(&r.sge[..n]) {
+            *d = Sge { addr: s.addr, len: s.length, lkey: s.lkey };
+        }
+        rqe
+    }
+
     pub(crate) fn sges(&self) -> &[Sge] {
         &self.sge[..usize::from(self.num_sge)]
     }
@@ -50,12 +73,14 @@ impl Rqe {
     }
 }
 
-/// A fixed ring of receive WRs.
+/// A fixed ring of receive WRs, or a process's ring (`user`: it posts
+/// there, never through `push`).
 pub(crate) struct RecvQueue {
     ring: KVVec<Rqe>,
     head: usize,
     count: usize,
     max_sge: usize,
+    user: Option<WqRing<rsiw_rqe>>,
 }
 
 impl RecvQueue {
@@ -65,11 +90,36 @@ impl RecvQueue {
         if max_sge > MAX_SGE {
             return Err(EINVAL);
         }
-        Ok(Self { ring: KVVec::from_elem(Rqe::default(), max_wr, GFP_KERNEL)?, head: 0, count: 0, max_sge })
+        Ok(Self { ring: KVVec::from_elem(Rqe::default(), max_wr, GFP_KERNEL)?, head: 0, count: 0, max_sge, user: None })
+    }
+
+    /// A process's receive ring of WRs of up to `max_sge` SGEs.
+    pub(crate) fn new_user(ring: WqRing<rsiw_rqe>, max_sge: usize) -> Result<Self> {
+        if max_sge > MAX_SGE {
+            return Err(EINVAL);
+        }
+        Ok(Self { ring: KVVec::new(), head: 0, count: 0, max_sge, user: Some(ring) })
+    }
+
+    /// Whether a process posts to this queue through its ring.
+    pub(crate) fn is_user(&self) -> bool {
+        self.user.is_some()
+    }
+
+    /// Sets or clears the ring's error flag (the QP is in Error: the
+    /// process asks for a flush of what it posts).
+    pub(crate) fn set_error(&self, on: bool) {
+        if let Some(r) = &self.user {
+            r.set_flag(abi::RING_ERROR, on);
+            r.fence();
+        }
     }
 
     pub(crate) fn capacity(&self) -> usize {
-        self.ring.len()
+        match &self.user {
+            Some(r) => r.entries() as usize,
+            None => self.ring.len(),
+        }
     }
 
     pub(crate) fn max_sge(&self) -> usize {
@@ -77,12 +127,16 @@ impl RecvQueue {
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.count
+        match &self.user {
+            Some(r) => r.len() as usize,
+            None => self.count,
+        }
     }
 
-    /// Queues `rqe`: `EINVAL` if it has too many SGEs, `ENOMEM` if full.
+    /// Queues `rqe`: `EINVAL` if it has too many SGEs (or the queue is a
+    /// process's ring), `ENOMEM` if full.
     pub(crate) fn push(&mut self, rqe: Rqe) -> Result {
-        if usize::from(rqe.num_sge) > self.max_sge {
+        if usize::from(rqe.num_sge) > self.max_sge || self.user.is_some() {
             return Err(EINVAL);
         }
         if self.count == self.ring.len() {
@@ -94,11 +148,21 @@ impl RecvQueue {
         Ok(())
     }
 
-    pub(crate) fn peek(&self) -> Option<&Rqe> {
-        (self.count > 0).then(|| &self.ring[self.head])
+    /// The head WR (a copy), left queued.
+    pub(crate) fn peek(&self) -> Option<Rqe> {
+        if let Some(r) = &self.user {
+            return r.peek().map(|e| Rqe::from_user(&e, self.max_sge));
+        }
+        (self.count > 0).then(|| self.ring[self.head])
     }
 
     pub(crate) fn pop(&mut self) -> Option<Rqe> {
+        if let Some(r) = self.user.as_mut() {
+            return match r.take()? {
+                Entry::Posted(e) => Some(Rqe::from_user(&e, self.max_sge)),
+                Entry::Broken => Some(Rqe { bad: true, ..Rqe::default() }),
+            };
+        }
         if self.count == 0 {
             return None;
         }
@@ -131,11 +195,15 @@ impl Srq {
         max_sge: u32,
         limit: u32,
         notifier: SrqNotifier,
+        user: Option<WqRing<rsiw_rqe>>,
     ) -> Result<impl PinInit<Self, Error>> {
         if limit > max_wr {
             return Err(EINVAL);
         }
-        let rq = RecvQueue::new(max_wr as usize, max_sge as usize)?;
+        let rq = match user {
+            Some(ring) => RecvQueue::new_user(ring, max_sge as usize)?,
+            None => RecvQueue::new(max_wr as usize, max_sge as usize)?,
+        };
         Ok(try_pin_init!(Srq {
             inner <- new_spinlock_irq!(SrqInner { rq, limit }, "rsiw_srq"),
             pd,
@@ -158,7 +226,7 @@ impl Srq {
     /// `IB_EVENT_SRQ_LIMIT_REACHED` raised, outside the lock.
     /// The head WQE (a copy), without taking it.
     pub(crate) fn peek(&self) -> Option<Rqe> {
-        self.inner.lock().rq.peek().copied()
+        self.inner.lock().rq.peek()
     }
 
     pub(crate) fn pop(&self) -> Option<Rqe> {
@@ -254,14 +322,30 @@ mod tests {
 
 #[vtable]
 impl SrqOps<Rsiw> for Srq {
-    fn create(dev: &Device, pd: &Pd, attr: &SrqAttr, notifier: SrqNotifier, slot: SrqSlot<'_, Rsiw>) -> Result {
+    fn create(
+        dev: &Device,
+        pd: &Pd,
+        attr: &SrqAttr,
+        notifier: SrqNotifier,
+        slot: SrqSlot<'_, Rsiw>,
+        udata: Option<&mut Udata<'_>>,
+    ) -> Result {
         let l = dev.limits();
         if attr.max_wr == 0 || attr.max_wr > l.max_srq_wr || attr.max_sge > l.max_sge || attr.srq_limit > attr.max_wr
         {
             return Err(EINVAL);
         }
+        let (ring, max_wr) = match udata {
+            Some(u) if u.read::<rsiw_create_srq_req>()?.flags & abi::CREATE_RINGS != 0 => {
+                let ring = WqRing::<rsiw_rqe>::new(u, attr.max_wr)?;
+                u.write(&rsiw_create_srq_resp { rq: ring.info() })?;
+                let n = ring.entries();
+                (Some(ring), n)
+            }
+            _ => (None, attr.max_wr),
+        };
         dev.alloc_srq()?;
-        Srq::new(pd.id(), attr.max_wr, attr.max_sge, attr.srq_limit, notifier)
+        Srq::new(pd.id(), max_wr, attr.max_sge, attr.srq_limit, notifier, ring)
             .and_then(|init| slot.pin_init(init))
             .inspect_err(|_| dev.dealloc_srq())
     }
@@ -290,5 +374,10 @@ impl SrqOps<Rsiw> for Srq {
 
     fn post_recv(&self, wr: &RecvWrRef<'_>) -> Result {
         self.post(Rqe::new(wr.wr_id(), wr.sges()?)?)
+    }
+
+    /// Nothing to do: QPs take from the ring when a message arrives.
+    fn doorbell(&self) -> Result {
+        if self.inner.lock().rq.is_user() { Ok(()) } else { Err(EINVAL) }
     }
 }

@@ -72,6 +72,7 @@ impl Qp {
             self.flush_recv();
         }
         self.stream.lock().dead = true;
+        self.flush_rings();
         self.drain_order();
         self.end_stream_out();
     }

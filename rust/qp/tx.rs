@@ -27,11 +27,16 @@ impl Qp {
     pub(crate) fn run_tx(self: &Arc<Self>) {
         self.tx_running.store(true, Ordering::Release);
         self.tx_queued.store(false, Ordering::Release);
+        // A process's send ring: no doorbell needed while this runs.
+        if self.rings {
+            self.sq.lock().set_flag(crate::ffi::ib::abi::RING_SQ_ACTIVE, true);
+        }
         for _ in 0..64 {
             match self.tx_round() {
                 TxRound::More => continue,
                 TxRound::Done => {
                     self.tx_running.store(false, Ordering::Release);
+                    self.ring_idle();
                     return;
                 }
             }
@@ -39,6 +44,25 @@ impl Qp {
         // Be fair to other work items: continue in a new run.
         self.tx_running.store(false, Ordering::Release);
         self.kick();
+    }
+
+    /// The TX work stops: a process posting from now on rings the
+    /// doorbell. One that posted while the flag was still set (and so did
+    /// not) left a producer index this work has not seen: run again, once
+    /// per new index (the engine may be unable to take the entries yet,
+    /// e.g. out of ORD credits; it is kicked again when they return).
+    fn ring_idle(self: &Arc<Self>) {
+        if !self.rings {
+            return;
+        }
+        let prod = {
+            let sq = self.sq.lock();
+            sq.set_flag(crate::ffi::ib::abi::RING_SQ_ACTIVE, false);
+            sq.producer()
+        };
+        if self.sq_seen.swap(prod, Ordering::AcqRel) != prod {
+            self.kick();
+        }
     }
 
     /// One TX round: zero-copy if the stream sends by reference.

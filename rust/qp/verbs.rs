@@ -13,6 +13,7 @@ use super::{
     Qp, QpInit, QpLinks, Sqe, SqeKind, MAX_INLINE, MAX_IRD, MAX_ORD,
 };
 use crate::{
+    ring::WqRing,
     device::{verbs::Pd, Device, Rsiw},
     engine::{
         qp::{Flags, Local, Remote, SendOp, SendWr},
@@ -22,7 +23,7 @@ use crate::{
         },
     },
     ffi::ib::{
-        AtomicFields, QpAttr, QpAttrMod, QpCaps, QpInitAttr, QpNotifier, QpOps, RecvWrRef, ResAttrs, SendWrRef, WrOpcode,
+        abi, rsiw_create_qp_req, rsiw_create_qp_resp, rsiw_rqe, rsiw_sqe, AtomicFields, QpAttr, Udata, QpAttrMod, QpCaps, QpInitAttr, QpNotifier, QpOps, RecvWrRef, ResAttrs, SendWrRef, WrOpcode,
     },
 };
 
@@ -37,9 +38,11 @@ impl QpOps<Rsiw> for Qp {
         attr: &mut QpInitAttr,
         links: QpLinks,
         notifier: QpNotifier,
+        udata: Option<&mut Udata<'_>>,
     ) -> Result<(Arc<Self>, u32)> {
-        // A user QP is posted to through uverbs commands: the same QP as
-        // a kernel one. RC only, with a send CQ.
+        // RC only, with a send CQ. A process's QP has shared rings if it
+        // asks (an ABI 2 provider does); otherwise it is posted to through
+        // uverbs commands, as a kernel consumer's.
         if !attr.rc || !attr.has_send_cq {
             return Err(EOPNOTSUPP);
         }
@@ -56,6 +59,24 @@ impl QpOps<Rsiw> for Qp {
         {
             return Err(EINVAL);
         }
+        let (sq_ring, rq_ring) = match udata {
+            Some(u) if u.read::<rsiw_create_qp_req>()?.flags & abi::CREATE_RINGS != 0 => {
+                let sq = WqRing::<rsiw_sqe>::new(u, cap.max_send_wr)?;
+                let rq = if attr.has_srq { None } else { Some(WqRing::<rsiw_rqe>::new(u, cap.max_recv_wr)?) };
+                let resp = rsiw_create_qp_resp {
+                    sq: sq.info(),
+                    rq: rq.as_ref().map(|r| r.info()).unwrap_or_default(),
+                };
+                u.write(&resp)?;
+                // The rings' sizes are what the process gets.
+                cap.max_send_wr = sq.entries();
+                if let Some(rq) = &rq {
+                    cap.max_recv_wr = rq.entries();
+                }
+                (Some(sq), rq)
+            }
+            _ => (None, None),
+        };
         dev.alloc_qp()?;
         let qpn = NEXT_QPN.fetch_add(1, Ordering::Relaxed) & 0x00FF_FFFF;
         let init = QpInit {
@@ -68,6 +89,8 @@ impl QpOps<Rsiw> for Qp {
             max_inline: cap.max_inline_data,
             sig_all: attr.sig_all,
             links,
+            sq_ring,
+            rq_ring,
         };
         let qp = Qp::new(init, notifier).inspect_err(|_| dev.dealloc_qp())?;
         if let Err(e) = dev.qps().insert(qpn, qp.clone()) {
@@ -117,6 +140,14 @@ impl QpOps<Rsiw> for Qp {
         this.post_send(convert_send(wr)?)
     }
 
+    fn doorbell_send(this: &Arc<Self>) -> Result {
+        this.doorbell_send()
+    }
+
+    fn doorbell_recv(this: &Arc<Self>) -> Result {
+        this.doorbell_recv()
+    }
+
     fn post_recv(this: &Arc<Self>, wr: &RecvWrRef<'_>) -> Result {
         // A QP on an SRQ receives through the SRQ.
         if this.links().has_srq() {
@@ -157,6 +188,7 @@ fn convert_send(wr: &SendWrRef<'_, Rsiw>) -> Result<Sqe> {
         inline_len: 0,
         masked: false,
         inv_local: None,
+        invalid: false,
     };
     let mut len: u32 = 0;
     for (d, s) in sqe.sges.iter_mut().zip(sges) {
@@ -277,4 +309,245 @@ fn atomic_op(opcode: WrOpcode, a: &AtomicFields) -> Result<(SendOp, bool)> {
 fn imm8(imm_be: u32) -> [u8; 8] {
     let b = imm_be.to_ne_bytes(); // already big endian in memory
     [b[0], b[1], b[2], b[3], 0, 0, 0, 0]
+}
+
+/// A process's send ring entry as a send queue entry, with the checks a
+/// posted WR gets (`convert_send`, `Qp::post_send`): SGE count and inline
+/// length within the QP's, lengths that add up, a known opcode with its
+/// fields. One that fails them is `invalid` (see [`Sqe::invalid`]); the
+/// keys are checked when the WR runs, as for every WR.
+pub(super) fn convert_user_send(e: &rsiw_sqe, max_sge: usize, max_inline: usize) -> Sqe {
+    user_send(e, max_sge, max_inline).unwrap_or_else(|_| invalid_sqe(e.wr_id))
+}
+
+/// What an entry that failed its checks becomes: a signaled one-octet Send
+/// from no memory, refused by the source check.
+pub(super) fn invalid_sqe(wr_id: u64) -> Sqe {
+    let local = Local { stag: 0, to: 0, handle: 0 };
+    let op = SendOp::Send { invalidate: None };
+    Sqe {
+        wr_id,
+        signaled: true,
+        kind: SqeKind::Wire(SendWr { wr_id, flags: Flags::SIGNALED, op, len: 1, local }),
+        sges: [Sge::default(); MAX_SGE],
+        num_sge: 0,
+        inline: [0; MAX_INLINE],
+        inline_len: 0,
+        masked: false,
+        inv_local: None,
+        invalid: true,
+    }
+}
+
+fn user_send(e: &rsiw_sqe, max_sge: usize, max_inline: usize) -> Result<Sqe> {
+    let mut f = Flags::NONE;
+    let signaled = e.flags & abi::SQE_SIGNALED != 0;
+    if signaled {
+        f = f.with(Flags::SIGNALED);
+    }
+    if e.flags & abi::SQE_SOLICITED != 0 {
+        f = f.with(Flags::SOLICITED);
+    }
+    if e.flags & abi::SQE_FENCE != 0 {
+        f = f.with(Flags::FENCE);
+    }
+    let mut sqe = Sqe {
+        wr_id: e.wr_id,
+        signaled,
+        kind: SqeKind::LocalInv { stag: 0 },
+        sges: [Sge::default(); MAX_SGE],
+        num_sge: 0,
+        inline: [0; MAX_INLINE],
+        inline_len: 0,
+        masked: false,
+        inv_local: None,
+        invalid: false,
+    };
+    let inline = e.flags & abi::SQE_INLINE != 0;
+    let mut len: u32 = 0;
+    if inline {
+        let n = e.length as usize;
+        if n > max_inline.min(MAX_INLINE) || n > abi::MAX_INLINE {
+            return Err(EINVAL);
+        }
+        let data = e.inline_data();
+        sqe.inline[..n].copy_from_slice(&data[..n]);
+        sqe.inline_len = n as u16;
+        len = n as u32;
+        if n > 0 {
+            f = f.with(Flags::INLINE);
+        }
+    } else {
+        let n = usize::from(e.num_sge);
+        if n > max_sge.min(MAX_SGE) {
+            return Err(EINVAL);
+        }
+        for (d, s) in sqe.sges.iter_mut().zip(&e.sges()[..n]) {
+            *d = Sge { addr: s.addr, len: s.length, lkey: s.lkey };
+            len = len.checked_add(s.length).ok_or(EINVAL)?;
+        }
+        sqe.num_sge = n as u8;
+    }
+    let local = Local { stag: sqe.sges[0].lkey, to: sqe.sges[0].addr, handle: 0 };
+    let remote = Remote { stag: e.rkey, to: e.remote_addr };
+    let op = match u32::from(e.opcode) {
+        abi::WR_SEND => SendOp::Send { invalidate: None },
+        abi::WR_SEND_WITH_INV => SendOp::Send { invalidate: Some(e.imm_inv) },
+        abi::WR_RDMA_WRITE => SendOp::Write { remote },
+        abi::WR_RDMA_WRITE_WITH_IMM => SendOp::WriteImm { remote, data: imm8(e.imm_inv) },
+        abi::WR_RDMA_READ => {
+            if inline || sqe.num_sge != 1 {
+                return Err(EINVAL); // one sink, as on the wire
+            }
+            SendOp::Read { remote }
+        }
+        abi::WR_LOCAL_INV => {
+            sqe.kind = SqeKind::LocalInv { stag: e.imm_inv };
+            sqe.num_sge = 0;
+            return Ok(sqe);
+        }
+        abi::WR_FLUSH => {
+            // Placement type: the responder's registration decides (draft
+            // 3.1); selectivity (`RSIW_SQE_FLUSH_MR`): the wire names
+            // ranges only, so an MR flush is the range the process names.
+            if inline || e.flush_level == 0 || e.flush_level & !3 != 0 {
+                return Err(EINVAL);
+            }
+            let region = Region { stag: e.rkey, len: e.length, to: e.remote_addr };
+            let request = RequestRepr::new(0, &[region]).ok_or(EINVAL)?;
+            sqe.num_sge = 0;
+            let local = Local { stag: 0, to: 0, handle: 0 };
+            let op = SendOp::Commit { request };
+            sqe.kind = SqeKind::Wire(SendWr { wr_id: sqe.wr_id, flags: f, op, len: 0, local });
+            return Ok(sqe);
+        }
+        abi::WR_ATOMIC_CMP_AND_SWP
+        | abi::WR_ATOMIC_FETCH_AND_ADD
+        | abi::WR_MASKED_ATOMIC_CMP_AND_SWP
+        | abi::WR_MASKED_ATOMIC_FETCH_AND_ADD => {
+            if inline || sqe.num_sge != 1 || sqe.sges[0].len < 8 {
+                return Err(EINVAL); // one result buffer of 8 octets
+            }
+            let opcode = match u32::from(e.opcode) {
+                abi::WR_ATOMIC_CMP_AND_SWP => WrOpcode::AtomicCmpSwap,
+                abi::WR_ATOMIC_FETCH_AND_ADD => WrOpcode::AtomicFetchAdd,
+                abi::WR_MASKED_ATOMIC_CMP_AND_SWP => WrOpcode::MaskedAtomicCmpSwap,
+                _ => WrOpcode::MaskedAtomicFetchAdd,
+            };
+            let a = AtomicFields {
+                remote_addr: e.remote_addr,
+                rkey: e.rkey,
+                compare_add: e.compare_add,
+                swap: e.swap,
+                compare_add_mask: e.compare_add_mask,
+                swap_mask: e.swap_mask,
+            };
+            let (op, masked) = atomic_op(opcode, &a)?;
+            sqe.masked = masked;
+            len = 8;
+            op
+        }
+        // Send with Immediate (no iWARP wire form), memory windows, Atomic
+        // Write (no iWARP wire form) and anything unknown.
+        _ => return Err(EOPNOTSUPP),
+    };
+    sqe.kind = SqeKind::Wire(SendWr { wr_id: sqe.wr_id, flags: f, op, len, local });
+    Ok(sqe)
+}
+
+#[cfg(rsiw_kunit)]
+#[kunit_tests(rsiw_ring_sqe)]
+mod tests {
+    use super::*;
+
+    fn sqe(opcode: u32) -> rsiw_sqe {
+        let mut e = rsiw_sqe { wr_id: 42, opcode: opcode as u8, flags: abi::SQE_SIGNALED, ..rsiw_sqe::default() };
+        e.num_sge = 1;
+        e.rkey = 0x100;
+        e.remote_addr = 0x2000;
+        e
+    }
+
+    fn with_sge(mut e: rsiw_sqe, n: usize, len: u32) -> rsiw_sqe {
+        e.num_sge = n as u8;
+        for x in e.sges_mut().iter_mut().take(n) {
+            *x = crate::ffi::ib::rsiw_sge { addr: 0x1000, length: len, lkey: 0x200 };
+        }
+        e
+    }
+
+    fn is_invalid(e: &rsiw_sqe) -> bool {
+        convert_user_send(e, 2, 64).invalid
+    }
+
+    #[test]
+    fn valid_entries_convert() {
+        let s = convert_user_send(&with_sge(sqe(abi::WR_RDMA_WRITE), 2, 100), 2, 64);
+        assert!(!s.invalid && s.signaled && s.num_sge == 2 && s.wr_id == 42);
+        match s.kind {
+            SqeKind::Wire(w) => {
+                assert_eq!(w.len, 200);
+                assert!(matches!(w.op, SendOp::Write { remote } if remote.stag == 0x100 && remote.to == 0x2000));
+            }
+            _ => panic!("not a wire WR"),
+        }
+        let s = convert_user_send(&with_sge(sqe(abi::WR_ATOMIC_FETCH_AND_ADD), 1, 8), 2, 64);
+        assert!(!s.invalid && matches!(s.kind, SqeKind::Wire(w) if w.len == 8));
+        let mut m = with_sge(sqe(abi::WR_MASKED_ATOMIC_CMP_AND_SWP), 1, 8);
+        m.swap_mask = 0xff;
+        assert!(convert_user_send(&m, 2, 64).masked);
+        let mut l = sqe(abi::WR_LOCAL_INV);
+        l.imm_inv = 0x1234;
+        assert!(matches!(convert_user_send(&l, 2, 64).kind, SqeKind::LocalInv { stag: 0x1234 }));
+        let mut f = sqe(abi::WR_FLUSH);
+        f.flush_level = 2;
+        f.length = 4096;
+        assert!(!is_invalid(&f));
+        let mut i = sqe(abi::WR_SEND);
+        i.flags |= abi::SQE_INLINE;
+        i.length = 64;
+        let s = convert_user_send(&i, 2, 64);
+        assert!(!s.invalid && s.inline_len == 64);
+    }
+
+    #[test]
+    fn bad_entries_are_invalid() {
+        // Unknown and unsupported opcodes.
+        for op in [3u32, 8, 10, 11, 15, 0x77, 0xff] {
+            assert!(is_invalid(&with_sge(sqe(op), 1, 8)));
+        }
+        // More SGEs than the QP's (2) or than an entry holds.
+        assert!(is_invalid(&with_sge(sqe(abi::WR_SEND), 3, 8)));
+        let mut many = sqe(abi::WR_SEND);
+        many.num_sge = 200;
+        assert!(is_invalid(&many));
+        // Lengths that overflow 32 bits.
+        assert!(is_invalid(&with_sge(sqe(abi::WR_SEND), 2, u32::MAX)));
+        // Inline longer than the QP's (64) or the entry's.
+        let mut i = sqe(abi::WR_SEND);
+        i.flags |= abi::SQE_INLINE;
+        i.length = 65;
+        assert!(is_invalid(&i));
+        i.length = u32::MAX;
+        assert!(is_invalid(&i));
+        // A Read with two sinks; an atomic with a short or second buffer,
+        // or misaligned.
+        assert!(is_invalid(&with_sge(sqe(abi::WR_RDMA_READ), 2, 8)));
+        assert!(is_invalid(&with_sge(sqe(abi::WR_ATOMIC_CMP_AND_SWP), 1, 4)));
+        let mut a = with_sge(sqe(abi::WR_ATOMIC_FETCH_AND_ADD), 1, 8);
+        a.remote_addr = 0x2004;
+        assert!(is_invalid(&a));
+        // A flush with no or an unknown placement type, or inline.
+        let mut f = sqe(abi::WR_FLUSH);
+        assert!(is_invalid(&f));
+        f.flush_level = 4;
+        assert!(is_invalid(&f));
+        f.flush_level = 1;
+        f.flags |= abi::SQE_INLINE;
+        assert!(is_invalid(&f));
+        // What an invalid entry becomes: a signaled one-octet Send.
+        let s = convert_user_send(&many, 2, 64);
+        assert!(s.invalid && s.signaled && s.wr_id == 42);
+        assert!(matches!(s.kind, SqeKind::Wire(w) if w.len == 1));
+    }
 }

@@ -267,10 +267,9 @@ static void ext_verbs(struct end *c, struct end *s)
 {
 	static const struct { uint64_t flag; const char *name; } refused[] = {
 		{ IBV_QP_EX_WITH_SEND_WITH_IMM, "SEND_WITH_IMM (no iWARP wire form)" },
-		{ IBV_QP_EX_WITH_LOCAL_INV, "LOCAL_INV (not in the uverbs post_send command)" },
 		{ IBV_QP_EX_WITH_BIND_MW, "BIND_MW (no memory windows)" },
 		{ IBV_QP_EX_WITH_TSO, "TSO (UD only)" },
-		{ 1 << 11, "FLUSH (rdma-core 45's bit; not in the uverbs post_send command)" },
+		{ 1 << 11, "FLUSH (rdma-core 45's bit: ibv_wr_flush needs a provider built with 45+)" },
 		{ IBV_QP_EX_WITH_ATOMIC_WRITE, "ATOMIC_WRITE (no iWARP wire form)" },
 	};
 	char *sb = (char *)s->buf, *cb = (char *)c->buf;

@@ -4,21 +4,23 @@
  * (/etc/libibverbs.d/rsiw.driver, or RDMAV_DRIVERS) and binds it to every
  * device whose uverbs driver id is RSIW_DRIVER_ID.
  *
- * Every verb is a uverbs command: the kernel's verbs run the objects and
- * the data path (posting, polling and arming are commands too), so a user
- * QP is the same QP a kernel consumer gets, with the same checks. The
- * price is a system call per post, poll and arm.
+ * Objects are made with uverbs commands. The data path of an ABI 2
+ * context (include/uapi/rdma/rsiw-abi.h) is shared rings: the send,
+ * receive and SRQ rings are written here and read by the kernel, the CQ
+ * ring the other way round. Posting a receive, polling and arming a CQ
+ * take no system call; posting sends takes one doorbell (the post_send
+ * command with no WR) per list, none while the kernel's TX work runs.
+ * The kernel checks every entry it reads as it checks a kernel WR.
+ * With an ABI 1 kernel (or RSIW_NO_RINGS set) every verb is a command.
  *
- * The extended verbs are built on the same commands: ibv_create_qp_ex
- * with send_ops_flags gives an ibv_qp_ex whose ibv_wr_* calls build a WR
- * list in the provider, posted by one post_send command at
- * ibv_wr_complete; ibv_create_cq_ex gives an ibv_cq_ex whose
- * start/next/end_poll read completions polled in batches by the poll
- * command. What the kernel's uverbs post_send command cannot carry is not
- * announced: Local Invalidate, Flush (RDMA Commit), Atomic Write, masked
- * atomics and memory window binds (EOPNOTSUPP at create), and Send with
- * Immediate, which iWARP has no wire form for (RFC 7306 has Write with
- * Immediate only).
+ * The extended verbs: ibv_create_qp_ex with send_ops_flags gives an
+ * ibv_qp_ex whose ibv_wr_* calls build a WR list, posted at
+ * ibv_wr_complete (on the ring, all or nothing); ibv_create_cq_ex gives
+ * an ibv_cq_ex whose start/next/end_poll read completions in batches.
+ * Not announced: Atomic Write (no iWARP wire form), memory window binds,
+ * Send with Immediate (RFC 7306 has Write with Immediate only), and
+ * without rings Local Invalidate and Flush. Flush (ibv_wr_flush) needs
+ * rdma-core 45+ (RSIW_HAVE_WR_FLUSH). Masked atomics: rsiwdv.h.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -26,9 +28,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "rdma_core_pabi34.h"
 #include "../../include/uapi/rdma/rsiw-abi.h"
+#include "rsiwdv.h"
 
 /* ib_uverbs_device_cap_flags (the kernel's IB_DEVICE_FLUSH_*). */
 #define RSIW_DEVICE_FLUSH_GLOBAL (1ULL << 38)
@@ -42,6 +46,24 @@ struct rsiw_device {
 
 struct rsiw_context {
 	struct verbs_context vctx;
+	int rings; /* an ABI 2 context: queues in shared rings */
+};
+
+/* A ring mapped from the kernel (include/uapi/rdma/rsiw-abi.h). */
+struct rsiw_ring {
+	void *map;
+	size_t map_len;
+	struct rsiw_ring_ctl *ctl;
+	uint8_t *ent;
+	uint32_t entries, stride;
+	uint32_t idx; /* ours: the producer index of a WQ ring, the consumer of a CQ ring */
+};
+
+struct rsiw_srq {
+	struct ibv_srq srq;
+	struct rsiw_ring rq;
+	pthread_spinlock_t lock;
+	uint32_t max_sge;
 };
 
 static struct rsiw_context *to_rctx(struct ibv_context *ctx)
@@ -49,9 +71,25 @@ static struct rsiw_context *to_rctx(struct ibv_context *ctx)
 	return container_of(ctx, struct rsiw_context, vctx.context);
 }
 
+/*
+ * RDMA Commit from userspace needs ibv_wr_flush (rdma-core 45+): built
+ * against such a libibverbs (RSIW_HAVE_WR_FLUSH), the provider announces
+ * IBV_QP_EX_WITH_FLUSH on ring QPs.
+ */
+#ifdef RSIW_HAVE_WR_FLUSH
+#define RSIW_QP_EX_WITH_FLUSH ((uint64_t)IBV_QP_EX_WITH_FLUSH)
+#else
+#define RSIW_QP_EX_WITH_FLUSH 0
+#endif
+/* A WR the ibv_wr_* calls build that struct ibv_send_wr has no opcode for. */
+#define RSIW_WR_IS_FLUSH ((enum ibv_wr_opcode)RSIW_WR_FLUSH)
+
 /* One WR being built between ibv_wr_start and ibv_wr_complete. */
 struct rsiw_wr {
 	struct ibv_send_wr wr;
+	/* Flush: the range, its placement type and selectivity. */
+	uint32_t flush_len;
+	uint8_t flush_level, flush_type;
 	uint32_t sge_off; /* its SGEs: sges[sge_off .. sge_off + wr.num_sge) */
 	uint32_t inl_off, inl_len; /* inline data: inl[inl_off .. + inl_len) */
 	int inl;
@@ -70,6 +108,10 @@ struct rsiw_qp {
 	uint32_t nsge, sge_cap;
 	uint8_t *inl;
 	uint32_t ninl, inl_cap;
+	/* ABI 2: the rings (map NULL: posted through commands). */
+	struct rsiw_ring sq, rq;
+	pthread_spinlock_t sq_lock, rq_lock;
+	uint32_t max_send_sge, max_recv_sge;
 };
 
 /* Completions polled in a batch for ibv_start_poll/ibv_next_poll. */
@@ -81,6 +123,8 @@ struct rsiw_cq {
 	pthread_mutex_t lock; /* ex: held from a successful start_poll to end_poll */
 	struct ibv_wc wc[RSIW_CQ_BATCH];
 	int n, pos; /* wc[pos] is the current one, wc[pos + 1 .. n) are buffered */
+	struct rsiw_ring ring; /* ABI 2 (map NULL: polled through commands) */
+	pthread_spinlock_t ring_lock;
 };
 
 static struct rsiw_qp *to_rqp(struct ibv_qp *qp)
@@ -103,6 +147,388 @@ static struct rsiw_cq *cqx_to_rcq(struct ibv_cq_ex *cqx)
 	return container_of(cqx, struct rsiw_cq, vcq.cq_ex);
 }
 
+/* ---- shared rings (ABI 2) ---- */
+
+static int rsiw_ring_map(struct ibv_context *ctx, struct rsiw_ring *r,
+			 const struct rsiw_ring_info *info, uint32_t stride)
+{
+	void *m;
+
+	if (!info->entries || (info->entries & (info->entries - 1)) ||
+	    info->size < RSIW_RING_HDR + (size_t)info->entries * stride)
+		return EINVAL;
+	m = mmap(NULL, info->size, PROT_READ | PROT_WRITE, MAP_SHARED, ctx->cmd_fd,
+		 (off_t)info->offset);
+	if (m == MAP_FAILED)
+		return errno;
+	r->map = m;
+	r->map_len = info->size;
+	r->ctl = m;
+	r->ent = (uint8_t *)m + RSIW_RING_HDR;
+	r->entries = info->entries;
+	r->stride = stride;
+	r->idx = 0;
+	return 0;
+}
+
+static void rsiw_ring_unmap(struct rsiw_ring *r)
+{
+	if (r->map)
+		munmap(r->map, r->map_len);
+	r->map = NULL;
+}
+
+static void *rsiw_ring_slot(struct rsiw_ring *r, uint32_t idx)
+{
+	return r->ent + (size_t)(idx & (r->entries - 1)) * r->stride;
+}
+
+static uint32_t rsiw_load(uint32_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+/* Room for one more entry on a ring we produce. */
+static int rsiw_ring_full(struct rsiw_ring *r)
+{
+	return r->idx - rsiw_load(&r->ctl->consumer) >= r->entries;
+}
+
+/*
+ * Publishes what was written (release), then, after a full barrier, reads
+ * the kernel's flags: the caller rings the doorbell if they ask for it.
+ */
+static uint32_t rsiw_ring_publish(struct rsiw_ring *r)
+{
+	__atomic_store_n(&r->ctl->producer, r->idx, __ATOMIC_RELEASE);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return rsiw_load(&r->ctl->flags);
+}
+
+/* Completions from a CQ ring into wc[0 .. ne). */
+static int rsiw_cq_ring_poll(struct rsiw_cq *cq, int ne, struct ibv_wc *wc)
+{
+	struct rsiw_ring *r = &cq->ring;
+	uint32_t prod = rsiw_load(&r->ctl->producer);
+	int n = 0;
+
+	while (n < ne && r->idx != prod) {
+		const struct rsiw_cqe *e = rsiw_ring_slot(r, r->idx);
+		struct ibv_wc *w = &wc[n++];
+
+		memset(w, 0, sizeof(*w));
+		w->wr_id = e->wr_id;
+		w->status = e->status;
+		w->opcode = e->opcode;
+		w->vendor_err = e->vendor_err;
+		w->byte_len = e->byte_len;
+		w->qp_num = e->qp_num;
+		w->src_qp = e->qp_num;
+		if (e->flags & RSIW_CQE_WITH_IMM) {
+			w->wc_flags |= IBV_WC_WITH_IMM;
+			w->imm_data = e->imm_inv;
+		} else if (e->flags & RSIW_CQE_WITH_INV) {
+			w->wc_flags |= IBV_WC_WITH_INV;
+			w->invalidated_rkey = e->imm_inv;
+		}
+		r->idx++;
+	}
+	if (n)
+		__atomic_store_n(&r->ctl->consumer, r->idx, __ATOMIC_RELEASE);
+	return n;
+}
+
+/* Poll: the ring (ABI 2) or the poll command. */
+static int rsiw_cq_fetch(struct rsiw_cq *cq, int ne, struct ibv_wc *wc)
+{
+	int n;
+
+	if (!cq->ring.map)
+		return ibv_cmd_poll_cq(&cq->vcq.cq, ne, wc);
+	pthread_spin_lock(&cq->ring_lock);
+	n = rsiw_cq_ring_poll(cq, ne, wc);
+	pthread_spin_unlock(&cq->ring_lock);
+	return n;
+}
+
+/* Arming: the ring's armed word (no system call), or the command. */
+static int rsiw_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
+{
+	struct rsiw_cq *cq = to_rcq(ibcq);
+
+	if (!cq->ring.map)
+		return ibv_cmd_req_notify_cq(ibcq, solicited_only);
+	__atomic_store_n(&cq->ring.ctl->armed,
+			 solicited_only ? RSIW_CQ_ARM_SOLICITED : RSIW_CQ_ARM_NEXT, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* A send WR as a ring entry, checked as the kernel checks it. */
+static int rsiw_fill_sqe(struct rsiw_qp *qp, struct rsiw_sqe *e, const struct ibv_send_wr *wr)
+{
+	uint32_t len = 0;
+	int i;
+
+	memset(e, 0, offsetof(struct rsiw_sqe, sge));
+	e->wr_id = wr->wr_id;
+	if (wr->send_flags & IBV_SEND_SIGNALED)
+		e->flags |= RSIW_SQE_SIGNALED;
+	if (wr->send_flags & IBV_SEND_SOLICITED)
+		e->flags |= RSIW_SQE_SOLICITED;
+	if (wr->send_flags & IBV_SEND_FENCE)
+		e->flags |= RSIW_SQE_FENCE;
+	if (wr->num_sge < 0)
+		return EINVAL;
+	switch (wr->opcode) {
+	case IBV_WR_SEND:
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_READ:
+		break;
+	case IBV_WR_SEND_WITH_INV:
+		e->imm_inv = wr->invalidate_rkey;
+		break;
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		e->imm_inv = wr->imm_data;
+		break;
+	case IBV_WR_LOCAL_INV:
+		e->imm_inv = wr->invalidate_rkey;
+		e->opcode = RSIW_WR_LOCAL_INV;
+		return 0;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		e->rkey = wr->wr.atomic.rkey;
+		e->remote_addr = wr->wr.atomic.remote_addr;
+		e->compare_add = wr->wr.atomic.compare_add;
+		e->swap = wr->wr.atomic.swap;
+		if (wr->num_sge != 1 || wr->sg_list[0].length < 8 || (e->remote_addr & 7))
+			return EINVAL;
+		break;
+	default:
+		/* Send with Immediate (no iWARP wire form), memory windows, TSO. */
+		return EOPNOTSUPP;
+	}
+	e->opcode = wr->opcode;
+	if (wr->opcode == IBV_WR_RDMA_WRITE || wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ||
+	    wr->opcode == IBV_WR_RDMA_READ) {
+		e->rkey = wr->wr.rdma.rkey;
+		e->remote_addr = wr->wr.rdma.remote_addr;
+		if (wr->opcode == IBV_WR_RDMA_READ && wr->num_sge != 1)
+			return EINVAL;
+	}
+	if ((wr->send_flags & IBV_SEND_INLINE) && wr->opcode != IBV_WR_RDMA_READ &&
+	    wr->opcode != IBV_WR_ATOMIC_CMP_AND_SWP && wr->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		for (i = 0; i < wr->num_sge; i++) {
+			uint32_t n = wr->sg_list[i].length;
+
+			if (n > qp->max_inline || len + n > qp->max_inline)
+				return EINVAL;
+			memcpy(e->inline_data + len, (void *)(uintptr_t)wr->sg_list[i].addr, n);
+			len += n;
+		}
+		e->flags |= RSIW_SQE_INLINE;
+		e->length = len;
+		return 0;
+	}
+	if ((uint32_t)wr->num_sge > qp->max_send_sge)
+		return EINVAL;
+	e->num_sge = (uint8_t)wr->num_sge;
+	for (i = 0; i < wr->num_sge; i++) {
+		e->sge[i].addr = wr->sg_list[i].addr;
+		e->sge[i].length = wr->sg_list[i].length;
+		e->sge[i].lkey = wr->sg_list[i].lkey;
+	}
+	return 0;
+}
+
+/* The doorbell: the post command with no WR. */
+static void rsiw_sq_doorbell(struct rsiw_qp *qp)
+{
+	struct ibv_send_wr *bad;
+
+	(void)ibv_cmd_post_send(&qp->vqp.qp, NULL, &bad);
+}
+
+static void rsiw_rq_doorbell(struct rsiw_qp *qp)
+{
+	struct ibv_recv_wr *bad;
+
+	(void)ibv_cmd_post_recv(&qp->vqp.qp, NULL, &bad);
+}
+
+/* Posts filled entries: fill(qp, entry, item) for each, one doorbell at most. */
+static int rsiw_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+{
+	struct rsiw_qp *qp = to_rqp(ibqp);
+	uint32_t flags = 0;
+	int ret = 0, posted = 0;
+
+	if (!qp->sq.map)
+		return ibv_cmd_post_send(ibqp, wr, bad_wr);
+	pthread_spin_lock(&qp->sq_lock);
+	for (; wr; wr = wr->next) {
+		if (rsiw_ring_full(&qp->sq)) {
+			ret = ENOMEM;
+			break;
+		}
+		ret = rsiw_fill_sqe(qp, rsiw_ring_slot(&qp->sq, qp->sq.idx), wr);
+		if (ret)
+			break;
+		qp->sq.idx++;
+		posted++;
+	}
+	if (posted)
+		flags = rsiw_ring_publish(&qp->sq);
+	pthread_spin_unlock(&qp->sq_lock);
+	/* None while the kernel's TX work runs (it looks again before it stops). */
+	if (posted && (!(flags & RSIW_RING_SQ_ACTIVE) || (flags & RSIW_RING_ERROR)))
+		rsiw_sq_doorbell(qp);
+	if (ret)
+		*bad_wr = wr;
+	return ret;
+}
+
+static int rsiw_fill_rqe(struct rsiw_ring *r, uint32_t max_sge, const struct ibv_recv_wr *wr)
+{
+	struct rsiw_rqe *e = rsiw_ring_slot(r, r->idx);
+	int i;
+
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > max_sge)
+		return EINVAL;
+	e->wr_id = wr->wr_id;
+	e->num_sge = (uint32_t)wr->num_sge;
+	e->reserved = 0;
+	for (i = 0; i < wr->num_sge; i++) {
+		e->sge[i].addr = wr->sg_list[i].addr;
+		e->sge[i].length = wr->sg_list[i].length;
+		e->sge[i].lkey = wr->sg_list[i].lkey;
+	}
+	return 0;
+}
+
+/* Fills receive entries from a WR list; returns the flags after publishing. */
+static int rsiw_post_rq_ring(struct rsiw_ring *r, pthread_spinlock_t *lock, uint32_t max_sge,
+			     struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr, uint32_t *flags)
+{
+	int ret = 0, posted = 0;
+
+	*flags = 0;
+	pthread_spin_lock(lock);
+	for (; wr; wr = wr->next) {
+		if (rsiw_ring_full(r)) {
+			ret = ENOMEM;
+			break;
+		}
+		ret = rsiw_fill_rqe(r, max_sge, wr);
+		if (ret)
+			break;
+		r->idx++;
+		posted++;
+	}
+	if (posted)
+		*flags = rsiw_ring_publish(r);
+	pthread_spin_unlock(lock);
+	if (ret)
+		*bad_wr = wr;
+	return ret;
+}
+
+/* No system call, except in Error (the kernel flushes what was posted). */
+static int rsiw_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
+{
+	struct rsiw_qp *qp = to_rqp(ibqp);
+	uint32_t flags;
+	int ret;
+
+	if (!qp->rq.map)
+		return ibv_cmd_post_recv(ibqp, wr, bad_wr);
+	ret = rsiw_post_rq_ring(&qp->rq, &qp->rq_lock, qp->max_recv_sge, wr, bad_wr, &flags);
+	if (flags & RSIW_RING_ERROR)
+		rsiw_rq_doorbell(qp);
+	return ret;
+}
+
+static int rsiw_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
+			      struct ibv_recv_wr **bad_wr)
+{
+	struct rsiw_srq *srq = container_of(ibsrq, struct rsiw_srq, srq);
+	uint32_t flags;
+
+	if (!srq->rq.map)
+		return ibv_cmd_post_srq_recv(ibsrq, wr, bad_wr);
+	return rsiw_post_rq_ring(&srq->rq, &srq->lock, srq->max_sge, wr, bad_wr, &flags);
+}
+
+/* ---- direct verbs (rsiwdv.h) ---- */
+
+__attribute__((visibility("default"))) int rsiwdv_query_qp(struct ibv_qp *ibqp,
+							    struct rsiwdv_qp *out)
+{
+	struct rsiw_qp *qp = to_rqp(ibqp);
+
+	if (!qp->sq.map)
+		return EOPNOTSUPP;
+	memset(out, 0, sizeof(*out));
+	out->sq_ring = qp->sq.map;
+	out->sq_entries = qp->sq.entries;
+	out->rq_ring = qp->rq.map;
+	out->rq_entries = qp->rq.map ? qp->rq.entries : 0;
+	return 0;
+}
+
+/* Rings the send queue's doorbell (after writing entries through rsiwdv_query_qp). */
+__attribute__((visibility("default"))) int rsiwdv_sq_doorbell(struct ibv_qp *ibqp)
+{
+	struct ibv_send_wr *bad;
+
+	return ibv_cmd_post_send(ibqp, NULL, &bad);
+}
+
+/*
+ * Masked atomics (RFC 7306 with masks, rsiw's extension): libibverbs has no
+ * opcode for them. One WR on the send ring; the completion's opcode is
+ * IBV_WC_COMP_SWAP or IBV_WC_FETCH_ADD.
+ */
+__attribute__((visibility("default"))) int rsiwdv_post_masked_atomic(
+	struct ibv_qp *ibqp, const struct rsiwdv_masked_atomic *a)
+{
+	struct rsiw_qp *qp = to_rqp(ibqp);
+	struct rsiw_sqe *e;
+	uint32_t flags;
+
+	if (!qp->sq.map)
+		return EOPNOTSUPP;
+	if (a->sge.length < 8 || (a->remote_addr & 7) ||
+	    (a->op != RSIWDV_MASKED_CMP_SWAP && a->op != RSIWDV_MASKED_FETCH_ADD))
+		return EINVAL;
+	pthread_spin_lock(&qp->sq_lock);
+	if (rsiw_ring_full(&qp->sq)) {
+		pthread_spin_unlock(&qp->sq_lock);
+		return ENOMEM;
+	}
+	e = rsiw_ring_slot(&qp->sq, qp->sq.idx);
+	memset(e, 0, sizeof(*e));
+	e->wr_id = a->wr_id;
+	e->opcode = a->op == RSIWDV_MASKED_CMP_SWAP ? RSIW_WR_MASKED_ATOMIC_CMP_AND_SWP
+						      : RSIW_WR_MASKED_ATOMIC_FETCH_AND_ADD;
+	e->flags = a->signaled ? RSIW_SQE_SIGNALED : 0;
+	e->rkey = a->rkey;
+	e->remote_addr = a->remote_addr;
+	e->compare_add = a->compare_add;
+	e->compare_add_mask = a->compare_add_mask;
+	e->swap = a->swap;
+	e->swap_mask = a->swap_mask;
+	e->num_sge = 1;
+	e->sge[0].addr = a->sge.addr;
+	e->sge[0].length = a->sge.length;
+	e->sge[0].lkey = a->sge.lkey;
+	qp->sq.idx++;
+	flags = rsiw_ring_publish(&qp->sq);
+	pthread_spin_unlock(&qp->sq_lock);
+	if (!(flags & RSIW_RING_SQ_ACTIVE) || (flags & RSIW_RING_ERROR))
+		rsiw_sq_doorbell(qp);
+	return 0;
+}
+
 static int rsiw_query_device_ex(struct ibv_context *ctx,
 				const struct ibv_query_device_ex_input *input,
 				struct ibv_device_attr_ex *attr, size_t attr_size)
@@ -121,11 +547,12 @@ static int rsiw_query_device_ex(struct ibv_context *ctx,
 		 (unsigned int)(fw >> 32), (unsigned int)(fw >> 16) & 0xffff,
 		 (unsigned int)fw & 0xffff);
 	/*
-	 * RDMA Commit (Flush) is the kernel verbs' (IB_WR_FLUSH): the uverbs
-	 * post_send command has no Flush, so this provider cannot post one
-	 * and does not announce the device's flush capabilities.
+	 * RDMA Commit (Flush) goes through the send ring with ibv_wr_flush
+	 * (rdma-core 45+): without either, the device's flush capabilities
+	 * are not this process's to use.
 	 */
-	if (attr_size >= offsetof(struct ibv_device_attr_ex, device_cap_flags_ex) +
+	if ((!to_rctx(ctx)->rings || !RSIW_QP_EX_WITH_FLUSH) &&
+	    attr_size >= offsetof(struct ibv_device_attr_ex, device_cap_flags_ex) +
 				 sizeof(attr->device_cap_flags_ex))
 		attr->device_cap_flags_ex &= ~(RSIW_DEVICE_FLUSH_GLOBAL | RSIW_DEVICE_FLUSH_PERSISTENT);
 	return 0;
@@ -189,17 +616,53 @@ static int rsiw_dereg_mr(struct verbs_mr *vmr)
 	return ret;
 }
 
+struct rsiw_create_cq_cmd {
+	struct ibv_create_cq ibv;
+	struct rsiw_create_cq_req drv;
+};
+
+struct rsiw_create_cq_resp_all {
+	struct ib_uverbs_create_cq_resp ibv;
+	struct rsiw_create_cq_resp drv;
+};
+
+/* The create command, asking for a ring on an ABI 2 context, and its mapping. */
+static int rsiw_cq_create_cmd(struct ibv_context *ctx, struct rsiw_cq *cq, int cqe,
+			      struct ibv_comp_channel *channel, int comp_vector)
+{
+	struct rsiw_create_cq_resp_all resp;
+	struct rsiw_create_cq_cmd cmd;
+	int ret;
+
+	memset(&cmd, 0, sizeof(cmd));
+	memset(&resp, 0, sizeof(resp));
+	if (!to_rctx(ctx)->rings)
+		return ibv_cmd_create_cq(ctx, cqe, channel, comp_vector, &cq->vcq.cq, &cmd.ibv,
+					 sizeof(cmd.ibv), &resp.ibv, sizeof(resp.ibv));
+	cmd.drv.flags = RSIW_CREATE_RINGS;
+	if (ibv_cmd_create_cq(ctx, cqe, channel, comp_vector, &cq->vcq.cq, &cmd.ibv, sizeof(cmd),
+			      &resp.ibv, sizeof(resp)))
+		return -1;
+	ret = rsiw_ring_map(ctx, &cq->ring, &resp.drv.cq, sizeof(struct rsiw_cqe));
+	if (ret) {
+		ibv_cmd_destroy_cq(&cq->vcq.cq);
+		errno = ret;
+		return -1;
+	}
+	pthread_spin_init(&cq->ring_lock, PTHREAD_PROCESS_PRIVATE);
+	/* The ring may be larger than asked (a power of two). */
+	cq->vcq.cq.cqe = (int)cq->ring.entries;
+	return 0;
+}
+
 static struct ibv_cq *rsiw_create_cq(struct ibv_context *ctx, int cqe,
 				     struct ibv_comp_channel *channel, int comp_vector)
 {
-	struct ib_uverbs_create_cq_resp resp;
-	struct ibv_create_cq cmd;
 	struct rsiw_cq *cq = calloc(1, sizeof(*cq));
 
 	if (!cq)
 		return NULL;
-	if (ibv_cmd_create_cq(ctx, cqe, channel, comp_vector, &cq->vcq.cq, &cmd, sizeof(cmd),
-			      &resp, sizeof(resp))) {
+	if (rsiw_cq_create_cmd(ctx, cq, cqe, channel, comp_vector)) {
 		free(cq);
 		return NULL;
 	}
@@ -226,7 +689,7 @@ static int rsiw_cqx_advance(struct rsiw_cq *cq)
 		return 0;
 	}
 	cq->pos = cq->n = 0;
-	n = ibv_cmd_poll_cq(&cq->vcq.cq, RSIW_CQ_BATCH, cq->wc);
+	n = rsiw_cq_fetch(cq, RSIW_CQ_BATCH, cq->wc);
 	if (n < 0)
 		return n == -1 ? (errno ? errno : EIO) : -n;
 	if (n == 0)
@@ -326,8 +789,6 @@ static uint8_t rsiw_read_dlid_path_bits(struct ibv_cq_ex *cqx)
 static struct ibv_cq_ex *rsiw_create_cq_ex(struct ibv_context *ctx,
 					   struct ibv_cq_init_attr_ex *attr)
 {
-	struct ib_uverbs_create_cq_resp resp;
-	struct ibv_create_cq cmd;
 	struct rsiw_cq *cq;
 	struct ibv_cq_ex *cqx;
 
@@ -343,8 +804,7 @@ static struct ibv_cq_ex *rsiw_create_cq_ex(struct ibv_context *ctx,
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (ibv_cmd_create_cq(ctx, attr->cqe, attr->channel, attr->comp_vector, &cq->vcq.cq,
-			      &cmd, sizeof(cmd), &resp, sizeof(resp))) {
+	if (rsiw_cq_create_cmd(ctx, cq, (int)attr->cqe, attr->channel, attr->comp_vector)) {
 		free(cq);
 		return NULL;
 	}
@@ -383,12 +843,12 @@ static int rsiw_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 	int got = 0, n;
 
 	if (!cq->ex)
-		return ibv_cmd_poll_cq(ibcq, ne, wc);
+		return rsiw_cq_fetch(cq, ne, wc);
 	pthread_mutex_lock(&cq->lock);
 	while (got < ne && cq->pos + 1 < cq->n)
 		wc[got++] = cq->wc[++cq->pos];
 	if (got < ne) {
-		n = ibv_cmd_poll_cq(ibcq, ne - got, wc + got);
+		n = rsiw_cq_fetch(cq, ne - got, wc + got);
 		if (n < 0 && !got)
 			got = n;
 		else if (n > 0)
@@ -415,20 +875,66 @@ static int rsiw_destroy_cq(struct ibv_cq *ibcq)
 		return ret;
 	if (cq->ex)
 		pthread_mutex_destroy(&cq->lock);
+	if (cq->ring.map) {
+		rsiw_ring_unmap(&cq->ring);
+		pthread_spin_destroy(&cq->ring_lock);
+	}
 	free(cq);
+	return 0;
+}
+
+struct rsiw_create_qp_cmd {
+	struct ibv_create_qp ibv;
+	struct rsiw_create_qp_req drv;
+};
+
+struct rsiw_create_qp_resp_all {
+	struct ib_uverbs_create_qp_resp ibv;
+	struct rsiw_create_qp_resp drv;
+};
+
+/* Maps a new QP's rings (ABI 2); on failure the QP is destroyed. */
+static int rsiw_qp_rings(struct ibv_context *ctx, struct rsiw_qp *qp,
+			 const struct rsiw_create_qp_resp *drv, const struct ibv_qp_cap *cap,
+			 int has_srq)
+{
+	int ret = rsiw_ring_map(ctx, &qp->sq, &drv->sq, sizeof(struct rsiw_sqe));
+
+	if (!ret && !has_srq)
+		ret = rsiw_ring_map(ctx, &qp->rq, &drv->rq, sizeof(struct rsiw_rqe));
+	if (ret) {
+		rsiw_ring_unmap(&qp->sq);
+		ibv_cmd_destroy_qp(&qp->vqp.qp);
+		errno = ret;
+		return -1;
+	}
+	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
+	qp->max_inline = cap->max_inline_data;
+	qp->max_send_sge = cap->max_send_sge;
+	qp->max_recv_sge = cap->max_recv_sge;
 	return 0;
 }
 
 static struct ibv_qp *rsiw_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 {
-	struct ib_uverbs_create_qp_resp resp;
-	struct ibv_create_qp cmd;
+	struct rsiw_create_qp_resp_all resp;
+	struct rsiw_create_qp_cmd cmd;
+	int rings = to_rctx(pd->context)->rings;
 	/* A verbs_qp with comp_mask 0: ibv_qp_to_qp_ex reads it (NULL). */
 	struct rsiw_qp *qp = calloc(1, sizeof(*qp));
 
 	if (!qp)
 		return NULL;
-	if (ibv_cmd_create_qp(pd, &qp->vqp.qp, attr, &cmd, sizeof(cmd), &resp, sizeof(resp))) {
+	memset(&cmd, 0, sizeof(cmd));
+	memset(&resp, 0, sizeof(resp));
+	cmd.drv.flags = rings ? RSIW_CREATE_RINGS : 0;
+	if (ibv_cmd_create_qp(pd, &qp->vqp.qp, attr, &cmd.ibv, rings ? sizeof(cmd) : sizeof(cmd.ibv),
+			      &resp.ibv, rings ? sizeof(resp) : sizeof(resp.ibv))) {
+		free(qp);
+		return NULL;
+	}
+	if (rings && rsiw_qp_rings(pd->context, qp, &resp.drv, &attr->cap, attr->srq != NULL)) {
 		free(qp);
 		return NULL;
 	}
@@ -442,6 +948,8 @@ static struct ibv_qp *rsiw_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr 
 	(IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_RDMA_WRITE | \
 	 IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |                \
 	 IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+/* What the send ring adds (ABI 2): Local Invalidate (and Flush, below). */
+#define RSIW_RING_SEND_OPS (RSIW_SEND_OPS | IBV_QP_EX_WITH_LOCAL_INV | RSIW_QP_EX_WITH_FLUSH)
 
 static void rsiw_wr_fail(struct rsiw_qp *qp, int err)
 {
@@ -583,8 +1091,10 @@ static void rsiw_wr_send_imm(struct ibv_qp_ex *qpx, __be32 imm_data)
 
 static void rsiw_wr_local_inv(struct ibv_qp_ex *qpx, uint32_t invalidate_rkey)
 {
-	(void)invalidate_rkey;
-	rsiw_wr_fail(qpx_to_rqp(qpx), EOPNOTSUPP);
+	struct ibv_send_wr *wr = rsiw_wr_new(qpx, IBV_QP_EX_WITH_LOCAL_INV, IBV_WR_LOCAL_INV);
+
+	if (wr)
+		wr->invalidate_rkey = invalidate_rkey;
 }
 
 static void rsiw_wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw, uint32_t rkey,
@@ -717,6 +1227,79 @@ static void rsiw_wr_start(struct ibv_qp_ex *qpx)
 	rsiw_wr_reset(qp);
 }
 
+/* Posts the built list on the send ring, with one doorbell at most. */
+static int rsiw_wr_post_ring(struct rsiw_qp *qp)
+{
+	uint32_t flags, i;
+	int ret = 0, posted = 0;
+
+	pthread_spin_lock(&qp->sq_lock);
+	for (i = 0; i < qp->nwr; i++) {
+		struct rsiw_wr *w = &qp->wrs[i];
+		struct rsiw_sqe *e;
+
+		if (rsiw_ring_full(&qp->sq)) {
+			ret = ENOMEM;
+			break;
+		}
+		e = rsiw_ring_slot(&qp->sq, qp->sq.idx);
+		if (w->wr.opcode == RSIW_WR_IS_FLUSH) {
+			memset(e, 0, sizeof(*e));
+			e->wr_id = w->wr.wr_id;
+			e->opcode = RSIW_WR_FLUSH;
+			e->flags = (w->wr.send_flags & IBV_SEND_SIGNALED) ? RSIW_SQE_SIGNALED : 0;
+			if (w->wr.send_flags & IBV_SEND_FENCE)
+				e->flags |= RSIW_SQE_FENCE;
+			e->rkey = w->wr.wr.rdma.rkey;
+			e->remote_addr = w->wr.wr.rdma.remote_addr;
+			e->length = w->flush_len;
+			e->flush_level = w->flush_level;
+			if (w->flush_type) /* IBV_FLUSH_MR */
+				e->flags |= RSIW_SQE_FLUSH_MR;
+		} else {
+			ret = rsiw_fill_sqe(qp, e, &w->wr);
+			if (ret)
+				break;
+		}
+		qp->sq.idx++;
+		posted++;
+	}
+	/* All or nothing, as the list is one post: take back what was filled. */
+	if (ret)
+		qp->sq.idx -= (uint32_t)posted;
+	else if (posted) {
+		flags = rsiw_ring_publish(&qp->sq);
+		pthread_spin_unlock(&qp->sq_lock);
+		if (!(flags & RSIW_RING_SQ_ACTIVE) || (flags & RSIW_RING_ERROR))
+			rsiw_sq_doorbell(qp);
+		return 0;
+	}
+	pthread_spin_unlock(&qp->sq_lock);
+	return ret;
+}
+
+#ifdef RSIW_HAVE_WR_FLUSH
+static void rsiw_wr_flush(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t remote_addr, size_t len,
+			  uint8_t type, uint8_t level)
+{
+	struct ibv_send_wr *wr = rsiw_wr_new(qpx, IBV_QP_EX_WITH_FLUSH, RSIW_WR_IS_FLUSH);
+	struct rsiw_wr *w;
+
+	if (!wr)
+		return;
+	if (len > UINT32_MAX) {
+		rsiw_wr_fail(qpx_to_rqp(qpx), EINVAL); /* the wire's ranges are 32-bit */
+		return;
+	}
+	w = container_of(wr, struct rsiw_wr, wr);
+	wr->wr.rdma.rkey = rkey;
+	wr->wr.rdma.remote_addr = remote_addr;
+	w->flush_len = (uint32_t)len;
+	w->flush_level = level;
+	w->flush_type = type;
+}
+#endif
+
 /* Posts the list with one post_send command. */
 static int rsiw_wr_complete(struct ibv_qp_ex *qpx)
 {
@@ -739,7 +1322,8 @@ static int rsiw_wr_complete(struct ibv_qp_ex *qpx)
 			}
 			w->wr.next = i + 1 < qp->nwr ? &qp->wrs[i + 1].wr : NULL;
 		}
-		ret = ibv_cmd_post_send(&qp->vqp.qp, &qp->wrs[0].wr, &bad);
+		ret = qp->sq.map ? rsiw_wr_post_ring(qp)
+				 : ibv_cmd_post_send(&qp->vqp.qp, &qp->wrs[0].wr, &bad);
 	}
 	rsiw_wr_reset(qp);
 	pthread_spin_unlock(&qp->lock);
@@ -761,11 +1345,12 @@ static void rsiw_wr_abort(struct ibv_qp_ex *qpx)
  */
 static struct ibv_qp *rsiw_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr)
 {
-	struct ib_uverbs_create_qp_resp resp;
-	struct ibv_create_qp cmd;
+	struct rsiw_create_qp_resp_all resp;
+	struct rsiw_create_qp_cmd cmd;
 	struct ibv_qp_ex *qpx;
 	struct rsiw_qp *qp;
 	struct ibv_qp_init_attr_ex a = *attr;
+	int rings = to_rctx(ctx)->rings;
 	uint64_t ops = 0;
 
 	/* Create flags: none supported, so only "none" (rdma-core's tests ask so). */
@@ -778,7 +1363,7 @@ static struct ibv_qp *rsiw_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_i
 	a.comp_mask &= ~(uint32_t)IBV_QP_INIT_ATTR_CREATE_FLAGS;
 	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
 		ops = attr->send_ops_flags;
-		if (ops & ~(uint64_t)RSIW_SEND_OPS) {
+		if (ops & ~(uint64_t)(rings ? RSIW_RING_SEND_OPS : RSIW_SEND_OPS)) {
 			errno = EOPNOTSUPP;
 			return NULL;
 		}
@@ -788,11 +1373,19 @@ static struct ibv_qp *rsiw_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_i
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (ibv_cmd_create_qp_ex(ctx, &qp->vqp, &a, &cmd, sizeof(cmd), &resp, sizeof(resp))) {
+	memset(&cmd, 0, sizeof(cmd));
+	memset(&resp, 0, sizeof(resp));
+	cmd.drv.flags = rings ? RSIW_CREATE_RINGS : 0;
+	if (ibv_cmd_create_qp_ex(ctx, &qp->vqp, &a, &cmd.ibv, rings ? sizeof(cmd) : sizeof(cmd.ibv),
+				 &resp.ibv, rings ? sizeof(resp) : sizeof(resp.ibv))) {
 		free(qp);
 		return NULL;
 	}
 	attr->cap = a.cap;
+	if (rings && rsiw_qp_rings(ctx, qp, &resp.drv, &a.cap, a.srq != NULL)) {
+		free(qp);
+		return NULL;
+	}
 	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))
 		return &qp->vqp.qp;
 
@@ -822,6 +1415,9 @@ static struct ibv_qp *rsiw_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_i
 	qpx->wr_start = rsiw_wr_start;
 	qpx->wr_complete = rsiw_wr_complete;
 	qpx->wr_abort = rsiw_wr_abort;
+#ifdef RSIW_HAVE_WR_FLUSH
+	qpx->wr_flush = rsiw_wr_flush;
+#endif
 	return &qp->vqp.qp;
 }
 
@@ -849,6 +1445,12 @@ static int rsiw_destroy_qp(struct ibv_qp *ibqp)
 		return ret;
 	if (qp->vqp.comp_mask & VERBS_QP_EX)
 		pthread_spin_destroy(&qp->lock);
+	if (qp->sq.map) {
+		rsiw_ring_unmap(&qp->sq);
+		rsiw_ring_unmap(&qp->rq);
+		pthread_spin_destroy(&qp->sq_lock);
+		pthread_spin_destroy(&qp->rq_lock);
+	}
 	free(qp->wrs);
 	free(qp->sges);
 	free(qp->inl);
@@ -856,19 +1458,46 @@ static int rsiw_destroy_qp(struct ibv_qp *ibqp)
 	return 0;
 }
 
+struct rsiw_create_srq_cmd {
+	struct ibv_create_srq ibv;
+	struct rsiw_create_srq_req drv;
+};
+
+struct rsiw_create_srq_resp_all {
+	struct ib_uverbs_create_srq_resp ibv;
+	struct rsiw_create_srq_resp drv;
+};
+
 static struct ibv_srq *rsiw_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
 {
-	struct ib_uverbs_create_srq_resp resp;
-	struct ibv_create_srq cmd;
-	struct ibv_srq *srq = calloc(1, sizeof(*srq));
+	struct rsiw_create_srq_resp_all resp;
+	struct rsiw_create_srq_cmd cmd;
+	int rings = to_rctx(pd->context)->rings, ret;
+	struct rsiw_srq *srq = calloc(1, sizeof(*srq));
 
 	if (!srq)
 		return NULL;
-	if (ibv_cmd_create_srq(pd, srq, attr, &cmd, sizeof(cmd), &resp, sizeof(resp))) {
+	memset(&cmd, 0, sizeof(cmd));
+	memset(&resp, 0, sizeof(resp));
+	cmd.drv.flags = rings ? RSIW_CREATE_RINGS : 0;
+	if (ibv_cmd_create_srq(pd, &srq->srq, attr, &cmd.ibv, rings ? sizeof(cmd) : sizeof(cmd.ibv),
+			       &resp.ibv, rings ? sizeof(resp) : sizeof(resp.ibv))) {
 		free(srq);
 		return NULL;
 	}
-	return srq;
+	if (rings) {
+		ret = rsiw_ring_map(pd->context, &srq->rq, &resp.drv.rq, sizeof(struct rsiw_rqe));
+		if (ret) {
+			ibv_cmd_destroy_srq(&srq->srq);
+			free(srq);
+			errno = ret;
+			return NULL;
+		}
+		pthread_spin_init(&srq->lock, PTHREAD_PROCESS_PRIVATE);
+		srq->max_sge = attr->attr.max_sge;
+		attr->attr.max_wr = srq->rq.entries;
+	}
+	return &srq->srq;
 }
 
 static int rsiw_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int attr_mask)
@@ -885,13 +1514,19 @@ static int rsiw_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
 	return ibv_cmd_query_srq(srq, attr, &cmd, sizeof(cmd));
 }
 
-static int rsiw_destroy_srq(struct ibv_srq *srq)
+static int rsiw_destroy_srq(struct ibv_srq *ibsrq)
 {
-	int ret = ibv_cmd_destroy_srq(srq);
+	struct rsiw_srq *srq = container_of(ibsrq, struct rsiw_srq, srq);
+	int ret = ibv_cmd_destroy_srq(ibsrq);
 
-	if (!ret)
-		free(srq);
-	return ret;
+	if (ret)
+		return ret;
+	if (srq->rq.map) {
+		rsiw_ring_unmap(&srq->rq);
+		pthread_spin_destroy(&srq->lock);
+	}
+	free(srq);
+	return 0;
 }
 
 static void rsiw_free_context(struct ibv_context *ibctx)
@@ -918,23 +1553,29 @@ static const struct verbs_context_ops rsiw_context_ops = {
 	.modify_qp = rsiw_modify_qp,
 	.modify_srq = rsiw_modify_srq,
 	.poll_cq = rsiw_poll_cq,
-	.post_recv = ibv_cmd_post_recv,
-	.post_send = ibv_cmd_post_send,
-	.post_srq_recv = ibv_cmd_post_srq_recv,
+	.post_recv = rsiw_post_recv,
+	.post_send = rsiw_post_send,
+	.post_srq_recv = rsiw_post_srq_recv,
 	.query_device_ex = rsiw_query_device_ex,
 	.query_port = rsiw_query_port,
 	.query_qp = rsiw_query_qp,
 	.query_srq = rsiw_query_srq,
 	.reg_mr = rsiw_reg_mr,
-	.req_notify_cq = ibv_cmd_req_notify_cq,
+	.req_notify_cq = rsiw_req_notify_cq,
 	.resize_cq = rsiw_resize_cq,
 };
 
 static struct verbs_context *rsiw_alloc_context(struct ibv_device *ibdev, int cmd_fd,
 						void *private_data)
 {
-	struct ib_uverbs_get_context_resp resp;
-	struct ibv_get_context cmd;
+	struct {
+		struct ibv_get_context ibv;
+		struct rsiw_alloc_ucontext_req drv;
+	} cmd;
+	struct {
+		struct ib_uverbs_get_context_resp ibv;
+		struct rsiw_alloc_ucontext_resp drv;
+	} resp;
 	struct rsiw_context *ctx;
 
 	(void)private_data;
@@ -945,11 +1586,24 @@ static struct verbs_context *rsiw_alloc_context(struct ibv_device *ibdev, int cm
 	if (!ctx)
 		return NULL;
 	memset(&cmd, 0, sizeof(cmd));
-	if (ibv_cmd_get_context(&ctx->vctx, &cmd, sizeof(cmd), &resp, sizeof(resp))) {
+	memset(&resp, 0, sizeof(resp));
+	/* A kernel without rings (ABI 1) answers nothing: commands only. */
+	cmd.drv.abi_version = RSIW_ABI_VERSION;
+	if (ibv_cmd_get_context(&ctx->vctx, &cmd.ibv, sizeof(cmd),
+				&resp.ibv, sizeof(resp))) {
 		verbs_uninit_context(&ctx->vctx);
 		free(ctx);
 		return NULL;
 	}
+	ctx->rings = resp.drv.abi_version == RSIW_ABI_VERSION &&
+		     resp.drv.sqe_size == sizeof(struct rsiw_sqe) &&
+		     resp.drv.rqe_size == sizeof(struct rsiw_rqe) &&
+		     resp.drv.cqe_size == sizeof(struct rsiw_cqe) &&
+		     resp.drv.ring_hdr == RSIW_RING_HDR && !getenv("RSIW_NO_RINGS");
+	if (getenv("RSIW_DEBUG"))
+		fprintf(stderr, "rsiw: context ABI %u (entries %u/%u/%u, header %u): rings %s\n",
+			resp.drv.abi_version, resp.drv.sqe_size, resp.drv.rqe_size,
+			resp.drv.cqe_size, resp.drv.ring_hdr, ctx->rings ? "on" : "off");
 	verbs_set_ops(&ctx->vctx, &rsiw_context_ops);
 	return &ctx->vctx;
 }
@@ -974,7 +1628,7 @@ static const struct verbs_match_ent rsiw_match_table[] = {
 
 static const struct verbs_device_ops rsiw_device_ops = {
 	.name = "rsiw",
-	.match_min_abi_version = RSIW_ABI_VERSION,
+	.match_min_abi_version = 1,
 	.match_max_abi_version = RSIW_ABI_VERSION,
 	.match_table = rsiw_match_table,
 	.alloc_device = rsiw_alloc_device,

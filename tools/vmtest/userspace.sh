@@ -50,6 +50,16 @@ to "$OUT/uverbs-check.txt" "$RSIW_ROOT/tools/provider/rsiw-uverbs-check" $a $b
 sed -n 's/^\(not \)\{0,1\}ok - /rsiw-uverbs-check: &/p' "$OUT/uverbs-check.txt"
 check "rsiw-uverbs-check: every check passed" grep -qx PASSED "$OUT/uverbs-check.txt"
 
+# --- the shared rings: costs, full rings, wrap-around, CQ overflow, every
+# ring op with data checked, hostile entries written into the ring ---
+to "$OUT/ring-check.txt" "$RSIW_ROOT/tools/provider/rsiw-ring-check" $a $b
+sed -n 's/^\(not \)\{0,1\}ok - /rsiw-ring-check: &/p' "$OUT/ring-check.txt"
+check "rsiw-ring-check: every check passed" grep -qx PASSED "$OUT/ring-check.txt"
+# The same application over the command path (an ABI 1 style context)
+# still passes rsiw-uverbs-check.
+to "$OUT/uverbs-check-cmds.txt" env RSIW_NO_RINGS=1 "$RSIW_ROOT/tools/provider/rsiw-uverbs-check" $a $b 7472
+check "rsiw-uverbs-check without rings (RSIW_NO_RINGS=1): every check passed" grep -qx PASSED "$OUT/uverbs-check-cmds.txt"
+
 # --- perftest with rdma_cm (-R): Write, Read and Send bandwidth ---
 for t in ib_write_bw ib_read_bw ib_send_bw; do
 	timeout 120 $t -R -d rsiw0 -s 65536 -n 200 >"$OUT/$t-server.txt" 2>&1 &

@@ -15,6 +15,7 @@ use super::super::{
 use super::{
     device::{dev_data, Driver},
     event::{raise, Element},
+    umap::Udata,
 };
 
 /// Status of a completion, mirroring `enum ib_wc_status`.
@@ -190,7 +191,14 @@ impl WcWriter<'_> {
 pub(crate) trait CqOps<D: Driver>: Send + Sync + Sized {
     /// `create_cq` of `cqe` entries (the core's request, unchecked):
     /// fills `slot` and returns the number of entries granted.
-    fn create(dev: &D::Device, cqe: u32, notifier: CqNotifier, slot: CqSlot<'_, D>) -> Result<u32>;
+    /// `udata`: a process's CQ (its request and the response).
+    fn create(
+        dev: &D::Device,
+        cqe: u32,
+        notifier: CqNotifier,
+        slot: CqSlot<'_, D>,
+        udata: Option<&mut Udata<'_>>,
+    ) -> Result<u32>;
     /// `destroy_cq`, before the CQ's Rust part is dropped (no QP uses it).
     fn destroy(&self, dev: &D::Device);
     /// `resize_user_cq`: returns the number of entries granted.
@@ -297,14 +305,13 @@ fn fill_wc(wc: &mut sys::ib_wc, c: &Completion) {
 unsafe extern "C" fn create_cq<D: Driver>(
     ibcq: *mut sys::ib_cq,
     attr: *const sys::ib_cq_init_attr,
-    _attrs: *mut sys::uverbs_attr_bundle,
+    attrs: *mut sys::uverbs_attr_bundle,
 ) -> c_int {
     from_result(|| {
         // SAFETY: the core set `ibcq->device` to one of `D`'s live devices
         // and passes a valid `attr` for the call.
         let (dev, attr) = unsafe { (dev_data::<D>((*ibcq).device), &*attr) };
-        // A user CQ is polled and armed through uverbs commands: the same
-        // CQ as a kernel consumer's. No creation flag is supported.
+        // No creation flag is supported.
         if attr.flags != 0 {
             return Err(EOPNOTSUPP);
         }
@@ -312,7 +319,10 @@ unsafe extern "C" fn create_cq<D: Driver>(
         // SAFETY: the core allocated `ibcq` with `size_ib_cq` = `CqObj::SIZE`.
         let slot = unsafe { CqSlot::<D>::new(ibcq, &mut filled) };
         // INVARIANT: the notifier points to the CQ whose data holds it.
-        let cqe = D::Cq::create(dev, attr.cqe, CqNotifier(ibcq), slot)?;
+        // SAFETY: a user command's bundle (null for a kernel consumer),
+        // valid for the call; its udata and context are the command's.
+        let mut udata = unsafe { Udata::new(sys::rsiw_attrs_udata(attrs), ptr::null_mut()) };
+        let cqe = D::Cq::create(dev, attr.cqe, CqNotifier(ibcq), slot, udata.as_mut())?;
         if !filled {
             return Err(EINVAL);
         }

@@ -20,7 +20,7 @@ use super::super::{
     object::{CoreObj, Slot},
     sys,
 };
-use super::{cq::CqOps, iw_cm::IwCmOps, mr::MrOps, qp::QpOps, srq::SrqOps};
+use super::{cq::CqOps, iw_cm::IwCmOps, mr::MrOps, qp::QpOps, srq::SrqOps, umap::Udata};
 
 /// Driver id of rsiw's devices (its uapi header), reported to userspace
 /// and used to find the devices again.
@@ -153,7 +153,9 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     /// `dealloc_pd`, before the PD's Rust part is dropped.
     fn dealloc_pd(dev: &Self::Device, pd: &Self::Pd);
     /// `alloc_ucontext`.
-    fn alloc_ucontext(dev: &Self::Device) -> Result<Self::Ucontext>;
+    /// `alloc_ucontext`, with the provider's request and the response
+    /// (`udata`; none from a process that passed no driver data).
+    fn alloc_ucontext(dev: &Self::Device, udata: &mut Udata<'_>) -> Result<Self::Ucontext>;
     /// `dealloc_ucontext`, before the context's Rust part is dropped.
     fn dealloc_ucontext(dev: &Self::Device, uctx: &Self::Ucontext);
     /// `disassociate_ucontext`: the device leaves a process that still has
@@ -278,6 +280,7 @@ fn device_ops<D: IwCmOps>() -> sys::ib_device_ops {
     super::qp::install_ops::<D>(&mut ops);
     super::mr::install_ops::<D>(&mut ops);
     super::iw_cm::install_ops::<D>(&mut ops);
+    super::umap::install_ops(&mut ops);
     ops
 }
 
@@ -556,11 +559,14 @@ unsafe extern "C" fn dealloc_pd<D: Driver>(pd: *mut sys::ib_pd, _udata: *mut sys
     0
 }
 
-unsafe extern "C" fn alloc_ucontext<D: Driver>(uctx: *mut sys::ib_ucontext, _udata: *mut sys::ib_udata) -> c_int {
+unsafe extern "C" fn alloc_ucontext<D: Driver>(uctx: *mut sys::ib_ucontext, udata: *mut sys::ib_udata) -> c_int {
     from_result(|| {
         // SAFETY: the core set `uctx->device` to one of `D`'s live devices.
         let dev = unsafe { dev_data::<D>((*uctx).device) };
-        let data = D::alloc_ucontext(dev)?;
+        // SAFETY: the command's udata (never null for a context) and the
+        // context being made.
+        let mut udata = unsafe { Udata::new(udata, uctx) }.ok_or(EINVAL)?;
+        let data = D::alloc_ucontext(dev, &mut udata)?;
         let mut filled = false;
         // SAFETY: allocated by the core with `UctxObj::SIZE` bytes.
         unsafe { Slot::<_, D::Ucontext>::new(uctx, &mut filled) }.write(data);

@@ -20,6 +20,7 @@ pub(crate) mod link;
 pub(crate) mod mr;
 pub(crate) mod qp;
 pub(crate) mod srq;
+mod umap;
 mod wr;
 
 pub(crate) use self::{
@@ -33,8 +34,15 @@ pub(crate) use self::{
     mr::{IbMr, MrOps, MrType},
     qp::{QpAttr, QpAttrMod, QpCaps, QpInitAttr, QpLinks, QpNotifier, QpOps, QpState, ResAttrs},
     srq::{SrqAttr, SrqAttrMask, SrqNotifier, SrqOps, SrqSlot},
+    umap::{
+        abi, rsiw_alloc_ucontext_req, rsiw_alloc_ucontext_resp, rsiw_cqe, rsiw_create_cq_req, rsiw_create_cq_resp,
+        rsiw_create_qp_req, rsiw_create_qp_resp, rsiw_create_srq_req, rsiw_create_srq_resp, rsiw_ring_info, rsiw_rqe,
+        rsiw_sqe, SharedRing, Udata, UserAbi,
+    },
     wr::{AtomicFields, RecvWrRef, SendWrRef, WrOpcode},
 };
+#[cfg(rsiw_kunit)]
+pub(crate) use self::umap::rsiw_sge;
 
 /// A scatter/gather element, laid out as `struct ib_sge` so that a work
 /// request's SGE list is viewed in place.

@@ -18,6 +18,7 @@ use super::{
     device::{dev_data, pd_data, Driver},
     event::{raise, Element},
     srq::srq_data,
+    umap::Udata,
     wr::{post_recv_chain, post_send_chain, RecvWrRef, SendWrRef},
 };
 
@@ -114,7 +115,16 @@ pub(crate) trait QpOps<D: Driver>: Send + Sync + Sized {
         attr: &mut QpInitAttr,
         links: QpLinks<D>,
         notifier: QpNotifier,
+        udata: Option<&mut Udata<'_>>,
     ) -> Result<(Arc<Self>, u32)>;
+    /// `post_send` with no WR: a process's doorbell (its SQ ring).
+    fn doorbell_send(_this: &Arc<Self>) -> Result {
+        Err(EINVAL)
+    }
+    /// `post_recv` with no WR: a process's doorbell (its RQ ring).
+    fn doorbell_recv(_this: &Arc<Self>) -> Result {
+        Err(EINVAL)
+    }
     /// The links the QP was made with.
     fn links(&self) -> &QpLinks<D>;
     /// `destroy_qp`, first step: ends the stream and flushes the queues
@@ -288,7 +298,7 @@ pub(super) fn install_ops<D: Driver>(ops: &mut sys::ib_device_ops) {
 unsafe extern "C" fn create_qp<D: Driver>(
     ibqp: *mut sys::ib_qp,
     attr: *mut sys::ib_qp_init_attr,
-    _udata: *mut sys::ib_udata,
+    udata: *mut sys::ib_udata,
 ) -> c_int {
     from_result(|| {
         // SAFETY: the core passes a QP whose device, PD and attributes are
@@ -322,7 +332,9 @@ unsafe extern "C" fn create_qp<D: Driver>(
             dev: unsafe { (*ibqp).device },
             _driver: PhantomData,
         };
-        let (qp, qpn) = D::Qp::create(dev, pd, &mut init, links, QpNotifier(ibqp))?;
+        // SAFETY: the command's udata (null from a kernel consumer).
+        let mut udata = unsafe { Udata::new(udata, ptr::null_mut()) };
+        let (qp, qpn) = D::Qp::create(dev, pd, &mut init, links, QpNotifier(ibqp), udata.as_mut())?;
         // SAFETY: the core allocated `ibqp` with `size_ib_qp` = `QpObj::SIZE`.
         unsafe {
             QpObj::<D>::init(ibqp, QpData { qp, cm_refs: AtomicU32::new(0) });
@@ -427,6 +439,10 @@ unsafe extern "C" fn post_send<D: Driver>(
 ) -> c_int {
     // SAFETY: one of `D`'s QPs; `uobject` is set by uverbs for user QPs.
     let (qp, user) = unsafe { (&QpObj::<D>::data(ibqp).qp, !(*ibqp).uobject.is_null()) };
+    if wr.is_null() {
+        // uverbs with no WR: a process rings the doorbell of its ring.
+        return D::Qp::doorbell_send(qp).map_or_else(|e| e.to_errno(), |()| 0);
+    }
     // SAFETY: the core's chain (uverbs for a user QP: inline SGEs name the
     // caller's memory) and bad_wr pointer.
     unsafe { post_send_chain::<D>(wr, bad_wr, user, |wr| D::Qp::post_send(qp, wr)) }
@@ -439,6 +455,10 @@ unsafe extern "C" fn post_recv<D: Driver>(
 ) -> c_int {
     // SAFETY: one of `D`'s QPs.
     let qp = unsafe { &QpObj::<D>::data(ibqp).qp };
+    if wr.is_null() {
+        // uverbs with no WR: a process rings the doorbell of its ring.
+        return D::Qp::doorbell_recv(qp).map_or_else(|e| e.to_errno(), |()| 0);
+    }
     // SAFETY: the chain and `bad_wr` as the core passes them.
     unsafe { post_recv_chain(wr, bad_wr, |wr| D::Qp::post_recv(qp, wr)) }
 }

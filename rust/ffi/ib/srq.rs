@@ -2,6 +2,8 @@
 //! Shared receive queues: [`SrqOps`], the SRQ limit event
 //! ([`SrqNotifier`]) and the generic SRQ entry points.
 
+use core::ptr;
+
 use kernel::{error::from_result, ffi::c_int, prelude::*};
 
 use super::super::{
@@ -11,6 +13,7 @@ use super::super::{
 use super::{
     device::{dev_data, pd_data, Driver},
     event::{raise, Element},
+    umap::Udata,
     wr::{post_recv_chain, RecvWrRef},
 };
 
@@ -58,7 +61,19 @@ pub(crate) struct SrqAttrMask {
 #[vtable]
 pub(crate) trait SrqOps<D: Driver>: Send + Sync + Sized {
     /// `create_srq` of a basic SRQ in `pd`: fills `slot`.
-    fn create(dev: &D::Device, pd: &D::Pd, attr: &SrqAttr, notifier: SrqNotifier, slot: SrqSlot<'_, D>) -> Result;
+    /// `udata`: a process's SRQ (its request and the response).
+    fn create(
+        dev: &D::Device,
+        pd: &D::Pd,
+        attr: &SrqAttr,
+        notifier: SrqNotifier,
+        slot: SrqSlot<'_, D>,
+        udata: Option<&mut Udata<'_>>,
+    ) -> Result;
+    /// `post_srq_recv` with no WR: a process's doorbell (its SRQ ring).
+    fn doorbell(&self) -> Result {
+        Err(EINVAL)
+    }
     /// `destroy_srq`, before the SRQ's Rust part is dropped (no QP uses it).
     fn destroy(&self, dev: &D::Device);
     /// `modify_srq`.
@@ -96,15 +111,14 @@ pub(super) fn install_ops<D: Driver>(ops: &mut sys::ib_device_ops) {
 unsafe extern "C" fn create_srq<D: Driver>(
     ibsrq: *mut sys::ib_srq,
     init: *mut sys::ib_srq_init_attr,
-    _udata: *mut sys::ib_udata,
+    udata: *mut sys::ib_udata,
 ) -> c_int {
     from_result(|| {
         // SAFETY: the core set `device` and `pd` (`D`'s, live) and passes a
         // valid `init`.
         let (dev, init, pd) =
             unsafe { (dev_data::<D>((*ibsrq).device), &*init, pd_data::<D>((*ibsrq).pd)) };
-        // XRC and tag-matching SRQs are not supported; a user SRQ is
-        // posted to through uverbs (`POST_SRQ_RECV`).
+        // XRC and tag-matching SRQs are not supported.
         if init.srq_type != sys::ib_srq_type_IB_SRQT_BASIC {
             return Err(EOPNOTSUPP);
         }
@@ -114,7 +128,9 @@ unsafe extern "C" fn create_srq<D: Driver>(
         // SAFETY: the core allocated `ibsrq` with `size_ib_srq` = `SrqObj::SIZE`.
         let slot = unsafe { SrqSlot::<D>::new(ibsrq, &mut filled) };
         // INVARIANT: the notifier points to the SRQ whose data holds it.
-        D::Srq::create(dev, pd, &attr, SrqNotifier(ibsrq), slot)?;
+        // SAFETY: the command's udata (null from a kernel consumer).
+        let mut udata = unsafe { Udata::new(udata, ptr::null_mut()) };
+        D::Srq::create(dev, pd, &attr, SrqNotifier(ibsrq), slot, udata.as_mut())?;
         if !filled {
             return Err(EINVAL);
         }
@@ -170,6 +186,13 @@ unsafe extern "C" fn post_srq_recv<D: Driver>(
 ) -> c_int {
     // SAFETY: one of `D`'s live SRQs.
     let srq = unsafe { srq_data::<D>(ibsrq) };
+    if wr.is_null() {
+        // uverbs with no WR: a process rings the doorbell of its ring.
+        return match srq.doorbell() {
+            Ok(()) => 0,
+            Err(e) => e.to_errno(),
+        };
+    }
     // SAFETY: the core's chain and bad_wr pointer.
     unsafe { post_recv_chain(wr, bad_wr, |wr| srq.post_recv(wr)) }
 }
