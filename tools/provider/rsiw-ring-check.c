@@ -677,8 +677,9 @@ static void hostile(int broken)
 	while (ok && !poll_one(&c, &wc) && wc.wr_id != 77)
 		ok = wc.status == IBV_WC_WR_FLUSH_ERR;
 	ok = ok && wc.wr_id == 77 && wc.status == IBV_WC_WR_FLUSH_ERR;
-	CHECK(ok, "a Send posted afterwards is flushed (id %" PRIu64 ", %s)", wc.wr_id,
-	      ibv_wc_status_str(wc.status));
+	CHECK(ok, "a Send posted afterwards is flushed (id %" PRIu64 ", %s, qp %u; ours %u, peer %u)",
+	      wc.wr_id, ibv_wc_status_str(wc.status), wc.qp_num, c.id->qp->qp_num,
+	      s.id->qp->qp_num);
 	ok = !post_send(&c2, 5, IBV_WR_SEND, c2.buf, 64, c2.mr->lkey, 0, 0) && !poll_one(&c2, &wc) &&
 	     wc.status == IBV_WC_SUCCESS && !poll_one(&s2, &wc) && wc.status == IBV_WC_SUCCESS;
 	CHECK(ok, "another connection of the process is unaffected");

@@ -161,6 +161,9 @@ static int rsiw_ring_map(struct ibv_context *ctx, struct rsiw_ring *r,
 		 (off_t)info->offset);
 	if (m == MAP_FAILED)
 		return errno;
+	if (getenv("RSIW_DEBUG"))
+		fprintf(stderr, "rsiw: ring fd %d offset %#llx size %u entries %u at %p\n", ctx->cmd_fd,
+			(unsigned long long)info->offset, info->size, info->entries, m);
 	r->map = m;
 	r->map_len = info->size;
 	r->ctl = m;
@@ -186,6 +189,16 @@ static void *rsiw_ring_slot(struct rsiw_ring *r, uint32_t idx)
 static uint32_t rsiw_load(uint32_t *p)
 {
 	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * The producer index, as the ring has it: this process is its only writer,
+ * and reading it back keeps entries written through rsiwdv_query_qp's
+ * pointers in order with ours. Under the ring's lock.
+ */
+static void rsiw_ring_sync(struct rsiw_ring *r)
+{
+	r->idx = __atomic_load_n(&r->ctl->producer, __ATOMIC_RELAXED);
 }
 
 /* Room for one more entry on a ring we produce. */
@@ -365,6 +378,7 @@ static int rsiw_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ib
 	if (!qp->sq.map)
 		return ibv_cmd_post_send(ibqp, wr, bad_wr);
 	pthread_spin_lock(&qp->sq_lock);
+	rsiw_ring_sync(&qp->sq);
 	for (; wr; wr = wr->next) {
 		if (rsiw_ring_full(&qp->sq)) {
 			ret = ENOMEM;
@@ -413,6 +427,7 @@ static int rsiw_post_rq_ring(struct rsiw_ring *r, pthread_spinlock_t *lock, uint
 
 	*flags = 0;
 	pthread_spin_lock(lock);
+	rsiw_ring_sync(r);
 	for (; wr; wr = wr->next) {
 		if (rsiw_ring_full(r)) {
 			ret = ENOMEM;
@@ -501,6 +516,7 @@ __attribute__((visibility("default"))) int rsiwdv_post_masked_atomic(
 	    (a->op != RSIWDV_MASKED_CMP_SWAP && a->op != RSIWDV_MASKED_FETCH_ADD))
 		return EINVAL;
 	pthread_spin_lock(&qp->sq_lock);
+	rsiw_ring_sync(&qp->sq);
 	if (rsiw_ring_full(&qp->sq)) {
 		pthread_spin_unlock(&qp->sq_lock);
 		return ENOMEM;
@@ -1234,6 +1250,7 @@ static int rsiw_wr_post_ring(struct rsiw_qp *qp)
 	int ret = 0, posted = 0;
 
 	pthread_spin_lock(&qp->sq_lock);
+	rsiw_ring_sync(&qp->sq);
 	for (i = 0; i < qp->nwr; i++) {
 		struct rsiw_wr *w = &qp->wrs[i];
 		struct rsiw_sqe *e;

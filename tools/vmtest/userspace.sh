@@ -24,6 +24,10 @@ done
 # listening PORT: a TCP listener on PORT (an rdma_cm listener on iWARP
 # is one). A client started before its server listens is refused.
 listening() { ss -Hltn "sport = :$1" | grep -q .; }
+# The previous server's listener is gone (an iWARP listener is a kernel
+# socket the CM closes after the process has exited: a client started
+# while it lingers could reach it instead of the next server's).
+not_listening() { ! listening "$1"; }
 
 # A user-space crash leaves its core in $OUT (and fails check_dmesg_clean).
 ulimit -c unlimited
@@ -62,6 +66,7 @@ check "rsiw-uverbs-check without rings (RSIW_NO_RINGS=1): every check passed" gr
 
 # --- perftest with rdma_cm (-R): Write, Read and Send bandwidth ---
 for t in ib_write_bw ib_read_bw ib_send_bw; do
+	wait_for 30 not_listening 18515
 	timeout 120 $t -R -d rsiw0 -s 65536 -n 200 >"$OUT/$t-server.txt" 2>&1 &
 	server=$!
 	wait_for 30 listening 18515
@@ -78,6 +83,7 @@ done
 # --- perftest atomics with rdma_cm (-R): FetchAdd and CmpSwap ---
 for t in "ib_atomic_bw -A FETCH_AND_ADD" "ib_atomic_bw -A CMP_AND_SWAP" "ib_atomic_lat -A FETCH_AND_ADD"; do
 	f=$(echo "$t" | tr ' ' '_')
+	wait_for 30 not_listening 18515
 	timeout 120 $t -R -d rsiw0 -n 200 >"$OUT/$f-server.txt" 2>&1 &
 	server=$!
 	wait_for 30 listening 18515
