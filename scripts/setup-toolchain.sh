@@ -22,6 +22,8 @@ APT_PACKAGES=(
 	python3-pyverbs
 	# reads the cores of crashed guest processes (tools/vmtest/userspace.sh)
 	gdb
+	# a private rdma-core 55 with ibv_wr_flush (scripts/build-rdma-core.sh)
+	cmake ninja-build pkg-config libnl-3-dev libnl-route-3-dev curl
 )
 
 missing=()

@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rdma_core_pabi34.h"
+#include "rdma_core_compat.h"
 #include "../../include/uapi/rdma/rsiw-abi.h"
 
 /* ib_uverbs_device_cap_flags (the kernel's IB_DEVICE_FLUSH_*). */
@@ -613,6 +613,20 @@ static void rsiw_wr_atomic_write(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t 
 	rsiw_wr_fail(qpx_to_rqp(qpx), EOPNOTSUPP);
 }
 
+#if RSIW_HAVE_WR_FLUSH
+/* Not announced (IBV_QP_EX_WITH_FLUSH) yet: the list fails at ibv_wr_complete. */
+static void rsiw_wr_flush(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t remote_addr, size_t len,
+			  uint8_t type, uint8_t level)
+{
+	(void)rkey;
+	(void)remote_addr;
+	(void)len;
+	(void)type;
+	(void)level;
+	rsiw_wr_fail(qpx_to_rqp(qpx), EOPNOTSUPP);
+}
+#endif
+
 static void rsiw_wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah, uint32_t remote_qpn,
 				uint32_t remote_qkey)
 {
@@ -813,6 +827,9 @@ static struct ibv_qp *rsiw_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_i
 	qpx->wr_bind_mw = rsiw_wr_bind_mw;
 	qpx->wr_send_tso = rsiw_wr_send_tso;
 	qpx->wr_atomic_write = rsiw_wr_atomic_write;
+#if RSIW_HAVE_WR_FLUSH
+	qpx->wr_flush = rsiw_wr_flush;
+#endif
 	qpx->wr_set_ud_addr = rsiw_wr_set_ud_addr;
 	qpx->wr_set_xrc_srqn = rsiw_wr_set_xrc_srqn;
 	qpx->wr_set_sge = rsiw_wr_set_sge;
