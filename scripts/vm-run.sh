@@ -22,12 +22,13 @@
 #   --share DIR         also make DIR visible in the guest at the same path
 #                       (repeatable; see below)
 #   --nvdimm SIZE       add an emulated NVDIMM of SIZE (e.g. 256M) backed by
-#                       the file nvdimm.img in the output directory (created
-#                       zeroed if missing or of another size, kept across
-#                       runs with the same --out): the guest sees an ACPI
-#                       NFIT region (needs CONFIG_ACPI_NFIT) with one
-#                       label-less namespace; the host can read what
-#                       reached it in the file after the run
+#                       the file nvdimm.img in the output directory, new and
+#                       zeroed: the guest sees an ACPI NFIT region (needs
+#                       CONFIG_ACPI_NFIT) with one label-less namespace; the
+#                       host can read what reached it in the file afterwards
+#   --nvdimm-keep       keep nvdimm.img from an earlier run with the same
+#                       --out if it has the size (a second boot on the
+#                       same NVDIMM)
 #   --quiet             do not echo the guest console
 #
 # The command runs with the working directory of the caller (the same path
@@ -48,6 +49,7 @@ smp=2
 append=""
 nic=""
 nvdimm=""
+nvdimm_keep=0
 quiet=0
 shares=()
 while [ $# -gt 0 ]; do
@@ -60,6 +62,7 @@ while [ $# -gt 0 ]; do
 	--nic) nic=$2; shift 2 ;;
 	--share) shares+=("$2"); shift 2 ;;
 	--nvdimm) nvdimm=$2; shift 2 ;;
+	--nvdimm-keep) nvdimm_keep=1; shift ;;
 	--quiet) quiet=1; shift ;;
 	--) shift; break ;;
 	*) die "unknown option $1 (see the header of $0)" ;;
@@ -149,7 +152,8 @@ if [ -n "$nvdimm" ]; then
 	nv_mib=$(to_mib "$nvdimm")
 	[ "$nv_mib" -ge 16 ] && [ $((nv_mib % 2)) = 0 ] || die "--nvdimm takes an even number of MiB, at least 16"
 	img="$out/nvdimm.img"
-	if [ ! -f "$img" ] || [ "$(stat -c %s "$img")" != $((nv_mib * 1048576)) ]; then
+	if [ "$nvdimm_keep" = 0 ] || [ ! -f "$img" ] ||
+		[ "$(stat -c %s "$img")" != $((nv_mib * 1048576)) ]; then
 		rm -f "$img"
 		truncate -s "${nv_mib}M" "$img"
 	fi

@@ -371,7 +371,7 @@ int main(int argc, char **argv)
 
 	if (dax) {
 		struct stat stt;
-		int fd = open(dax, O_RDWR);
+		int fd = open(dax, O_RDWR | O_CREAT, 0600); /* a file on fs-DAX may be new */
 
 		if (fd < 0 || fstat(fd, &stt))
 			DIE("open %s", dax);
