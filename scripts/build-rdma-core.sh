@@ -35,6 +35,10 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$key" ]; then
 	exit 0
 fi
 
+# Only ever remove a prefix this script made (or an empty one).
+if [ -d "$prefix" ] && [ ! -f "$stamp" ] && [ -n "$(ls -A "$prefix")" ]; then
+	die "$prefix exists and was not made by $0: choose another RSIW_RDMA_CORE_PREFIX"
+fi
 for tool in cmake ninja pkg-config curl; do
 	command -v "$tool" >/dev/null || die "$tool not found: run scripts/setup-toolchain.sh"
 done
@@ -93,10 +97,6 @@ cmake_opts=(
 )
 build="$work/build"
 log "configuring rdma-core $RDMA_CORE_VERSION for $prefix"
-# Only ever remove a prefix this script made (or an empty one).
-if [ -d "$prefix" ] && [ ! -f "$stamp" ] && [ -n "$(ls -A "$prefix")" ]; then
-	die "$prefix exists and was not made by $0: choose another RSIW_RDMA_CORE_PREFIX"
-fi
 rm -rf "$build" "$prefix"
 mkdir -p "$build"
 (cd "$build" && cmake "${cmake_opts[@]}" "$src" >"$work/cmake.log" 2>&1) ||
