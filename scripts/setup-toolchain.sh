@@ -22,6 +22,8 @@ APT_PACKAGES=(
 	python3-pyverbs
 	# reads the cores of crashed guest processes (tools/vmtest/userspace.sh)
 	gdb
+	# a private rdma-core 55 with ibv_wr_flush (scripts/build-rdma-core.sh)
+	cmake ninja-build pkg-config libnl-3-dev libnl-route-3-dev curl
 )
 
 missing=()
@@ -67,3 +69,8 @@ fi
 rustc_v=$(rustc --version | awk '{print $2}')
 printf '1.85.0\n%s\n' "$rustc_v" | sort -V -C || die "rustc $rustc_v is older than 1.85.0"
 log "toolchain ok: rustc $rustc_v, bindgen $bg, clang/libclang $clang_major"
+
+# rdma-core 55 (ibv_wr_flush) in a private prefix for the userspace Commit
+# tests (tools/provider RDMA_CORE=..., tools/vmtest/nvdimm.sh); a minute
+# the first time, then only a check.
+"$RSIW_ROOT/scripts/build-rdma-core.sh" >/dev/null

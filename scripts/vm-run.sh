@@ -21,6 +21,14 @@
 #                       guest gets 10.99.1.1 (listen) or 10.99.1.2 (connect)
 #   --share DIR         also make DIR visible in the guest at the same path
 #                       (repeatable; see below)
+#   --nvdimm SIZE       add an emulated NVDIMM of SIZE (e.g. 256M) backed by
+#                       the file nvdimm.img in the output directory, new and
+#                       zeroed: the guest sees an ACPI NFIT region (needs
+#                       CONFIG_ACPI_NFIT) with one label-less namespace; the
+#                       host can read what reached it in the file afterwards
+#   --nvdimm-keep       keep nvdimm.img from an earlier run with the same
+#                       --out if it has the size (a second boot on the
+#                       same NVDIMM)
 #   --quiet             do not echo the guest console
 #
 # The command runs with the working directory of the caller (the same path
@@ -40,6 +48,8 @@ mem=2G
 smp=2
 append=""
 nic=""
+nvdimm=""
+nvdimm_keep=0
 quiet=0
 shares=()
 while [ $# -gt 0 ]; do
@@ -51,6 +61,8 @@ while [ $# -gt 0 ]; do
 	--append) append="$append $2"; shift 2 ;;
 	--nic) nic=$2; shift 2 ;;
 	--share) shares+=("$2"); shift 2 ;;
+	--nvdimm) nvdimm=$2; shift 2 ;;
+	--nvdimm-keep) nvdimm_keep=1; shift ;;
 	--quiet) quiet=1; shift ;;
 	--) shift; break ;;
 	*) die "unknown option $1 (see the header of $0)" ;;
@@ -121,6 +133,36 @@ connect:*)
 *) die "--nic takes listen:PORT or connect:PORT" ;;
 esac
 
+# SIZE (K/M/G suffix, or octets) in MiB.
+to_mib() {
+	local n=${1%[KkMmGg]}
+	[[ "$n" =~ ^[0-9]+$ ]] || die "bad size $1"
+	case "$1" in
+	*[Kk]) echo $((n / 1024)) ;;
+	*[Mm]) echo "$n" ;;
+	*[Gg]) echo $((n * 1024)) ;;
+	*) echo $((n / 1048576)) ;;
+	esac
+}
+
+machine=q35
+mem_args=(-m "$mem")
+nvdimm_args=()
+if [ -n "$nvdimm" ]; then
+	nv_mib=$(to_mib "$nvdimm")
+	[ "$nv_mib" -ge 16 ] && [ $((nv_mib % 2)) = 0 ] || die "--nvdimm takes an even number of MiB, at least 16"
+	img="$out/nvdimm.img"
+	if [ "$nvdimm_keep" = 0 ] || [ ! -f "$img" ] ||
+		[ "$(stat -c %s "$img")" != $((nv_mib * 1048576)) ]; then
+		rm -f "$img"
+		truncate -s "${nv_mib}M" "$img"
+	fi
+	machine=q35,nvdimm=on
+	mem_args=(-m "$(to_mib "$mem")M,slots=2,maxmem=$(($(to_mib "$mem") + nv_mib))M")
+	nvdimm_args=(-object "memory-backend-file,id=nv0,share=on,mem-path=$img,size=${nv_mib}M"
+		-device nvdimm,id=nvdimm0,memdev=nv0)
+fi
+
 modroot="$kdir/modroot"
 cmdline="console=ttyS0 root=/dev/root rootfstype=9p"
 cmdline+=" rootflags=trans=virtio,version=9p2000.L,msize=1048576 ro"
@@ -131,7 +173,7 @@ cmdline+=" rsiw.modroot=$modroot $append"
 # and that taint turns lockdep off for the boot: run it with 4-level paging.
 case "$(basename "$kdir")" in *-debug-*) cmdline+=" no5lvl" ;; esac
 
-qemu=(qemu-system-x86_64 -machine q35 -accel "$accel" -cpu "$cpu" -smp "$smp" -m "$mem"
+qemu=(qemu-system-x86_64 -machine "$machine" -accel "$accel" -cpu "$cpu" -smp "$smp" "${mem_args[@]}"
 	-kernel "$kernel" -append "$cmdline"
 	-nographic -no-reboot -serial mon:stdio -nodefaults
 	-fsdev local,id=root,path=/,security_model=none,readonly=on,multidevs=remap
@@ -139,7 +181,7 @@ qemu=(qemu-system-x86_64 -machine q35 -accel "$accel" -cpu "$cpu" -smp "$smp" -m
 	-fsdev "local,id=out,path=$out,security_model=none"
 	-device virtio-9p-pci,fsdev=out,mount_tag=rsiwout
 	-device virtio-rng-pci
-	"${net_args[@]}")
+	"${net_args[@]}" "${nvdimm_args[@]}")
 
 log "booting $(basename "$kdir") ($accel), timeout ${timeout_s}s, output in $out"
 start=$(date +%s)

@@ -269,7 +269,9 @@ static void ext_verbs(struct end *c, struct end *s)
 		{ IBV_QP_EX_WITH_SEND_WITH_IMM, "SEND_WITH_IMM (no iWARP wire form)" },
 		{ IBV_QP_EX_WITH_BIND_MW, "BIND_MW (no memory windows)" },
 		{ IBV_QP_EX_WITH_TSO, "TSO (UD only)" },
+#if !defined(RSIW_RDMA_CORE_MAJOR) || RSIW_RDMA_CORE_MAJOR < 45
 		{ 1 << 11, "FLUSH (rdma-core 45's bit: ibv_wr_flush needs a provider built with 45+)" },
+#endif
 		{ IBV_QP_EX_WITH_ATOMIC_WRITE, "ATOMIC_WRITE (no iWARP wire form)" },
 	};
 	char *sb = (char *)s->buf, *cb = (char *)c->buf;

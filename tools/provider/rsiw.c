@@ -30,7 +30,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "rdma_core_pabi34.h"
+#include "rdma_core_compat.h"
 #include "../../include/uapi/rdma/rsiw-abi.h"
 #include "rsiwdv.h"
 
@@ -76,7 +76,7 @@ static struct rsiw_context *to_rctx(struct ibv_context *ctx)
  * against such a libibverbs (RSIW_HAVE_WR_FLUSH), the provider announces
  * IBV_QP_EX_WITH_FLUSH on ring QPs.
  */
-#ifdef RSIW_HAVE_WR_FLUSH
+#if RSIW_HAVE_WR_FLUSH
 #define RSIW_QP_EX_WITH_FLUSH ((uint64_t)IBV_QP_EX_WITH_FLUSH)
 #else
 #define RSIW_QP_EX_WITH_FLUSH 0
@@ -1295,7 +1295,7 @@ static int rsiw_wr_post_ring(struct rsiw_qp *qp)
 	return ret;
 }
 
-#ifdef RSIW_HAVE_WR_FLUSH
+#if RSIW_HAVE_WR_FLUSH
 static void rsiw_wr_flush(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t remote_addr, size_t len,
 			  uint8_t type, uint8_t level)
 {
@@ -1423,6 +1423,9 @@ static struct ibv_qp *rsiw_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_i
 	qpx->wr_bind_mw = rsiw_wr_bind_mw;
 	qpx->wr_send_tso = rsiw_wr_send_tso;
 	qpx->wr_atomic_write = rsiw_wr_atomic_write;
+#if RSIW_HAVE_WR_FLUSH
+	qpx->wr_flush = rsiw_wr_flush;
+#endif
 	qpx->wr_set_ud_addr = rsiw_wr_set_ud_addr;
 	qpx->wr_set_xrc_srqn = rsiw_wr_set_xrc_srqn;
 	qpx->wr_set_sge = rsiw_wr_set_sge;
@@ -1432,9 +1435,6 @@ static struct ibv_qp *rsiw_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_i
 	qpx->wr_start = rsiw_wr_start;
 	qpx->wr_complete = rsiw_wr_complete;
 	qpx->wr_abort = rsiw_wr_abort;
-#ifdef RSIW_HAVE_WR_FLUSH
-	qpx->wr_flush = rsiw_wr_flush;
-#endif
 	return &qp->vqp.qp;
 }
 
