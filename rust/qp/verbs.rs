@@ -410,7 +410,7 @@ fn user_send(e: &rsiw_sqe, max_sge: usize, max_inline: usize) -> Result<Sqe> {
             // Placement type: the responder's registration decides (draft
             // 3.1); selectivity (`RSIW_SQE_FLUSH_MR`): the wire names
             // ranges only, so an MR flush is the range the process names.
-            if inline || e.flush_level == 0 || e.flush_level & !3 != 0 {
+            if inline || e.flush_type == 0 || e.flush_type & !3 != 0 {
                 return Err(EINVAL);
             }
             let region = Region { stag: e.rkey, len: e.length, to: e.remote_addr };
@@ -500,7 +500,7 @@ mod tests {
         l.imm_inv = 0x1234;
         assert!(matches!(convert_user_send(&l, 2, 64).kind, SqeKind::LocalInv { stag: 0x1234 }));
         let mut f = sqe(abi::WR_FLUSH);
-        f.flush_level = 2;
+        f.flush_type = 2;
         f.length = 4096;
         assert!(!is_invalid(&f));
         let mut i = sqe(abi::WR_SEND);
@@ -540,9 +540,9 @@ mod tests {
         // A flush with no or an unknown placement type, or inline.
         let mut f = sqe(abi::WR_FLUSH);
         assert!(is_invalid(&f));
-        f.flush_level = 4;
+        f.flush_type = 4;
         assert!(is_invalid(&f));
-        f.flush_level = 1;
+        f.flush_type = 1;
         f.flags |= abi::SQE_INLINE;
         assert!(is_invalid(&f));
         // What an invalid entry becomes: a signaled one-octet Send.

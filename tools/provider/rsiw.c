@@ -87,9 +87,9 @@ static struct rsiw_context *to_rctx(struct ibv_context *ctx)
 /* One WR being built between ibv_wr_start and ibv_wr_complete. */
 struct rsiw_wr {
 	struct ibv_send_wr wr;
-	/* Flush: the range, its placement type and selectivity. */
+	/* Flush: the range, its placement type and selectivity level. */
 	uint32_t flush_len;
-	uint8_t flush_level, flush_type;
+	uint8_t flush_type, flush_level;
 	uint32_t sge_off; /* its SGEs: sges[sge_off .. sge_off + wr.num_sge) */
 	uint32_t inl_off, inl_len; /* inline data: inl[inl_off .. + inl_len) */
 	int inl;
@@ -1270,8 +1270,8 @@ static int rsiw_wr_post_ring(struct rsiw_qp *qp)
 			e->rkey = w->wr.wr.rdma.rkey;
 			e->remote_addr = w->wr.wr.rdma.remote_addr;
 			e->length = w->flush_len;
-			e->flush_level = w->flush_level;
-			if (w->flush_type) /* IBV_FLUSH_MR */
+			e->flush_type = w->flush_type;
+			if (w->flush_level == 1 /* IBV_FLUSH_MR */)
 				e->flags |= RSIW_SQE_FLUSH_MR;
 		} else {
 			ret = rsiw_fill_sqe(qp, e, &w->wr);

@@ -133,8 +133,8 @@ enum rsiw_wr_opcode {
  *   rkey, remote_addr: Write, Read, atomics, Flush.
  *   length:      Flush: the range's length; inline: the data's length.
  *   compare_add, swap (and their masks for the masked atomics): atomics.
- *   flush_level: Flush: IBV_FLUSH_GLOBAL and/or IBV_FLUSH_PERSISTENT
- *                (selectivity: RSIW_SQE_FLUSH_MR).
+ *   flush_type:  Flush: the placement type, IBV_FLUSH_GLOBAL and/or
+ *                IBV_FLUSH_PERSISTENT (the selectivity level: RSIW_SQE_FLUSH_MR).
  *   sge / inline_data: the local data (num_sge SGEs, or `length` octets
  *                inline with RSIW_SQE_INLINE).
  */
@@ -143,7 +143,7 @@ struct rsiw_sqe {
 	__u8 opcode;
 	__u8 flags;
 	__u8 num_sge;
-	__u8 flush_level;
+	__u8 flush_type;
 	__u32 imm_inv;
 	__u32 rkey;
 	__u32 length;
