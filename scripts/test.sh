@@ -92,6 +92,11 @@ record "module build" 1 0
 log "== userspace provider (tools/provider)"
 make -s -C tools/provider >"$logs/provider.log" 2>&1 || fatal "provider build" "$logs/provider.log"
 make -s -C tools/stress >>"$logs/provider.log" 2>&1 || fatal "rsiw-storm build" "$logs/provider.log"
+# rdma-core 55 in a private prefix (ibv_wr_flush) and the provider and
+# checks built against it.
+rc55=$(scripts/build-rdma-core.sh 2>>"$logs/provider.log") &&
+	make -s -C tools/provider RDMA_CORE="$rc55" >>"$logs/provider.log" 2>&1 ||
+	fatal "provider against rdma-core 55" "$logs/provider.log"
 record "provider build" 1 0
 
 # vm_test NAME MEM CMDLINE SCRIPT [ARGS...]: a guest test script's ok/not
@@ -101,7 +106,8 @@ vm_test() {
 	local name=$1 mem=$2 append=$3 out="$logs/vm-$1"
 	shift 3
 	log "== VM: $name"
-	scripts/vm-run.sh --quiet --timeout "${VM_TIMEOUT:-600}" --mem "$mem" --append "$append" --out "$out" -- "$@"
+	# shellcheck disable=SC2086 # VM_ARGS: extra vm-run.sh options, split
+	scripts/vm-run.sh --quiet --timeout "${VM_TIMEOUT:-600}" --mem "$mem" --append "$append" --out "$out" ${VM_ARGS:-} -- "$@"
 	local rc=$? vp=0 vf=0
 	if [ -f "$out/output.log" ]; then
 		grep -E '^(ok|not ok|#)' "$out/output.log"
@@ -126,6 +132,17 @@ vm_test pmem 2G 'memmap=64M!1G kunit.filter_glob=rsiw_flush' tools/vmtest/pmem.s
 # Unchanged rdma-core applications through rsiw's provider: rping,
 # perftest -R, qperf -cm1.
 vm_test userspace 2G kunit.enable=0 tools/vmtest/userspace.sh
+# The provider built against rdma-core 55: its tools, and RDMA Commit
+# from userspace (ibv_wr_flush through the send ring).
+vm_test userspace55 2G kunit.enable=0 tools/vmtest/userspace55.sh
+# RDMA Commit into QEMU's emulated NVDIMM (ACPI NFIT): from a process into
+# device-DAX and from a kernel consumer into fs-DAX, read back in the guest
+# and (nvdimm-image.sh) in the host's backing file.
+VM_ARGS="--nvdimm 256M" vm_test nvdimm 2G kunit.filter_glob=rsiw_flush tools/vmtest/nvdimm.sh
+log "== host: the NVDIMM's backing file"
+tools/vmtest/nvdimm-image.sh "$logs/vm-nvdimm" >"$logs/nvdimm-image.log" 2>&1
+grep -E '^(ok|not ok)' "$logs/nvdimm-image.log"
+record "NVDIMM image" "$(grep -c '^ok - ' "$logs/nvdimm-image.log")" "$(grep -c '^not ok - ' "$logs/nvdimm-image.log")"
 # Trace events, per-QP attributes and port counters (Documentation/usage.md).
 vm_test observe 2G kunit.enable=0 tools/vmtest/observe.sh
 # rdma-core's own test suite (Debian's python3-pyverbs) on rsiw and on siw
