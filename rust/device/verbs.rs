@@ -152,9 +152,10 @@ impl ib::Driver for Rsiw {
     }
 
     fn disassociate_ucontext(_dev: &Device, _uctx: &Ucontext) {
-        // rsiw's mappings (the shared rings) are core-managed
-        // (`rdma_user_mmap_entry`): the core has zapped them and destroyed
-        // the context's QPs, CQs, MRs and PDs, so nothing is left. Having the op lets
+        // The core has destroyed the context's QPs, CQs, SRQs, MRs and
+        // PDs; their rings' mmap entries went with them, and the pages a
+        // process still maps are its own until it unmaps them (nothing of
+        // the kernel's is in them), so nothing is left. Having the op lets
         // `rdma dev set rsiwN netns NS` move a device and lets rmmod and
         // `rdma link delete` proceed while a process holds the device open.
     }

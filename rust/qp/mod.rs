@@ -539,6 +539,17 @@ impl Qp {
         self.flush_recv();
     }
 
+    /// `destroy_qp`: the rings go now, in process context and while their
+    /// context lives (their mmap entries belong to it), not whenever the
+    /// last reference to the QP does (a page release from TCP may hold
+    /// one). What is left of the QP sees empty queues.
+    pub(crate) fn release_rings(&self) {
+        let sq = self.sq.lock().user.take();
+        let rq = Option::as_mut(&mut *self.rq.lock()).and_then(|rq| rq.take_user());
+        drop(sq);
+        drop(rq);
+    }
+
     fn flush_sqe(&self, sqe: &Sqe) {
         let op = match sqe.kind {
             SqeKind::Wire(wr) => wire_opcode(&wr, sqe.masked),

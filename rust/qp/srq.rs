@@ -101,6 +101,11 @@ impl RecvQueue {
         Ok(Self { ring: KVVec::new(), head: 0, count: 0, max_sge, user: Some(ring) })
     }
 
+    /// Takes a process's ring away (the queue is empty from then on).
+    pub(crate) fn take_user(&mut self) -> Option<WqRing<rsiw_rqe>> {
+        self.user.take()
+    }
+
     /// Whether a process posts to this queue through its ring.
     pub(crate) fn is_user(&self) -> bool {
         self.user.is_some()

@@ -109,6 +109,7 @@ impl QpOps<Rsiw> for Qp {
     }
 
     fn destroyed(this: &Arc<Self>, dev: &Device) {
+        this.release_rings();
         dev.qps().remove(this.qpn());
         dev.dealloc_qp();
     }
