@@ -186,13 +186,16 @@ dev_up() {
 	ina rdma link add ${d}0 type $d netdev bcA || problem "rdma link add ${d}0"
 	inb rdma link add ${d}1 type $d netdev bcB || problem "rdma link add ${d}1"
 	if [ $d = rsiw ]; then export RDMAV_DRIVERS="$provider"; else unset RDMAV_DRIVERS; fi
+	# rsiw-cmds: rsiw with its provider on uverbs commands (no shared
+	# rings), what the rings are measured against.
+	if [ "$1" = rsiw-cmds ]; then export RSIW_NO_RINGS=1; else unset RSIW_NO_RINGS; fi
 }
 dev_down() {
 	local d
 	d=$(drv_of "$1")
 	rdma link delete ${d}0 || problem "rdma link delete ${d}0"
 	rdma link delete ${d}1 || problem "rdma link delete ${d}1"
-	unset RDMAV_DRIVERS
+	unset RDMAV_DRIVERS RSIW_NO_RINGS
 }
 
 # ------------------------------------------------------------ userspace
@@ -317,6 +320,9 @@ fio_run() {
 # read and write MB/s from the nvme host on nv0 to the nvmet target on nv1.
 nvme_bench() {
 	local impl=$1 cfg=$2 r=$3 d tr dev out
+	# The kernel ULP has no userspace rings: rsiw-cmds is rsiw here.
+	[ "$impl" = rsiw-cmds ] && return 0
+	[ -n "${fio_jobs// /}" ] || return 0
 	d=$(drv_of "$impl")
 	if [ $d = tcp ]; then
 		tr=tcp
@@ -434,6 +440,11 @@ memory() {
 
 # ------------------------------------------------------------ the rounds
 impls_for() { # the implementations of one round at MTU $1
+	# BENCH_IMPLS: a list of its own (rsiw, rsiw-crc, rsiw-cmds, siw, tcp).
+	if [ -n "${BENCH_IMPLS:-}" ]; then
+		echo "$BENCH_IMPLS"
+		return
+	fi
 	local l="rsiw"
 	case " $crcs " in *" on "*) l="$l rsiw-crc" ;; esac
 	case " $crcs " in *" off "*) ;; *) l=${l#rsiw } ;; esac
@@ -490,7 +501,9 @@ for r in $(seq 1 "$rounds"); do
 	done
 	set_mtu 1500
 	rsiw_load off
-	for impl in rsiw siw tcp; do
+	# BENCH_SCALE: which implementations get the scaling and memory runs
+	# (" ": none).
+	for impl in ${BENCH_SCALE:-rsiw siw tcp}; do
 		[ $impl != tcp ] && dev_up $impl
 		for n in $scale_qps; do
 			progress "round $r/$rounds scaling: $impl, $n QPs"
