@@ -32,8 +32,9 @@
 #            1-64 QPs scaling and fairness, kernel memory per QP at 1024
 #            connected QPs; MTU 1500 and 9000, rsiw MPA CRC off and on,
 #            3 interleaved rounds (--quick: MTU 1500, 1 round, small
-#            counts; BENCH_ROUNDS, BENCH_MTUS, BENCH_CRC, BENCH_BW and
-#            BENCH_FIO set here are passed to the guest script). Writes DIR/results.md, results.csv and a PNG per
+#            counts; BENCH_ROUNDS, BENCH_MTUS, BENCH_CRC, BENCH_BW,
+#            BENCH_FIO and BENCH_ITERS set here are passed to the guest
+#            script). Writes DIR/results.md, results.csv and a PNG per
 #            metric (default DIR: $RSIW_CACHE/bench/compare-DATE). Builds
 #            the module, provider and tools/bench if needed; installs fio
 #            and gnuplot from Debian if missing. See
