@@ -32,7 +32,9 @@
 #            1-64 QPs scaling and fairness, kernel memory per QP at 1024
 #            connected QPs; MTU 1500 and 9000, rsiw MPA CRC off and on,
 #            3 interleaved rounds (--quick: MTU 1500, 1 round, small
-#            counts). Writes DIR/results.md, results.csv and a PNG per
+#            counts; BENCH_ROUNDS, BENCH_MTUS, BENCH_CRC, BENCH_BW,
+#            BENCH_FIO and BENCH_ITERS set here are passed to the guest
+#            script). Writes DIR/results.md, results.csv and a PNG per
 #            metric (default DIR: $RSIW_CACHE/bench/compare-DATE). Builds
 #            the module, provider and tools/bench if needed; installs fio
 #            and gnuplot from Debian if missing. See
@@ -95,11 +97,15 @@ if [ "${1:-}" = --compare ]; then
 		die "--out $out: the guest mounts a tmpfs there; choose another directory" ;;
 	esac
 	# Guest time under TCG: about 2 minutes (--quick), 1-2 hours (full).
-	if [ -n "$quick" ]; then limit=1200; else limit=${RSIW_BENCH_TIMEOUT:-10800}; fi
+	if [ -n "$quick" ]; then limit=${RSIW_BENCH_TIMEOUT:-1200}; else limit=${RSIW_BENCH_TIMEOUT:-10800}; fi
 	rm -f "$out/vm/output.log"
 	log "side-by-side benchmark${quick:+ (quick)}: guest output in $out/vm, results in $out"
+	# The guest gets no host environment: pass the BENCH_* overrides on.
+	envs=()
+	for v in ${!BENCH_@}; do envs+=("$v=${!v}"); done
+	[ ${#envs[@]} = 0 ] || log "guest overrides: ${envs[*]}"
 	scripts/vm-run.sh --quiet --mem 4G --timeout "$limit" --out "$out/vm" --append "log_buf_len=16M kunit.enable=0" \
-		-- tools/vmtest/bench-compare.sh $quick &
+		-- env "${envs[@]}" tools/vmtest/bench-compare.sh $quick &
 	vm=$!
 	# Progress lines as the guest writes them (its output file is shared).
 	tail -F --pid=$vm -n +1 "$out/vm/output.log" 2>/dev/null | grep --line-buffered -E '^(bench:|not ok)' &

@@ -2,7 +2,9 @@
 //! The incremental FPDU receiver fed arbitrary bytes in arbitrary chunks,
 //! with the marker/CRC settings, header length and chunk sizes taken from
 //! the input; then a round trip of the same bytes as ULPDUs through the
-//! sender and the receiver.
+//! sender and the receiver. The receiver places payload itself
+//! (`Rx::poll_into`, fused copy + CRC) into a destination whose size comes
+//! from the input too (0: `Rx::poll`).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -26,6 +28,8 @@ fuzz_target!(|data: &[u8]| {
     let ext = usize::from(cfg[0] >> 2);
     let header_len = usize::from(cfg[1]);
     let chunk = |k: usize| 1 + usize::from(cfg[2 + k % 2]);
+    let cap = usize::from(cfg[2] ^ cfg[3]);
+    let mut dst = [0u8; 256];
 
     // Arbitrary stream: must never panic, ranges stay inside the input.
     let mut rx = Rx::new(RxConfig {
@@ -40,12 +44,16 @@ fuzz_target!(|data: &[u8]| {
         let piece = &rest[at..at + n];
         let mut off = 0;
         while off < piece.len() {
-            match rx.poll(&HwCrc, &piece[off..]) {
+            match rx.poll_into(&HwCrc, &piece[off..], &mut dst[..cap]) {
                 Ok(step) => {
                     assert!(step.consumed <= piece.len() - off);
                     match step.event {
                         Some(Event::Payload(r)) => {
-                            assert!(r.end <= piece.len() - off && !r.is_empty())
+                            assert!(r.end <= piece.len() - off && !r.is_empty());
+                            if cap > 0 {
+                                assert!(r.len() <= cap);
+                                assert_eq!(&dst[..r.len()], &piece[off..][r]);
+                            }
                         }
                         Some(Event::Header { .. }) => {
                             assert!(rx.header().len() <= usize::from(rx.ulpdu_len()));
@@ -90,10 +98,17 @@ fuzz_target!(|data: &[u8]| {
     for piece in wire.chunks(chunk(0)) {
         let mut off = 0;
         while off < piece.len() {
-            let step = rx.poll(&HwCrc, &piece[off..]).expect("valid stream");
+            let step = rx
+                .poll_into(&HwCrc, &piece[off..], &mut dst[..cap])
+                .expect("valid stream");
             match step.event {
                 Some(Event::Header { .. }) => got = rx.header().to_vec(),
-                Some(Event::Payload(r)) => got.extend_from_slice(&piece[off..][r]),
+                Some(Event::Payload(r)) => {
+                    if cap > 0 {
+                        assert_eq!(&dst[..r.len()], &piece[off..][r.clone()]);
+                    }
+                    got.extend_from_slice(&piece[off..][r]);
+                }
                 Some(Event::Complete) => {
                     assert_eq!(got.as_slice(), msgs[done]);
                     done += 1;

@@ -19,7 +19,8 @@
 #
 # Implementations per round, in this order: rsiw (mpa_crc=0), rsiw with
 # mpa_crc=1 (module reloaded), siw (its CRC is compiled off in Linux), tcp.
-# Overrides: BENCH_ROUNDS, BENCH_MTUS ("1500 9000"), BENCH_CRC ("off on").
+# Overrides: BENCH_ROUNDS, BENCH_MTUS ("1500 9000"), BENCH_CRC ("off on"),
+# BENCH_BW ("send write read"), BENCH_FIO, BENCH_ITERS (perftest N).
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -37,7 +38,7 @@ if [ $quick = 1 ]; then
 	crcs=${BENCH_CRC:-off}
 	bw_ops=${BENCH_BW:-write}
 	fio_jobs=${BENCH_FIO:-randread seqwrite}
-	iters=300           # perftest: N and 2N messages of 64 KiB
+	iters=${BENCH_ITERS:-300}  # perftest: N and 2N messages of 64 KiB
 	qtime=1             # qperf seconds per test
 	fio_time=2          # fio seconds per job
 	scale_qps="1 16"
@@ -49,7 +50,7 @@ else
 	crcs=${BENCH_CRC:-off on}
 	bw_ops=${BENCH_BW:-send write read}
 	fio_jobs=${BENCH_FIO:-randread seqread seqwrite}
-	iters=1500
+	iters=${BENCH_ITERS:-1500}
 	qtime=3
 	fio_time=5
 	scale_qps="1 4 16 64"

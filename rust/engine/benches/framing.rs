@@ -7,26 +7,34 @@
 //! with a 14-octet DDP tagged header, as the QP does, CRC on, markers off
 //! and on:
 //!
-//! * `tx`: [`Tx::write`] frames each piece into one wire buffer (one copy
-//!   of the payload, markers, pad, CRC);
-//! * `rx`: [`Rx::poll`] parses that wire and the payload is copied to its
-//!   destination (the placement copy);
-//! * `tx+rx`: both, as one iteration.
+//! * `tx`: [`Tx::write`] frames each piece into one wire buffer (payload
+//!   copy fused with the CRC, markers, pad, CRC field);
+//! * `rx`: [`Rx::poll_into`] parses that wire and places the payload in
+//!   its destination (the placement copy, fused with the CRC);
+//! * `rx poll+copy`: [`Rx::poll`] (CRC ahead over each FPDU) and the
+//!   caller's copy of each payload range, a second pass over the octets;
+//! * `tx+rx`: `tx` then `rx`, as one iteration.
 //!
-//! References, measured in the same rounds: `crc32c x1` is CRC32c over the
-//! whole wire in one call with the `crc32c` crate (SSE 4.2; the physical
-//! limit of `tx` and of `rx`, each of which must run the CRC over every
-//! octet once), `crc32c x2` twice that (the limit of `tx+rx`), `crc32c per
-//! FPDU` one call per FPDU (what the CRC alone costs at FPDU granularity
-//! with this implementation) and `memcpy` the message once.
+//! Every case and reference uses the same CRC32c function, `HwCrc`
+//! (benches/common/hwcrc.rs: three interleaved `crc32` chains over any
+//! span of 192 octets or more, fused copy). References, measured in the
+//! same rounds: `crc32c x1` is CRC32c over the whole wire in one call (the
+//! physical limit of `tx` and of `rx`, each of which must run the CRC over
+//! every octet once), `crc32c x2` twice that (the limit of `tx+rx`),
+//! `crc32c per FPDU` one call per FPDU (the granularity MPA imposes),
+//! `copy+crc32c per FPDU` the payload of each FPDU copied and summed in
+//! one fused call (the bound of `tx` and `rx`, which must also copy),
+//! `crate x1` / `crate per FPDU` the same with the `crc32c` crate (the
+//! implementation the bench used before), and `memcpy` the message once.
 //!
 //! All figures are message octets per second. The CPU may be shared: each
 //! case is timed in `--rounds N` (default 15) rounds of about 20 ms,
 //! interleaved with the other cases, and the table shows the best and the
 //! median round; a ratio is best over best of two cases of the same run.
 //!
-//! `cargo bench --bench framing -- [--rounds N] [CASE]`: CASE (e.g.
-//! `"rx markers"`) runs that case alone with the references.
+//! `cargo bench --bench framing -- [--rounds N] [--no-refs] [CASE]`: CASE
+//! (e.g. `"rx markers"`) runs that case alone with the references (without
+//! them with `--no-refs`, e.g. under `perf record`).
 
 use rsiw_engine::crc::Crc32c;
 use rsiw_engine::mpa::{Event, Rx, RxConfig, Tx};
@@ -34,37 +42,56 @@ use rsiw_engine::wire::fpdu;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-struct HwCrc;
-
-impl Crc32c for HwCrc {
-    fn append(&self, crc: u32, data: &[u8]) -> u32 {
-        crc32c::crc32c_append(crc, data)
-    }
-}
+#[path = "common/hwcrc.rs"]
+mod hwcrc;
+use hwcrc::HwCrc;
 
 const EMSS: usize = 1448;
 const DDP_HDR: usize = 14;
 const ROUND: Duration = Duration::from_millis(20);
 
 /// Frames `msg` into `wire`; returns the bytes written.
-fn build(tx: &mut Tx, msg: &[u8], wire: &mut [u8]) -> usize {
+fn build(crc: &HwCrc, tx: &mut Tx, msg: &[u8], wire: &mut [u8]) -> usize {
     let chunk = tx.mulpdu(EMSS) - DDP_HDR;
     let hdr = [0x41u8; DDP_HDR];
     let mut at = 0;
     for part in msg.chunks(chunk) {
-        at += tx.write(&HwCrc, &hdr, &[part], &mut wire[at..]).unwrap();
+        at += tx.write(crc, &hdr, &[part], &mut wire[at..]).unwrap();
     }
     at
 }
 
-/// Parses `wire`, placing payload into `dst`; returns FPDUs seen.
-fn parse(rx: &mut Rx, wire: &[u8], dst: &mut [u8]) -> usize {
+/// Parses `wire`, placing payload into `dst` with [`Rx::poll_into`];
+/// returns FPDUs seen.
+fn parse(crc: &HwCrc, rx: &mut Rx, wire: &[u8], dst: &mut [u8]) -> usize {
     let mut placed = 0;
     let mut fpdus = 0;
     for piece in wire.chunks(65536) {
         let mut off = 0;
         while off < piece.len() {
-            let step = rx.poll(&HwCrc, &piece[off..]).unwrap();
+            let step = rx
+                .poll_into(crc, &piece[off..], &mut dst[placed..])
+                .unwrap();
+            match step.event {
+                Some(Event::Payload(r)) => placed += r.len(),
+                Some(Event::Complete) => fpdus += 1,
+                _ => {}
+            }
+            off += step.consumed;
+        }
+    }
+    assert_eq!(placed, dst.len());
+    fpdus
+}
+
+/// [`parse`] with [`Rx::poll`] and the caller's copy of each payload range.
+fn parse_poll(crc: &HwCrc, rx: &mut Rx, wire: &[u8], dst: &mut [u8]) -> usize {
+    let mut placed = 0;
+    let mut fpdus = 0;
+    for piece in wire.chunks(65536) {
+        let mut off = 0;
+        while off < piece.len() {
+            let step = rx.poll(crc, &piece[off..]).unwrap();
             match step.event {
                 Some(Event::Payload(r)) => {
                     let src = &piece[off..][r];
@@ -148,17 +175,52 @@ impl Case<'_> {
     }
 }
 
+fn case<'a>(name: &str, size: usize, run: Box<dyn FnMut() + 'a>) -> Case<'a> {
+    Case {
+        name: name.into(),
+        size,
+        run,
+        iters: 0,
+        ns: Vec::new(),
+    }
+}
+
+/// The bench's CRC32c agrees with the `crc32c` crate (append and fused
+/// copy) on every length up to 2 KiB and a few long ones, so that no
+/// figure comes from a wrong checksum.
+fn check_crc(crc: &HwCrc) {
+    let data: Vec<u8> = (0..70_000u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    let mut dst = vec![0u8; data.len()];
+    let lens = (0..2048).chain([4096, 24_575, 24_576, 24_577, 65_536, 70_000]);
+    for n in lens {
+        let (a, b) = data[..n].split_at(n / 3);
+        let want = crc32c::crc32c(&data[..n]);
+        assert_eq!(crc.append(crc.checksum(a), b), want, "append, {n} octets");
+        dst[..n].fill(0);
+        let c = crc.copy_append(crc.checksum(a), b, &mut dst[..b.len()]);
+        assert_eq!(c, want, "copy_append, {n} octets");
+        assert_eq!(&dst[..b.len()], b, "copy_append copy, {n} octets");
+    }
+}
+
 fn main() {
     let mut rounds = 15usize;
     let mut filter = None;
+    let mut refs = true;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
-        if a == "--rounds" {
+        if a == "--no-refs" {
+            refs = false;
+        } else if a == "--rounds" {
             rounds = args.next().and_then(|n| n.parse().ok()).unwrap_or(rounds);
         } else if !a.starts_with('-') {
             filter = Some(a);
         }
     }
+    let crc = &HwCrc::new();
+    check_crc(crc);
     let sizes = [4096usize, 65536];
     let msgs: Vec<Vec<u8>> = sizes
         .iter()
@@ -172,7 +234,7 @@ fn main() {
                 .iter()
                 .map(|&mk| {
                     let mut w = vec![0u8; m.len() * 2];
-                    let n = build(&mut Tx::new(true, mk), m, &mut w);
+                    let n = build(crc, &mut Tx::new(true, mk), m, &mut w);
                     w.truncate(n);
                     w
                 })
@@ -187,91 +249,127 @@ fn main() {
             let sfx = if markers { " markers" } else { "" };
             let wire = &wires[k][mi];
             let mut out = vec![0u8; size * 2];
-            cases.push(Case {
-                name: format!("tx{sfx}"),
+            cases.push(case(
+                &format!("tx{sfx}"),
                 size,
-                run: Box::new(move || {
+                Box::new(move || {
                     let mut tx = Tx::new(true, markers);
-                    black_box(build(&mut tx, black_box(msg), &mut out));
+                    black_box(build(crc, &mut tx, black_box(msg), &mut out));
                 }),
-                iters: 0,
-                ns: Vec::new(),
-            });
+            ));
             let mut dst = vec![0u8; size];
-            cases.push(Case {
-                name: format!("rx{sfx}"),
+            cases.push(case(
+                &format!("rx{sfx}"),
                 size,
-                run: Box::new(move || {
+                Box::new(move || {
                     let mut rx = rx_for(markers);
-                    black_box(parse(&mut rx, black_box(wire), &mut dst));
+                    black_box(parse(crc, &mut rx, black_box(wire), &mut dst));
                 }),
-                iters: 0,
-                ns: Vec::new(),
-            });
+            ));
+            let mut dst = vec![0u8; size];
+            cases.push(case(
+                &format!("rx poll+copy{sfx}"),
+                size,
+                Box::new(move || {
+                    let mut rx = rx_for(markers);
+                    black_box(parse_poll(crc, &mut rx, black_box(wire), &mut dst));
+                }),
+            ));
             let mut out = vec![0u8; size * 2];
             let mut dst = vec![0u8; size];
-            cases.push(Case {
-                name: format!("tx+rx{sfx}"),
+            cases.push(case(
+                &format!("tx+rx{sfx}"),
                 size,
-                run: Box::new(move || {
+                Box::new(move || {
                     let mut tx = Tx::new(true, markers);
-                    let n = build(&mut tx, black_box(msg), &mut out);
+                    let n = build(crc, &mut tx, black_box(msg), &mut out);
                     let mut rx = rx_for(markers);
-                    black_box(parse(&mut rx, &out[..n], &mut dst));
+                    black_box(parse(crc, &mut rx, &out[..n], &mut dst));
                 }),
-                iters: 0,
-                ns: Vec::new(),
-            });
+            ));
         }
         let wire = &wires[k][0];
-        cases.push(Case {
-            name: "crc32c x1".into(),
+        cases.push(case(
+            "crc32c x1",
             size,
-            run: Box::new(move || {
+            Box::new(move || {
+                black_box(crc.checksum(black_box(wire)));
+            }),
+        ));
+        cases.push(case(
+            "crc32c x2",
+            size,
+            Box::new(move || {
+                black_box(crc.checksum(black_box(wire)) ^ crc.checksum(black_box(wire)));
+            }),
+        ));
+        let spans = fpdu_spans(size);
+        let sp = spans.clone();
+        cases.push(case(
+            "crc32c per FPDU",
+            size,
+            Box::new(move || {
+                let mut x = 0;
+                for &(a, b) in &sp {
+                    x ^= crc.checksum(black_box(&wire[a..b]));
+                }
+                black_box(x);
+            }),
+        ));
+        // The payload of each FPDU copied and summed in one fused call:
+        // what `tx` and `rx` cost at best with a placement copy.
+        let pay: Vec<(usize, usize)> = spans.iter().map(|&(a, b)| (a + 2 + DDP_HDR, b)).collect();
+        let mut dst = vec![0u8; size];
+        cases.push(case(
+            "copy+crc32c per FPDU",
+            size,
+            Box::new(move || {
+                let mut x = 0;
+                let mut at = 0;
+                for &(a, b) in &pay {
+                    let n = b - a;
+                    x ^= crc.copy_append(0, black_box(&wire[a..b]), &mut dst[at..at + n]);
+                    at += n;
+                }
+                black_box((x, &mut dst));
+            }),
+        ));
+        cases.push(case(
+            "crate x1",
+            size,
+            Box::new(move || {
                 black_box(crc32c::crc32c(black_box(wire)));
             }),
-            iters: 0,
-            ns: Vec::new(),
-        });
-        cases.push(Case {
-            name: "crc32c x2".into(),
+        ));
+        cases.push(case(
+            "crate per FPDU",
             size,
-            run: Box::new(move || {
-                black_box(crc32c::crc32c(black_box(wire)) ^ crc32c::crc32c(black_box(wire)));
-            }),
-            iters: 0,
-            ns: Vec::new(),
-        });
-        let spans = fpdu_spans(size);
-        cases.push(Case {
-            name: "crc32c per FPDU".into(),
-            size,
-            run: Box::new(move || {
+            Box::new(move || {
                 let mut x = 0;
                 for &(a, b) in &spans {
                     x ^= crc32c::crc32c(black_box(&wire[a..b]));
                 }
                 black_box(x);
             }),
-            iters: 0,
-            ns: Vec::new(),
-        });
+        ));
         let mut dst = vec![0u8; size];
-        cases.push(Case {
-            name: "memcpy".into(),
+        cases.push(case(
+            "memcpy",
             size,
-            run: Box::new(move || {
+            Box::new(move || {
                 dst.copy_from_slice(black_box(msg));
                 black_box(&mut dst);
             }),
-            iters: 0,
-            ns: Vec::new(),
-        });
+        ));
     }
     // A FILTER argument keeps the cases whose name is exactly it, plus
     // the references (e.g. `cargo bench --bench framing -- "rx markers"`).
     if let Some(f) = &filter {
-        cases.retain(|c| &c.name == f || c.name.starts_with("crc32c") || c.name == "memcpy");
+        cases.retain(|c| {
+            &c.name == f
+                || refs && (c.name.starts_with("crc32c") || c.name.starts_with("copy+"))
+                || refs && (c.name.starts_with("crate") || c.name == "memcpy")
+        });
     }
     for c in &mut cases {
         c.calibrate();
@@ -284,7 +382,14 @@ fn main() {
     }
     eprintln!();
 
-    println!("MPA framing + CRC32c, CRC on, EMSS {EMSS}, {rounds} rounds (GiB/s of message octets)");
+    println!(
+        "MPA framing + CRC32c, CRC on, EMSS {EMSS}, {rounds} rounds (GiB/s of message octets), CRC32c: {}",
+        if crc.accelerated() {
+            "three-lane crc32+pclmul (benches/common/hwcrc.rs)"
+        } else {
+            "crc32c crate (no SSE 4.2/PCLMULQDQ)"
+        }
+    );
     println!();
     println!("| size | case | best | median | best / CRC32c ref |");
     println!("|---|---|---|---|---|");
@@ -299,9 +404,14 @@ fn main() {
         let (x1, x2) = (of("crc32c x1"), of("crc32c x2"));
         for c in cases.iter().filter(|c| c.size == size) {
             let (best, med) = c.gib();
-            let ratio = if c.name.starts_with("tx+rx") {
+            let ratio = if x1.is_nan() {
+                String::new()
+            } else if c.name.starts_with("tx+rx") {
                 format!("{:.0}% of x2", 100.0 * best / x2)
-            } else if c.name.starts_with("tx") || c.name.starts_with("rx") {
+            } else if c.name.starts_with("tx")
+                || c.name.starts_with("rx")
+                || c.name.ends_with("per FPDU") && !c.name.starts_with("crate")
+            {
                 format!("{:.0}% of x1", 100.0 * best / x1)
             } else {
                 String::new()

@@ -238,6 +238,41 @@ impl Rx {
 
     /// Consumes input up to the first event; see the module docs.
     pub fn poll<C: Crc32c + ?Sized>(&mut self, crc: &C, input: &[u8]) -> Result<Step, TermError> {
+        self.step(crc, input, &mut [])
+    }
+
+    /// [`Rx::poll`] that also places payload: an [`Event::Payload`]`(r)`
+    /// has `r.len() <= dst.len()` and `input[r]` has been copied to
+    /// `dst[..r.len()]`. Without markers the copy goes through
+    /// [`Crc32c::copy_append`], so that each payload octet is read once
+    /// for the copy and the CRC together: payload octets are not CRC'd
+    /// ahead of the copy, the CRC runs ahead only over ULPDU_LENGTH and the
+    /// header. With markers (payload cut every 508 octets) the CRC runs
+    /// ahead over the FPDU as in [`Rx::poll`] and the copy is plain. With an
+    /// empty `dst` this is [`Rx::poll`]. Calls of both may be mixed.
+    pub fn poll_into<C: Crc32c + ?Sized>(
+        &mut self,
+        crc: &C,
+        input: &[u8],
+        dst: &mut [u8],
+    ) -> Result<Step, TermError> {
+        self.step(crc, input, dst)
+    }
+
+    // Inlined into both callers: `poll` gets a copy where the placement
+    // branches fold away.
+    #[inline(always)]
+    fn step<C: Crc32c + ?Sized>(
+        &mut self,
+        crc: &C,
+        input: &[u8],
+        dst: &mut [u8],
+    ) -> Result<Step, TermError> {
+        // With markers, payload comes in pieces of at most 508 octets
+        // between them: one CRC call ahead over the FPDU and plain copies
+        // beat a fused call per piece.
+        let place = !dst.is_empty();
+        let fuse = place && !self.cfg.markers;
         if let Some(e) = self.error {
             return Err(e);
         }
@@ -278,7 +313,7 @@ impl Rx {
                     return self.fail(llp::MARKER);
                 };
                 dst.copy_from_slice(src);
-                self.consume_crc(crc, rest, n);
+                self.consume_crc(crc, rest, n, fuse);
                 i += n;
                 if have + n < MARKER_LEN {
                     self.marker = Some(have + n);
@@ -324,7 +359,7 @@ impl Rx {
                     {
                         dst.copy_from_slice(src);
                     }
-                    self.consume_crc(crc, rest, n);
+                    self.consume_crc(crc, rest, n, fuse);
                     i += n;
                     if have + n < 2 {
                         self.state = State::Len {
@@ -349,7 +384,7 @@ impl Rx {
                     ) {
                         dst.copy_from_slice(src);
                     }
-                    self.consume_crc(crc, rest, n);
+                    self.consume_crc(crc, rest, n, fuse);
                     self.hdr_have += n;
                     i += n;
                     if self.hdr_have == self.hdr_want {
@@ -357,8 +392,18 @@ impl Rx {
                     }
                 }
                 State::Payload => {
-                    let n = self.body_left.min(avail);
-                    self.consume_crc(crc, rest, n);
+                    let mut n = self.body_left.min(avail);
+                    if place {
+                        n = n.min(dst.len());
+                    }
+                    if fuse {
+                        self.place(crc, rest, n, dst);
+                    } else {
+                        self.consume_crc(crc, rest, n, false);
+                        if let (true, Some(s), Some(d)) = (place, rest.get(..n), dst.get_mut(..n)) {
+                            d.copy_from_slice(s);
+                        }
+                    }
                     self.body_left -= n;
                     if self.body_left == 0 {
                         self.state = State::Pad;
@@ -373,7 +418,7 @@ impl Rx {
                 State::Pad => {
                     // RFC 5044 4.1: pad is ignored on receipt, except for the CRC.
                     let n = self.pad_left.min(avail);
-                    self.consume_crc(crc, rest, n);
+                    self.consume_crc(crc, rest, n, fuse);
                     self.pad_left -= n;
                     i += n;
                 }
@@ -467,16 +512,70 @@ impl Rx {
     /// holds up to the CRC field (markers included), in one call, and
     /// the following pieces only count down what it covered. They are the
     /// same stream octets whichever input slice brings them again.
-    fn consume_crc<C: Crc32c + ?Sized>(&mut self, crc: &C, rest: &[u8], n: usize) {
+    ///
+    /// `fuse` ([`Rx::poll_into`]): payload octets are left to
+    /// [`Rx::place`], the CRC runs ahead at most to the end of the header
+    /// octets still wanted.
+    fn consume_crc<C: Crc32c + ?Sized>(&mut self, crc: &C, rest: &[u8], n: usize, fuse: bool) {
         if self.cfg.crc {
             if self.crc_ahead < n {
-                let end = self.crc_span(rest).max(n);
+                let span = self.crc_span(rest);
+                let span = if fuse { span.min(self.header_span(rest)) } else { span };
+                let end = span.max(n);
                 if let Some(b) = rest.get(self.crc_ahead..end) {
                     self.crc = crc.append(self.crc, b);
                 }
                 self.crc_ahead = end;
             }
             self.crc_ahead -= n;
+        }
+        self.pos = self.pos.wrapping_add(n as u32);
+    }
+}
+
+impl Rx {
+    /// With [`Rx::poll_into`]: how many octets of `rest` the CRC may run
+    /// ahead over without reaching payload. Counted as if no marker lay
+    /// in between (a marker only makes it stop short of the payload); 0
+    /// while payload is due.
+    fn header_span(&self, rest: &[u8]) -> usize {
+        match self.state {
+            State::Len { have: 0 } if self.marker.is_none() => {
+                let off = if self.cfg.markers && markers::is_marker_pos(self.pos) {
+                    MARKER_LEN
+                } else {
+                    0
+                };
+                match rest.get(off..off + 2) {
+                    Some(&[a, b]) => {
+                        let hdr = self.cfg.header_len.min(usize::from(u16::from_be_bytes([a, b])));
+                        off + 2 + hdr
+                    }
+                    _ => 0,
+                }
+            }
+            State::Header => self.hdr_want - self.hdr_have,
+            State::Pad | State::Crc => usize::MAX,
+            State::Len { .. } | State::HeaderReady | State::Payload => 0,
+        }
+    }
+
+    /// Places `rest[..n]`, payload octets, into `dst[..n]` and advances
+    /// the stream offset; the octets the CRC has not covered yet are
+    /// copied and summed in one pass.
+    fn place<C: Crc32c + ?Sized>(&mut self, crc: &C, rest: &[u8], n: usize, dst: &mut [u8]) {
+        let (Some(src), Some(dst)) = (rest.get(..n), dst.get_mut(..n)) else {
+            return;
+        };
+        let covered = if self.cfg.crc { self.crc_ahead.min(n) } else { n };
+        let (s0, s1) = src.split_at(covered);
+        let (d0, d1) = dst.split_at_mut(covered);
+        d0.copy_from_slice(s0);
+        if !s1.is_empty() {
+            self.crc = crc.copy_append(self.crc, s1, d1);
+        }
+        if self.cfg.crc {
+            self.crc_ahead -= covered;
         }
         self.pos = self.pos.wrapping_add(n as u32);
     }
@@ -497,7 +596,22 @@ mod tests {
 
     /// Feeds `s` to an Rx in chunks of the given sizes (cycled).
     fn run(cfg: RxConfig, s: &[u8], chunks: &[usize]) -> Result<(Got, usize), TermError> {
+        run_with(cfg, s, chunks, &[], &SoftCrc32c)
+    }
+
+    /// [`run`] through [`Rx::poll_into`] with destinations of `caps`
+    /// octets (cycled per call; 0 is [`Rx::poll`]), none when `caps` is
+    /// empty.
+    fn run_with<C: Crc32c>(
+        cfg: RxConfig,
+        s: &[u8],
+        chunks: &[usize],
+        caps: &[usize],
+        crc: &C,
+    ) -> Result<(Got, usize), TermError> {
         let mut rx = Rx::new(cfg);
+        let mut calls = 0usize;
+        let mut dst = [0xA5u8; 2048];
         let mut got: Got = Vec::new();
         let mut markers = 0;
         let mut at = 0;
@@ -509,7 +623,10 @@ mod tests {
             let chunk = &s[at..at + n];
             let mut off = 0;
             while off < chunk.len() {
-                let step = rx.poll(&SoftCrc32c, &chunk[off..])?;
+                let cap = caps.get(calls % caps.len().max(1)).copied().unwrap_or(0);
+                calls += 1;
+                dst.fill(0xA5);
+                let step = rx.poll_into(crc, &chunk[off..], &mut dst[..cap])?;
                 assert!(step.consumed <= chunk.len() - off);
                 match step.event {
                     Some(Event::Header { ulpdu_len }) => {
@@ -519,6 +636,12 @@ mod tests {
                     }
                     Some(Event::Payload(r)) => {
                         assert!(!r.is_empty());
+                        if cap > 0 {
+                            // Placed: exactly the range, nothing beyond it.
+                            assert!(r.len() <= cap);
+                            assert_eq!(&dst[..r.len()], &chunk[off..][r.clone()]);
+                            assert!(dst[r.len()..cap].iter().all(|&x| x == 0xA5));
+                        }
                         cur.extend_from_slice(&chunk[off..][r]);
                     }
                     Some(Event::Complete) => {
@@ -752,7 +875,106 @@ mod tests {
         }
     }
 
+    /// A CRC32c that records every call: `(length, fused)`, and checks
+    /// that a fused call's destination holds the source.
+    struct Calls(core::cell::RefCell<Vec<(usize, bool)>>);
+
+    impl Crc32c for Calls {
+        fn append(&self, crc: u32, data: &[u8]) -> u32 {
+            self.0.borrow_mut().push((data.len(), false));
+            SoftCrc32c.append(crc, data)
+        }
+        fn copy_append(&self, crc: u32, src: &[u8], dst: &mut [u8]) -> u32 {
+            assert_eq!(src.len(), dst.len());
+            dst.copy_from_slice(src);
+            self.0.borrow_mut().push((src.len(), true));
+            SoftCrc32c.append(crc, src)
+        }
+    }
+
+    /// With [`Rx::poll_into`] and the whole stream in one input, each
+    /// FPDU costs one CRC call over ULPDU_LENGTH and the header, one fused
+    /// copy+CRC over the payload and (with pad) one over the pad: the
+    /// payload is never summed ahead of its copy.
+    #[test]
+    fn poll_into_fuses_payload_copy_and_crc() {
+        let msgs: Vec<Vec<u8>> = (0..6).map(|i| vec![i as u8; 15 + 201 * i]).collect();
+        let s = stream(true, false, &msgs);
+        let calls = Calls(Default::default());
+        let (got, _) = run_with(cfg(true, false, 14), &s, &[s.len()], &[2048], &calls).unwrap();
+        assert_eq!(got.into_iter().map(|g| g.1).collect::<Vec<_>>(), msgs);
+        let mut want = Vec::new();
+        for m in &msgs {
+            want.push((2 + 14, false));
+            want.push((m.len() - 14, true));
+            let pad = pad_len(m.len());
+            if pad > 0 {
+                want.push((pad, false));
+            }
+        }
+        assert_eq!(*calls.0.borrow(), want);
+        // Fused octets: every payload octet, once.
+        let fused: usize = calls.0.borrow().iter().filter(|c| c.1).map(|c| c.0).sum();
+        assert_eq!(fused, msgs.iter().map(|m| m.len() - 14).sum::<usize>());
+    }
+
     proptest! {
+        /// [`Rx::poll_into`] (mixed with [`Rx::poll`] where a cap is 0)
+        /// yields the same ULPDUs as the sender sent, places exactly the
+        /// payload ranges, and with CRC on sums every octet once.
+        #[test]
+        fn poll_into_over_any_chunking_reproduces_tx(
+            msgs in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..1200), 1..6),
+            chunks in proptest::collection::vec(1usize..700, 1..10),
+            caps in proptest::collection::vec(0usize..900, 1..6),
+            crc: bool, markers: bool, header_len in 0usize..120,
+        ) {
+            let s = stream(crc, markers, &msgs);
+            let calls = Calls(Default::default());
+            let (got, nm) = run_with(cfg(crc, markers, header_len), &s, &chunks, &caps, &calls).unwrap();
+            prop_assert_eq!(&got.into_iter().map(|g| g.1).collect::<Vec<_>>(), &msgs);
+            prop_assert_eq!(nm, if markers { s.len().div_ceil(512) } else { 0 });
+            let summed: usize = calls.0.borrow().iter().map(|c| c.0).sum();
+            prop_assert_eq!(summed, if crc { s.len() - CRC_LEN * msgs.len() } else { 0 });
+        }
+
+        /// As `any_flipped_bit_is_caught`, through [`Rx::poll_into`].
+        #[test]
+        fn poll_into_catches_any_flipped_bit(
+            msgs in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..1500), 1..4),
+            chunks in proptest::collection::vec(1usize..900, 1..6),
+            caps in proptest::collection::vec(0usize..900, 1..6),
+            markers: bool, at in any::<proptest::sample::Index>(), bit in 0u8..8,
+        ) {
+            let mut s = stream(true, markers, &msgs);
+            let i = at.index(s.len());
+            s[i] ^= 1 << bit;
+            let mut rx = Rx::new(cfg(true, markers, 14));
+            let mut dst = [0u8; 900];
+            let (mut at, mut k, mut done, mut failed) = (0, 0, 0, false);
+            'feed: while at < s.len() {
+                let n = chunks[k % chunks.len()].min(s.len() - at);
+                let cap = caps[k % caps.len()];
+                k += 1;
+                let chunk = &s[at..at + n];
+                let mut off = 0;
+                while off < chunk.len() {
+                    match rx.poll_into(&SoftCrc32c, &chunk[off..], &mut dst[..cap]) {
+                        Ok(st) => {
+                            done += usize::from(st.event == Some(Event::Complete));
+                            off += st.consumed;
+                        }
+                        Err(_) => {
+                            failed = true;
+                            break 'feed;
+                        }
+                    }
+                }
+                at += n;
+            }
+            prop_assert!(failed || done < msgs.len() || !rx.at_boundary());
+        }
+
         #[test]
         fn rx_over_any_chunking_reproduces_tx(
             msgs in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..1200), 1..6),

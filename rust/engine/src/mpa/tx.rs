@@ -13,7 +13,8 @@
 //! the trailer comes last, as on the wire.
 //!
 //! [`Tx::write`] is the one-copy variant that writes the whole FPDU into a
-//! caller buffer (host endpoint, tests) and runs the CRC once over it.
+//! caller buffer (host endpoint, tests), the CRC fused with the payload
+//! copy ([`Crc32c::copy_append`]).
 //!
 //! The stream offset advances when the FPDU is planned: every planned FPDU
 //! must then be sent completely, in order.
@@ -120,10 +121,14 @@ impl Tx {
     /// returning its length. Nothing is written and the offset is kept when
     /// `out` is too short.
     ///
-    /// Every octet is copied once, markers by span (the payload is cut only
-    /// at marker positions), and the CRC runs afterwards in one call over
-    /// the whole FPDU as it lies in `out` (markers included), so that an
-    /// accelerated CRC32c sees one large span instead of a piece per field.
+    /// Without markers every octet is touched once: ULPDU_LENGTH and the
+    /// header are copied and summed in one call, each payload slice goes
+    /// through [`Crc32c::copy_append`] (copy and CRC in one pass where the
+    /// implementation fuses them), then the pad. With markers the payload
+    /// is cut every 508 octets, where a fused call per piece costs more
+    /// than it saves: every octet is copied once, markers spliced in by
+    /// span, and the CRC runs afterwards in one call over the whole FPDU
+    /// as it lies in `out` (markers included).
     pub fn write<C: Crc32c + ?Sized>(
         &mut self,
         crc: &C,
@@ -145,6 +150,9 @@ impl Tx {
         let Some(body_len) = wire_len.checked_sub(CRC_LEN) else {
             return Err(TxError::BufferTooSmall);
         };
+        if !self.markers {
+            return Ok(self.write_plain(crc, header, payload, ulpdu_len, out, body_len));
+        }
         let mut w = SpanWriter {
             out,
             at: 0,
@@ -172,6 +180,57 @@ impl Tx {
         // wire_len < 2^17: the cast is exact, the add wraps like TCP.
         self.pos = self.pos.wrapping_add(wire_len as u32);
         Ok(wire_len)
+    }
+}
+
+impl Tx {
+    /// [`Tx::write`] without markers: `out` is exactly the FPDU
+    /// (`body_len` octets, then the CRC field). Length and header are
+    /// summed in one call, each payload piece copied and summed in one.
+    fn write_plain<C: Crc32c + ?Sized>(
+        &mut self,
+        crc: &C,
+        header: &[u8],
+        payload: &[&[u8]],
+        ulpdu_len: usize,
+        out: &mut [u8],
+        body_len: usize,
+    ) -> usize {
+        let crc_on = self.crc;
+        let head = 2 + header.len();
+        let mut v = 0;
+        if let Some(d) = out.get_mut(..head) {
+            // ulpdu_len <= MAX_ULPDU: the cast is exact.
+            let (len, hdr) = d.split_at_mut(2);
+            len.copy_from_slice(&(ulpdu_len as u16).to_be_bytes());
+            hdr.copy_from_slice(header);
+            if crc_on {
+                v = crc.append(0, d);
+            }
+        }
+        let mut at = head;
+        for p in payload {
+            if let Some(d) = out.get_mut(at..at + p.len()) {
+                if crc_on {
+                    v = crc.copy_append(v, p, d);
+                } else {
+                    d.copy_from_slice(p);
+                }
+            }
+            at += p.len();
+        }
+        if let Some(d) = out.get_mut(at..body_len) {
+            d.fill(0);
+            if crc_on && !d.is_empty() {
+                v = crc.append(v, d);
+            }
+        }
+        if let Some(d) = out.get_mut(body_len..) {
+            d.copy_from_slice(&v.to_le_bytes());
+        }
+        // The FPDU is < 2^17 octets: the cast is exact, the add wraps like TCP.
+        self.pos = self.pos.wrapping_add(out.len() as u32);
+        out.len()
     }
 }
 
@@ -432,6 +491,54 @@ pub(crate) mod tests {
         want[520..].copy_from_slice(&c.to_le_bytes());
         assert_eq!(out, want);
         assert_eq!(tx.position(), 524);
+    }
+
+    /// A CRC32c that records every call: `(length, fused)`.
+    struct Calls(core::cell::RefCell<Vec<(usize, bool)>>);
+
+    impl Crc32c for Calls {
+        fn append(&self, crc: u32, data: &[u8]) -> u32 {
+            self.0.borrow_mut().push((data.len(), false));
+            SoftCrc32c.append(crc, data)
+        }
+        fn copy_append(&self, crc: u32, src: &[u8], dst: &mut [u8]) -> u32 {
+            dst.copy_from_slice(src);
+            self.0.borrow_mut().push((src.len(), true));
+            SoftCrc32c.append(crc, src)
+        }
+    }
+
+    /// Without markers `write` sums each payload slice while copying it
+    /// (one fused call per slice) and the small fields in one call per run
+    /// of them; with markers it sums the FPDU once after copying it.
+    #[test]
+    fn write_fuses_payload_copy_and_crc() {
+        let payload = [5u8; 1430];
+        let calls = Calls(Default::default());
+        let mut out = [0u8; 2048];
+        let n = Tx::new(true, false)
+            .write(&calls, &[1u8; 14], &[&payload[..1000], &payload[1000..]], &mut out)
+            .unwrap();
+        // Length + header, the two pieces, the pad (2 + 1444 = 1446 -> 2).
+        assert_eq!(*calls.0.borrow(), [(16, false), (1000, true), (430, true), (2, false)]);
+        let mut want = [0u8; 2048];
+        let m = Tx::new(true, false)
+            .write(&SoftCrc32c, &[1u8; 14], &[&payload], &mut want)
+            .unwrap();
+        assert_eq!(&out[..n], &want[..m]);
+        // Markers: one CRC call over the whole FPDU, markers included.
+        calls.0.borrow_mut().clear();
+        let n = Tx::new(true, true).write(&calls, &[1u8; 14], &[&payload], &mut out).unwrap();
+        assert_eq!(*calls.0.borrow(), [(n - CRC_LEN, false)]);
+        // CRC off: nothing summed, with or without markers.
+        for markers in [false, true] {
+            calls.0.borrow_mut().clear();
+            let n = Tx::new(false, markers)
+                .write(&calls, &[1u8; 14], &[&payload], &mut out)
+                .unwrap();
+            assert!(calls.0.borrow().is_empty());
+            assert_eq!(out[n - CRC_LEN..n], [0; 4]);
+        }
     }
 
     #[test]
