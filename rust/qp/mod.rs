@@ -173,7 +173,7 @@ impl ZeroCopyTx {
         self.refs.reserve_total(ZC_SEGMENTS)?;
         self.batch.reserve_total(ZC_PIECES + ZC_SEGMENTS)?;
         if self.pieces.len() < ZC_PIECES {
-            self.pieces.resize(ZC_PIECES, Piece::Literal(0), GFP_KERNEL)?;
+            self.pieces.resize(ZC_PIECES, Piece::Literal(0), GFP_KERNEL_ACCOUNT)?;
         }
         Ok(())
     }
@@ -340,7 +340,7 @@ impl Qp {
                 zc_stalled: AtomicBool::new(false),
                 stats: QpStats::new(),
             }? Error),
-            GFP_KERNEL,
+            GFP_KERNEL_ACCOUNT,
         )
     }
 

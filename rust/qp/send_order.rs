@@ -53,7 +53,7 @@ pub(crate) struct SendOrder {
 impl SendOrder {
     /// Room for `cap` completions (every outstanding send WR).
     pub(crate) fn new(cap: usize) -> Result<Self> {
-        let mut ring = KVec::with_capacity(cap.max(1), GFP_KERNEL)?;
+        let mut ring = KVec::with_capacity(cap.max(1), GFP_KERNEL_ACCOUNT)?;
         for _ in 0..cap.max(1) {
             ring.push(None, GFP_KERNEL)?;
         }

@@ -47,7 +47,7 @@ pub(crate) struct SendQueue {
 impl SendQueue {
     pub(crate) fn new(max_wr: usize) -> Result<Self> {
         // No room at all (`max_send_wr` 0): every post is refused.
-        Ok(Self { ring: KVVec::from_elem(None, max_wr, GFP_KERNEL)?, head: 0, count: 0 })
+        Ok(Self { ring: KVVec::from_elem(None, max_wr, GFP_KERNEL_ACCOUNT)?, head: 0, count: 0 })
     }
 
     pub(crate) fn push(&mut self, sqe: Sqe) -> Result {

@@ -65,7 +65,7 @@ impl RecvQueue {
         if max_sge > MAX_SGE {
             return Err(EINVAL);
         }
-        Ok(Self { ring: KVVec::from_elem(Rqe::default(), max_wr, GFP_KERNEL)?, head: 0, count: 0, max_sge })
+        Ok(Self { ring: KVVec::from_elem(Rqe::default(), max_wr, GFP_KERNEL_ACCOUNT)?, head: 0, count: 0, max_sge })
     }
 
     pub(crate) fn capacity(&self) -> usize {
