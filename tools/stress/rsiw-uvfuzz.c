@@ -103,7 +103,7 @@ enum op {
 	OP_QUERY_QP, OP_DESTROY_QP, OP_CREATE_SRQ, OP_MODIFY_SRQ, OP_QUERY_SRQ,
 	OP_POST_SRQ_RECV, OP_DESTROY_SRQ, OP_POST_SEND, OP_POST_RECV, OP_QUERY,
 	OP_RAW, OP_EVENTS, OP_CHILD, OP_CONNECT, OP_DISCONNECT, OP_TEARDOWN,
-	NOPS
+	OP_POST_SEND_CONN, NOPS
 };
 
 static const char *const op_name[NOPS] = {
@@ -113,6 +113,7 @@ static const char *const op_name[NOPS] = {
 	"query_qp", "destroy_qp", "create_srq", "modify_srq", "query_srq",
 	"post_srq_recv", "destroy_srq", "post_send", "post_recv", "query",
 	"raw_write", "events", "child_exit", "connect", "disconnect", "teardown",
+	"post_send(conn)",
 };
 
 /* Relative weights of the random steps (teardown is not one). */
@@ -286,6 +287,21 @@ static uint64_t any_addr(int remote)
 	case 2: return 0xffff888000000000ULL;
 	default: return rnd64();
 	}
+}
+
+/* An SGE inside a live MR (when there is one). */
+static int valid_sge(struct ibv_sge *sg)
+{
+	int m = PICK(mrs);
+	uint64_t len;
+
+	if (m < 0)
+		return 0;
+	len = mrs[m]->length;
+	sg->lkey = mrs[m]->lkey;
+	sg->length = len ? rnd(len < 8192 ? len + 1 : 8193) : 0;
+	sg->addr = (uintptr_t)mrs[m]->addr + (len > sg->length ? rnd(len - sg->length + 1) : 0);
+	return 1;
 }
 
 static void random_sges(struct ibv_sge *sg, int n)
@@ -628,8 +644,8 @@ static void op_modify_qp(void)
 	struct ibv_qp_attr a;
 	int k = PICK(qps), mask;
 
-	if (k < 0)
-		return;
+	if (k < 0 || (qps[k].conn >= 0 && chance(80)))
+		return; /* a connection's QP: now and then */
 	random_qp_attr(&a, &mask);
 	/* A connection's QP is torn down through rdma_cm; moving it to
 	 * error (or to anything) is fair. */
@@ -644,7 +660,13 @@ static void op_query_qp(void)
 	int k = PICK(qps);
 
 	if (k >= 0)
-		note(OP_QUERY_QP, ibv_query_qp(qps[k].qp, &a, chance(50) ? -1 : (int)rnd64(), &init));
+	{
+		static const int masks[] = { IBV_QP_STATE, IBV_QP_CAP, IBV_QP_STATE | IBV_QP_CAP | IBV_QP_ACCESS_FLAGS,
+					     IBV_QP_STATE | IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC, -1 };
+		int mask = chance(80) ? masks[rnd(5)] : (int)rnd64();
+
+		note(OP_QUERY_QP, ibv_query_qp(qps[k].qp, &a, mask, &init));
+	}
 }
 
 static int destroy_qp(int k)
@@ -734,13 +756,31 @@ static void random_recv_wrs(struct ibv_recv_wr *wr, int n)
 		wr[i].num_sge = random_nsge();
 		wr[i].sg_list = sgebuf[i];
 		random_sges(sgebuf[i], wr[i].num_sge);
+		/* Half the time a well-formed WR: one or two SGEs in MRs. */
+		if (chance(50) && valid_sge(&sgebuf[i][0])) {
+			wr[i].num_sge = 1;
+			if (chance(30) && valid_sge(&sgebuf[i][1]))
+				wr[i].num_sge = 2;
+		}
 	}
+}
+
+/* A QP to post on: a connected one more often than not. */
+static int post_qp(void)
+{
+	int k = PICK(qps);
+
+	if (cm_mode && chance(60))
+		for (int c = rnd(MAXC), i = 0; i < MAXC; i++, c = (c + 1) % MAXC)
+			if (conns[c].cli && conns[c].cli_qp >= 0 && qps[conns[c].cli_qp].qp)
+				return conns[c].cli_qp;
+	return k;
 }
 
 static void op_post_recv(void)
 {
 	struct ibv_recv_wr wr[4], *bad;
-	int k = PICK(qps), n = 1 + rnd(4);
+	int k = post_qp(), n = 1 + rnd(4);
 
 	if (k < 0)
 		return;
@@ -766,8 +806,12 @@ static void op_post_send(void)
 		IBV_WR_RDMA_READ, IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_FETCH_AND_ADD,
 		IBV_WR_LOCAL_INV, IBV_WR_BIND_MW, IBV_WR_SEND_WITH_INV, IBV_WR_TSO, IBV_WR_DRIVER1,
 	};
+	static const int good[] = {
+		IBV_WR_SEND, IBV_WR_SEND_WITH_IMM, IBV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE_WITH_IMM,
+		IBV_WR_RDMA_READ, IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_SEND_WITH_INV,
+	};
 	struct ibv_send_wr wr[4], *bad;
-	int k = PICK(qps), n = 1 + rnd(4);
+	int k = post_qp(), wellformed = chance(50), n = wellformed ? 1 + rnd(2) : 1 + rnd(4);
 
 	if (k < 0)
 		return;
@@ -795,6 +839,27 @@ static void op_post_send(void)
 			w->wr.rdma.remote_addr = any_addr(1);
 			w->wr.rdma.rkey = any_key(1);
 		}
+		if (wellformed && valid_sge(&sgebuf[i][0])) {
+			/* A well-formed WR: a known opcode, one SGE in an MR,
+			 * the server's buffer (or an MR) as the target. */
+			w->opcode = good[rnd(8)];
+			w->num_sge = 1;
+			w->send_flags = IBV_SEND_SIGNALED * rnd(2) | IBV_SEND_SOLICITED * chance(20) |
+					IBV_SEND_FENCE * chance(10);
+			if (w->opcode != IBV_WR_RDMA_READ && sgebuf[i][0].length <= 64 && chance(30))
+				w->send_flags |= IBV_SEND_INLINE;
+			if (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+				sgebuf[i][0].length = 8;
+				w->wr.atomic.rkey = smr && chance(80) ? smr->rkey : any_key(1);
+				w->wr.atomic.remote_addr = smr && chance(80) ? ((uintptr_t)sbuf + rnd(SBUF - 8)) & ~7ULL
+									      : any_addr(1);
+			} else {
+				w->wr.rdma.rkey = smr && chance(80) ? smr->rkey : any_key(1);
+				w->wr.rdma.remote_addr = smr && chance(80) ? (uintptr_t)sbuf + rnd(SBUF - 8192)
+									   : any_addr(1);
+			}
+			w->imm_data = (uint32_t)rnd64();
+		}
 		/* libibverbs reads the AH of a UD QP's WR: give it ours. */
 		if (qps[k].qp->qp_type == IBV_QPT_UD) {
 			w->wr.ud.ah = &dummy_ah;
@@ -802,7 +867,8 @@ static void op_post_send(void)
 		}
 	}
 	vlog("post_send qp %u op %d n %d\n", qps[k].qp->qp_num, wr[0].opcode, n);
-	note(OP_POST_SEND, ibv_post_send(qps[k].qp, wr, &bad));
+	/* Posts on a connected QP counted apart: there they go on the wire. */
+	note(qps[k].conn >= 0 ? OP_POST_SEND_CONN : OP_POST_SEND, ibv_post_send(qps[k].qp, wr, &bad));
 }
 
 static void op_query(void)
@@ -862,13 +928,247 @@ static void raw_remember(uint32_t h)
 		raw_handles[nraw++] = h;
 }
 
+static uint32_t h_pd(void) { int k = PICK(pds); return k >= 0 && chance(85) ? pds[k]->handle : live_handle(); }
+static uint32_t h_cq(void) { int k = PICK(cqs); return k >= 0 && chance(85) ? cqs[k].cq->handle : live_handle(); }
+static uint32_t h_qp(void)
+{
+	int k = post_qp();
+	return k >= 0 && chance(85) ? qps[k].qp->handle : live_handle();
+}
+static uint32_t h_srq(void) { int k = PICK(srqs); return k >= 0 && chance(85) ? srqs[k]->handle : live_handle(); }
+
+/* post_wrs B OFF SEND: a well-formed WR list after a post command's header
+ * at OFF (wr_count, sge_count, wqe_size filled in); returns the length. */
+static uint32_t raw_wrs(uint8_t *b, uint32_t off, int send)
+{
+	uint32_t nwr = 1 + rnd(3), nsge = 0, wqe = send ? sizeof(struct ib_uverbs_send_wr) : sizeof(struct ib_uverbs_recv_wr);
+	uint32_t *hdr = (uint32_t *)(b + off - 12), i;
+
+	if (chance(10))
+		wqe += 8 * rnd(4); /* a larger WQE than the kernel's: allowed */
+	for (i = 0; i < nwr; i++) {
+		uint8_t *w = b + off + i * wqe;
+		uint32_t n = chance(80) ? rnd(3) : rnd(8);
+
+		if (send) {
+			struct ib_uverbs_send_wr *s = (void *)w;
+
+			s->wr_id = rnd64();
+			s->num_sge = n;
+			s->opcode = chance(85) ? rnd(12) : interesting32();
+			s->send_flags = chance(80) ? rnd(16) : interesting32();
+			s->ex.imm_data = (uint32_t)rnd64();
+			s->wr.atomic.remote_addr = any_addr(1);
+			s->wr.atomic.compare_add = rnd64();
+			s->wr.atomic.swap = rnd64();
+			if (s->opcode == IB_UVERBS_WR_ATOMIC_CMP_AND_SWP || s->opcode == IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD)
+				s->wr.atomic.rkey = any_key(1);
+			else
+				s->wr.rdma.rkey = any_key(1);
+		} else {
+			struct ib_uverbs_recv_wr *r = (void *)w;
+
+			r->wr_id = rnd64();
+			r->num_sge = n;
+		}
+		nsge += n;
+	}
+	if (chance(10))
+		nsge = chance(50) ? nsge + 1 + rnd(4) : (nsge ? nsge - 1 : 0); /* disagree */
+	for (i = 0; i < nsge && off + nwr * wqe + (i + 1) * sizeof(struct ib_uverbs_sge) <= 1600; i++) {
+		struct ib_uverbs_sge *g = (void *)(b + off + nwr * wqe + i * sizeof(*g));
+		struct ibv_sge sg;
+
+		if (!(chance(70) && valid_sge(&sg)))
+			random_sges(&sg, 1);
+		g->addr = sg.addr;
+		g->length = sg.length;
+		g->lkey = sg.lkey;
+	}
+	hdr[0] = chance(90) ? nwr : interesting32();
+	hdr[1] = chance(90) ? nsge : interesting32();
+	hdr[2] = chance(90) ? wqe : interesting32();
+	return off + nwr * wqe + i * sizeof(struct ib_uverbs_sge);
+}
+
+/* A well-formed legacy command body (after the header) for one of the
+ * verbs rsiw implements, with live handles; returns its length. */
+static uint32_t raw_template(uint8_t *b, uint32_t *cmdp)
+{
+	static const uint32_t cmds[] = {
+		IB_USER_VERBS_CMD_QUERY_DEVICE, IB_USER_VERBS_CMD_QUERY_PORT, IB_USER_VERBS_CMD_ALLOC_PD,
+		IB_USER_VERBS_CMD_DEALLOC_PD, IB_USER_VERBS_CMD_REG_MR, IB_USER_VERBS_CMD_DEREG_MR,
+		IB_USER_VERBS_CMD_CREATE_CQ, IB_USER_VERBS_CMD_RESIZE_CQ, IB_USER_VERBS_CMD_DESTROY_CQ,
+		IB_USER_VERBS_CMD_POLL_CQ, IB_USER_VERBS_CMD_REQ_NOTIFY_CQ, IB_USER_VERBS_CMD_CREATE_QP,
+		IB_USER_VERBS_CMD_QUERY_QP, IB_USER_VERBS_CMD_MODIFY_QP, IB_USER_VERBS_CMD_DESTROY_QP,
+		IB_USER_VERBS_CMD_POST_SEND, IB_USER_VERBS_CMD_POST_RECV, IB_USER_VERBS_CMD_CREATE_SRQ,
+		IB_USER_VERBS_CMD_MODIFY_SRQ, IB_USER_VERBS_CMD_QUERY_SRQ, IB_USER_VERBS_CMD_DESTROY_SRQ,
+		IB_USER_VERBS_CMD_POST_SRQ_RECV, IB_USER_VERBS_CMD_POST_SEND, IB_USER_VERBS_CMD_POST_SEND,
+	};
+	uint32_t cmd = cmds[rnd(sizeof(cmds) / sizeof(cmds[0]))];
+	int slot;
+
+	*cmdp = cmd;
+	switch (cmd) {
+	case IB_USER_VERBS_CMD_QUERY_DEVICE: case IB_USER_VERBS_CMD_ALLOC_PD:
+		return 8;
+	case IB_USER_VERBS_CMD_QUERY_PORT: {
+		struct ib_uverbs_query_port *c = (void *)b;
+		c->port_num = chance(80) ? 1 : rnd(256);
+		return sizeof(*c);
+	}
+	case IB_USER_VERBS_CMD_DEALLOC_PD: {
+		struct ib_uverbs_dealloc_pd *c = (void *)b;
+		c->pd_handle = h_pd();
+		return sizeof(*c);
+	}
+	case IB_USER_VERBS_CMD_REG_MR: {
+		struct ib_uverbs_reg_mr *c = (void *)b;
+		void *addr;
+		size_t len;
+		int access;
+
+		mr_args(&addr, &len, &access);
+		c->start = (uintptr_t)addr;
+		c->length = len;
+		c->hca_va = chance(70) ? c->start : rnd64();
+		c->pd_handle = h_pd();
+		c->access_flags = access;
+		return sizeof(*c);
+	}
+	case IB_USER_VERBS_CMD_DEREG_MR: {
+		struct ib_uverbs_dereg_mr *c = (void *)b;
+		int k = PICK(mrs);
+		c->mr_handle = k >= 0 && chance(50) ? mrs[k]->handle : live_handle();
+		return sizeof(*c);
+	}
+	case IB_USER_VERBS_CMD_CREATE_CQ: {
+		struct ib_uverbs_create_cq *c = (void *)b;
+		c->user_handle = rnd64();
+		c->cqe = chance(70) ? 1 + rnd(256) : interesting32();
+		c->comp_vector = chance(80) ? 0 : interesting32();
+		c->comp_channel = chance(70) ? -1 : (int)rnd(64);
+		return sizeof(*c);
+	}
+	case IB_USER_VERBS_CMD_RESIZE_CQ: {
+		struct ib_uverbs_resize_cq *c = (void *)b;
+		c->cq_handle = nraw && chance(30) ? raw_handles[rnd(nraw)] : h_cq();
+		c->cqe = chance(70) ? 1 + rnd(256) : interesting32();
+		return sizeof(*c);
+	}
+	case IB_USER_VERBS_CMD_POLL_CQ: {
+		struct ib_uverbs_poll_cq *c = (void *)b;
+		c->cq_handle = h_cq();
+		c->ne = chance(80) ? rnd(64) : interesting32();
+		return sizeof(*c);
+	}
+	case IB_USER_VERBS_CMD_REQ_NOTIFY_CQ: {
+		struct ib_uverbs_req_notify_cq *c = (void *)b;
+		c->cq_handle = h_cq();
+		c->solicited_only = chance(90) ? rnd(2) : interesting32();
+		return sizeof(*c);
+	}
+	case IB_USER_VERBS_CMD_CREATE_QP: {
+		struct ib_uverbs_create_qp *c = (void *)b;
+		c->user_handle = rnd64();
+		c->pd_handle = h_pd();
+		c->send_cq_handle = h_cq();
+		c->recv_cq_handle = chance(70) ? c->send_cq_handle : h_cq();
+		c->is_srq = chance(20);
+		c->srq_handle = c->is_srq ? h_srq() : 0;
+		c->max_send_wr = chance(70) ? rnd(128) : interesting32();
+		c->max_recv_wr = chance(70) ? rnd(128) : interesting32();
+		c->max_send_sge = chance(70) ? rnd(8) : interesting32();
+		c->max_recv_sge = chance(70) ? rnd(8) : interesting32();
+		c->max_inline_data = chance(70) ? rnd(256) : interesting32();
+		c->sq_sig_all = rnd(2);
+		c->qp_type = chance(80) ? IB_UVERBS_QPT_RC : rnd(256);
+		return sizeof(*c);
+	}
+	case IB_USER_VERBS_CMD_QUERY_QP: {
+		struct ib_uverbs_query_qp *c = (void *)b;
+		c->qp_handle = h_qp();
+		c->attr_mask = chance(50) ? rnd(1 << 21) : interesting32();
+		return sizeof(*c);
+	}
+	case IB_USER_VERBS_CMD_MODIFY_QP: {
+		struct ib_uverbs_modify_qp *c = (void *)b;
+		struct ibv_qp_attr a;
+		int mask;
+
+		random_qp_attr(&a, &mask);
+		for (size_t i = 0; i < sizeof(c->dest) * 2; i++)
+			((uint8_t *)c)[i] = chance(70) ? 0 : (uint8_t)rnd64();
+		c->qp_handle = h_qp();
+		c->attr_mask = mask;
+		c->qp_state = a.qp_state;
+		c->cur_qp_state = a.cur_qp_state;
+		c->qp_access_flags = a.qp_access_flags;
+		c->max_rd_atomic = a.max_rd_atomic;
+		c->max_dest_rd_atomic = a.max_dest_rd_atomic;
+		c->path_mtu = a.path_mtu;
+		c->port_num = a.port_num;
+		c->timeout = rnd(32);
+		c->retry_cnt = rnd(8);
+		c->rnr_retry = rnd(8);
+		c->min_rnr_timer = rnd(32);
+		c->sq_psn = (uint32_t)rnd64();
+		c->rq_psn = (uint32_t)rnd64();
+		c->dest_qp_num = interesting32();
+		return sizeof(*c);
+	}
+	case IB_USER_VERBS_CMD_DESTROY_CQ: case IB_USER_VERBS_CMD_DESTROY_QP: case IB_USER_VERBS_CMD_DESTROY_SRQ:
+		/* Set by the caller (a raw handle only). */
+		(void)slot;
+		return 16;
+	case IB_USER_VERBS_CMD_POST_SEND: {
+		struct ib_uverbs_post_send *c = (void *)b;
+		c->qp_handle = h_qp();
+		return raw_wrs(b, sizeof(*c), 1);
+	}
+	case IB_USER_VERBS_CMD_POST_RECV: {
+		struct ib_uverbs_post_recv *c = (void *)b;
+		c->qp_handle = h_qp();
+		return raw_wrs(b, sizeof(*c), 0);
+	}
+	case IB_USER_VERBS_CMD_POST_SRQ_RECV: {
+		struct ib_uverbs_post_srq_recv *c = (void *)b;
+		c->srq_handle = h_srq();
+		return raw_wrs(b, sizeof(*c), 0);
+	}
+	case IB_USER_VERBS_CMD_CREATE_SRQ: {
+		struct ib_uverbs_create_srq *c = (void *)b;
+		c->user_handle = rnd64();
+		c->pd_handle = h_pd();
+		c->max_wr = chance(70) ? rnd(256) : interesting32();
+		c->max_sge = chance(70) ? rnd(8) : interesting32();
+		c->srq_limit = chance(70) ? rnd(64) : interesting32();
+		return sizeof(*c);
+	}
+	case IB_USER_VERBS_CMD_MODIFY_SRQ: {
+		struct ib_uverbs_modify_srq *c = (void *)b;
+		c->srq_handle = h_srq();
+		c->attr_mask = chance(80) ? rnd(4) : interesting32();
+		c->max_wr = interesting32();
+		c->srq_limit = chance(60) ? rnd(64) : interesting32();
+		return sizeof(*c);
+	}
+	case IB_USER_VERBS_CMD_QUERY_SRQ: {
+		struct ib_uverbs_query_srq *c = (void *)b;
+		c->srq_handle = h_srq();
+		return sizeof(*c);
+	}
+	}
+	return 0;
+}
+
 static void op_raw(void)
 {
 	static const uint32_t sizes[] = { 0, 4, 8, 12, 16, 20, 24, 32, 40, 48, 56, 64, 72, 88, 96, 104, 112, 128, 144, 256 };
 	uint8_t buf[2048] __attribute__((aligned(8)));
 	struct ib_uverbs_cmd_hdr *h = (void *)buf;
 	uint32_t cmd, len, ex, off, i;
-	int slot = -1, ret;
+	int slot = -1, ret, tmpl;
 	ssize_t w;
 
 	ex = chance(15);
@@ -886,6 +1186,23 @@ static void op_raw(void)
 		memcpy(buf + i, &v, 8);
 	}
 	off = sizeof(*h);
+	/* Most of the time a well-formed struct of a verb rsiw implements,
+	 * then a few bytes flipped, or cut short, or with bytes added. */
+	tmpl = chance(65);
+	if (tmpl) {
+		ex = 0;
+		memset(buf + off, 0, sizeof(buf) - off);
+		len = raw_template(buf + off, &cmd);
+		if (chance(40))
+			for (int f = 1 + rnd(4); f > 0; f--)
+				buf[off + 8 + rnd(len > 8 ? len - 8 : 1)] ^= (uint8_t)(1 + rnd(255));
+		if (chance(10))
+			len = rnd(len + 1);
+		else if (chance(10))
+			len += rnd(64);
+		if (chance(80))
+			len &= ~3u;
+	}
 	if (ex) {
 		struct ib_uverbs_ex_cmd_hdr *x = (void *)(buf + off);
 
@@ -894,14 +1211,16 @@ static void op_raw(void)
 		x->provider_out_words = chance(80) ? 0 : rnd(64);
 		x->cmd_hdr_reserved = chance(90) ? 0 : interesting32();
 		off += sizeof(*x);
-	} else if (chance(92)) {
+	} else if (chance(92) && !(tmpl && (cmd == IB_USER_VERBS_CMD_DEALLOC_PD || cmd == IB_USER_VERBS_CMD_DEREG_MR ||
+					    cmd == IB_USER_VERBS_CMD_REQ_NOTIFY_CQ || cmd == IB_USER_VERBS_CMD_MODIFY_QP ||
+					    cmd == IB_USER_VERBS_CMD_MODIFY_SRQ))) {
 		uint64_t resp = (uintptr_t)scratch;
 		if (chance(5))
 			resp = interesting64();
 		memcpy(buf + off, &resp, 8);
 	}
 	/* Handles: live ones in random 32-bit slots of the body. */
-	for (i = off + 8; i + 4 <= off + len && i + 4 <= sizeof(buf); i += 4)
+	for (i = off + 8; !tmpl && i + 4 <= off + len && i + 4 <= sizeof(buf); i += 4)
 		if (chance(25)) {
 			uint32_t v = live_handle();
 			memcpy(buf + i, &v, 4);
