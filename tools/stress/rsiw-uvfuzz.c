@@ -811,7 +811,7 @@ static void op_post_send(void)
 		IBV_WR_RDMA_READ, IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_SEND_WITH_INV,
 	};
 	struct ibv_send_wr wr[4], *bad;
-	int k = post_qp(), wellformed = chance(50), n = wellformed ? 1 + rnd(2) : 1 + rnd(4);
+	int k = post_qp(), wellformed = chance(50), n = wellformed ? 1 + rnd(2) : 1 + rnd(4), ret;
 
 	if (k < 0)
 		return;
@@ -868,7 +868,16 @@ static void op_post_send(void)
 	}
 	vlog("post_send qp %u op %d n %d\n", qps[k].qp->qp_num, wr[0].opcode, n);
 	/* Posts on a connected QP counted apart: there they go on the wire. */
-	note(qps[k].conn >= 0 ? OP_POST_SEND_CONN : OP_POST_SEND, ibv_post_send(qps[k].qp, wr, &bad));
+	ret = ibv_post_send(qps[k].qp, wr, &bad);
+	note(qps[k].conn >= 0 ? OP_POST_SEND_CONN : OP_POST_SEND, ret);
+	if (verbose && ret) {
+		struct ibv_qp_init_attr init;
+		struct ibv_qp_attr qa;
+
+		ibv_query_qp(qps[k].qp, &qa, IBV_QP_STATE, &init);
+		vlog("  -> %s (qp state %d, bad wr %ld: op %d num_sge %d flags 0x%x)\n", strerror(ret), qa.qp_state,
+		     (long)(bad - wr), bad->opcode, bad->num_sge, bad->send_flags);
+	}
 }
 
 static void op_query(void)
