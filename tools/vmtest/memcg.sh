@@ -84,7 +84,7 @@ echo "# exit status $rc; while held: memory.current $cur_hold, kernel $kern_hold
 # Stopped by the limit: a verb failed with ENOMEM (and it exited 0), or
 # the cgroup's OOM killer killed it (SIGKILL, oom_kill counted).
 if grep -q '^exhaust: stopped at .*(ENOMEM)' "$OUT/memcg-exhaust.txt"; then
-	pass "stopped by the limit: $(sed -n 's/^exhaust: stopped at //p' "$OUT/memcg-exhaust.txt")"
+	pass "stopped by a failing verb: $(sed -n 's/^exhaust: stopped at //p' "$OUT/memcg-exhaust.txt")"
 	expect_eq "the exhausting process exits 0" 0 "$rc"
 else
 	expect_eq "stopped by the limit: killed by the cgroup's OOM killer (SIGKILL)" 137 "$rc"
@@ -102,6 +102,8 @@ check "the objects were created before the limit stopped it (at least one QP)" [
 
 # The machine: no global OOM, memory to spare, the device still works.
 check "no global OOM kill (only the cgroup's)" bash -c "! dmesg | grep -q '^.*Out of memory: Killed'"
+# The limit stops the process quietly: no allocation failure report.
+check "no page allocation failure reported" bash -c "! dmesg | grep -q 'page allocation failure'"
 avail1=$(meminfo_kb MemAvailable)
 echo "# MemAvailable: $avail0 kB before, $avail1 kB after"
 check "MemAvailable back within 32 MiB of the baseline" [ $((avail0 - avail1)) -lt 32768 ]
