@@ -14,7 +14,10 @@
  * error, counts every operation and its errno, tears everything down at
  * the end (or, with -x, exits with everything alive) and prints a summary.
  *
- *   rsiw-uvfuzz [-d DEV] [-s SEED] [-n OPS] [-t SECONDS] [-c SRV_ADDR,CLI_ADDR] [-x] [-v]
+ *   rsiw-uvfuzz [-d DEV] [-s SEED] [-n OPS] [-t SECONDS] [-c SRV_ADDR,CLI_ADDR] [-r] [-x] [-v]
+ *
+ * -r: a second thread races raw poll/notify/post/modify/query/resize
+ * commands on the live handles against the main thread's verbs.
  *   rsiw-uvfuzz -E [-d DEV] [-w SECONDS] [-q QP_WR] [-C CQE]
  *
  * -E (exhaust): one PD, then a CQ of CQE entries, a QP of QP_WR send and
@@ -1654,6 +1657,147 @@ static void td(int ret)
 		td_ok++;
 }
 
+/* ---- the racer (-r): a second thread, raw commands on live handles ----
+ *
+ * While the main thread creates, modifies and destroys objects, a second
+ * thread issues raw poll, notify, post, modify, query and resize commands
+ * on the handles that are live (a snapshot of handle numbers the main
+ * thread refreshes, never pointers), so that verbs race with the destroy
+ * of the objects they name. It destroys nothing and touches only its own
+ * buffers, so it cannot hurt the main thread's bookkeeping.
+ */
+#include <pthread.h>
+
+#define NSNAP 64
+static volatile uint32_t snap_cq[NSNAP], snap_qp[NSNAP], snap_srq[NSNAP], snap_key[NSNAP];
+static volatile int racer_stop;
+static unsigned long racer_calls, racer_ok;
+
+static void snapshot(void)
+{
+	for (int i = 0; i < NSNAP; i++) {
+		int k = i % MAXO;
+
+		snap_cq[i] = cqs[k].cq ? cqs[k].cq->handle : 0xffffffff;
+		snap_qp[i] = qps[k].qp ? qps[k].qp->handle : 0xffffffff;
+		snap_srq[i] = srqs[k] ? srqs[k]->handle : 0xffffffff;
+		snap_key[i] = mrs[k] ? mrs[k]->lkey : (uint32_t)i;
+	}
+}
+
+static void *racer(void *arg)
+{
+	static uint8_t rbuf[65536] __attribute__((aligned(8)));
+	static uint8_t rscratch[1 << 18] __attribute__((aligned(8)));
+	uint64_t r = (uint64_t)(uintptr_t)arg * 0x9E3779B97F4A7C15ULL + 7;
+	uint8_t b[512] __attribute__((aligned(8)));
+
+	while (!racer_stop) {
+		struct ib_uverbs_cmd_hdr *h = (void *)b;
+		uint8_t *c = b + sizeof(*h);
+		uint32_t len = 0, cmd;
+		uint64_t resp = (uintptr_t)rscratch;
+
+		r ^= r >> 12, r ^= r << 25, r ^= r >> 27;
+		memset(b, 0, sizeof(b));
+		switch ((r * 0x2545F4914F6CDD1DULL >> 33) % 8) {
+		case 0: case 1: {
+			struct ib_uverbs_poll_cq *p = (void *)c;
+			cmd = IB_USER_VERBS_CMD_POLL_CQ;
+			p->response = resp;
+			p->cq_handle = snap_cq[r % NSNAP];
+			p->ne = 1 + (r >> 40) % 32;
+			len = sizeof(*p);
+			break;
+		}
+		case 2: {
+			struct ib_uverbs_req_notify_cq *p = (void *)c;
+			cmd = IB_USER_VERBS_CMD_REQ_NOTIFY_CQ;
+			p->cq_handle = snap_cq[r % NSNAP];
+			p->solicited_only = (r >> 50) & 1;
+			len = sizeof(*p);
+			break;
+		}
+		case 3: case 4: {
+			struct ib_uverbs_post_send *p = (void *)c;
+			struct ib_uverbs_send_wr *w = p->send_wr;
+			struct ib_uverbs_sge *g = (void *)(w + 1);
+			int send = ((r >> 20) & 3) != 0;
+
+			p->response = resp;
+			p->wr_count = 1;
+			p->sge_count = 1;
+			g->addr = (uintptr_t)rbuf + (r >> 30) % 32768;
+			g->length = (r >> 45) % 4096;
+			g->lkey = snap_key[(r >> 8) % NSNAP];
+			if (send) {
+				cmd = IB_USER_VERBS_CMD_POST_SEND;
+				p->qp_handle = snap_qp[r % NSNAP];
+				p->wqe_size = sizeof(*w);
+				w->wr_id = r;
+				w->num_sge = 1;
+				w->opcode = (r >> 12) % 5;
+				w->send_flags = (r >> 16) & 0xf;
+				w->wr.rdma.remote_addr = r;
+				w->wr.rdma.rkey = snap_key[(r >> 24) % NSNAP];
+				len = sizeof(*p) + sizeof(*w) + sizeof(*g);
+			} else {
+				struct ib_uverbs_post_recv *q = (void *)c;
+				struct ib_uverbs_recv_wr *rw = q->recv_wr;
+				struct ib_uverbs_sge *rg = (void *)(rw + 1);
+
+				*rg = *g;
+				memset(w, 0, sizeof(*w));
+				cmd = (r >> 22) & 1 ? IB_USER_VERBS_CMD_POST_RECV : IB_USER_VERBS_CMD_POST_SRQ_RECV;
+				q->qp_handle = cmd == IB_USER_VERBS_CMD_POST_RECV ? snap_qp[r % NSNAP] : snap_srq[r % NSNAP];
+				q->wqe_size = sizeof(*rw);
+				rw->wr_id = r;
+				rw->num_sge = 1;
+				len = sizeof(*q) + sizeof(*rw) + sizeof(*rg);
+			}
+			break;
+		}
+		case 5: {
+			struct ib_uverbs_modify_qp *p = (void *)c;
+			cmd = IB_USER_VERBS_CMD_MODIFY_QP;
+			p->qp_handle = snap_qp[r % NSNAP];
+			p->attr_mask = IBV_QP_STATE;
+			p->qp_state = (r >> 40) % 7;
+			len = sizeof(*p);
+			break;
+		}
+		case 6: {
+			struct ib_uverbs_query_qp *p = (void *)c;
+			cmd = IB_USER_VERBS_CMD_QUERY_QP;
+			p->response = resp;
+			p->qp_handle = snap_qp[r % NSNAP];
+			p->attr_mask = IBV_QP_STATE | IBV_QP_CAP;
+			len = sizeof(*p);
+			break;
+		}
+		default: {
+			struct ib_uverbs_resize_cq *p = (void *)c;
+			cmd = IB_USER_VERBS_CMD_RESIZE_CQ;
+			p->response = resp;
+			p->cq_handle = snap_cq[r % NSNAP];
+			p->cqe = 1 + (r >> 40) % 512;
+			len = sizeof(*p);
+			break;
+		}
+		}
+		h->command = cmd;
+		h->in_words = (sizeof(*h) + len) / 4;
+		h->out_words = 16;
+		__atomic_add_fetch(&racer_calls, 1, __ATOMIC_RELAXED);
+		if (write(ctx->cmd_fd, b, sizeof(*h) + len) >= 0)
+			__atomic_add_fetch(&racer_ok, 1, __ATOMIC_RELAXED);
+		/* A few times the main thread's rate, not all of the CPU. */
+		if ((racer_calls & 7) == 0)
+			usleep(200);
+	}
+	return NULL;
+}
+
 static void teardown(void)
 {
 	int i;
@@ -1870,12 +2014,13 @@ int main(int argc, char **argv)
 {
 	static const struct option lo[] = { { "exhaust", no_argument, NULL, 'E' }, { 0 } };
 	unsigned long nops = 10000, seed = time(NULL), i;
-	int secs = 60, keep = 0, ex = 0, hold = 5, opt, total_w = 0;
+	int secs = 60, keep = 0, ex = 0, hold = 5, opt, total_w = 0, use_racer = 0;
+	pthread_t racer_thread;
 	uint32_t qp_wr = 0, cqe = 0;
 	const char *cm = NULL;
 	struct timespec t0, t;
 
-	while ((opt = getopt_long(argc, argv, "d:s:n:t:c:xvEw:q:C:", lo, NULL)) != -1)
+	while ((opt = getopt_long(argc, argv, "d:s:n:t:c:xrvEw:q:C:", lo, NULL)) != -1)
 		switch (opt) {
 		case 'd': devname = optarg; break;
 		case 's': seed = strtoul(optarg, NULL, 0); break;
@@ -1884,12 +2029,13 @@ int main(int argc, char **argv)
 		case 'c': cm = optarg; break;
 		case 'x': keep = 1; break;
 		case 'v': verbose = 1; break;
+		case 'r': use_racer = 1; break;
 		case 'E': ex = 1; break;
 		case 'w': hold = atoi(optarg); break;
 		case 'q': qp_wr = strtoul(optarg, NULL, 0); break;
 		case 'C': cqe = strtoul(optarg, NULL, 0); break;
 		default:
-			fprintf(stderr, "usage: %s [-d DEV] [-s SEED] [-n OPS] [-t SECONDS] [-c SRV,CLI] [-x] [-v]\n"
+			fprintf(stderr, "usage: %s [-d DEV] [-s SEED] [-n OPS] [-t SECONDS] [-c SRV,CLI] [-r] [-x] [-v]\n"
 					"       %s --exhaust [-d DEV] [-w HOLD_SECONDS] [-q QP_WR] [-C CQE]\n",
 				argv[0], argv[0]);
 			return 1;
@@ -1929,8 +2075,8 @@ int main(int argc, char **argv)
 	if (ex)
 		return exhaust(hold, qp_wr, cqe);
 
-	printf("uvfuzz: device %s, seed %lu, %lu ops, %d s%s%s, uid %d\n", ibv_get_device_name(ctx->device), seed,
-	       nops, secs, cm ? ", connections " : "", cm ? cm : "", (int)getuid());
+	printf("uvfuzz: device %s, seed %lu, %lu ops, %d s%s%s%s, uid %d\n", ibv_get_device_name(ctx->device), seed,
+	       nops, secs, cm ? ", connections " : "", cm ? cm : "", use_racer ? ", racer" : "", (int)getuid());
 	for (int o = 0; o < NOPS; o++)
 		total_w += op_weight[o];
 	total_w += cm ? 6 : 0;
@@ -1938,8 +2084,16 @@ int main(int argc, char **argv)
 	alarm(secs + 120);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	deadline_t = t0.tv_sec + secs;
+	snapshot();
+	if (use_racer && pthread_create(&racer_thread, NULL, racer, (void *)(uintptr_t)(seed + 1))) {
+		perror("uvfuzz: racer thread");
+		return 1;
+	}
 	for (i = 0; i < nops; i++) {
 		int w, o;
+
+		if (use_racer && (i & 7) == 0)
+			snapshot();
 
 		if ((i & 15) == 0) {
 			clock_gettime(CLOCK_MONOTONIC, &t);
@@ -1997,6 +2151,11 @@ int main(int argc, char **argv)
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	cur_op = OP_TEARDOWN;
+	if (use_racer) {
+		racer_stop = 1;
+		pthread_join(racer_thread, NULL);
+		printf("uvfuzz: racer: %lu raw commands, %lu succeeded\n", racer_calls, racer_ok);
+	}
 	drain_events();
 	if (keep) {
 		summary(i, (t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9);
