@@ -318,6 +318,11 @@ static void random_sges(struct ibv_sge *sg, int n)
 
 /* ---- events: every event read is acked when its object is ours ---- */
 
+/* CQs destroyed lately: a completion event naming one of them (and no
+ * live CQ) came after its destroy returned, which the kernel must not do. */
+static uintptr_t dead_cqs[64];
+static unsigned long ndead, late_events, stray_events;
+
 static void drain_events(void)
 {
 	struct ib_uverbs_async_event_desc ev;
@@ -361,9 +366,23 @@ static void drain_events(void)
 		if (!chans[c])
 			continue;
 		while (read(chans[c]->fd, &ce, sizeof(ce)) == sizeof(ce)) {
+			int known = 0;
+
 			for (i = 0; i < MAXO; i++)
-				if (cqs[i].cq && (uintptr_t)cqs[i].cq == ce.cq_handle)
+				if (cqs[i].cq && (uintptr_t)cqs[i].cq == ce.cq_handle) {
 					ibv_ack_cq_events(cqs[i].cq, 1);
+					known = 1;
+				}
+			if (!known) {
+				stray_events++;
+				for (i = 0; i < 64; i++)
+					if (dead_cqs[i] && dead_cqs[i] == ce.cq_handle) {
+						late_events++;
+						fprintf(stderr, "uvfuzz: a completion event for CQ %#llx after its destroy\n",
+							(unsigned long long)ce.cq_handle);
+						break;
+					}
+			}
 			n++;
 		}
 	}
@@ -536,6 +555,8 @@ static int destroy_cq(int k)
 
 	drain_events();
 	ret = ibv_destroy_cq(cqs[k].cq);
+	if (ret == 0)
+		dead_cqs[ndead++ % 64] = (uintptr_t)cqs[k].cq;
 	if (ret != EBUSY)
 		cqs[k].cq = NULL;
 	return ret;
@@ -1059,7 +1080,9 @@ static uint32_t raw_template(uint8_t *b, uint32_t *cmdp)
 		c->user_handle = rnd64();
 		c->cqe = chance(70) ? 1 + rnd(256) : interesting32();
 		c->comp_vector = chance(80) ? 0 : interesting32();
-		c->comp_channel = chance(70) ? -1 : (int)rnd(64);
+		/* Never one of our channels: its events would name a random
+		 * user_handle (see drain_events). */
+		c->comp_channel = chance(70) ? -1 : 1000 + (int)rnd(64);
 		return sizeof(*c);
 	}
 	case IB_USER_VERBS_CMD_RESIZE_CQ: {
@@ -1180,7 +1203,7 @@ static void op_raw(void)
 	uint8_t buf[2048] __attribute__((aligned(8)));
 	struct ib_uverbs_cmd_hdr *h = (void *)buf;
 	uint32_t cmd, len, ex, off, i;
-	int slot = -1, ret, tmpl;
+	int slot = -1, ret, tmpl, resp_scratch = 0;
 	ssize_t w;
 
 	ex = chance(15);
@@ -1219,6 +1242,7 @@ static void op_raw(void)
 		struct ib_uverbs_ex_cmd_hdr *x = (void *)(buf + off);
 
 		x->response = chance(90) ? (uintptr_t)scratch : interesting64();
+		resp_scratch = x->response == (uintptr_t)scratch;
 		x->provider_in_words = chance(80) ? 0 : rnd(64);
 		x->provider_out_words = chance(80) ? 0 : rnd(64);
 		x->cmd_hdr_reserved = chance(90) ? 0 : interesting32();
@@ -1230,6 +1254,7 @@ static void op_raw(void)
 		if (chance(5))
 			resp = interesting64();
 		memcpy(buf + off, &resp, 8);
+		resp_scratch = resp == (uintptr_t)scratch;
 	}
 	/* Handles: live ones in random 32-bit slots of the body. */
 	for (i = off + 8; !tmpl && i + 4 <= off + len && i + 4 <= sizeof(buf); i += 4)
@@ -1260,10 +1285,11 @@ static void op_raw(void)
 	w = write(ctx->cmd_fd, buf, off + len);
 	ret = w < 0 ? errno : 0;
 	note(OP_RAW, ret);
-	if (ret)
+	/* What the command created or destroyed: only when the response went
+	 * to scratch (otherwise scratch holds zeros, and handle 0 may be an
+	 * object libibverbs tracks). */
+	if (ret || !resp_scratch)
 		return;
-	/* What the command created or destroyed (the response is in scratch
-	 * when it was asked for there). */
 	if (!ex) {
 		uint32_t got;
 
@@ -2008,6 +2034,8 @@ static void summary(unsigned long ops, double secs)
 	}
 	printf("uvfuzz: %lu ops in %.1f s, %lu succeeded; teardown: %lu destroyed, %lu refused\n", ops, secs,
 	       total_ok, td_ok, td_fail);
+	printf("uvfuzz: completion events for no live CQ: %lu, for a CQ already destroyed: %lu\n", stray_events,
+	       late_events);
 }
 
 int main(int argc, char **argv)

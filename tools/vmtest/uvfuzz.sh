@@ -12,7 +12,7 @@
 # unreclaimable slab within a tolerance, the devices still carry traffic
 # (rping, rsiw-uverbs-check), rsiw unloads, dmesg clean.
 #
-#   uvfuzz.sh [SECONDS]   seconds per fuzzer run (default 20: about 3 min of
+#   uvfuzz.sh [SECONDS]   seconds per fuzzer run (default 20: about 4-6 min of
 #                         TCG in all); RSIW_UVFUZZ_SECONDS the same
 #   long form: uvfuzz.sh 600 (vm-run.sh --timeout 5400), or any SECONDS;
 #   RSIW_UVFUZZ_SEEDS="1 2 3 4" picks the seeds (two or more; through
