@@ -106,7 +106,8 @@ void rsiw_sk_set_cbs(struct sock *sk, const struct rsiw_sk_cbs *cbs);
 /* sk_user_data as stored (with its flag bits). */
 void *rsiw_sk_user_data(struct sock *sk);
 /* User verbs (rust/ffi/ib/umap.rs): a command's context, its request and
- * response, memory a process maps (vmalloc_user, freed with vfree). */
+ * response, memory a process maps (vmalloc'ed, charged to its memory
+ * cgroup, freed with vfree). */
 struct ib_ucontext *rsiw_udata_ucontext(struct ib_udata *udata);
 struct ib_udata *rsiw_attrs_udata(struct uverbs_attr_bundle *attrs);
 int rsiw_copy_from_udata(void *dst, struct ib_udata *udata, size_t len);

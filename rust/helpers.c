@@ -730,9 +730,11 @@ int rsiw_copy_to_udata(struct ib_udata *udata, const void *src, size_t len)
 	return ib_copy_to_udata(udata, (void *)src, len);
 }
 
+/* Zeroed, page-aligned memory to map into a process, charged to the
+ * caller's memory cgroup (vmalloc_user() is not). */
 void *rsiw_vmalloc_user(unsigned long size)
 {
-	return vmalloc_user(size);
+	return __vmalloc(PAGE_ALIGN(size), GFP_KERNEL_ACCOUNT | __GFP_ZERO);
 }
 
 void rsiw_vfree(void *addr)
@@ -740,9 +742,21 @@ void rsiw_vfree(void *addr)
 	vfree(addr);
 }
 
+/* remap_vmalloc_range() for memory from rsiw_vmalloc_user(), which is
+ * zeroed and page-aligned but not VM_USERMAP: the vma's pages, one by one
+ * (the caller checked its length against the allocation's). */
 int rsiw_remap_vmalloc_range(struct vm_area_struct *vma, void *addr)
 {
-	return remap_vmalloc_range(vma, addr, 0);
+	unsigned long uaddr;
+	int ret;
+
+	for (uaddr = vma->vm_start; uaddr < vma->vm_end; uaddr += PAGE_SIZE, addr += PAGE_SIZE) {
+		ret = vm_insert_page(vma, uaddr, vmalloc_to_page(addr));
+		if (ret)
+			return ret;
+	}
+	vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
+	return 0;
 }
 
 u64 rsiw_user_mmap_get_offset(const struct rdma_user_mmap_entry *entry)

@@ -91,7 +91,7 @@ record "module build" 1 0
 
 log "== userspace provider (tools/provider)"
 make -s -C tools/provider >"$logs/provider.log" 2>&1 || fatal "provider build" "$logs/provider.log"
-make -s -C tools/stress >>"$logs/provider.log" 2>&1 || fatal "rsiw-storm build" "$logs/provider.log"
+make -s -C tools/stress >>"$logs/provider.log" 2>&1 || fatal "rsiw-storm, rsiw-uvfuzz build" "$logs/provider.log"
 # rdma-core 55 in a private prefix (ibv_wr_flush) and the provider and
 # checks built against it.
 rc55=$(scripts/build-rdma-core.sh 2>>"$logs/provider.log") &&
@@ -181,6 +181,12 @@ vm_test storm 2G kunit.enable=0 tools/vmtest/storm.sh
 vm_test soak 2G kunit.enable=0 tools/vmtest/soak.sh 1024
 vm_test linkfault 2G kunit.enable=0 tools/vmtest/linkfault.sh
 vm_test logattack 2G kunit.enable=0 tools/vmtest/logattack.sh
+# Hostile userspace: rsiw-uvfuzz as nobody (random verbs, raw uverbs
+# commands, connections, exits with objects alive); then nothing left,
+# the devices still work. And user objects' kernel memory is charged to
+# the owner's memory cgroup: its limit stops the process, not the machine.
+vm_test uvfuzz 2G kunit.enable=0 tools/vmtest/uvfuzz.sh
+vm_test memcg 2G kunit.enable=0 tools/vmtest/memcg.sh
 
 # host_check NAME COMMAND...: a host-side check of a VM test, as an ok /
 # not ok line counted in $vp / $vf.

@@ -49,7 +49,7 @@ impl CqRing {
         if cqe == 0 {
             return Err(EINVAL);
         }
-        Ok(KVVec::from_elem(Completion::default(), cqe, GFP_KERNEL)?)
+        Ok(KVVec::from_elem(Completion::default(), cqe, GFP_KERNEL_ACCOUNT)?)
     }
 
     #[cfg(rsiw_kunit)]

@@ -86,7 +86,7 @@ impl<B, T> CoreObj<B, T> {
     /// through the driver): a zeroed C part and `data`, on the heap.
     /// Returns the base pointer the core sees.
     pub(crate) fn new_boxed(data: T) -> Result<*mut B> {
-        let obj = KBox::new(Self { base: Opaque::zeroed(), data }, GFP_KERNEL)?;
+        let obj = KBox::new(Self { base: Opaque::zeroed(), data }, GFP_KERNEL_ACCOUNT)?;
         Ok(KBox::into_raw(obj).cast::<B>())
     }
 

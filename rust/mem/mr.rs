@@ -236,7 +236,7 @@ impl Mr {
                 in_flight: AtomicU32::new(0),
                 state <- new_spinlock_irq!(st, "rsiw_mr"),
             }),
-            GFP_KERNEL,
+            GFP_KERNEL_ACCOUNT,
         )
     }
 

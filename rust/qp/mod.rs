@@ -176,7 +176,7 @@ impl ZeroCopyTx {
         self.refs.reserve_total(ZC_SEGMENTS)?;
         self.batch.reserve_total(ZC_PIECES + ZC_SEGMENTS)?;
         if self.pieces.len() < ZC_PIECES {
-            self.pieces.resize(ZC_PIECES, Piece::Literal(0), GFP_KERNEL)?;
+            self.pieces.resize(ZC_PIECES, Piece::Literal(0), GFP_KERNEL_ACCOUNT)?;
         }
         Ok(())
     }
@@ -368,7 +368,7 @@ impl Qp {
                 stats: QpStats::new(),
                 sq_seen: AtomicU32::new(0),
             }? Error),
-            GFP_KERNEL,
+            GFP_KERNEL_ACCOUNT,
         )
     }
 

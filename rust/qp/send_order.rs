@@ -36,7 +36,7 @@ enum Wait {
 
 /// The send-queue completions held for page releases, in order.
 pub(crate) struct SendOrder {
-    ring: KVec<Option<(Completion, Wait)>>,
+    ring: KVVec<Option<(Completion, Wait)>>,
     head: usize,
     count: usize,
     /// The next batch id.
@@ -53,7 +53,7 @@ pub(crate) struct SendOrder {
 impl SendOrder {
     /// Room for `cap` completions (every outstanding send WR).
     pub(crate) fn new(cap: usize) -> Result<Self> {
-        let mut ring = KVec::with_capacity(cap.max(1), GFP_KERNEL)?;
+        let mut ring = KVVec::with_capacity(cap.max(1), GFP_KERNEL_ACCOUNT)?;
         for _ in 0..cap.max(1) {
             ring.push(None, GFP_KERNEL)?;
         }

@@ -64,7 +64,7 @@ pub(crate) struct SendQueue {
 impl SendQueue {
     pub(crate) fn new(max_wr: usize) -> Result<Self> {
         // No room at all (`max_send_wr` 0): every post is refused.
-        Ok(Self { ring: KVVec::from_elem(None, max_wr, GFP_KERNEL)?, head: 0, count: 0, user: None })
+        Ok(Self { ring: KVVec::from_elem(None, max_wr, GFP_KERNEL_ACCOUNT)?, head: 0, count: 0, user: None })
     }
 
     pub(crate) fn new_user(user: UserSq) -> Self {

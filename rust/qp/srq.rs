@@ -90,7 +90,7 @@ impl RecvQueue {
         if max_sge > MAX_SGE {
             return Err(EINVAL);
         }
-        Ok(Self { ring: KVVec::from_elem(Rqe::default(), max_wr, GFP_KERNEL)?, head: 0, count: 0, max_sge, user: None })
+        Ok(Self { ring: KVVec::from_elem(Rqe::default(), max_wr, GFP_KERNEL_ACCOUNT)?, head: 0, count: 0, max_sge, user: None })
     }
 
     /// A process's receive ring of WRs of up to `max_sge` SGEs.

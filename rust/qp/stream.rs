@@ -24,7 +24,7 @@ impl Qp {
         // A new stream (a QP may be reset and connected again).
         self.quiet_end.store(false, Ordering::Release);
         self.fin_pending.store(false, Ordering::Release);
-        let mut engine = KBox::new(Engine::new(QpConfig { pd: self.pd, emss }), GFP_KERNEL)?;
+        let mut engine = KBox::new(Engine::new(QpConfig { pd: self.pd, emss }), GFP_KERNEL_ACCOUNT)?;
         // IRD/ORD clamped to the engine's queues (MAX_IRD, MAX_ORD).
         engine.establish_params(params);
         let zc_min = self.zcopy_min(sock.loopback_route());

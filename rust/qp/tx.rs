@@ -134,7 +134,7 @@ impl Qp {
         // The buffer comes with the first copying round, allocated here in
         // process context: a connected QP that never copies holds none.
         let fresh = if self.stream.lock().tx.capacity() == 0 {
-            KVec::with_capacity(TX_BUF, GFP_KERNEL).ok()
+            KVec::with_capacity(TX_BUF, GFP_KERNEL_ACCOUNT).ok()
         } else {
             None
         };

@@ -198,7 +198,7 @@ impl Udata<'_> {
 #[repr(C)]
 struct Entry {
     rdma: sys::rdma_user_mmap_entry,
-    /// `vmalloc_user` memory of `len` octets, freed with the entry.
+    /// vmalloc memory (zeroed, charged to the process's memory cgroup) of `len` octets, freed with the entry.
     addr: *mut u8,
     len: usize,
 }
@@ -245,7 +245,7 @@ impl SharedRing {
                 addr,
                 len,
             },
-            GFP_KERNEL,
+            GFP_KERNEL_ACCOUNT,
         ) {
             Ok(b) => b,
             Err(e) => {
@@ -371,7 +371,7 @@ unsafe extern "C" fn mmap(uctx: *mut sys::ib_ucontext, vma: *mut sys::vm_area_st
         // SAFETY: every entry of an rsiw context is an `Entry` (`rdma`
         // first), alive while referenced.
         let entry = unsafe { &*rdma.cast::<Entry>() };
-        // SAFETY: `vmalloc_user` memory of `len` octets; the core checked
+        // SAFETY: zeroed vmalloc memory of `len` octets; the core checked
         // the vma's length against the entry's.
         let r = unsafe { sys::rsiw_remap_vmalloc_range(vma, entry.addr.cast()) };
         // SAFETY: the reference taken above.

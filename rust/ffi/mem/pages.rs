@@ -88,7 +88,7 @@ impl MrPages {
     pub(crate) fn for_fast_reg(max: usize) -> Result<Self> {
         Ok(Self {
             kind: PagesKind::VirtDma,
-            entries: KVVec::with_capacity(max, GFP_KERNEL)?,
+            entries: KVVec::with_capacity(max, GFP_KERNEL_ACCOUNT)?,
             page_size: PAGE_SIZE,
         })
     }
@@ -452,7 +452,7 @@ impl Umem {
         let offset = unsafe { sys::rsiw_umem_offset(self.0.as_ptr()) } as u64;
         let n = offset.checked_add(len).ok_or(EINVAL)?.div_ceil(PAGE_SIZE as u64);
         let n = usize::try_from(n).map_err(|_| EINVAL)?;
-        let mut entries = KVVec::<usize>::from_elem(0, n, GFP_KERNEL)?;
+        let mut entries = KVVec::<usize>::from_elem(0, n, GFP_KERNEL_ACCOUNT)?;
         // SAFETY: `entries` has room for `n` pointers; the umem is alive.
         let got = unsafe {
             sys::rsiw_umem_pages(self.0.as_ptr(), entries.as_mut_ptr().cast(), n)

@@ -139,7 +139,7 @@ impl Segments {
     /// spinlock held); nothing to do once there is.
     pub(crate) fn reserve_total(&mut self, n: usize) -> Result {
         if self.list.capacity() < n {
-            self.list.reserve(n - self.list.len(), GFP_KERNEL)?;
+            self.list.reserve(n - self.list.len(), GFP_KERNEL_ACCOUNT)?;
         }
         Ok(())
     }
@@ -405,7 +405,7 @@ impl Batch {
     pub(crate) fn reserve_total(&mut self, n: usize) -> Result {
         self.segs.reserve_total(n)?;
         if self.vecs.capacity() < n {
-            self.vecs.reserve(n - self.vecs.len(), GFP_KERNEL)?;
+            self.vecs.reserve(n - self.vecs.len(), GFP_KERNEL_ACCOUNT)?;
         }
         Ok(())
     }
