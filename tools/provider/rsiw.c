@@ -328,6 +328,8 @@ static int rsiw_fill_sqe(struct rsiw_qp *qp, struct rsiw_sqe *e, const struct ib
 		if (wr->opcode == IBV_WR_RDMA_READ && wr->num_sge != 1)
 			return EINVAL;
 	}
+	if ((uint32_t)wr->num_sge > qp->max_send_sge)
+		return EINVAL;
 	if ((wr->send_flags & IBV_SEND_INLINE) && wr->opcode != IBV_WR_RDMA_READ &&
 	    wr->opcode != IBV_WR_ATOMIC_CMP_AND_SWP && wr->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD) {
 		for (i = 0; i < wr->num_sge; i++) {
@@ -342,8 +344,6 @@ static int rsiw_fill_sqe(struct rsiw_qp *qp, struct rsiw_sqe *e, const struct ib
 		e->length = len;
 		return 0;
 	}
-	if ((uint32_t)wr->num_sge > qp->max_send_sge)
-		return EINVAL;
 	e->num_sge = (uint8_t)wr->num_sge;
 	for (i = 0; i < wr->num_sge; i++) {
 		e->sge[i].addr = wr->sg_list[i].addr;

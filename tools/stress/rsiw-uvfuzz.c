@@ -47,9 +47,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <dlfcn.h>
 #include <infiniband/verbs.h>
 #include <rdma/ib_user_verbs.h>
 #include <rdma/rdma_cma.h>
+
+#include "../../include/uapi/rdma/rsiw-abi.h"
+#include "../provider/rsiwdv.h"
 
 /* ---- randomness ---- */
 
@@ -106,7 +110,7 @@ enum op {
 	OP_QUERY_QP, OP_DESTROY_QP, OP_CREATE_SRQ, OP_MODIFY_SRQ, OP_QUERY_SRQ,
 	OP_POST_SRQ_RECV, OP_DESTROY_SRQ, OP_POST_SEND, OP_POST_RECV, OP_QUERY,
 	OP_RAW, OP_EVENTS, OP_CHILD, OP_CONNECT, OP_DISCONNECT, OP_TEARDOWN,
-	OP_POST_SEND_CONN, NOPS
+	OP_POST_SEND_CONN, OP_RING, NOPS
 };
 
 static const char *const op_name[NOPS] = {
@@ -116,7 +120,7 @@ static const char *const op_name[NOPS] = {
 	"query_qp", "destroy_qp", "create_srq", "modify_srq", "query_srq",
 	"post_srq_recv", "destroy_srq", "post_send", "post_recv", "query",
 	"raw_write", "events", "child_exit", "connect", "disconnect", "teardown",
-	"post_send(conn)",
+	"post_send(conn)", "ring_scribble",
 };
 
 /* Relative weights of the random steps (teardown is not one). */
@@ -128,7 +132,7 @@ static const int op_weight[NOPS] = {
 	[OP_DESTROY_QP] = 3, [OP_CREATE_SRQ] = 2, [OP_MODIFY_SRQ] = 2, [OP_QUERY_SRQ] = 1,
 	[OP_POST_SRQ_RECV] = 3, [OP_DESTROY_SRQ] = 1, [OP_POST_SEND] = 14, [OP_POST_RECV] = 8,
 	[OP_QUERY] = 2, [OP_RAW] = 14, [OP_EVENTS] = 3, [OP_CHILD] = 0, [OP_CONNECT] = 0,
-	[OP_DISCONNECT] = 0,
+	[OP_DISCONNECT] = 0, [OP_RING] = 6,
 };
 
 #define NERR 140
@@ -801,6 +805,102 @@ static int post_qp(void)
 	return k;
 }
 
+/*
+ * The shared rings (rsiw's ABI 2): what a process can write into its own
+ * send and receive rings, through the provider's direct verbs: random
+ * entries (or plausible ones with random keys and sizes) in random
+ * slots, a producer index moved by one, by many, to nonsense or back, the
+ * kernel-owned words scribbled over, then the doorbell. The kernel must
+ * fail only this QP.
+ */
+static int (*dv_query_qp)(struct ibv_qp *, struct rsiwdv_qp *);
+static int (*dv_sq_doorbell)(struct ibv_qp *);
+
+static void find_dv(void)
+{
+	void *lib = dlopen("librsiw-rdmav34.so", RTLD_NOW | RTLD_NOLOAD);
+
+	if (!lib && getenv("RDMAV_DRIVERS")) {
+		char path[4096];
+
+		snprintf(path, sizeof(path), "%s-rdmav34.so", getenv("RDMAV_DRIVERS"));
+		lib = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+	}
+	if (!lib)
+		return;
+	dv_query_qp = (int (*)(struct ibv_qp *, struct rsiwdv_qp *))dlsym(lib, "rsiwdv_query_qp");
+	dv_sq_doorbell = (int (*)(struct ibv_qp *))dlsym(lib, "rsiwdv_sq_doorbell");
+}
+
+static void op_ring(void)
+{
+	static const uint8_t opcodes[] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 14, 15, 0x40, 0x41, 0xff };
+	struct rsiwdv_qp dv;
+	struct rsiw_ring_ctl *ctl;
+	uint8_t *ring, *e;
+	uint32_t entries, size, idx, p;
+	int k = post_qp(), sq, ret;
+	size_t i;
+
+	if (k < 0 || !dv_query_qp || dv_query_qp(qps[k].qp, &dv)) {
+		note(OP_RING, EOPNOTSUPP);
+		return;
+	}
+	sq = !dv.rq_ring || chance(65);
+	ring = sq ? dv.sq_ring : dv.rq_ring;
+	entries = sq ? dv.sq_entries : dv.rq_entries;
+	size = sq ? sizeof(struct rsiw_sqe) : sizeof(struct rsiw_rqe);
+	ctl = (struct rsiw_ring_ctl *)ring;
+	idx = chance(70) ? __atomic_load_n(&ctl->producer, __ATOMIC_RELAXED) : rnd64();
+	e = ring + RSIW_RING_HDR + (size_t)(idx & (entries - 1)) * size;
+	for (i = 0; i < size; i++)
+		e[i] = (uint8_t)rnd(256);
+	if (chance(60)) {
+		/* Plausible: a real opcode, few SGEs, keys of this process. */
+		if (sq) {
+			struct rsiw_sqe *s = (struct rsiw_sqe *)e;
+
+			s->opcode = opcodes[rnd(sizeof(opcodes))];
+			s->flags &= 0x1f;
+			s->num_sge = (uint8_t)rnd(8);
+			s->length = chance(50) ? rnd(256) : interesting32();
+			s->rkey = any_key(1);
+			s->remote_addr = any_addr(1);
+			for (i = 0; i < RSIW_MAX_SGE; i++) {
+				s->sge[i].lkey = any_key(0);
+				s->sge[i].addr = any_addr(0);
+				s->sge[i].length = chance(70) ? rnd(8192) : interesting32();
+			}
+		} else {
+			struct rsiw_rqe *r = (struct rsiw_rqe *)e;
+
+			r->num_sge = rnd(8);
+			for (i = 0; i < RSIW_MAX_SGE; i++) {
+				r->sge[i].lkey = any_key(0);
+				r->sge[i].addr = any_addr(0);
+				r->sge[i].length = chance(70) ? rnd(8192) : interesting32();
+			}
+		}
+	}
+	p = __atomic_load_n(&ctl->producer, __ATOMIC_RELAXED);
+	switch (rnd(5)) {
+	case 0: p = idx + 1; break;
+	case 1: p += 1 + rnd(entries); break;
+	case 2: p = interesting32(); break;
+	case 3: p = __atomic_load_n(&ctl->consumer, __ATOMIC_RELAXED) + rnd(3); break;
+	default: p += 1; break;
+	}
+	__atomic_store_n(&ctl->producer, p, __ATOMIC_RELEASE);
+	/* Words only the kernel writes: whatever the process puts there. */
+	if (chance(15))
+		ctl->consumer = (uint32_t)rnd64();
+	if (chance(15))
+		ctl->flags = (uint32_t)rnd64();
+	ret = sq ? dv_sq_doorbell(qps[k].qp) : 0;
+	vlog("ring qp %d %s idx %u producer %u: %d", k, sq ? "sq" : "rq", idx, p, ret);
+	note(OP_RING, ret);
+}
+
 static void op_post_recv(void)
 {
 	struct ibv_recv_wr wr[4], *bad;
@@ -884,6 +984,13 @@ static void op_post_send(void)
 			}
 			w->imm_data = (uint32_t)rnd64();
 		}
+		/* Inline data is read by the provider, in this process (rsiw's
+		 * shared rings, as any provider with rings): a bad pointer there
+		 * is this process's own fault, as with memcpy. Inline sources
+		 * are readable (their lengths stay random). */
+		if (w->send_flags & IBV_SEND_INLINE)
+			for (int j = 0; j < MAXSGE; j++)
+				sgebuf[i][j].addr = (uintptr_t)arena + rnd(ARENA - 256);
 		/* libibverbs reads the AH of a UD QP's WR: give it ours. */
 		if (qps[k].qp->qp_type == IBV_QPT_UD) {
 			w->wr.ud.ah = &dummy_ah;
@@ -2098,6 +2205,8 @@ int main(int argc, char **argv)
 		perror("uvfuzz: ibv_query_device");
 		return 1;
 	}
+	/* The provider is loaded now: its direct verbs, for the rings. */
+	find_dv();
 	fcntl(ctx->async_fd, F_SETFL, fcntl(ctx->async_fd, F_GETFL) | O_NONBLOCK);
 	dummy_ah.context = ctx;
 	if (ex)
@@ -2172,6 +2281,7 @@ int main(int argc, char **argv)
 		case OP_EVENTS: drain_events(); break;
 		case OP_CONNECT: op_connect(); break;
 		case OP_DISCONNECT: op_disconnect(); break;
+		case OP_RING: op_ring(); break;
 		default: break;
 		}
 		if (cm_mode && (i & 7) == 0)

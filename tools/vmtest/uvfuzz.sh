@@ -89,7 +89,7 @@ judge() {
 	check "$name: at least $min operations ran (${ops:-0})" [ "${ops:-0}" -ge $min ]
 	# A real mix: the verbs that set up the rest succeeded sometimes.
 	local v
-	for v in alloc_pd reg_mr create_cq create_qp modify_qp 'post_send(\(conn\))?' post_recv raw_write; do
+	for v in alloc_pd reg_mr create_cq create_qp modify_qp 'post_send(\(conn\))?' post_recv raw_write ring_scribble; do
 		grep -qE "^op $v +[0-9]+:.* ok [1-9]" "$f" || fail "$name: some $v succeeded"
 	done
 }
