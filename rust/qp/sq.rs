@@ -41,6 +41,23 @@ pub(crate) struct Sqe {
 }
 
 impl Sqe {
+    /// An entry of no data yet (a placeholder kind, no SGEs, no inline
+    /// data), for the conversions to fill in.
+    pub(crate) fn new(wr_id: u64, signaled: bool) -> Self {
+        Sqe {
+            wr_id,
+            signaled,
+            kind: SqeKind::LocalInv { stag: 0 },
+            sges: [Sge::default(); MAX_SGE],
+            num_sge: 0,
+            inline: [0; MAX_INLINE],
+            inline_len: 0,
+            masked: false,
+            inv_local: None,
+            invalid: false,
+        }
+    }
+
     pub(crate) fn sges(&self) -> &[Sge] {
         &self.sges[..usize::from(self.num_sge).min(MAX_SGE)]
     }

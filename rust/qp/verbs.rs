@@ -179,18 +179,7 @@ fn convert_send(wr: &SendWrRef<'_, Rsiw>) -> Result<Sqe> {
     if sges.len() > MAX_SGE {
         return Err(EINVAL);
     }
-    let mut sqe = Sqe {
-        wr_id: wr.wr_id(),
-        signaled: flags.signaled,
-        kind: SqeKind::LocalInv { stag: 0 },
-        sges: [Sge::default(); MAX_SGE],
-        num_sge: sges.len() as u8,
-        inline: [0; MAX_INLINE],
-        inline_len: 0,
-        masked: false,
-        inv_local: None,
-        invalid: false,
-    };
+    let mut sqe = Sqe { num_sge: sges.len() as u8, ..Sqe::new(wr.wr_id(), flags.signaled) };
     let mut len: u32 = 0;
     for (d, s) in sqe.sges.iter_mut().zip(sges) {
         *d = *s;
@@ -327,16 +316,9 @@ pub(super) fn invalid_sqe(wr_id: u64) -> Sqe {
     let local = Local { stag: 0, to: 0, handle: 0 };
     let op = SendOp::Send { invalidate: None };
     Sqe {
-        wr_id,
-        signaled: true,
         kind: SqeKind::Wire(SendWr { wr_id, flags: Flags::SIGNALED, op, len: 1, local }),
-        sges: [Sge::default(); MAX_SGE],
-        num_sge: 0,
-        inline: [0; MAX_INLINE],
-        inline_len: 0,
-        masked: false,
-        inv_local: None,
         invalid: true,
+        ..Sqe::new(wr_id, true)
     }
 }
 
@@ -352,18 +334,7 @@ fn user_send(e: &rsiw_sqe, max_sge: usize, max_inline: usize) -> Result<Sqe> {
     if e.flags & abi::SQE_FENCE != 0 {
         f = f.with(Flags::FENCE);
     }
-    let mut sqe = Sqe {
-        wr_id: e.wr_id,
-        signaled,
-        kind: SqeKind::LocalInv { stag: 0 },
-        sges: [Sge::default(); MAX_SGE],
-        num_sge: 0,
-        inline: [0; MAX_INLINE],
-        inline_len: 0,
-        masked: false,
-        inv_local: None,
-        invalid: false,
-    };
+    let mut sqe = Sqe::new(e.wr_id, signaled);
     let inline = e.flags & abi::SQE_INLINE != 0;
     let mut len: u32 = 0;
     if inline {

@@ -353,6 +353,16 @@ static int rsiw_fill_sqe(struct rsiw_qp *qp, struct rsiw_sqe *e, const struct ib
 	return 0;
 }
 
+/*
+ * After publishing, from the flags read back: whether the kernel needs the
+ * doorbell (its TX work is not running, or the QP is in Error and what was
+ * posted must be flushed).
+ */
+static int rsiw_sq_needs_doorbell(uint32_t flags)
+{
+	return !(flags & RSIW_RING_SQ_ACTIVE) || (flags & RSIW_RING_ERROR);
+}
+
 /* The doorbell: the post command with no WR. */
 static void rsiw_sq_doorbell(struct rsiw_qp *qp)
 {
@@ -394,7 +404,7 @@ static int rsiw_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ib
 		flags = rsiw_ring_publish(&qp->sq);
 	pthread_spin_unlock(&qp->sq_lock);
 	/* None while the kernel's TX work runs (it looks again before it stops). */
-	if (posted && (!(flags & RSIW_RING_SQ_ACTIVE) || (flags & RSIW_RING_ERROR)))
+	if (posted && rsiw_sq_needs_doorbell(flags))
 		rsiw_sq_doorbell(qp);
 	if (ret)
 		*bad_wr = wr;
@@ -540,7 +550,7 @@ __attribute__((visibility("default"))) int rsiwdv_post_masked_atomic(
 	qp->sq.idx++;
 	flags = rsiw_ring_publish(&qp->sq);
 	pthread_spin_unlock(&qp->sq_lock);
-	if (!(flags & RSIW_RING_SQ_ACTIVE) || (flags & RSIW_RING_ERROR))
+	if (rsiw_sq_needs_doorbell(flags))
 		rsiw_sq_doorbell(qp);
 	return 0;
 }
@@ -1287,7 +1297,7 @@ static int rsiw_wr_post_ring(struct rsiw_qp *qp)
 	else if (posted) {
 		flags = rsiw_ring_publish(&qp->sq);
 		pthread_spin_unlock(&qp->sq_lock);
-		if (!(flags & RSIW_RING_SQ_ACTIVE) || (flags & RSIW_RING_ERROR))
+		if (rsiw_sq_needs_doorbell(flags))
 			rsiw_sq_doorbell(qp);
 		return 0;
 	}
