@@ -64,6 +64,7 @@ end_load() {
 	local name=$1 rc
 	if ! wait_for 240 client_gone; then
 		fail "$name: the client ends within 240 s"
+		dump_stacks "$client"
 		kill -KILL "$client"
 	fi
 	wait "$client"
@@ -85,12 +86,24 @@ end_load() {
 	check "$name: no RDMA object left" wait_for 30 no_objects
 }
 
+# dump_stacks PID: where a process that did not end is, thread by thread
+# (kernel stack and wait channel), and the RDMA objects still there.
+dump_stacks() {
+	local t
+	for t in /proc/"$1"/task/*; do
+		echo "# stuck: task ${t##*/} $(cat "$t/comm" 2>/dev/null) state $(awk '{print $3}' "$t/stat" 2>/dev/null) wchan $(cat "$t/wchan" 2>/dev/null)"
+		sed 's/^/#   /' "$t/stack" 2>/dev/null
+	done
+	rdma resource show 2>/dev/null | sed 's/^/# stuck: /'
+}
+
 # stop_server_any NAME: SIGTERM, bounded; any exit status but a crash.
 stop_server_any() {
 	local rc
 	kill -TERM "$server"
 	if ! wait_for 30 bash -c "! kill -0 $server 2>/dev/null"; then
 		fail "$1: the server ends on SIGTERM within 30 s"
+		dump_stacks "$server"
 		kill -KILL "$server"
 	fi
 	wait "$server"
