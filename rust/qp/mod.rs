@@ -255,7 +255,11 @@ pub(crate) struct Qp {
     #[pin]
     tx_work: Work<Qp>,
     tx_queued: AtomicBool,
+    /// A TX run (the work item, or a process's doorbell inline) owns the
+    /// transmit side.
     tx_running: AtomicBool,
+    /// A TX run was refused while another went on (`Qp::tx_acquire`).
+    tx_missed: AtomicBool,
     /// The stream ends without an error: the peer's FIN (not a reset) or
     /// the ULP moving the QP to Error. WRs are flushed, the iw_cm sees a
     /// disconnect, no `IB_EVENT_QP_FATAL` is raised.
@@ -351,6 +355,7 @@ impl Qp {
                 tx_work <- new_work!("rsiw_qp_tx"),
                 tx_queued: AtomicBool::new(false),
                 tx_running: AtomicBool::new(false),
+                tx_missed: AtomicBool::new(false),
                 quiet_end: AtomicBool::new(false),
                 fin_pending: AtomicBool::new(false),
                 zc <- new_mutex!(zc, "rsiw_qp_zc"),
@@ -501,7 +506,7 @@ impl Qp {
                 Ok(())
             }
             _ => {
-                self.kick();
+                self.tx_inline();
                 Ok(())
             }
         }

@@ -25,8 +25,52 @@ impl Qp {
     /// The TX work: fill from the engine, send, until the engine has
     /// nothing more or the socket is full (then `write_space` kicks again).
     pub(crate) fn run_tx(self: &Arc<Self>) {
-        self.tx_running.store(true, Ordering::Release);
         self.tx_queued.store(false, Ordering::Release);
+        if self.tx_acquire() {
+            self.tx_rounds();
+        }
+    }
+
+    /// A process's doorbell (process context, may sleep): sends at once in
+    /// the caller's context rather than waking the TX work, unless a TX
+    /// run is going on (which looks at the ring before it stops). A
+    /// process busy-polling its CQ ring then does not have to yield its
+    /// CPU to a kernel worker for its sends to leave.
+    pub(crate) fn tx_inline(self: &Arc<Self>) {
+        if self.tx_running.compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
+            self.tx_rounds();
+        } else {
+            self.kick();
+        }
+    }
+
+    /// Makes this the one TX run (work item or inline). A run that finds
+    /// another going leaves a note (`tx_missed`) the other acts on when it
+    /// stops; if it stopped meanwhile, this one runs after all.
+    fn tx_acquire(&self) -> bool {
+        loop {
+            if self.tx_running.compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
+                return true;
+            }
+            self.tx_missed.store(true, Ordering::SeqCst);
+            if self.tx_running.load(Ordering::SeqCst) {
+                return false;
+            }
+        }
+    }
+
+    /// Ends a TX run; a run refused meanwhile is queued again.
+    fn tx_release(self: &Arc<Self>) {
+        self.tx_running.store(false, Ordering::SeqCst);
+        if self.tx_missed.swap(false, Ordering::SeqCst) {
+            self.kick();
+        }
+    }
+
+    /// Fill from the engine, send, until the engine has nothing more or the
+    /// socket is full (then `write_space` kicks again). The caller owns the
+    /// run (`tx_running`).
+    fn tx_rounds(self: &Arc<Self>) {
         // A process's send ring: no doorbell needed while this runs.
         if self.rings {
             self.sq.lock().set_flag(crate::ffi::ib::abi::RING_SQ_ACTIVE, true);
@@ -35,14 +79,14 @@ impl Qp {
             match self.tx_round() {
                 TxRound::More => continue,
                 TxRound::Done => {
-                    self.tx_running.store(false, Ordering::Release);
                     self.ring_idle();
+                    self.tx_release();
                     return;
                 }
             }
         }
         // Be fair to other work items: continue in a new run.
-        self.tx_running.store(false, Ordering::Release);
+        self.tx_release();
         self.kick();
     }
 
