@@ -213,6 +213,8 @@ void rsiw_nl_nest_end(struct sk_buff *msg, struct nlattr *nest);
 void rsiw_nl_nest_cancel(struct sk_buff *msg, struct nlattr *nest);
 /* tcp_info's total_retrans of a TCP socket. */
 u32 rsiw_tcp_total_retrans(struct sock *sk);
+/* Retransmission timeouts since the peer last acknowledged new data. */
+u32 rsiw_tcp_unanswered_rtos(struct sock *sk);
 
 /* Trace events (rust/trace.c, include/trace/rsiw.h). */
 bool rsiw_trace_cm_state_enabled(void);

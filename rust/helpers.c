@@ -710,6 +710,11 @@ u32 rsiw_tcp_total_retrans(struct sock *sk)
 	return READ_ONCE(tcp_sk(sk)->total_retrans);
 }
 
+u32 rsiw_tcp_unanswered_rtos(struct sock *sk)
+{
+	return READ_ONCE(inet_csk(sk)->icsk_retransmits);
+}
+
 struct ib_ucontext *rsiw_udata_ucontext(struct ib_udata *udata)
 {
 	return rdma_udata_to_uverbs_attr_bundle(udata)->context;

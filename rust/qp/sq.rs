@@ -109,6 +109,12 @@ impl SendQueue {
         self.user.as_ref().map_or(0, |u| u.ring.producer())
     }
 
+    /// The producer index of a process's ring as the TX path last read
+    /// it taking entries (0 for a kernel queue).
+    pub(crate) fn producer_seen(&self) -> u32 {
+        self.user.as_ref().map_or(0, |u| u.ring.seen())
+    }
+
     pub(crate) fn push(&mut self, sqe: Sqe) -> Result {
         if self.user.is_some() {
             return Err(EINVAL); // the process posts through its ring

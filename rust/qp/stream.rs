@@ -125,12 +125,7 @@ impl Qp {
             s.unhook();
         }
         // The TX work holds a reference and checks `dead`; wait it out.
-        for _ in 0..5000 {
-            if !self.tx_queued.load(Ordering::Acquire) && !self.tx_running.load(Ordering::Acquire) {
-                break;
-            }
-            kernel::time::delay::fsleep(kernel::time::Delta::from_millis(1));
-        }
+        wait_ms(5000, || !self.tx_queued.load(Ordering::Acquire) && !self.tx_running.load(Ordering::Acquire));
         {
             // The unsent batch and the spare notification hold references
             // (the notification one on this QP).
@@ -143,9 +138,11 @@ impl Qp {
         // them (the FIN went out in `fail`): the socket stays open for the
         // ACKs a while. A peer that does not acknowledge gets a reset,
         // which frees the queued skbs now: no notification may outlive the
-        // module, whose code it calls.
+        // module, whose code it calls. A peer TCP already retransmits to
+        // unanswered (a link or address gone) gets it at once: a process
+        // tearing down many such QPs must not wait the grace for each.
         if let Some(s) = sock {
-            if self.wait_zc_released(ZC_ACK_GRACE_MS) {
+            if !s.peer_silent() && self.wait_zc_released(ZC_ACK_GRACE_MS) {
                 drop(s);
             } else {
                 s.abort();
@@ -166,13 +163,26 @@ impl Qp {
     /// Waits up to `ms` for TCP to release every batch of this QP's pages;
     /// whether it did. Sleeps.
     pub(crate) fn wait_zc_released(&self, ms: u32) -> bool {
-        for _ in 0..ms {
-            if self.zc_live.load(Ordering::Acquire) == 0 {
-                return true;
-            }
-            kernel::time::delay::fsleep(kernel::time::Delta::from_millis(1));
+        wait_ms(ms, || self.zc_live.load(Ordering::Acquire) == 0)
+    }
+}
+
+/// Waits until `done` holds, for at most `ms` milliseconds of wall-clock
+/// time (polling every millisecond: under load a sleep can take far
+/// longer than asked, so the bound is not a count of sleeps); whether it
+/// holds. Sleeps.
+fn wait_ms(ms: u32, mut done: impl FnMut() -> bool) -> bool {
+    use kernel::time::{delay::fsleep, Delta, Instant, Monotonic};
+    let start = Instant::<Monotonic>::now();
+    let limit = Delta::from_millis(i64::from(ms));
+    loop {
+        if done() {
+            return true;
         }
-        self.zc_live.load(Ordering::Acquire) == 0
+        if start.elapsed() >= limit {
+            return done();
+        }
+        fsleep(Delta::from_millis(1));
     }
 }
 

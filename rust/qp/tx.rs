@@ -90,21 +90,25 @@ impl Qp {
         self.kick();
     }
 
-    /// The TX work stops: a process posting from now on rings the
+    /// The TX run stops: a process posting from now on rings the
     /// doorbell. One that posted while the flag was still set (and so did
-    /// not) left a producer index this work has not seen: run again, once
+    /// not) left a producer index the run has not read: run again, once
     /// per new index (the engine may be unable to take the entries yet,
-    /// e.g. out of ORD credits; it is kicked again when they return).
+    /// e.g. out of ORD credits; it is kicked again when they return). An
+    /// index the run read when it took entries needs nothing more: the
+    /// common case of a run that took everything, which must not cost a
+    /// second run.
     fn ring_idle(self: &Arc<Self>) {
         if !self.rings {
             return;
         }
-        let prod = {
+        let (prod, seen) = {
             let sq = self.sq.lock();
             sq.set_flag(crate::ffi::ib::abi::RING_SQ_ACTIVE, false);
-            sq.producer()
+            (sq.producer(), sq.producer_seen())
         };
-        if self.sq_seen.swap(prod, Ordering::AcqRel) != prod {
+        let last = self.sq_seen.swap(prod, Ordering::AcqRel);
+        if prod != seen && last != prod {
             self.kick();
         }
     }

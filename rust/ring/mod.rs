@@ -55,6 +55,9 @@ pub(crate) struct WqRing<T: UserAbi> {
     entries: u32,
     /// Our consumer index (the control block's copy is for the process).
     cons: u32,
+    /// The producer index [`Self::take`] last read: what was posted up to
+    /// it has been looked at.
+    seen: u32,
     _t: PhantomData<T>,
 }
 
@@ -62,7 +65,7 @@ impl<T: UserAbi> WqRing<T> {
     /// A ring of [`entries_for`]`(depth)` entries.
     pub(crate) fn new(udata: &Udata<'_>, depth: u32) -> Result<Self> {
         let entries = entries_for(depth)?;
-        Ok(Self { mem: alloc::<T>(udata, entries)?, entries, cons: 0, _t: PhantomData })
+        Ok(Self { mem: alloc::<T>(udata, entries)?, entries, cons: 0, seen: 0, _t: PhantomData })
     }
 
     pub(crate) fn entries(&self) -> u32 {
@@ -83,6 +86,7 @@ impl<T: UserAbi> WqRing<T> {
     /// What the process posted next, if anything.
     pub(crate) fn take(&mut self) -> Option<Entry<T>> {
         let prod = self.mem.load(abi::PRODUCER);
+        self.seen = prod;
         let n = prod.wrapping_sub(self.cons);
         if n == 0 {
             return None;
@@ -102,6 +106,11 @@ impl<T: UserAbi> WqRing<T> {
 
     fn slot(&self, idx: u32) -> usize {
         abi::RING_HDR + ((idx & (self.entries - 1)) as usize) * core::mem::size_of::<T>()
+    }
+
+    /// The producer index the last [`Self::take`] read.
+    pub(crate) fn seen(&self) -> u32 {
+        self.seen
     }
 
     /// The process's producer index, as it is now.

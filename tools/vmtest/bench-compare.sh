@@ -521,5 +521,12 @@ echo "problems=$nerr" >>"$OUT/meta.txt"
 check "every measurement ran ($nerr problems)" test $nerr = 0
 check "rmmod rsiw" rmmod rsiw
 dmesg >"$OUT/dmesg-bench.txt"
-check_dmesg_clean "dmesg has no warnings, oopses or leaks"
+# Debian 12's qperf 0.4.11 server segfaults after every RDMA test, on
+# any device (siw too): rdma_destroy_qp on its listening id, which has no
+# QP (qperf's bug, fixed upstream; Documentation/usage.md). userspace.sh
+# proves each such crash is that one from its core; here it is counted.
+echo "# qperf server crashes (qperf 0.4.11's cm_close bug): $(dmesg | grep -cE 'qperf\[[0-9]+\]: segfault at 0 ')"
+check_dmesg_clean "dmesg has no warnings, oopses or leaks (qperf's known crash aside)" \
+	'qperf\[[0-9]+\]: segfault at 0 ip [0-9a-f]+ sp [0-9a-f]+ error 4 in libibverbs'
+
 finish

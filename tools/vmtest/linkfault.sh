@@ -99,9 +99,11 @@ dump_stacks() {
 
 # stop_server_any NAME: SIGTERM, bounded; any exit status but a crash.
 stop_server_any() {
-	local rc
+	local rc t0=$SECONDS
 	kill -TERM "$server"
-	if ! wait_for 30 bash -c "! kill -0 $server 2>/dev/null"; then
+	if wait_for 30 bash -c "! kill -0 $server 2>/dev/null"; then
+		echo "# $1: the server ended $((SECONDS - t0)) s after SIGTERM"
+	else
 		fail "$1: the server ends on SIGTERM within 30 s"
 		dump_stacks "$server"
 		kill -KILL "$server"

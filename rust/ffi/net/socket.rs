@@ -415,6 +415,13 @@ impl TcpSocket {
         unsafe { sys::rsiw_tcp_total_retrans(self.sk()) }
     }
 
+    /// Whether the peer has stopped acknowledging: a retransmission timer
+    /// expired since it last acknowledged new data (`icsk_retransmits`).
+    pub(crate) fn peer_silent(&self) -> bool {
+        // SAFETY: the socket is alive.
+        unsafe { sys::rsiw_tcp_unanswered_rtos(self.sk()) > 0 }
+    }
+
     /// Sends the concatenation of `bufs` without blocking. Returns how many
     /// bytes the socket took (possibly fewer than offered), or `EAGAIN`
     /// when it took none; `write_space` is called when room frees up.
