@@ -190,9 +190,13 @@ const MASKED_HANDLE: u64 = 1 << 63;
 struct StreamState {
     engine: Option<KBox<Engine>>,
     host: HostState,
-    /// Bytes the engine produced that the socket has not taken yet.
+    /// The copying rounds' buffer: `tx[tx_off..tx_len]` are bytes the
+    /// engine produced that the socket has not taken yet. Allocated and
+    /// zeroed once, at its full size, by the first copying round: a round
+    /// fills it without clearing it again.
     tx: KVec<u8>,
     tx_off: usize,
+    tx_len: usize,
     /// The socket is gone: everything flushed, nothing more to send.
     dead: bool,
 }
@@ -331,6 +335,7 @@ impl Qp {
             },
             tx: KVec::new(),
             tx_off: 0,
+            tx_len: 0,
             dead: false,
         };
         Arc::pin_init(

@@ -120,7 +120,7 @@ impl Qp {
         // falls back to copying when it has no page for its headers).
         let copy_pending = {
             let st = self.stream.lock();
-            st.tx_off < st.tx.len()
+            st.tx_off < st.tx_len
         };
         if zc.min.is_some() && !copy_pending {
             self.tx_round_zc(&mut zc)
@@ -137,8 +137,8 @@ impl Qp {
         let mut failed_out = false;
         // The buffer comes with the first copying round, allocated here in
         // process context: a connected QP that never copies holds none.
-        let fresh = if self.stream.lock().tx.capacity() == 0 {
-            KVec::with_capacity(TX_BUF, GFP_KERNEL_ACCOUNT).ok()
+        let fresh = if self.stream.lock().tx.is_empty() {
+            KVec::from_elem(0u8, TX_BUF, GFP_KERNEL_ACCOUNT).ok()
         } else {
             None
         };
@@ -146,23 +146,28 @@ impl Qp {
             let mut st = self.stream.lock();
             let st = &mut *st;
             if let Some(buf) = fresh {
-                if st.tx.capacity() == 0 {
+                if st.tx.is_empty() {
                     st.tx = buf;
                 }
             }
             if st.dead {
                 None
-            } else if st.tx_off < st.tx.len() {
-                Some((core::mem::take(&mut st.tx), st.tx_off))
+            } else if st.tx_off < st.tx_len {
+                Some((core::mem::take(&mut st.tx), st.tx_off, st.tx_len))
             } else if let Some(engine) = st.engine.as_deref_mut() {
-                st.tx.clear();
                 st.tx_off = 0;
-                if st.tx.resize(TX_BUF, 0, GFP_ATOMIC).is_err() {
-                    None
+                st.tx_len = 0;
+                if st.tx.is_empty() {
+                    // The process-context allocation failed: try here.
+                    if let Ok(buf) = KVec::from_elem(0u8, TX_BUF, GFP_ATOMIC) {
+                        st.tx = buf;
+                    }
+                }
+                if st.tx.is_empty() {
+                    None // no buffer (the allocation failed): next round
                 } else {
                     let mut host = QpHost { qp: self, st: &mut st.host, events: &mut events, zc: None };
                     let n = engine.tx(&mut host, &KernelCrc32c, &mut st.tx);
-                    st.tx.truncate(n);
                     if n == 0 && engine.state() == EngineState::Error {
                         // The Terminate, if any, is in the socket: flush what
                         // was posted while the stream failed, then close the
@@ -171,7 +176,7 @@ impl Qp {
                         st.dead = true;
                         failed_out = true;
                     }
-                    (n > 0).then(|| (core::mem::take(&mut st.tx), 0))
+                    (n > 0).then(|| (core::mem::take(&mut st.tx), 0, n))
                 }
             } else {
                 None
@@ -182,14 +187,14 @@ impl Qp {
             // The stream ended with our Terminate.
             self.end_stream_out();
         }
-        let Some((buf, mut off)) = taken else {
+        let Some((buf, mut off, len)) = taken else {
             self.fin_if_pending();
             return TxRound::Done;
         };
 
         self.tx_blocked.store(true, Ordering::Release);
         let sent = match self.sock.lock().as_ref() {
-            Some(s) => s.send(&[&buf[off..]], false),
+            Some(s) => s.send(&[&buf[off..len]], false),
             None => Err(ENOTCONN),
         };
         let lost = match sent {
@@ -200,11 +205,12 @@ impl Qp {
             }
             Err(e) => e != EAGAIN,
         };
-        let blocked = off < buf.len();
+        let blocked = off < len;
         {
             let mut st = self.stream.lock();
             st.tx = buf;
             st.tx_off = off;
+            st.tx_len = len;
         }
         self.round_end(lost, blocked)
     }

@@ -5,7 +5,8 @@
     summarize.py RAW_CSV META_TXT OUTDIR
 
 RAW_CSV rows (tools/vmtest/bench-compare.sh): metric,config,impl,round,value,unit,extra
-with impl one of rsiw, rsiw-crc (rsiw with mpa_crc=1), siw, tcp. Writes
+with impl one of rsiw, rsiw-crc (rsiw with mpa_crc=1), rsiw-cmds (no rings),
+rsiw-copy (zcopy_min=0), siw, tcp. Writes
 OUTDIR/results.md, OUTDIR/results.csv and OUTDIR/plot-METRIC.png (gnuplot).
 Figures per cell: the median over rounds, and the min-max spread.
 """
@@ -28,6 +29,12 @@ METRICS = [
     ("mem_per_qp", "kernel memory per connected QP end", "KiB", False),
 ]
 IMPLS = ["rsiw", "siw", "tcp"]
+# rsiw variants, each a row of its own beside the same siw and TCP runs.
+VARIANTS = [
+    ("rsiw-crc", "rsiw CRC on"),
+    ("rsiw-cmds", "rsiw on uverbs commands (no rings)"),
+    ("rsiw-copy", "rsiw copying (zcopy_min=0)"),
+]
 
 
 def fmt(v, ratio=False):
@@ -88,8 +95,9 @@ def main():
         configs = sorted({c for (m, c, _i) in list(vals) + list(notes) if m == metric}, key=cfg_key)
         for cfg in configs:
             variants = [("rsiw", "CRC off" if cfg.startswith("mtu") and not metric.startswith("scale") else "")]
-            if (metric, cfg, "rsiw-crc") in vals:
-                variants.append(("rsiw-crc", "rsiw CRC on"))
+            for vimpl, vlabel in VARIANTS:
+                if (metric, cfg, vimpl) in vals:
+                    variants.append((vimpl, vlabel))
             for rimpl, label in variants:
                 cells = {}
                 for impl in IMPLS:

@@ -168,13 +168,21 @@ else
 fi
 [ "$failed" = 0 ] || { finish; exit 1; }
 
-# rsiw_load on|off: (re)load rsiw with MPA CRC requested or not.
+# rsiw_load IMPL: (re)load rsiw with the module parameters of variant IMPL
+# (rsiw-crc: MPA CRC requested; rsiw-copy: no zero-copy TX, zcopy_min=0;
+# the others: the defaults) unless it is loaded with them.
+rsiw_params=""
 rsiw_load() {
-	local want=$1
-	[ "$(cat /sys/module/rsiw/parameters/mpa_crc 2>/dev/null)" = "$([ "$want" = on ] && echo Y || echo N)" ] && return 0
+	local want=""
+	case $1 in
+	rsiw-crc) want="mpa_crc=1" ;;
+	rsiw-copy) want="zcopy_min=0" ;;
+	esac
+	[ "$want" = "$rsiw_params" ] && grep -q '^rsiw ' /proc/modules && return 0
 	rmmod rsiw || problem "rmmod rsiw"
-	if [ "$want" = on ]; then insmod "$RSIW_ROOT/rsiw.ko" mpa_crc=1; else insmod "$RSIW_ROOT/rsiw.ko"; fi ||
-		problem "insmod rsiw.ko (CRC $want)"
+	# shellcheck disable=SC2086 # the parameters, split
+	insmod "$RSIW_ROOT/rsiw.ko" $want || problem "insmod rsiw.ko $want"
+	rsiw_params=$want
 }
 
 crc_lines() { dmesg | grep -c "rsiw: qp .* connected as .*: CRC $1"; }
@@ -441,7 +449,8 @@ memory() {
 
 # ------------------------------------------------------------ the rounds
 impls_for() { # the implementations of one round at MTU $1
-	# BENCH_IMPLS: a list of its own (rsiw, rsiw-crc, rsiw-cmds, siw, tcp).
+	# BENCH_IMPLS: a list of its own (rsiw, rsiw-crc, rsiw-cmds, rsiw-copy,
+	# siw, tcp).
 	if [ -n "${BENCH_IMPLS:-}" ]; then
 		echo "$BENCH_IMPLS"
 		return
@@ -460,11 +469,11 @@ for r in $(seq 1 "$rounds"); do
 			progress "round $r/$rounds MTU $mtu: $impl"
 			crc=""
 			case $impl in
-			rsiw) crc=off ;;
+			rsiw | rsiw-cmds | rsiw-copy) crc=off ;;
 			rsiw-crc) crc=on ;;
 			esac
 			if [ -n "$crc" ]; then
-				rsiw_load $crc
+				rsiw_load $impl
 				crc_on0=$(crc_lines on)
 				crc_off0=$(crc_lines off)
 			fi
@@ -501,7 +510,7 @@ for r in $(seq 1 "$rounds"); do
 		done
 	done
 	set_mtu 1500
-	rsiw_load off
+	rsiw_load rsiw
 	# BENCH_SCALE: which implementations get the scaling and memory runs
 	# (" ": none).
 	for impl in ${BENCH_SCALE:-rsiw siw tcp}; do
