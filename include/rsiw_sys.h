@@ -174,7 +174,8 @@ void rsiw_zc_set_token(struct rsiw_zc_notif *notif, u64 token);
 void rsiw_zc_put(struct rsiw_zc_notif *notif);
 int rsiw_zc_live(void);
 int rsiw_zc_probe_skb(struct rsiw_zc_notif *notif, bool local);
-bool rsiw_sk_loopback_route(struct sock *sk);
+/* Whether a connection's route stays in this host: loopback or veth. */
+bool rsiw_sk_local_route(struct sock *sk);
 /* struct sock is opaque to bindgen (see rust/ffi/layout.rs): fields in C. */
 unsigned char rsiw_sk_state(const struct sock *sk);
 void rsiw_sk_bind_dev_if(struct sock *sk, int ifindex);

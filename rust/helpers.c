@@ -631,16 +631,19 @@ void rsiw_sk_bind_dev_if(struct sock *sk, int ifindex)
 }
 
 /* Whether the connection's route leaves through a loopback device. */
-bool rsiw_sk_loopback_route(struct sock *sk)
+bool rsiw_sk_local_route(struct sock *sk)
 {
 	struct dst_entry *dst = sk_dst_get(sk);
-	bool lo = false;
+	struct net_device *dev;
+	bool local = false;
 
 	if (dst) {
-		lo = dst->dev && (dst->dev->flags & IFF_LOOPBACK);
+		dev = dst->dev;
+		local = dev && ((dev->flags & IFF_LOOPBACK) ||
+				(dev->rtnl_link_ops && !strcmp(dev->rtnl_link_ops->kind, "veth")));
 		dst_release(dst);
 	}
-	return lo;
+	return local;
 }
 
 /*

@@ -55,6 +55,10 @@ module! {
             default: 1024,
             description: "Send FPDU payloads of at least this many octets straight from the registered pages (MSG_ZEROCOPY with rsiw's notification; their WRs complete once TCP releases the pages) instead of copying them; 0: always copy",
         },
+        zcopy_local: bool {
+            default: false,
+            description: "Send by reference (zcopy_min) also over loopback and veth routes, where the stack copies every zero-copy skb it delivers: for tests of the zero-copy path",
+        },
         tx_bench_mib: u32 {
             default: 0,
             description: "KUnit only: MiB each configuration of the rsiw_tx_bench suite writes (0: a short run)",

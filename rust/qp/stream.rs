@@ -27,7 +27,7 @@ impl Qp {
         let mut engine = KBox::new(Engine::new(QpConfig { pd: self.pd, emss }), GFP_KERNEL_ACCOUNT)?;
         // IRD/ORD clamped to the engine's queues (MAX_IRD, MAX_ORD).
         engine.establish_params(params);
-        let zc_min = self.zcopy_min(sock.loopback_route());
+        let zc_min = self.zcopy_min(sock.local_route());
         engine.set_tx_ref_min(zc_min);
         self.zc_detached.store(false, Ordering::Release);
         {

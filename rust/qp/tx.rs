@@ -239,12 +239,14 @@ impl Qp {
 
     /// The FPDU payload size from which a new stream sends by reference
     /// (`zcopy_min`, or the self-tests' override); `None`: copy. A
-    /// connection over a loopback device copies: the stack copies every
-    /// zero-copy skb it delivers locally (`skb_orphan_frags_rx`), so the
-    /// references would only add work (`scripts/bench.sh --vm-tx`).
-    pub(crate) fn zcopy_min(&self, loopback: bool) -> Option<usize> {
+    /// connection whose route stays in the host (loopback, veth) copies
+    /// unless `zcopy_local` is set: the stack copies every zero-copy skb
+    /// it delivers locally (`skb_orphan_frags_rx`), so the references
+    /// only add work (`scripts/bench.sh --vm-tx`, and the rsiw-copy rows
+    /// of `scripts/bench.sh --compare` over veth).
+    pub(crate) fn zcopy_min(&self, local: bool) -> Option<usize> {
         let v = match self.zc_min_override.load(Ordering::Relaxed) {
-            u32::MAX if loopback => 0,
+            u32::MAX if local && !crate::module_parameters::zcopy_local.value() => 0,
             u32::MAX => crate::module_parameters::zcopy_min.value(),
             v => v,
         };

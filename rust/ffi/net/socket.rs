@@ -450,12 +450,13 @@ impl TcpSocket {
         }
     }
 
-    /// Whether the connection goes through a loopback device (both ends
-    /// on this host and in this namespace).
-    pub(crate) fn loopback_route(&self) -> bool {
+    /// Whether the connection's route stays in this host: a loopback
+    /// device, or a veth pair (whose other end is here by construction,
+    /// in this namespace or another).
+    pub(crate) fn local_route(&self) -> bool {
         // SAFETY: the socket is alive; the helper takes and drops its own
         // reference on the route.
-        unsafe { sys::rsiw_sk_loopback_route(self.sk()) }
+        unsafe { sys::rsiw_sk_local_route(self.sk()) }
     }
 
     /// Sends the unsent part of `batch` by page reference without
