@@ -31,46 +31,69 @@ mod engine;
 #[allow(unused_imports)]
 use engine::*;
 
-module! {
-    type: RsiwModule,
-    name: "rsiw",
-    authors: ["rsiw developers"],
-    description: "Software iWARP RDMA device (RNIC) over any netdev, in Rust",
-    license: "GPL",
-    alias: ["rdma-link-rsiw"],
-    params: {
-        mpa_crc: bool {
-            default: false,
-            description: "Request MPA CRC32c on every connection (default: only when the peer asks)",
-        },
-        rtr_delay_ms: u32 {
-            default: 0,
-            description: "Initiator: delay the peer-to-peer RTR after the MPA Reply by this many ms (at most 1000), for Linux siw responders on fast links",
-        },
-        p2p_rtr: u32 {
-            default: 7,
-            description: "RTR kinds an initiator offers in peer-to-peer mode: bit 0 zero-length Send, bit 1 Write, bit 2 Read (default 7: all); 0: client-server mode",
-        },
-        zcopy_min: u32 {
-            default: 1024,
-            description: "Send FPDU payloads of at least this many octets straight from the registered pages (MSG_ZEROCOPY with rsiw's notification; their WRs complete once TCP releases the pages) instead of copying them; 0: always copy",
-        },
-        zcopy_local: bool {
-            default: false,
-            description: "Send by reference (zcopy_min) also over loopback and veth routes, where the stack copies every zero-copy skb it delivers: for tests of the zero-copy path",
-        },
-        tx_bench_mib: u32 {
-            default: 0,
-            description: "KUnit only: MiB each configuration of the rsiw_tx_bench suite writes (0: a short run)",
-        },
-        kunit_pmem_dev: u32 {
-            default: 0,
-            description: "KUnit only: dev_t (major << 20 | minor) of an fsdax pmem block device the persistent RDMA Commit test may overwrite (0: skip that test)",
-        },
-        atomic_bench_ops: u32 {
-            default: 0,
-            description: "KUnit only: FetchAdds per QP in the rsiw_atomic_bench suite (0: a short run)",
-        },
+/// `module!` with rsiw's parameters; the KUnit-only ones are passed in by
+/// the test build (`module!` takes no `#[cfg]` on a parameter, but one on
+/// the invocation works: the production module has none of them).
+macro_rules! rsiw_module {
+    ($($kunit_params:tt)*) => {
+        module! {
+            type: RsiwModule,
+            name: "rsiw",
+            authors: ["rsiw developers"],
+            description: "Software iWARP RDMA device (RNIC) over any netdev, in Rust",
+            license: "GPL",
+            alias: ["rdma-link-rsiw"],
+            params: {
+                mpa_crc: bool {
+                    default: false,
+                    description: "Request MPA CRC32c on every connection (default: only when the peer asks)",
+                },
+                rtr_delay_ms: u32 {
+                    default: 0,
+                    description: "Initiator: delay the peer-to-peer RTR after the MPA Reply by this many ms (at most 1000), for Linux siw responders on fast links",
+                },
+                p2p_rtr: u32 {
+                    default: 7,
+                    description: "RTR kinds an initiator offers in peer-to-peer mode: bit 0 zero-length Send, bit 1 Write, bit 2 Read (default 7: all); 0: client-server mode",
+                },
+                zcopy_min: u32 {
+                    default: 1024,
+                    description: "Send FPDU payloads of at least this many octets straight from the registered pages (MSG_ZEROCOPY with rsiw's notification; their WRs complete once TCP releases the pages) instead of copying them; 0: always copy",
+                },
+                zcopy_local: bool {
+                    default: false,
+                    description: "Send by reference (zcopy_min) also over loopback and veth routes, where the stack copies every zero-copy skb it delivers: for tests of the zero-copy path",
+                },
+                $($kunit_params)*
+            },
+        }
+    };
+}
+
+#[cfg(not(rsiw_kunit))]
+rsiw_module! {}
+
+#[cfg(rsiw_kunit)]
+rsiw_module! {
+    tx_bench_mib: u32 {
+        default: 0,
+        description: "KUnit only: MiB each configuration of the rsiw_tx_bench suite writes (0: a short run)",
+    },
+    kunit_pmem_dev: u32 {
+        default: 0,
+        description: "KUnit only: dev_t (major << 20 | minor) of an fsdax pmem block device the persistent RDMA Commit test may overwrite (0: skip that test)",
+    },
+    atomic_bench_ops: u32 {
+        default: 0,
+        description: "KUnit only: FetchAdds per QP in the rsiw_atomic_bench suite (0: a short run)",
+    },
+    kunit_scale_qps: u32 {
+        default: 16,
+        description: "KUnit only: connected QP pairs the rsiw_scale suite opens at once through rdma_cm (0: skip it)",
+    },
+    kunit_scale_rounds: u32 {
+        default: 2,
+        description: "KUnit only: rounds of open, traffic on all, teardown in the rsiw_scale suite",
     },
 }
 

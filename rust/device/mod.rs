@@ -124,6 +124,11 @@ impl Device {
         &self.qps
     }
 
+    #[cfg(rsiw_kunit)]
+    pub(crate) fn qp_count(&self) -> u32 {
+        self.qp_count.count()
+    }
+
     pub(crate) fn alloc_cq(&self) -> Result {
         self.cqs.get(self.limits.max_cq)
     }

@@ -10,6 +10,7 @@ mod device;
 mod faults;
 mod flush;
 mod imm;
+mod scale;
 mod siw;
 #[cfg(rsiw_kunit)]
 mod util;

@@ -353,13 +353,22 @@ pub(crate) struct Pd(*mut sys::ib_pd);
 
 impl Pd {
     pub(crate) fn alloc(dev: *mut sys::ib_device) -> Result<Self> {
+        Self::alloc_flags(dev, sys::ib_pd_flags_IB_PD_UNSAFE_GLOBAL_RKEY)
+    }
+
+    /// A PD without the global rkey, as a ULP allocates it: remote
+    /// access only through MRs it registers ([`FrMr`]). (The core logs
+    /// a warning for every global-rkey PD: at scale, thousands.)
+    pub(crate) fn alloc_local(dev: *mut sys::ib_device) -> Result<Self> {
+        Self::alloc_flags(dev, 0)
+    }
+
+    fn alloc_flags(dev: *mut sys::ib_device, flags: u32) -> Result<Self> {
         if dev.is_null() {
             return Err(ENODEV);
         }
         // SAFETY: a device rdma_cm holds for the id using it.
-        let pd = unsafe {
-            sys::__ib_alloc_pd(dev, sys::ib_pd_flags_IB_PD_UNSAFE_GLOBAL_RKEY, c"rsiw_kunit_cm".as_ptr().cast())
-        };
+        let pd = unsafe { sys::__ib_alloc_pd(dev, flags, c"rsiw_kunit_cm".as_ptr().cast()) };
         Ok(Self(errp(pd)?))
     }
 
