@@ -27,6 +27,9 @@ impl Qp {
     pub(crate) fn run_tx(self: &Arc<Self>) {
         self.tx_running.store(true, Ordering::Release);
         self.tx_queued.store(false, Ordering::Release);
+        if self.close_expired.swap(false, Ordering::AcqRel) {
+            self.close_timed_out();
+        }
         // A process's send ring: no doorbell needed while this runs.
         if self.rings {
             self.sq.lock().set_flag(crate::ffi::ib::abi::RING_SQ_ACTIVE, true);
