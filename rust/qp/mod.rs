@@ -33,9 +33,16 @@ pub(crate) use self::stats::QpStats;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use kernel::{
-    new_mutex, new_spinlock_irq, new_work,
+    impl_has_hr_timer, new_mutex, new_spinlock_irq, new_work,
     prelude::*,
-    sync::{Arc, Mutex, SpinLockIrq},
+    sync::{Arc, ArcBorrow, Mutex, SpinLockIrq},
+    time::{
+        hrtimer::{
+            ArcHrTimerHandle, HrTimer, HrTimerCallback, HrTimerCallbackContext, HrTimerPointer,
+            HrTimerRestart, RelativeMode,
+        },
+        Delta, Monotonic,
+    },
     workqueue::{impl_has_work, Work, WorkItem},
 };
 
@@ -89,6 +96,9 @@ const ZC_LITERAL_MIN: usize = 512;
 /// How long a torn-down QP's socket waits for the peer to acknowledge
 /// the pages TCP still holds before it is reset (`Qp::detach`).
 const ZC_ACK_GRACE_MS: u32 = 1000;
+/// How long a graceful close (`Qp::close`) may drain before it becomes an
+/// abortive one (`Qp::close_timed_out`).
+pub(crate) const CLOSE_TIMEOUT_MS: i64 = 5000;
 
 type Engine = crate::engine::qp::Qp<MAX_ORD, MAX_IRD, crate::engine::qp::NoStartup>;
 
@@ -291,10 +301,36 @@ pub(crate) struct Qp {
     /// The send ring's producer index the TX work saw when it last
     /// stopped (`Qp::ring_idle`).
     sq_seen: AtomicU32,
+    /// Bounds a graceful close: armed by `close`, cancelled by `detach`.
+    #[pin]
+    close_timer: HrTimer<Qp>,
+    #[pin]
+    close_handle: SpinLockIrq<Option<ArcHrTimerHandle<Qp>>>,
+    /// Set by the close timer, read by the TX work.
+    close_expired: AtomicBool,
 }
 
 impl_has_work! {
     impl HasWork<Self> for Qp { self.tx_work }
+}
+
+impl_has_hr_timer! {
+    impl HasHrTimer<Self> for Qp {
+        mode: RelativeMode<Monotonic>,
+        field: self.close_timer
+    }
+}
+
+impl HrTimerCallback for Qp {
+    type Pointer<'a> = Arc<Self>;
+
+    fn run(this: ArcBorrow<'_, Self>, _ctx: HrTimerCallbackContext<'_, Self>) -> HrTimerRestart {
+        // Hard interrupt context (the handle holds a reference, so this
+        // one is not the last): note it and let the TX work act.
+        this.close_expired.store(true, Ordering::Release);
+        Arc::from(this).kick();
+        HrTimerRestart::NoRestart
+    }
 }
 
 impl Qp {
@@ -372,6 +408,9 @@ impl Qp {
                 zc_stalled: AtomicBool::new(false),
                 stats: QpStats::new(),
                 sq_seen: AtomicU32::new(0),
+                close_timer <- HrTimer::new(),
+                close_handle <- new_spinlock_irq!(None, "rsiw_qp_close"),
+                close_expired: AtomicBool::new(false),
             }? Error),
             GFP_KERNEL_ACCOUNT,
         )

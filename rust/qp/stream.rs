@@ -23,6 +23,7 @@ impl Qp {
         }
         // A new stream (a QP may be reset and connected again).
         self.quiet_end.store(false, Ordering::Release);
+        self.close_expired.store(false, Ordering::Release);
         self.fin_pending.store(false, Ordering::Release);
         let mut engine = KBox::new(Engine::new(QpConfig { pd: self.pd, emss }), GFP_KERNEL_ACCOUNT)?;
         // IRD/ORD clamped to the engine's queues (MAX_IRD, MAX_ORD).
@@ -51,11 +52,34 @@ impl Qp {
         Ok(())
     }
 
-    /// Graceful close (`IB_QPS_SQD` from the iw_cm): drain, then FIN.
+    /// Graceful close (`IB_QPS_SQD` from the iw_cm): drain, then FIN. A
+    /// drain that cannot finish (a Read the peer never answers, a socket
+    /// that never empties: the peer or the link is gone) becomes an
+    /// abortive close after [`CLOSE_TIMEOUT_MS`] (`close_timed_out`).
+    /// Without the bound a ULP that waits for its outstanding WRs after
+    /// the disconnect (nvmet-rdma releasing a queue, and so a device's
+    /// removal) waits as long as TCP keeps the dead connection.
     pub(crate) fn close(self: &Arc<Self>) {
         self.enter(QpState::Sqd);
         self.with_engine(|e, h| e.close(h));
+        {
+            let mut h = self.close_handle.lock();
+            if h.is_none() {
+                *h = Some(self.clone().start(Delta::from_millis(CLOSE_TIMEOUT_MS)));
+            }
+        }
         self.kick();
+    }
+
+    /// The close timer fired (TX work): a QP still draining fails, as if
+    /// the ULP had asked for Error: everything flushed, our FIN, the
+    /// iw_cm's DISCONNECT and CLOSE, no `IB_EVENT_QP_FATAL`.
+    pub(super) fn close_timed_out(self: &Arc<Self>) {
+        let draining = self.ib_state() == QpState::Sqd
+            && self.stream.lock().engine.as_deref().is_some_and(|e| !e.is_done());
+        if draining {
+            self.fail();
+        }
     }
 
     /// Moves to Error: flushes everything; the socket is shut down.
@@ -114,6 +138,9 @@ impl Qp {
     /// Disconnects and waits until no callback or TX work uses the QP
     /// (`destroy_qp`, `IB_QPS_RESET`). Sleeps.
     pub(crate) fn detach(self: &Arc<Self>) {
+        // A close timer still armed is cancelled (with its reference).
+        let timer = self.close_handle.lock().take();
+        drop(timer);
         if self.ib_state() != QpState::Err {
             self.fail();
         }

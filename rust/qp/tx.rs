@@ -71,6 +71,9 @@ impl Qp {
     /// socket is full (then `write_space` kicks again). The caller owns the
     /// run (`tx_running`).
     fn tx_rounds(self: &Arc<Self>) {
+        if self.close_expired.swap(false, Ordering::AcqRel) {
+            self.close_timed_out();
+        }
         // A process's send ring: no doorbell needed while this runs.
         if self.rings {
             self.sq.lock().set_flag(crate::ffi::ib::abi::RING_SQ_ACTIVE, true);

@@ -518,6 +518,42 @@ mod faults {
         Ok(())
     }
 
+    /// A graceful close (SQD: the iw_cm's disconnect) while a Read is
+    /// outstanding that the peer never answers (its host or the link is
+    /// gone) ends within the close bound: the Read, the fenced Send behind
+    /// it and the receive flushed, the QP in Error, our FIN sent, no
+    /// QP_FATAL (the ULP asked for the close). Without the bound the QP
+    /// drained for as long as TCP kept the connection (nvmet-rdma's queue
+    /// release, and the removal of its device, waited that long).
+    #[test]
+    fn graceful_close_with_an_unanswered_read_is_bounded() -> Result {
+        let local = KVec::from_elem(0u8, 4096, GFP_KERNEL)?;
+        let rig = Rig::new(false, 8)?;
+        let qp = rig.qp()?;
+        let seg = Seg::of(&local[..64], rig.lkey);
+        qp.post_recv(100, Seg::of(&local[1024..2048], rig.lkey))?;
+        qp.post(READ_WR, WR_READ, &[seg], Some((PEER_STAG, 0x1000)), true)?;
+        qp.post_with(FENCED_WR, WR_SEND, &[seg], None, SEND_SIGNALED | SEND_FENCE)?;
+        // The Read Request is out; the peer keeps it.
+        rig.read_until(3000, |body| matches!(body, Body::ReadRequest(_)).then_some(()))?;
+        qp.modify(QpState::Sqd)?;
+        // Draining: nothing completes while the Read is outstanding.
+        fsleep(Delta::from_millis(500));
+        check!(qp.qp::<crate::device::Rsiw>().ib_state() == QpState::Sqd);
+        let mut wc = [RawWc::default(); 4];
+        check!(rig.cq()?.poll(&mut wc) == 0);
+        // Then, within the bound (and some slack), all flushed.
+        let bound = crate::qp::CLOSE_TIMEOUT_MS as u32 + 3000;
+        for w in rig.completions(&[READ_WR, FENCED_WR, 100], bound)?.iter() {
+            check!(w.status == WC_WR_FLUSH_ERR);
+        }
+        check!(qp.qp::<crate::device::Rsiw>().ib_state() == QpState::Err);
+        check!(wait_until(3000, || rig.peer().map_or(false, |p| p.state().is_closing())));
+        fsleep(Delta::from_millis(20));
+        check!(QP_EVENTS.fatal() == 0);
+        Ok(())
+    }
+
     #[test]
     fn peer_reset_while_the_qp_receives() -> Result {
         let local = KVec::from_elem(0u8, 4 * 16384, GFP_KERNEL)?;

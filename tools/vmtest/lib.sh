@@ -102,11 +102,13 @@ nvmet_unexport() {
 	rmdir $cfg/ports/1 $cfg/subsystems/$nqn/namespaces/1 $cfg/subsystems/$nqn 2>/dev/null
 }
 
-# nvme_connect NQN ADDR: the NVMe-oF host side (fixed host identity).
+# nvme_connect NQN ADDR [OPTION...]: the NVMe-oF host side (fixed host
+# identity); OPTIONs go to nvme connect (e.g. --host-traddr=, --reconnect-delay=).
 nvme_connect() {
-	local hid=5b2f1c2e-6d7a-4b8c-9e0f-112233445566
-	timeout 60 nvme connect -t rdma -a "$2" -s 4420 -n "$1" \
-		--hostnqn=nqn.2014-08.org.nvmexpress:uuid:$hid --hostid=$hid
+	local hid=5b2f1c2e-6d7a-4b8c-9e0f-112233445566 nqn=$1 addr=$2
+	shift 2
+	timeout 60 nvme connect -t rdma -a "$addr" -s 4420 -n "$nqn" \
+		--hostnqn=nqn.2014-08.org.nvmexpress:uuid:$hid --hostid=$hid "$@"
 }
 
 # nvmeof_over_rsiw NQN IP: one guest, both ends over rsiw0 on veth0 (IP/24):
