@@ -189,7 +189,12 @@ record "dkms-check (test kernel, no-Rust tree)" "$dp" "$df"
 # load, a malformed-FPDU flood against the logs and counters.
 vm_test storm 2G kunit.enable=0 tools/vmtest/storm.sh
 vm_test soak 2G kunit.enable=0 tools/vmtest/soak.sh 1024
+# The same scale as a kernel ULP: 1024 QP pairs through the in-kernel
+# rdma_cm (KUnit rsiw_scale), three rounds per load, two loads.
+VM_TIMEOUT=1200 vm_test soak-kernel 3G kunit.filter_glob=rsiw_scale tools/vmtest/soak-kernel.sh 1024
 vm_test linkfault 2G kunit.enable=0 tools/vmtest/linkfault.sh
+# Link faults under a kernel ULP: NVMe-oF I/O over rsiw on a veth pair.
+VM_TIMEOUT=900 vm_test nvmeof-linkfault 3G kunit.enable=0 tools/vmtest/nvmeof-linkfault.sh
 vm_test logattack 2G kunit.enable=0 tools/vmtest/logattack.sh
 # Hostile userspace: rsiw-uvfuzz as nobody (random verbs, raw uverbs
 # commands, connections, exits with objects alive); then nothing left,
