@@ -1392,6 +1392,19 @@ static void op_raw(void)
 	w = write(ctx->cmd_fd, buf, off + len);
 	ret = w < 0 ? errno : 0;
 	note(OP_RAW, ret);
+	/* A raw destroy forgets its handle whatever it returned: the kernel
+	 * destroys the object before it writes the response, so a bad
+	 * response pointer gives EFAULT for an object already gone. Its
+	 * handle number is then free, the next object libibverbs creates
+	 * may get it, and a second raw destroy of the remembered number
+	 * would destroy that one behind libibverbs (a CQ's later
+	 * ibv_destroy_cq then waits forever for events of another CQ). An
+	 * object kept alive by a failed destroy is cleaned up at close. */
+	if (!ex && slot >= 0 && (cmd == IB_USER_VERBS_CMD_DESTROY_CQ || cmd == IB_USER_VERBS_CMD_DESTROY_QP ||
+				 cmd == IB_USER_VERBS_CMD_DESTROY_SRQ)) {
+		raw_handles[slot] = raw_handles[--nraw];
+		slot = -1;
+	}
 	/* What the command created or destroyed: only when the response went
 	 * to scratch (otherwise scratch holds zeros, and handle 0 may be an
 	 * object libibverbs tracks). */
@@ -1414,11 +1427,6 @@ static void op_raw(void)
 			}
 			if ((int)got > 2)
 				raw_fds[nraw_fds++] = got;
-			break;
-		case IB_USER_VERBS_CMD_DESTROY_CQ: case IB_USER_VERBS_CMD_DESTROY_QP:
-		case IB_USER_VERBS_CMD_DESTROY_SRQ:
-			if (slot >= 0)
-				raw_handles[slot] = raw_handles[--nraw];
 			break;
 		}
 	} else if (cmd == IB_USER_VERBS_EX_CMD_CREATE_CQ || cmd == IB_USER_VERBS_EX_CMD_CREATE_QP) {
