@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 //! Module-lifetime services: the workqueues of connection management and
 //! of the QPs' transmit work ([`Workqueues`]), a rate limit for log lines
-//! a peer can provoke ([`ratelimited`]), and [`global_mutex!`], a mutex
-//! around a module-global value.
+//! a peer can provoke ([`ratelimited`]), a bounded wait ([`wait_ms`]),
+//! and [`global_mutex!`], a mutex around a module-global value.
 
 use core::{
     ptr,
@@ -49,14 +49,8 @@ impl Drop for Workqueues {
     fn drop(&mut self) {
         // Zero-copy notifications call into this module when TCP frees
         // the last skb with a QP's pages; the sockets are closed, so that
-        // is soon.
-        for _ in 0..10_000 {
-            if zcopy::live_notifs() == 0 {
-                break;
-            }
-            kernel::time::delay::fsleep(kernel::time::Delta::from_millis(1));
-        }
-        if zcopy::live_notifs() != 0 {
+        // is soon (10 s of wall-clock time at most).
+        if !wait_ms(10_000, || zcopy::live_notifs() == 0) {
             pr_err!("{} zero-copy notifications still held by the network stack\n", zcopy::live_notifs());
         }
         for q in [&WQ, &TX_WQ] {
@@ -68,6 +62,25 @@ impl Drop for Workqueues {
                 unsafe { sys::destroy_workqueue(wq) };
             }
         }
+    }
+}
+
+/// Waits until `done` holds, for at most `ms` milliseconds of wall-clock
+/// time (polling every millisecond: under load a sleep can take far
+/// longer than asked, so the bound is not a count of sleeps); whether it
+/// holds. Sleeps.
+pub(crate) fn wait_ms(ms: u32, mut done: impl FnMut() -> bool) -> bool {
+    use kernel::time::{delay::fsleep, Delta, Instant, Monotonic};
+    let start = Instant::<Monotonic>::now();
+    let limit = Delta::from_millis(i64::from(ms));
+    loop {
+        if done() {
+            return true;
+        }
+        if start.elapsed() >= limit {
+            return done();
+        }
+        fsleep(Delta::from_millis(1));
     }
 }
 

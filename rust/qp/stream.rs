@@ -3,6 +3,7 @@
 //! callbacks, and the end of the stream (close, fail, detach).
 
 use super::*;
+use crate::ffi::runtime::wait_ms;
 
 impl Qp {
     /// Hands an established TCP connection to the QP after MPA
@@ -191,25 +192,6 @@ impl Qp {
     /// whether it did. Sleeps.
     pub(crate) fn wait_zc_released(&self, ms: u32) -> bool {
         wait_ms(ms, || self.zc_live.load(Ordering::Acquire) == 0)
-    }
-}
-
-/// Waits until `done` holds, for at most `ms` milliseconds of wall-clock
-/// time (polling every millisecond: under load a sleep can take far
-/// longer than asked, so the bound is not a count of sleeps); whether it
-/// holds. Sleeps.
-fn wait_ms(ms: u32, mut done: impl FnMut() -> bool) -> bool {
-    use kernel::time::{delay::fsleep, Delta, Instant, Monotonic};
-    let start = Instant::<Monotonic>::now();
-    let limit = Delta::from_millis(i64::from(ms));
-    loop {
-        if done() {
-            return true;
-        }
-        if start.elapsed() >= limit {
-            return done();
-        }
-        fsleep(Delta::from_millis(1));
     }
 }
 

@@ -1,0 +1,54 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Diagnostic (not a test): where the CPU time of a 64-byte qperf rc_lat
+# goes, rsiw against siw, by sampling (perf record -e cpu-clock, the
+# hrtimer software event: no PMU under TCG), two namespaces joined by
+# veth, each implementation twice in one boot. Prints each run's latency,
+# the share of samples by object (kernel, rsiw.ko, siw.ko, libraries,
+# qperf, idle) and the top symbols; perf.data and the full reports stay in
+# $OUT/profile-IMPL-N.*. Needs perf on the host (Debian linux-perf; the
+# guest's root is the host's).
+#   scripts/vm-run.sh --append kunit.enable=0 -- tools/vmtest/profile.sh [SECONDS]
+# (Documentation/performance.md, "Where rsiw's latency goes").
+set -u
+. "$(dirname "$0")/lib.sh"
+R=${RSIW_ROOT}
+secs=${1:-4}
+A=10.98.0.1; B=10.98.0.2
+ina() { ip netns exec bA "$@"; }
+inb() { ip netns exec bB "$@"; }
+command -v perf >/dev/null || { echo "not ok - perf is installed (apt install linux-perf)"; exit 1; }
+sysctl -qw kernel.perf_event_paranoid=-1 kernel.kptr_restrict=0
+rdma system set netns shared 2>/dev/null
+ip netns add bA; ip netns add bB
+ip link add bcA type veth peer name bcB
+ip link set bcA netns bA; ip link set bcB netns bB
+ina ip addr add $A/24 dev bcA; inb ip addr add $B/24 dev bcB
+for ns in bA bB; do ip -n $ns link set lo up; ip -n $ns link set bc${ns#b} up; done
+insmod $R/rsiw.ko; modprobe siw
+W=$(mktemp -d)
+n=0
+for impl in rsiw siw rsiw siw; do
+	n=$((n + 1))
+	ina rdma link add ${impl}0 type $impl netdev bcA
+	inb rdma link add ${impl}1 type $impl netdev bcB
+	if [ $impl = rsiw ]; then export RDMAV_DRIVERS=$R/tools/provider/librsiw; else unset RDMAV_DRIVERS; fi
+	ina qperf >/dev/null 2>&1 & qs=$!
+	sleep 1
+	perf record -q -a -g -e cpu-clock -o $W/perf.data -- \
+		ip netns exec bB qperf -t "$secs" -cm1 -m 64 $A rc_lat >$W/qperf.txt 2>&1
+	lat=$(awk '/latency/ {print $3, $4}' $W/qperf.txt)
+	kill $qs; wait $qs 2>/dev/null
+	rdma link delete ${impl}0; rdma link delete ${impl}1
+	p=$OUT/profile-$impl-$n
+	perf report -i $W/perf.data --no-children --sort dso --stdio 2>/dev/null | grep -v '^#' | grep . >$p.dso.txt
+	perf report -i $W/perf.data --no-children --sort dso,sym -g none --stdio 2>/dev/null | grep -v '^#' | grep . >$p.sym.txt
+	perf report -i $W/perf.data --no-children --sort sym -g caller,0.5,callee --percent-limit 2 --stdio 2>/dev/null >$p.graph.txt
+	cp $W/qperf.txt $p.qperf.txt
+	echo "== $impl run $n: latency $lat, $(perf report -i $W/perf.data --stdio 2>/dev/null | sed -n 's/^# Samples: \([^ ]*\).*/\1/p' | head -1) samples"
+	echo "-- by object:"; head -8 $p.dso.txt
+	echo "-- top symbols:"; head -30 $p.sym.txt
+	rm -f $W/perf.data
+done
+rm -rf "$W"
