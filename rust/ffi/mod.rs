@@ -25,4 +25,5 @@ pub(crate) mod mem;
 pub(crate) mod net;
 pub(crate) mod object;
 pub(crate) mod runtime;
+pub(crate) mod sync;
 pub(crate) mod trace;

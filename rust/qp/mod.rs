@@ -68,6 +68,7 @@ use crate::{
     cm::{CmEventSink, CmQp, Stream},
     ffi::{
         crc::KernelCrc32c,
+        sync::{new_spinlock_bh, SpinLockBh},
         ib::QpNotifier,
         net::{
             socket::{SockRx, SocketEvents, TcpSocket, TcpState},
@@ -256,8 +257,10 @@ pub(crate) struct Qp {
     /// Own receive queue (absent with an SRQ).
     #[pin]
     rq: SpinLockIrq<Option<RecvQueue>>,
+    /// The engine and the socket's side of the stream: process context
+    /// and the socket's softirq callbacks, never a hard interrupt.
     #[pin]
-    stream: SpinLockIrq<StreamState>,
+    stream: SpinLockBh<StreamState>,
     #[pin]
     ib_state: SpinLockIrq<(QpState, StreamStatus)>,
     /// The TCP connection; only process context touches it.
@@ -386,7 +389,7 @@ impl Qp {
                 notifier,
                 sq <- new_spinlock_irq!(sq, "rsiw_qp_sq"),
                 rq <- new_spinlock_irq!(rq, "rsiw_qp_rq"),
-                stream <- new_spinlock_irq!(stream, "rsiw_qp_stream"),
+                stream <- new_spinlock_bh!(stream, "rsiw_qp_stream"),
                 // An RNIC's QP is created idle, ready for receives: it reads
                 // back INIT (siw's IDLE does; rdma-core's test_query_rc_qp
                 // expects INIT of a RNIC). RESET is reached from Error only.

@@ -45,6 +45,12 @@ for impl in rsiw siw rsiw siw; do
 	perf report -i $W/perf.data --no-children --sort dso --stdio 2>/dev/null | grep -v '^#' | grep . >$p.dso.txt
 	perf report -i $W/perf.data --no-children --sort dso,sym -g none --stdio 2>/dev/null | grep -v '^#' | grep . >$p.sym.txt
 	perf report -i $W/perf.data --no-children --sort sym -g caller,0.5,callee --percent-limit 2 --stdio 2>/dev/null >$p.graph.txt
+	# Who holds interrupts off (a sample waits for the unlock), and
+	# where in rsiw.ko the samples fall (symbol+offset, for objdump).
+	perf report -i $W/perf.data --no-children -S _raw_spin_unlock_irq_enable,_raw_spin_unlock_irqrestore \
+		-g caller,0,callee,function,percent --stdio 2>/dev/null >$p.irqoff.txt
+	perf script -i $W/perf.data -F ip,sym,symoff,dso -G 2>/dev/null | awk '/\[rsiw\]|rsiw\.ko/ {print $2}' |
+		sort | uniq -c | sort -rn >$p.offsets.txt
 	cp $W/qperf.txt $p.qperf.txt
 	echo "== $impl run $n: latency $lat, $(perf report -i $W/perf.data --stdio 2>/dev/null | sed -n 's/^# Samples: \([^ ]*\).*/\1/p' | head -1) samples"
 	echo "-- by object:"; head -8 $p.dso.txt
