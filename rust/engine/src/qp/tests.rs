@@ -1745,3 +1745,47 @@ fn no_startup_qp_moves_data_after_establish() {
     assert_eq!(hb.mrs.last().unwrap().data, want);
     assert!(ha.cq.iter().any(|c| c.wr_id == 9 && c.status == Status::Success));
 }
+
+/// A cost probe, not a check of behaviour beyond its asserts: `n` 64-octet
+/// Send round trips between two engines (no CRC, no markers), every byte
+/// through `tx` and `rx`. Run under valgrind to count the engine's
+/// instructions per message (Documentation/performance.md, "Where rsiw's
+/// latency goes"):
+///   RSIW_PROBE_N=1000 valgrind --tool=callgrind target/.../engine-HASH \
+///       --ignored --exact qp::tests::send_round_trip_cost_probe
+/// and the same with 11000; the difference over 20000 messages.
+#[test]
+#[ignore = "a cost probe for valgrind"]
+fn send_round_trip_cost_probe() {
+    let n: u64 = std::env::var("RSIW_PROBE_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000);
+    let mut p = pair_with(false, false, Some(RtrSet::one(Rtr::Write)), 1460, vec![65536]);
+    let src_a = p.ha.mr(0x1000, 64, RW());
+    let src_b = p.hb.mr(0x1000, 64, RW());
+    let local = |stag| Local {
+        stag,
+        to: 0x1000,
+        handle: 0,
+    };
+    let mut buf = vec![0u8; 65536];
+    for i in 0..n {
+        p.hb.post_recv(64);
+        p.ha.sq.push_back(wr(i, SendOp::Send { invalidate: None }, 64, local(src_a)));
+        let k = p.a.tx(&mut p.ha, &SoftCrc32c, &mut buf);
+        assert_eq!(p.b.rx(&mut p.hb, &SoftCrc32c, &buf[..k]), k);
+        p.ha.post_recv(64);
+        p.hb.sq.push_back(wr(i, SendOp::Send { invalidate: None }, 64, local(src_b)));
+        let k = p.b.tx(&mut p.hb, &SoftCrc32c, &mut buf);
+        assert_eq!(p.a.rx(&mut p.ha, &SoftCrc32c, &buf[..k]), k);
+        // Each side: its Send's completion and the peer's Send received.
+        assert_eq!((p.ha.cq.len(), p.hb.cq.len()), (2, 2), "round trip {i}");
+        p.ha.cq.clear();
+        p.hb.cq.clear();
+        p.ha.snap.clear();
+        p.hb.snap.clear();
+    }
+    assert_eq!(p.a.state(), State::Rts);
+    assert_eq!(p.b.state(), State::Rts);
+}
