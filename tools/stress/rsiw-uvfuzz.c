@@ -1813,6 +1813,8 @@ static void td(int ret)
 static volatile uint32_t snap_cq[NSNAP], snap_qp[NSNAP], snap_srq[NSNAP], snap_key[NSNAP];
 static volatile int racer_stop;
 static unsigned long racer_calls, racer_ok;
+/* The threads the watchdog reports on (0: none). */
+static pid_t main_tid, racer_tid;
 
 static void snapshot(void)
 {
@@ -1833,6 +1835,7 @@ static void *racer(void *arg)
 	uint64_t r = (uint64_t)(uintptr_t)arg * 0x9E3779B97F4A7C15ULL + 7;
 	uint8_t b[512] __attribute__((aligned(8)));
 
+	racer_tid = gettid();
 	while (!racer_stop) {
 		struct ib_uverbs_cmd_hdr *h = (void *)b;
 		uint8_t *c = b + sizeof(*h);
@@ -2096,6 +2099,43 @@ static int exhaust(int hold, uint32_t qp_wr, uint32_t cqe)
 
 static time_t deadline_t;
 
+/* Where thread TID is, from /proc (readable by the process itself): its
+ * system call (number and first argument, or "running") and the kernel
+ * function it waits in. A wait in libibverbs shows as futex (202) with
+ * wchan futex_wait_queue; a wait in the kernel as the command's ioctl
+ * (16) or write (1) with the driver's function. Async-signal-safe. */
+static void report_thread(const char *who, pid_t tid)
+{
+	char path[64], buf[160], m[320];
+	int fd, n, k;
+
+	if (!tid)
+		return;
+	k = snprintf(m, sizeof(m), "uvfuzz: watchdog: %s thread %d: syscall ", who, (int)tid);
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
+	fd = open(path, O_RDONLY);
+	n = fd < 0 ? 0 : read(fd, buf, 40);
+	if (fd >= 0)
+		close(fd);
+	for (int i = 0, sp = 0; i < n && k < (int)sizeof(m) - 80; i++) {
+		if (buf[i] == ' ' && ++sp == 2)
+			break; /* the number and the first argument */
+		if (buf[i] != '\n')
+			m[k++] = buf[i];
+	}
+	k += snprintf(m + k, sizeof(m) - k, ", wchan ");
+	snprintf(path, sizeof(path), "/proc/self/task/%d/wchan", (int)tid);
+	fd = open(path, O_RDONLY);
+	n = fd < 0 ? 0 : read(fd, buf, sizeof(buf) - 1);
+	if (fd >= 0)
+		close(fd);
+	for (int i = 0; i < n && k < (int)sizeof(m) - 2; i++)
+		m[k++] = buf[i];
+	m[k++] = '\n';
+	if (write(2, m, k) < 0)
+		return;
+}
+
 static void watchdog(int sig)
 {
 	char m[128];
@@ -2104,6 +2144,8 @@ static void watchdog(int sig)
 	(void)sig;
 	if (write(2, m, n) < 0)
 		_exit(3);
+	report_thread("main", main_tid);
+	report_thread("racer", racer_tid);
 	_exit(3);
 }
 
@@ -2225,6 +2267,7 @@ int main(int argc, char **argv)
 	for (int o = 0; o < NOPS; o++)
 		total_w += op_weight[o];
 	total_w += cm ? 6 : 0;
+	main_tid = gettid();
 	signal(SIGALRM, watchdog);
 	alarm(secs + 120);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
