@@ -46,14 +46,7 @@ unset RDMAV_DRIVERS
 ko=/lib/modules/$krel/extra/rsiw.ko
 provdir=$(pkg-config --variable=libdir libibverbs)/libibverbs
 
-ip link add rsiwi0 type veth peer name rsiwi1
-ip addr add 10.94.0.1/24 dev rsiwi0
-ip addr add 10.94.0.2/24 dev rsiwi1
-ip link set rsiwi0 up
-ip link set rsiwi1 up
-for c in all rsiwi0 rsiwi1; do
-	sysctl -qw net.ipv4.conf.$c.accept_local=1 net.ipv4.conf.$c.rp_filter=0
-done
+local_veth rsiwi0 10.94.0.1 rsiwi1 10.94.0.2
 loaded() { grep -q '^rsiw ' /proc/modules; }
 dmesg -C
 

@@ -40,6 +40,20 @@ wait_for() {
 	done
 }
 
+# local_veth IF0 ADDR0 IF1 ADDR1: a veth pair in this namespace, ADDRn/24
+# on IFn, both up. A connection between the two local addresses runs over
+# lo, so accept_local is on and rp_filter off (rdma_cm resolves the peer
+# with ARP out of the bound device).
+local_veth() {
+	ip link add "$1" type veth peer name "$3" &&
+		ip addr add "$2/24" dev "$1" && ip addr add "$4/24" dev "$3" &&
+		ip link set "$1" up && ip link set "$3" up || return
+	local c
+	for c in all "$1" "$3"; do
+		sysctl -qw "net.ipv4.conf.$c.accept_local=1" "net.ipv4.conf.$c.rp_filter=0"
+	done
+}
+
 # check_dmesg_clean NAME [EXPLAINED]: fails on any kernel warning, bug,
 # oops, leak report or hung task, and on any user-space crash the kernel
 # logs (a process killed by SIGSEGV, SIGBUS, SIGILL or a trap: "segfault

@@ -17,14 +17,7 @@ set -u
 export RDMAV_DRIVERS="$RSIW_ROOT/tools/provider/librsiw"
 a=10.98.0.1
 b=10.98.0.2
-ip link add rsiwo0 type veth peer name rsiwo1
-ip addr add $a/24 dev rsiwo0
-ip addr add $b/24 dev rsiwo1
-ip link set rsiwo0 up
-ip link set rsiwo1 up
-for c in all rsiwo0 rsiwo1; do
-	sysctl -qw net.ipv4.conf.$c.accept_local=1 net.ipv4.conf.$c.rp_filter=0
-done
+local_veth rsiwo0 $a rsiwo1 $b
 
 listening() { ss -Hltn "sport = :$1" | grep -q .; }
 

@@ -11,15 +11,7 @@ set -u
 export RDMAV_DRIVERS="$RSIW_ROOT/tools/provider/librsiw"
 a=10.97.0.1
 b=10.97.0.2
-ip link add rsiwu0 type veth peer name rsiwu1
-ip addr add $a/24 dev rsiwu0
-ip addr add $b/24 dev rsiwu1
-ip link set rsiwu0 up
-ip link set rsiwu1 up
-# rdma_cm resolves the peer with ARP out of the bound device.
-for c in all rsiwu0 rsiwu1; do
-	sysctl -qw net.ipv4.conf.$c.accept_local=1 net.ipv4.conf.$c.rp_filter=0
-done
+local_veth rsiwu0 $a rsiwu1 $b
 
 # listening PORT: a TCP listener on PORT (an rdma_cm listener on iWARP
 # is one). A client started before its server listens is refused.

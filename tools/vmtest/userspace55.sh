@@ -19,14 +19,7 @@ check "their libibverbs is the prefix's rdma-core 55 ($P)" test -f "$P/lib/libib
 export RDMAV_DRIVERS="$prov/librsiw"
 a=10.95.0.1
 b=10.95.0.2
-ip link add rsiwv0 type veth peer name rsiwv1
-ip addr add $a/24 dev rsiwv0
-ip addr add $b/24 dev rsiwv1
-ip link set rsiwv0 up
-ip link set rsiwv1 up
-for c in all rsiwv0 rsiwv1; do
-	sysctl -qw net.ipv4.conf.$c.accept_local=1 net.ipv4.conf.$c.rp_filter=0
-done
+local_veth rsiwv0 $a rsiwv1 $b
 listening() { ss -Hltn "sport = :$1" | grep -q .; }
 ulimit -c unlimited
 echo "$OUT/core.%e.%p" >/proc/sys/kernel/core_pattern

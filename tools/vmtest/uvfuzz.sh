@@ -48,14 +48,7 @@ nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"; }
 
 dmesg -C
 check "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
-ip link add rsiwu0 type veth peer name rsiwu1
-ip addr add $a/24 dev rsiwu0
-ip addr add $b/24 dev rsiwu1
-ip link set rsiwu0 up
-ip link set rsiwu1 up
-for c in all rsiwu0 rsiwu1; do
-	sysctl -qw net.ipv4.conf.$c.accept_local=1 net.ipv4.conf.$c.rp_filter=0
-done
+local_veth rsiwu0 $a rsiwu1 $b
 check "rdma link add rsiw0 on rsiwu0" rdma link add rsiw0 type rsiw netdev rsiwu0
 check "rdma link add rsiw1 on rsiwu1" rdma link add rsiw1 type rsiw netdev rsiwu1
 check "ports ACTIVE" wait_for 10 bash -c 'grep -q ACTIVE /sys/class/infiniband/rsiw0/ports/1/state && grep -q ACTIVE /sys/class/infiniband/rsiw1/ports/1/state'
