@@ -56,6 +56,8 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
+#include "check-common.h"
+
 #ifndef MAP_SYNC
 #define MAP_SYNC 0x80000
 #endif
@@ -79,19 +81,7 @@
  */
 #define TYPE_VIOLATION_STATUS IBV_WC_SUCCESS
 
-static int failures, skips;
-
-#define CHECK(cond, ...)                                                       \
-	do {                                                                   \
-		if (cond) {                                                    \
-			printf("ok - ");                                       \
-		} else {                                                       \
-			printf("not ok - ");                                   \
-			failures++;                                            \
-		}                                                              \
-		printf(__VA_ARGS__);                                           \
-		printf("\n");                                                  \
-	} while (0)
+static int skips;
 
 #define SKIP(...)                                                              \
 	do {                                                                   \
@@ -101,28 +91,10 @@ static int failures, skips;
 		skips++;                                                       \
 	} while (0)
 
-#define DIE(...)                                                               \
-	do {                                                                   \
-		printf("not ok - ");                                           \
-		printf(__VA_ARGS__);                                           \
-		printf(" (%s)\n", strerror(errno));                            \
-		printf("FAILED\n");                                            \
-		exit(1);                                                       \
-	} while (0)
-
-static struct rdma_event_channel *channel;
 
 static struct rdma_cm_event *expect_event(enum rdma_cm_event_type type)
 {
-	struct rdma_cm_event *ev;
-
-	if (rdma_get_cm_event(channel, &ev))
-		DIE("rdma_get_cm_event");
-	if (ev->event != type) {
-		errno = ev->status < 0 ? -ev->status : EPROTO;
-		DIE("expected %s, got %s", rdma_event_str(type), rdma_event_str(ev->event));
-	}
-	return ev;
+	return expect_event_of(type, 0);
 }
 
 struct end {

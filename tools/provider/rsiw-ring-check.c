@@ -51,30 +51,10 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
+#include "check-common.h"
+
 #include "../../include/uapi/rdma/rsiw-abi.h"
 #include "rsiwdv.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                       \
-	do {                                                                   \
-		if (cond) {                                                    \
-			printf("ok - ");                                       \
-		} else {                                                       \
-			printf("not ok - ");                                   \
-			failures++;                                            \
-		}                                                              \
-		printf(__VA_ARGS__);                                           \
-		printf("\n");                                                  \
-	} while (0)
-
-#define DIE(...)                                                               \
-	do {                                                                   \
-		printf("not ok - ");                                           \
-		printf(__VA_ARGS__);                                           \
-		printf(" (%s)\n", strerror(errno));                            \
-		exit(1);                                                       \
-	} while (0)
 
 static int (*dv_query_qp)(struct ibv_qp *, struct rsiwdv_qp *);
 static int (*dv_sq_doorbell)(struct ibv_qp *);
@@ -92,28 +72,13 @@ struct end {
 
 #define BUF_SIZE 65536
 
-static struct rdma_event_channel *channel;
 static const char *saddr, *caddr;
 static int port_no = 7480;
 
 /* The next event of this type; an earlier connection's ends are skipped. */
 static struct rdma_cm_event *expect_event(enum rdma_cm_event_type type)
 {
-	struct rdma_cm_event *ev;
-
-	for (;;) {
-		if (rdma_get_cm_event(channel, &ev))
-			DIE("rdma_get_cm_event");
-		if (ev->event == type || (ev->event != RDMA_CM_EVENT_DISCONNECTED &&
-					  ev->event != RDMA_CM_EVENT_TIMEWAIT_EXIT))
-			break;
-		rdma_ack_cm_event(ev);
-	}
-	if (ev->event != type) {
-		errno = ev->status < 0 ? -ev->status : EPROTO;
-		DIE("expected %s, got %s", rdma_event_str(type), rdma_event_str(ev->event));
-	}
-	return ev;
+	return expect_event_of(type, 1);
 }
 
 #define OPS                                                                              \

@@ -36,27 +36,7 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
-static int failures;
-
-#define CHECK(cond, ...)                                                       \
-	do {                                                                   \
-		if (cond) {                                                    \
-			printf("ok - ");                                       \
-		} else {                                                       \
-			printf("not ok - ");                                   \
-			failures++;                                            \
-		}                                                              \
-		printf(__VA_ARGS__);                                           \
-		printf("\n");                                                  \
-	} while (0)
-
-#define DIE(...)                                                               \
-	do {                                                                   \
-		printf("not ok - ");                                           \
-		printf(__VA_ARGS__);                                           \
-		printf(" (%s)\n", strerror(errno));                            \
-		exit(1);                                                       \
-	} while (0)
+#include "check-common.h"
 
 /* One end: its cm_id, PD, CQ, QP and a registered buffer. */
 struct end {
@@ -71,19 +51,10 @@ struct end {
 
 #define BUF_SIZE 4096
 
-static struct rdma_event_channel *channel;
 
 static struct rdma_cm_event *expect_event(enum rdma_cm_event_type type)
 {
-	struct rdma_cm_event *ev;
-
-	if (rdma_get_cm_event(channel, &ev))
-		DIE("rdma_get_cm_event");
-	if (ev->event != type) {
-		errno = ev->status < 0 ? -ev->status : EPROTO;
-		DIE("expected %s, got %s", rdma_event_str(type), rdma_event_str(ev->event));
-	}
-	return ev;
+	return expect_event_of(type, 0);
 }
 
 /* Every send op rsiw's provider announces. */
