@@ -37,6 +37,13 @@ check "the kernel command line runs only rsiw_scale (kunit.filter_glob=rsiw_scal
 if [ -w /sys/module/kunit/parameters/timeout ]; then
 	echo 3000 >/sys/module/kunit/parameters/timeout
 fi
+# The case runs inside insmod (module init), which the hung-task detector
+# would report once it blocks longer than its timeout (61 s on the debug
+# kernel, where a load of N = 1024 takes 4-6 minutes): the KUnit timeout
+# above is the bound on this wait instead.
+if [ -w /proc/sys/kernel/hung_task_timeout_secs ]; then
+	echo 3000 >/proc/sys/kernel/hung_task_timeout_secs
+fi
 
 # What rsiw_scale needs (as foundation.sh sets up): rsiwkt0 10.98.0.1
 # (server) <-> rsiwkt1 10.98.0.2 (client).
@@ -169,8 +176,16 @@ check "unreclaimable slab: run 1 ($((3 * n)) connections) left under $bound1 kB 
 bound=$((3 * n * 96 / 1024))
 [ $bound -ge 256 ] || bound=256
 grow=$((sunr2 - sunr1))
-check "unreclaimable slab: run 2 ($((3 * n)) connections more) left under $bound kB over run 1 ($grow kB)" \
-	[ "$grow" -lt "$bound" ]
+# On a debug kernel KASAN's quarantine holds freed objects and kmemleak
+# tracks every allocation in objects of its own, so the slab figure says
+# little there: kmemleak's scan in check_dmesg_clean decides (as in
+# uvfuzz.sh).
+if [ -w /sys/kernel/debug/kmemleak ]; then
+	echo "# debug kernel: run 2 left $grow kB over run 1 (KASAN's quarantine, kmemleak's objects); kmemleak decides (below)"
+else
+	check "unreclaimable slab: run 2 ($((3 * n)) connections more) left under $bound kB over run 1 ($grow kB)" \
+		[ "$grow" -lt "$bound" ]
+fi
 echo "# unreclaimable slab: $((sunr1 - sunr0)) kB over the baseline after run 1, $((sunr2 - sunr0)) kB after run 2"
 
 dmesg >"$OUT/soak-kernel-dmesg.txt"
