@@ -39,6 +39,19 @@
 #            the module, provider and tools/bench if needed; installs fio
 #            and gnuplot from Debian if missing. See
 #            Documentation/performance.md.
+#
+#   scripts/bench.sh --profile [SECONDS]
+#            where a 64-byte qperf rc_lat's CPU time goes, rsiw against
+#            siw (tools/vmtest/profile.sh: perf record in the guest, two
+#            namespaces joined by veth, SECONDS per run, default 4);
+#            installs linux-perf and qperf if missing; the reports stay in
+#            $RSIW_CACHE/bench/profile-DATE.
+#
+#   scripts/bench.sh --engine-cost
+#            the engine's instructions per 64-byte Send message (TX and RX,
+#            no CRC), counted by callgrind on the host: two runs of the
+#            send_round_trip_cost_probe test differing by 20 000 messages;
+#            installs valgrind if missing.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cd "$RSIW_ROOT"
@@ -63,6 +76,53 @@ if [ "${1:-}" = --vm-atomics ]; then
 		-- tools/vmtest/atomic-bench.sh "$ops" || rc=$?
 	cat "$out/output.log" 2>/dev/null || true
 	exit "$rc"
+fi
+# need_debs PKG...: install the Debian packages missing among PKG.
+need_debs() {
+	local missing=() p
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+	done
+	if [ ${#missing[@]} -gt 0 ]; then
+		log "installing Debian packages: ${missing[*]}"
+		export DEBIAN_FRONTEND=noninteractive
+		as_root apt-get update -qq
+		as_root apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	fi
+}
+if [ "${1:-}" = --profile ]; then
+	secs=${2:-4}
+	# The guest runs the host's programs (read-only root).
+	need_debs linux-perf qperf rdmacm-utils iproute2
+	kdir=$(resolve_kdir)
+	make -s KDIR="$kdir" modules
+	make -s -C tools/provider
+	out="$RSIW_CACHE/bench/profile-$(date +%Y%m%d-%H%M%S)"
+	mkdir -p "$out"
+	rc=0
+	scripts/vm-run.sh --quiet --timeout 1800 --out "$out" --append kunit.enable=0 \
+		-- tools/vmtest/profile.sh "$secs" || rc=$?
+	cat "$out/output.log" 2>/dev/null || true
+	log "reports in $out"
+	exit "$rc"
+fi
+if [ "${1:-}" = --engine-cost ]; then
+	need_debs valgrind
+	cd rust/engine
+	# The test binary, built once (cargo prints its path on stderr).
+	bin=$(cargo test --release --lib --no-run 2>&1 | sed -n 's/.*Executable unittests src\/lib.rs (\(.*\))/\1/p' | tail -1)
+	[ -n "$bin" ] || die "could not build the engine's test binary"
+	bin=$(cd "$RSIW_ROOT" && realpath "$bin")
+	count() {
+		RSIW_PROBE_N=$1 valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bin" \
+			--ignored --exact qp::tests::send_round_trip_cost_probe 2>&1 |
+			sed -n 's/.*Collected : *\([0-9]*\).*/\1/p'
+	}
+	a=$(count 1000)
+	b=$(count 11000)
+	[ -n "$a" ] && [ -n "$b" ] || die "callgrind gave no count"
+	echo "engine: $(((b - a) / 20000)) instructions per 64-byte Send message (TX + RX, no CRC; the test's mock host and libc included)"
+	exit 0
 fi
 if [ "${1:-}" = --compare ]; then
 	shift
