@@ -77,19 +77,6 @@ if [ "${1:-}" = --vm-atomics ]; then
 	cat "$out/output.log" 2>/dev/null || true
 	exit "$rc"
 fi
-# need_debs PKG...: install the Debian packages missing among PKG.
-need_debs() {
-	local missing=() p
-	for p in "$@"; do
-		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-	done
-	if [ ${#missing[@]} -gt 0 ]; then
-		log "installing Debian packages: ${missing[*]}"
-		export DEBIAN_FRONTEND=noninteractive
-		as_root apt-get update -qq
-		as_root apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-	fi
-}
 if [ "${1:-}" = --profile ]; then
 	secs=${2:-4}
 	# The guest runs the host's programs (read-only root).
@@ -136,16 +123,7 @@ if [ "${1:-}" = --compare ]; then
 		esac
 	done
 	# The guest runs the host's programs (read-only root): install them here.
-	missing=()
-	for p in perftest qperf fio nvme-cli gnuplot-nox iproute2 rdmacm-utils libibverbs-dev librdmacm-dev; do
-		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-	done
-	if [ ${#missing[@]} -gt 0 ]; then
-		log "installing Debian packages: ${missing[*]}"
-		export DEBIAN_FRONTEND=noninteractive
-		as_root apt-get update -qq
-		as_root apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-	fi
+	need_debs perftest qperf fio nvme-cli gnuplot-nox iproute2 rdmacm-utils libibverbs-dev librdmacm-dev
 	kdir=$(resolve_kdir)
 	make -s KDIR="$kdir" modules
 	make -s -C tools/provider

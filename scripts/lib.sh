@@ -19,6 +19,23 @@ as_root() {
 	if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
 }
 
+# need_debs PKG...: install (apt-get, as root) the Debian packages missing
+# among PKG; idempotent.
+need_debs() {
+	local missing=() p
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+	done
+	if [ ${#missing[@]} -gt 0 ]; then
+		log "installing Debian packages: ${missing[*]}"
+		export DEBIAN_FRONTEND=noninteractive
+		as_root apt-get update -qq
+		as_root apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	else
+		log "Debian packages: all present"
+	fi
+}
+
 # The config fragments of the current flavour, one path a line.
 kernel_fragments() {
 	case "$RSIW_KERNEL_FLAVOUR" in

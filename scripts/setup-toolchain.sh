@@ -26,18 +26,7 @@ APT_PACKAGES=(
 	cmake ninja-build pkg-config libnl-3-dev libnl-route-3-dev curl
 )
 
-missing=()
-for p in "${APT_PACKAGES[@]}"; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-	log "installing Debian packages: ${missing[*]}"
-	export DEBIAN_FRONTEND=noninteractive
-	as_root apt-get update -qq
-	as_root apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-else
-	log "Debian packages: all present"
-fi
+need_debs "${APT_PACKAGES[@]}"
 
 command -v rustup >/dev/null || die "rustup not found: rsiw needs the rustup toolchain (rustc >= 1.85)"
 if ! rustup component list --installed 2>/dev/null | grep -q '^rust-src'; then
