@@ -104,18 +104,7 @@ echo "date=$(date -u +%Y-%m-%dT%H:%MZ)" >"$OUT/meta.txt"
 : >"$raw"
 progress "mode $([ $quick = 1 ] && echo quick || echo full): $rounds round(s), MTU $mtus, rsiw CRC $crcs"
 
-rdma system set netns shared 2>/dev/null
-ip netns add bA
-ip netns add bB
-ip link add bcA type veth peer name bcB
-ip link set bcA netns bA
-ip link set bcB netns bB
-ina ip addr add $A/24 dev bcA
-inb ip addr add $B/24 dev bcB
-for ns in bA bB; do
-	ip -n $ns link set lo up
-	ip -n $ns link set bc${ns#b} up
-done
+bench_netns $A $B
 
 ip link add nv0 type veth peer name nv1
 ip addr add $NH/24 dev nv0

@@ -13,12 +13,7 @@ R=${RSIW_ROOT}
 A=10.98.0.1; B=10.98.0.2
 ina() { ip netns exec bA "$@"; }
 inb() { ip netns exec bB "$@"; }
-rdma system set netns shared 2>/dev/null
-ip netns add bA; ip netns add bB
-ip link add bcA type veth peer name bcB
-ip link set bcA netns bA; ip link set bcB netns bB
-ina ip addr add $A/24 dev bcA; inb ip addr add $B/24 dev bcB
-for ns in bA bB; do ip -n $ns link set lo up; ip -n $ns link set bc${ns#b} up; done
+bench_netns $A $B
 insmod $R/rsiw.ko; modprobe siw
 T=/sys/kernel/tracing
 mount -t tracefs nodev $T 2>/dev/null

@@ -40,6 +40,20 @@ wait_for() {
 	done
 }
 
+# bench_netns ADDR_A ADDR_B: namespaces bA and bB joined by veth bcA
+# (ADDR_A/24, in bA) and bcB (ADDR_B/24, in bB), loopback up, RDMA
+# devices shared across namespaces: what the benchmarks and profiles use,
+# so that traffic crosses the veth rather than lo.
+bench_netns() {
+	rdma system set netns shared 2>/dev/null
+	ip netns add bA && ip netns add bB &&
+		ip link add bcA type veth peer name bcB &&
+		ip link set bcA netns bA && ip link set bcB netns bB &&
+		ip -n bA addr add "$1/24" dev bcA && ip -n bB addr add "$2/24" dev bcB &&
+		ip -n bA link set lo up && ip -n bA link set bcA up &&
+		ip -n bB link set lo up && ip -n bB link set bcB up
+}
+
 # local_veth IF0 ADDR0 IF1 ADDR1: a veth pair in this namespace, ADDRn/24
 # on IFn, both up. A connection between the two local addresses runs over
 # lo, so accept_local is on and rp_filter off (rdma_cm resolves the peer

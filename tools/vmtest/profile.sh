@@ -20,12 +20,7 @@ ina() { ip netns exec bA "$@"; }
 inb() { ip netns exec bB "$@"; }
 command -v perf >/dev/null || { echo "not ok - perf is installed (apt install linux-perf)"; exit 1; }
 sysctl -qw kernel.perf_event_paranoid=-1 kernel.kptr_restrict=0
-rdma system set netns shared 2>/dev/null
-ip netns add bA; ip netns add bB
-ip link add bcA type veth peer name bcB
-ip link set bcA netns bA; ip link set bcB netns bB
-ina ip addr add $A/24 dev bcA; inb ip addr add $B/24 dev bcB
-for ns in bA bB; do ip -n $ns link set lo up; ip -n $ns link set bc${ns#b} up; done
+bench_netns $A $B
 insmod $R/rsiw.ko; modprobe siw
 W=$(mktemp -d)
 n=0
