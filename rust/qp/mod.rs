@@ -68,12 +68,12 @@ use crate::{
     cm::{CmEventSink, CmQp, Stream},
     ffi::{
         crc::KernelCrc32c,
-        sync::{new_spinlock_bh, SpinLockBh},
         ib::QpNotifier,
         net::{
             socket::{SockRx, SocketEvents, TcpSocket, TcpState},
             zcopy::{Batch, LiteralPage, Notif, Segments, ZcOwner},
         },
+        sync::{new_spinlock_bh, SpinLockBh},
     },
     mem::mr::{FastReg, MrError},
 };

@@ -1403,7 +1403,6 @@ static void op_raw(void)
 	if (!ex && slot >= 0 && (cmd == IB_USER_VERBS_CMD_DESTROY_CQ || cmd == IB_USER_VERBS_CMD_DESTROY_QP ||
 				 cmd == IB_USER_VERBS_CMD_DESTROY_SRQ)) {
 		raw_handles[slot] = raw_handles[--nraw];
-		slot = -1;
 	}
 	/* What the command created or destroyed: only when the response went
 	 * to scratch (otherwise scratch holds zeros, and handle 0 may be an
