@@ -241,6 +241,54 @@ impl Rx {
         self.step(crc, input, &mut [])
     }
 
+    /// The fast path for an FPDU that lies whole in `input`: at an FPDU
+    /// boundary, markers off, with all of the FPDU (ULPDU_LENGTH, ULPDU,
+    /// pad, CRC) at the start of `input`, checks its CRC (if on) in one
+    /// call, consumes it and returns the ULPDU's range in `input` and the
+    /// octets consumed. The same stream through [`Rx::poll`] gives
+    /// [`Event::Header`], [`Event::Payload`] and [`Event::Complete`] for
+    /// it, with the payload placed before the CRC is known; here nothing
+    /// reaches the upper layer from an FPDU whose CRC fails.
+    ///
+    /// `Ok(None)` (nothing consumed) when any condition does not hold:
+    /// drive [`Rx::poll`] then. Calls of both may be mixed.
+    pub fn whole<C: Crc32c + ?Sized>(
+        &mut self,
+        crc: &C,
+        input: &[u8],
+    ) -> Result<Option<(Range<usize>, usize)>, TermError> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        if self.cfg.markers || self.state != (State::Len { have: 0 }) || self.marker.is_some() {
+            return Ok(None);
+        }
+        let Some(&[a, b]) = input.get(..2) else {
+            return Ok(None);
+        };
+        let ulpdu_len = usize::from(u16::from_be_bytes([a, b]));
+        let len = fpdu_len(ulpdu_len);
+        let (Some(covered), Some(field)) = (input.get(..len - CRC_LEN), input.get(len - CRC_LEN..len))
+        else {
+            return Ok(None);
+        };
+        if self.cfg.crc {
+            let mut got = [0u8; CRC_LEN];
+            got.copy_from_slice(field);
+            if u32::from_le_bytes(got) != crc.checksum(covered) {
+                // The CRC field is the FPDU's last: the stream stops there.
+                self.pos = self.pos.wrapping_add(len as u32);
+                self.error = Some(llp::CRC);
+                return Err(llp::CRC);
+            }
+        }
+        // len < 2^17: the cast is exact; offsets wrap like TCP.
+        self.pos = self.pos.wrapping_add(len as u32);
+        self.fpdu_start = self.pos;
+        self.ulpdu_len = ulpdu_len as u16;
+        Ok(Some((2..2 + ulpdu_len, len)))
+    }
+
     /// [`Rx::poll`] that also places payload: an [`Event::Payload`]`(r)`
     /// has `r.len() <= dst.len()` and `input[r]` has been copied to
     /// `dst[..r.len()]`. Without markers the copy goes through
@@ -659,6 +707,96 @@ mod tests {
         Ok((got, markers))
     }
 
+    /// Feeds `s` in chunks, each FPDU that lies whole in what is left of
+    /// a chunk through [`Rx::whole`], the rest through [`Rx::poll`].
+    /// Returns the ULPDUs, how many went the fast way, and whether the
+    /// receiver ended between FPDUs.
+    fn run_whole(
+        cfg: RxConfig,
+        s: &[u8],
+        chunks: &[usize],
+    ) -> Result<(Vec<Vec<u8>>, usize, bool), TermError> {
+        let mut rx = Rx::new(cfg);
+        let (mut got, mut cur, mut fast) = (Vec::new(), Vec::new(), 0);
+        let (mut at, mut k) = (0, 0);
+        while at < s.len() {
+            let n = chunks[k % chunks.len()].clamp(1, s.len() - at);
+            k += 1;
+            let chunk = &s[at..at + n];
+            let mut off = 0;
+            while off < chunk.len() {
+                let before = rx.position();
+                if let Some((r, used)) = rx.whole(&SoftCrc32c, &chunk[off..])? {
+                    assert!(cur.is_empty());
+                    assert_eq!(rx.position(), before.wrapping_add(used as u32));
+                    assert!(rx.at_boundary());
+                    assert_eq!(r.len(), usize::from(rx.ulpdu_len()));
+                    got.push(chunk[off..][r].to_vec());
+                    off += used;
+                    fast += 1;
+                    continue;
+                }
+                assert_eq!(rx.position(), before);
+                let step = rx.poll(&SoftCrc32c, &chunk[off..])?;
+                match step.event {
+                    Some(Event::Header { .. }) => cur = rx.header().to_vec(),
+                    Some(Event::Payload(r)) => cur.extend_from_slice(&chunk[off..][r]),
+                    Some(Event::Complete) => got.push(core::mem::take(&mut cur)),
+                    _ => {}
+                }
+                off += step.consumed;
+            }
+            at += n;
+        }
+        Ok((got, fast, rx.at_boundary()))
+    }
+
+    #[test]
+    fn whole_takes_only_a_whole_fpdu_at_a_boundary() {
+        let msgs = vec![vec![5u8; 40], vec![6u8; 3]];
+        let s = stream(true, false, &msgs);
+        let first = fpdu_len(40);
+        let mut rx = Rx::new(cfg(true, false, 2));
+        // One octet short of the first FPDU: nothing consumed.
+        assert_eq!(rx.whole(&SoftCrc32c, &s[..first - 1]), Ok(None));
+        assert_eq!(rx.whole(&SoftCrc32c, &s[..1]), Ok(None));
+        assert_eq!(rx.position(), 0);
+        // Mid-FPDU (after poll took the length and header): not at a boundary.
+        let st = rx.poll(&SoftCrc32c, &s).unwrap();
+        assert!(matches!(st.event, Some(Event::Header { ulpdu_len: 40 })));
+        assert_eq!(rx.whole(&SoftCrc32c, &s[st.consumed..]), Ok(None));
+        let mut off = st.consumed;
+        while !rx.at_boundary() {
+            off += rx.poll(&SoftCrc32c, &s[off..]).unwrap().consumed;
+        }
+        assert_eq!(off, first);
+        // The second FPDU whole: ULPDU range and length consumed.
+        assert_eq!(rx.whole(&SoftCrc32c, &s[off..]), Ok(Some((2..5, s.len() - first))));
+        assert_eq!(rx.position() as usize, s.len());
+        assert_eq!(rx.ulpdu_len(), 3);
+        // Markers on: never (payload is cut by markers).
+        let s = stream(false, true, &msgs);
+        assert_eq!(Rx::new(cfg(false, true, 2)).whole(&SoftCrc32c, &s), Ok(None));
+    }
+
+    #[test]
+    fn whole_fails_a_bad_crc_and_stays_failed() {
+        let msgs = vec![vec![1u8; 40]];
+        let mut s = stream(true, false, &msgs);
+        s[10] ^= 0x80;
+        let mut rx = Rx::new(cfg(true, false, 2));
+        assert_eq!(rx.whole(&SoftCrc32c, &s), Err(llp::CRC));
+        assert_eq!(rx.error(), Some(llp::CRC));
+        assert_eq!(rx.poll(&SoftCrc32c, &s), Err(llp::CRC));
+        assert_eq!(rx.whole(&SoftCrc32c, &s), Err(llp::CRC));
+        // CRC off: the field is not checked.
+        let s = stream(false, false, &msgs);
+        let mut t = s.clone();
+        t[10] ^= 0x80;
+        let mut rx = Rx::new(cfg(false, false, 2));
+        assert_eq!(rx.whole(&SoftCrc32c, &t), Ok(Some((2..42, s.len()))));
+    }
+
     fn cfg(crc: bool, markers: bool, header_len: usize) -> RxConfig {
         RxConfig {
             crc,
@@ -936,6 +1074,50 @@ mod tests {
             prop_assert_eq!(nm, if markers { s.len().div_ceil(512) } else { 0 });
             let summed: usize = calls.0.borrow().iter().map(|c| c.0).sum();
             prop_assert_eq!(summed, if crc { s.len() - CRC_LEN * msgs.len() } else { 0 });
+        }
+
+        /// [`Rx::whole`] where an FPDU lies whole in the input, [`Rx::poll`]
+        /// elsewhere, over any chunking: the same ULPDUs as sent, and a
+        /// chunk that holds the whole stream takes every FPDU the fast way.
+        #[test]
+        fn whole_mixed_with_poll_reproduces_tx(
+            msgs in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..1200), 1..6),
+            chunks in proptest::collection::vec(1usize..3000, 1..10),
+            crc: bool,
+        ) {
+            let s = stream(crc, false, &msgs);
+            let (got, _, end) = run_whole(cfg(crc, false, 2), &s, &chunks).unwrap();
+            prop_assert_eq!(&got, &msgs);
+            prop_assert!(end);
+            let (got, fast, end) = run_whole(cfg(crc, false, 2), &s, &[s.len()]).unwrap();
+            prop_assert_eq!(&got, &msgs);
+            prop_assert_eq!(fast, msgs.len());
+            prop_assert!(end);
+        }
+
+        /// Any flipped bit of a CRC'd stream fails [`Rx::whole`] / [`Rx::poll`]
+        /// with a CRC (or, for a flipped length, framing) error, never
+        /// delivering a corrupted ULPDU whole.
+        #[test]
+        fn whole_catches_any_flipped_bit(
+            msgs in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..1500), 1..4),
+            chunks in proptest::collection::vec(1usize..3000, 1..6),
+            at in any::<proptest::sample::Index>(), bit in 0u8..8,
+        ) {
+            let mut s = stream(true, false, &msgs);
+            let i = at.index(s.len());
+            s[i] ^= 1 << bit;
+            match run_whole(cfg(true, false, 2), &s, &chunks) {
+                Err(e) => prop_assert_eq!(e, llp::CRC),
+                // A ULPDU_LENGTH flipped longer leaves the stream short of
+                // the FPDU it now announces: the ones before it arrived
+                // intact, nothing of it or after it.
+                Ok((got, _, end)) => {
+                    prop_assert!(!end);
+                    prop_assert!(got.len() < msgs.len());
+                    prop_assert_eq!(&got[..], &msgs[..got.len()]);
+                }
+            }
         }
 
         /// As `any_flipped_bit_is_caught`, through [`Rx::poll_into`].

@@ -128,6 +128,21 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
                 break;
             }
             let Some(rest) = input.get(off..) else { break };
+            // An FPDU that lies whole in this chunk goes in one step.
+            match self.mpa_rx.whole(crc, rest) {
+                Ok(Some((ulpdu, used))) => {
+                    if let Some(u) = rest.get(ulpdu) {
+                        self.rx_fpdu(host, u);
+                    }
+                    off = off.saturating_add(used);
+                    continue;
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    self.fail(host, e, None);
+                    break;
+                }
+            }
             let step = match self.mpa_rx.poll(crc, rest) {
                 Ok(s) => s,
                 Err(e) => {
@@ -216,6 +231,26 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
             d.copy_from_slice(s);
         }
         self.rxc.hdr_len = n;
+        if let Some(want) = self.header_in(host, ulpdu_len) {
+            self.mpa_rx.extend_header(want);
+        }
+    }
+
+    /// Copies `h` (the first octets of the ULPDU) as the header buffered.
+    fn set_hdr(&mut self, h: &[u8]) {
+        let n = h.len().min(RX_HDR);
+        if let (Some(d), Some(s)) = (self.rxc.hdr.get_mut(..n), h.get(..n)) {
+            d.copy_from_slice(s);
+        }
+        self.rxc.hdr_len = n;
+    }
+
+    /// The first header octets of an FPDU (or, in stage `Extended`, all
+    /// of them) are in `rxc.hdr`. Returns the header length to buffer when
+    /// the opcode's header is longer than what is there; the caller
+    /// extends the header and calls again.
+    fn header_in<H: Host + ?Sized>(&mut self, host: &mut H, ulpdu_len: u16) -> Option<usize> {
+        let n = self.rxc.hdr_len;
         if self.rxc.stage != Stage::Extended {
             // A new FPDU.
             self.rxc.ulpdu_len = ulpdu_len;
@@ -232,12 +267,13 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
                 } else {
                     self.rx_fail(host, MALFORMED);
                 }
-                return;
+                return None;
             }
+            let h = self.rxc.hdr();
             let (Some(&c0), Some(&c1)) = (h.first(), h.get(1)) else {
                 self.rxc.stage = Stage::Body;
                 self.rx_fail(host, MALFORMED);
-                return;
+                return None;
             };
             let tagged = c0 & 0x80 != 0;
             let ddp_len = if tagged {
@@ -252,13 +288,33 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
             .min(RX_HDR);
             let reachable = want.min(usize::from(ulpdu_len));
             if reachable > n {
-                self.mpa_rx.extend_header(want);
                 self.rxc.stage = Stage::Extended;
-                return;
+                return Some(want);
             }
         }
         self.rxc.stage = Stage::Body;
         self.full_header(host);
+        None
+    }
+
+    /// A whole FPDU whose ULPDU is `ulpdu` (its CRC checked): the same
+    /// steps as the events [`crate::mpa::Rx::poll`] gives for it, without
+    /// the per-event state machine.
+    fn rx_fpdu<H: Host + ?Sized>(&mut self, host: &mut H, ulpdu: &[u8]) {
+        let ulpdu_len = u16::try_from(ulpdu.len()).unwrap_or(u16::MAX);
+        // As the MPA receiver buffers it: the first two octets, then as
+        // many as the opcode's header has.
+        self.set_hdr(ulpdu.get(..2).unwrap_or(ulpdu));
+        if let Some(want) = self.header_in(host, ulpdu_len) {
+            self.set_hdr(ulpdu.get(..want).unwrap_or(ulpdu));
+            self.header_in(host, ulpdu_len);
+        }
+        if self.rxc.stage == Stage::Body {
+            if let Some(p) = ulpdu.get(self.rxc.hdr_len..).filter(|p| !p.is_empty()) {
+                self.on_payload(host, p);
+            }
+        }
+        self.on_complete(host);
     }
 
     /// The whole header (DDP + RDMAP) is in `rxc.hdr`.

@@ -1284,6 +1284,8 @@ fn crc_error_is_llp_terminate() {
     buf[25] ^= 1;
     p.b.rx(&mut p.hb, &SoftCrc32c, &buf[..n]);
     assert!(p.hb.events.contains(&Event::LocalTerminate(llp::CRC)));
+    // The FPDU came whole: its CRC was checked before any of it was placed.
+    assert!(p.hb.rbufs[0].iter().all(|&b| b == 0));
     p.pump();
     let t =
         p.ha.events
@@ -1297,6 +1299,41 @@ fn crc_error_is_llp_terminate() {
             })
             .unwrap();
     assert_eq!((t.error, t.ddp), (llp::CRC, None));
+}
+
+/// The same corruption with the FPDU split across inputs (one octet at a
+/// time: the streaming path, which places payload before the CRC field
+/// arrives): still an LLP CRC Terminate, and the receive is flushed.
+#[test]
+fn crc_error_in_split_fpdu_is_llp_terminate() {
+    let mut p = pair();
+    let l = p.ha.mr(0, 64, RW());
+    p.hb.post_recv(64);
+    post_a(
+        &mut p,
+        wr(
+            1,
+            SendOp::Send { invalidate: None },
+            20,
+            Local {
+                stag: l,
+                to: 0,
+                handle: 0,
+            },
+        ),
+    );
+    let mut buf = vec![0u8; 4096];
+    let n = p.a.tx(&mut p.ha, &SoftCrc32c, &mut buf);
+    buf[25] ^= 1;
+    for b in buf[..n].chunks(1) {
+        p.b.rx(&mut p.hb, &SoftCrc32c, b);
+    }
+    assert!(p.hb.events.contains(&Event::LocalTerminate(llp::CRC)));
+    assert!(p
+        .hb
+        .cq
+        .iter()
+        .any(|c| c.queue == WorkQueue::Recv && c.status == Status::Flushed));
 }
 
 #[test]
@@ -1478,11 +1515,12 @@ proptest! {
     #![proptest_config(ProptestConfig::default())]
 
     /// The resumable encoder produces exactly what `mpa::Tx::write` does,
-    /// for any output chunking.
+    /// for any output chunking (an output that holds a whole marker-free
+    /// FPDU takes its one-span path).
     #[test]
     fn encoder_matches_tx_write(
         msgs in proptest::collection::vec((0usize..40, 0usize..1500), 1..6),
-        chunks in proptest::collection::vec(1usize..700, 1..5),
+        chunks in proptest::collection::vec(1usize..2000, 1..5),
         crc: bool, markers: bool,
     ) {
         let mut m = Mock::default();
