@@ -9,7 +9,7 @@ use crate::crc::Crc32c;
 use crate::error::{self, TermError};
 use crate::mpa::markers;
 use crate::wire::commit as commitw;
-use crate::wire::fpdu::{pad_len, CRC_LEN, MARKER_LEN};
+use crate::wire::fpdu::{fpdu_len, pad_len, CRC_LEN, HEADER_LEN, MARKER_LEN};
 
 /// Largest ULPDU header the engine sends: untagged DDP header plus a
 /// Commit Request with the most regions.
@@ -193,6 +193,26 @@ impl FpduEncoder {
         let Some(cur) = self.cur.as_mut() else {
             return res;
         };
+        // A whole marker-free FPDU whose payload is copied (the slow path
+        // below would not offer it by reference) into one literal span.
+        if !markers_on && cur.phase == Phase::Len && cur.off == 0 {
+            let offer = cur.src != Src::None
+                && cur.payload_len > 0
+                && ref_min.is_some_and(|m| cur.payload_len >= m)
+                && out.can_ref();
+            let total = fpdu_len(usize::from(cur.ulpdu_len));
+            if !offer && out.literal_room() >= total {
+                let d = out.reserve(total);
+                if d.len() == total {
+                    res.error = Self::encode_whole(host, crc, crc_on, cur, d);
+                    self.pos = self.pos.wrapping_add(total as u32);
+                    self.cur = None;
+                    res.len = total;
+                    res.finished = true;
+                    return res;
+                }
+            }
+        }
         let mut at = 0usize;
         let mut pos = self.pos;
         while out.room() > 0 {
@@ -357,6 +377,49 @@ impl FpduEncoder {
         }
         res.len = at;
         res
+    }
+
+    /// Encodes the FPDU `cur` (not started, markers off) into `d`, which
+    /// is exactly its length; returns the payload read's error, if any
+    /// (its octets are sent as zeros, as the resumable path does).
+    fn encode_whole<H: Host + ?Sized, C: Crc32c + ?Sized>(
+        host: &mut H,
+        crc: &C,
+        crc_on: bool,
+        cur: &Cur,
+        d: &mut [u8],
+    ) -> Option<TermError> {
+        let mut error = None;
+        let body_end = HEADER_LEN + usize::from(cur.ulpdu_len);
+        let Some((covered, field)) = d.split_at_mut_checked(d.len().saturating_sub(CRC_LEN)) else {
+            return None;
+        };
+        if let Some(l) = covered.get_mut(..HEADER_LEN) {
+            l.copy_from_slice(&cur.ulpdu_len.to_be_bytes());
+        }
+        let hdr_end = HEADER_LEN + cur.hdr_len;
+        if let (Some(h), Some(s)) = (covered.get_mut(HEADER_LEN..hdr_end), cur.hdr.get(..cur.hdr_len)) {
+            h.copy_from_slice(s);
+        }
+        if let Some(p) = covered.get_mut(hdr_end..body_end).filter(|p| !p.is_empty()) {
+            let r = match cur.src.at(0) {
+                None => Err(error::rdmap::LOCAL_CATA),
+                Some(PayloadRef::Local { local, offset }) => host.read_source(&local, offset, p),
+                Some(PayloadRef::Tagged { stag, to }) => host.read_tagged(stag, to, p),
+            };
+            if let Err(e) = r {
+                p.fill(0);
+                error = Some(e);
+            }
+        }
+        if let Some(pad) = covered.get_mut(body_end..) {
+            pad.fill(0);
+        }
+        let v = if crc_on { crc.checksum(covered) } else { 0 };
+        if field.len() == CRC_LEN {
+            field.copy_from_slice(&v.to_le_bytes());
+        }
+        error
     }
 }
 

@@ -86,6 +86,8 @@ pub(crate) trait Out {
     /// Appends up to `max` literal octets and returns them to be filled
     /// (shorter than `max`, or empty, when space runs out).
     fn reserve(&mut self, max: usize) -> &mut [u8];
+    /// Literal octets [`Out::reserve`] would return now, at most.
+    fn literal_room(&self) -> usize;
     /// Whether a by-reference piece can be recorded.
     fn can_ref(&self) -> bool;
     /// Records `len` octets taken by reference.
@@ -108,6 +110,10 @@ impl Out for SliceOut<'_> {
         let at = self.at;
         self.at += n;
         self.buf.get_mut(at..at + n).unwrap_or(&mut [])
+    }
+
+    fn literal_room(&self) -> usize {
+        self.buf.len() - self.at
     }
 
     fn can_ref(&self) -> bool {
@@ -138,6 +144,18 @@ impl Out for TxPlan<'_> {
         self.used += n;
         self.len += n;
         self.buf.get_mut(at..at + n).unwrap_or(&mut [])
+    }
+
+    fn literal_room(&self) -> usize {
+        let extends = matches!(
+            self.n.checked_sub(1).and_then(|i| self.pieces.get(i)),
+            Some(Piece::Literal(_))
+        );
+        if extends || self.n < self.pieces.len() {
+            (self.budget - self.len).min(self.buf.len() - self.used)
+        } else {
+            0
+        }
     }
 
     fn can_ref(&self) -> bool {
