@@ -121,11 +121,11 @@ impl Qp {
         let mut zc = self.zc.lock();
         // Octets a copying round left unsent go first (a zero-copy round
         // falls back to copying when it has no page for its headers).
-        let copy_pending = {
+        let copy_pending = || {
             let st = self.stream.lock();
             st.tx_off < st.tx_len
         };
-        if zc.min.is_some() && !copy_pending {
+        if zc.min.is_some() && !copy_pending() {
             self.tx_round_zc(&mut zc)
         } else {
             drop(zc);
@@ -138,6 +138,7 @@ impl Qp {
     pub(crate) fn tx_round_copy(self: &Arc<Self>) -> TxRound {
         let mut events = Events::default();
         let mut failed_out = false;
+        let mut drained = false;
         // The buffer comes with the first copying round, allocated here in
         // process context: a connected QP that never copies holds none.
         let fresh = if self.stream.lock().tx.is_empty() {
@@ -171,6 +172,10 @@ impl Qp {
                 } else {
                     let mut host = QpHost { qp: self, st: &mut st.host, events: &mut events, zc: None };
                     let n = engine.tx(&mut host, &KernelCrc32c, &mut st.tx);
+                    // Room was left and nothing is half sent: the engine
+                    // had no more to give (another post meanwhile finds
+                    // this run going and has it run again, `tx_missed`).
+                    drained = n < st.tx.len() && !engine.wants_tx() && !engine.is_done();
                     if n == 0 && engine.state() == EngineState::Error {
                         // The Terminate, if any, is in the socket: flush what
                         // was posted while the stream failed, then close the
@@ -215,7 +220,15 @@ impl Qp {
             st.tx_off = off;
             st.tx_len = len;
         }
-        self.round_end(lost, blocked)
+        match self.round_end(lost, blocked) {
+            // All of it left and the engine had no more: no second round
+            // to find nothing (a message's one round trip of the locks).
+            TxRound::More if drained => {
+                self.fin_if_pending();
+                TxRound::Done
+            }
+            r => r,
+        }
     }
 
     /// The end of a TX round that sent: the socket is gone (`lost`), full
