@@ -6,7 +6,9 @@
 # hrtimer software event: no PMU under TCG), two namespaces joined by
 # veth, each implementation twice in one boot. Prints each run's latency,
 # the share of samples by object (kernel, rsiw.ko, siw.ko, libraries,
-# qperf, idle) and the top symbols; perf.data and the full reports stay in
+# qperf, idle), the top symbols and the inclusive shares of the message
+# path's entry points (doorbell, TCP, softirq, the drivers' callbacks);
+# perf.data and the full reports stay in
 # $OUT/profile-IMPL-N.*. Needs perf on the host (Debian linux-perf; the
 # guest's root is the host's).
 #   scripts/vm-run.sh --append kunit.enable=0 -- tools/vmtest/profile.sh [SECONDS]
@@ -46,10 +48,16 @@ for impl in rsiw siw rsiw siw; do
 		-g caller,0,callee,function,percent --stdio 2>/dev/null >$p.irqoff.txt
 	perf script -i $W/perf.data -F ip,sym,symoff,dso -G 2>/dev/null | awk '/\[rsiw\]|rsiw\.ko/ {print $2}' |
 		sort | uniq -c | sort -rn >$p.offsets.txt
+	# Inclusive shares: the post path (the doorbell system call down to
+	# the veth), the receive path (softirq, TCP, the driver's callback)
+	# and the wakeup, for rsiw and siw alike.
+	perf report -i $W/perf.data --children --sort sym -g none --stdio 2>/dev/null | grep -v '^#' | grep . >$p.children.txt
 	cp $W/qperf.txt $p.qperf.txt
 	echo "== $impl run $n: latency $lat, $(perf report -i $W/perf.data --stdio 2>/dev/null | sed -n 's/^# Samples: \([^ ]*\).*/\1/p' | head -1) samples"
 	echo "-- by object:"; head -8 $p.dso.txt
 	echo "-- top symbols:"; head -30 $p.sym.txt
+	echo "-- inclusive (children) of the message path:"
+	grep -E ' (ksys_write|ksys_ioctl|ib_uverbs_write|ib_uverbs_ioctl|ib_uverbs_post_send|ib_uverbs_post_recv|tcp_sendmsg|tcp_sendmsg_locked|__dev_queue_xmit|net_rx_action|__netif_receive_skb_core.*|tcp_v4_rcv|tcp_rcv_established|tcp_read_sock|__tcp_read_sock|ib_uverbs_comp_handler|ib_uverbs_event_read|try_to_wake_up|schedule|.*data_ready.*|.*doorbell.*|.*tx_rounds.*|.*tx_round_copy.*|.*rx_queued.*|siw_.*)$' $p.children.txt | head -40
 	rm -f $W/perf.data
 done
 rm -rf "$W"

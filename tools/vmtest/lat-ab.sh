@@ -1,0 +1,84 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Benchmark (not a test): the 64-byte latency of two builds of rsiw (the
+# module and its provider), A (before a change) and B (after), each a
+# built tree, beside Linux siw and plain TCP in one
+# boot, rounds interleaved (A, B, siw, TCP, A, B, ...), two namespaces
+# joined by veth (bench_netns). `qperf -cm1 -m 64 rc_lat` / `tcp_lat`, its
+# one-way latency. Prints one line per run, then the medians and ratios.
+#   scripts/vm-run.sh --append kunit.enable=0 -- tools/vmtest/lat-ab.sh \
+#       OLD_TREE NEW_TREE [ROUNDS [SECONDS]]
+# Each tree: rsiw.ko (`make modules`) and tools/provider/librsiw*.so
+# (`make -C tools/provider`), outside /tmp (the guest hides it).
+# LAT_PIN=1: the server on vCPU 0, the client on vCPU 1 (taskset), so a
+# message wakes a process on the other vCPU rather than switching to it.
+set -u
+. "$(dirname "$0")/lib.sh"
+tree_a=$1 tree_b=$2 rounds=${3:-5} secs=${4:-3}
+ADDR_A=10.98.0.1 ADDR_B=10.98.0.2
+pin_a= pin_b=
+if [ "${LAT_PIN:-0}" = 1 ]; then pin_a="taskset -c 0" pin_b="taskset -c 1"; fi
+ina() { ip netns exec bA "$@"; }
+inb() { ip netns exec bB "$@"; }
+bench_netns $ADDR_A $ADDR_B || { echo "lat-ab: no namespaces"; exit 1; }
+modprobe siw || { echo "lat-ab: no siw"; exit 1; }
+# server TREE|-: a qperf server with TREE's provider (siw's is the
+# system's, found as well); it forks per test, loading providers afresh.
+qs=
+server() {
+	[ -n "$qs" ] && { kill "$qs"; wait "$qs" 2>/dev/null; }
+	if [ "$1" = - ]; then unset RDMAV_DRIVERS; else export RDMAV_DRIVERS=$1/tools/provider/librsiw; fi
+	ina $pin_a qperf >/dev/null 2>&1 &
+	qs=$!
+	sleep 1
+}
+
+# run IMPL: one qperf latency figure in µs (empty on failure).
+run() {
+	local out
+	case $1 in
+	tcp) out=$(inb $pin_b qperf -t "$secs" -m 64 $ADDR_A tcp_lat 2>&1) ;;
+	*) out=$(inb $pin_b qperf -t "$secs" -cm1 -m 64 $ADDR_A rc_lat 2>&1) ;;
+	esac
+	echo "$out" | awk '/latency/ { v = $3; if ($4 == "ms") v *= 1000; if ($4 == "ns") v /= 1000; print v }'
+}
+
+up() {
+	ina rdma link add "${1}0" type "$2" netdev bcA && inb rdma link add "${1}1" type "$2" netdev bcB
+}
+down() { rdma link delete "${1}0"; rdma link delete "${1}1"; }
+
+declare -A all m
+for r in $(seq 1 "$rounds"); do
+	for impl in A B siw tcp; do
+		case $impl in
+		A | B)
+			tree=$tree_a
+			[ $impl = B ] && tree=$tree_b
+			insmod "$tree/rsiw.ko" || { echo "lat-ab: insmod $tree/rsiw.ko failed"; continue; }
+			server "$tree"
+			up rsiw rsiw
+			v=$(run rc)
+			down rsiw
+			rmmod rsiw
+			;;
+		siw) server -; up siw siw; v=$(run rc); down siw ;;
+		tcp) v=$(run tcp) ;;
+		esac
+		echo "lat-ab: round $r $impl ${v:-failed} us"
+		all[$impl]="${all[$impl]:-} ${v:-}"
+	done
+done
+kill $qs 2>/dev/null
+wait $qs 2>/dev/null
+
+median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
+for impl in A B siw tcp; do
+	m[$impl]=$(echo "${all[$impl]}" | median)
+	echo "lat-ab: median $impl ${m[$impl]:-none} us (runs:${all[$impl]})"
+done
+if [ -n "${m[A]:-}" ] && [ -n "${m[B]:-}" ] && [ -n "${m[siw]:-}" ] && [ -n "${m[tcp]:-}" ]; then
+	awk -v a="${m[A]}" -v b="${m[B]}" -v s="${m[siw]}" -v t="${m[tcp]}" 'BEGIN {
+		printf "lat-ab: A/siw %.2f  B/siw %.2f  A/tcp %.2f  B/tcp %.2f  B/A %.2f\n", a / s, b / s, a / t, b / t, b / a }'
+fi
