@@ -4,7 +4,9 @@
 //! the input; then a round trip of the same bytes as ULPDUs through the
 //! sender and the receiver. The receiver places payload itself
 //! (`Rx::poll_into`, fused copy + CRC) into a destination whose size comes
-//! from the input too (0: `Rx::poll`).
+//! from the input too (0: `Rx::poll`). With the input's fast bit set, an
+//! FPDU that lies whole in what is left of a chunk goes through
+//! `Rx::whole` instead, mixed with the streaming calls.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -29,6 +31,7 @@ fuzz_target!(|data: &[u8]| {
     let header_len = usize::from(cfg[1]);
     let chunk = |k: usize| 1 + usize::from(cfg[2 + k % 2]);
     let cap = usize::from(cfg[2] ^ cfg[3]);
+    let fast = cfg[0] & 0x80 != 0;
     let mut dst = [0u8; 256];
 
     // Arbitrary stream: must never panic, ranges stay inside the input.
@@ -44,6 +47,20 @@ fuzz_target!(|data: &[u8]| {
         let piece = &rest[at..at + n];
         let mut off = 0;
         while off < piece.len() {
+            if fast {
+                let before = rx.position();
+                match rx.whole(&HwCrc, &piece[off..]) {
+                    Ok(Some((r, used))) => {
+                        assert!(used <= piece.len() - off && r.start == 2 && r.end + 4 <= used);
+                        assert!(rx.at_boundary());
+                        assert_eq!(rx.position(), before.wrapping_add(used as u32));
+                        off += used;
+                        continue;
+                    }
+                    Ok(None) => assert_eq!(rx.position(), before),
+                    Err(_) => break 'outer,
+                }
+            }
             match rx.poll_into(&HwCrc, &piece[off..], &mut dst[..cap]) {
                 Ok(step) => {
                     assert!(step.consumed <= piece.len() - off);
@@ -98,6 +115,15 @@ fuzz_target!(|data: &[u8]| {
     for piece in wire.chunks(chunk(0)) {
         let mut off = 0;
         while off < piece.len() {
+            if fast {
+                if let Some((r, used)) = rx.whole(&HwCrc, &piece[off..]).expect("valid stream") {
+                    assert!(rx.at_boundary());
+                    assert_eq!(&piece[off..][r], msgs[done]);
+                    done += 1;
+                    off += used;
+                    continue;
+                }
+            }
             let step = rx
                 .poll_into(&HwCrc, &piece[off..], &mut dst[..cap])
                 .expect("valid stream");
