@@ -391,9 +391,7 @@ impl FpduEncoder {
     ) -> Option<TermError> {
         let mut error = None;
         let body_end = HEADER_LEN + usize::from(cur.ulpdu_len);
-        let Some((covered, field)) = d.split_at_mut_checked(d.len().saturating_sub(CRC_LEN)) else {
-            return None;
-        };
+        let (covered, field) = d.split_at_mut_checked(d.len().saturating_sub(CRC_LEN))?;
         if let Some(l) = covered.get_mut(..HEADER_LEN) {
             l.copy_from_slice(&cur.ulpdu_len.to_be_bytes());
         }
