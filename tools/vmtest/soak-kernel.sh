@@ -63,12 +63,10 @@ slab_settled() {
 	sync
 	echo 3 >/proc/sys/vm/drop_caches
 	sleep 2
-	for f in /sys/kernel/slab/*/shrink; do echo 1 >"$f" 2>/dev/null; done
-	sleep 1
+	slab_shrink
 	meminfo_kb SUnreclaim
 }
-tw() { awk '$1 == "TCP:" { for (i = 2; i < NF; i++) if ($i == "tw") print $(i + 1) }' /proc/net/sockstat; }
-tcp_back() { [ "$(tcp_alloc)" -le "$alloc0" ] && [ "$(tw)" -le "$tw0" ]; }
+tcp_back() { [ "$(tcp_alloc)" -le "$alloc0" ] && [ "$(tw_count)" -le "$tw0" ]; }
 
 # load NAME QPS ROUNDS: insmod (the suite runs inside it) with kernel
 # memory sampled meanwhile, the KUnit result checked (this load's part of
@@ -116,20 +114,16 @@ slab_growth() {
 		sort -nr | head -8 | while read -r d c; do printf '#   %-24s +%d\n' "$c" "$d"; done
 }
 
-# in_use SLABINFO: kB of slab objects in use (active objects x size), all
-# caches: what is left allocated, without the capacity SLUB keeps.
-in_use() { awk '$1 !~ /^#|^slabinfo/ { a += $2 * $4 } END { print int(a / 1024) }' "$1" 2>/dev/null; }
-
 # peak FILE COLUMN max|min: the extreme of a sampled column.
 peak() { awk -v c="$2" -v m="$3" 'NR == 1 || (m == "max" ? $c > v : $c < v) { v = $c } END { print v + 0 }' "$1"; }
 
 # --- warm-up: first-use allocations (rdma_cm, iw_cm, TCP, caches) ---
 alloc0=$(tcp_alloc)
-tw0=$(tw)
+tw0=$(tw_count)
 load warmup 16 1
 
 alloc0=$(tcp_alloc)
-tw0=$(tw)
+tw0=$(tw_count)
 sunr0=$(slab_settled)
 slab0=$(meminfo_kb Slab)
 free0=$(meminfo_kb MemFree)

@@ -54,6 +54,34 @@ sunreclaim_settled() {
 	meminfo_kb SUnreclaim
 }
 
+# in_use SLABINFO [SKIP]: kB of slab objects in use (active objects x
+# size), all caches but those matching the regex SKIP: what is left
+# allocated, without the capacity SLUB keeps. SLUB counts the free
+# objects of per-CPU slabs as active: read slabinfo after slab_shrink.
+in_use() {
+	awk -v skip="${2:-^$}" '$1 !~ /^#|^slabinfo/ && $1 !~ skip { a += $2 * $4 } END { print int(a / 1024) }' "$1" 2>/dev/null
+}
+
+# slab_shrink: every slab cache shrunk (per-CPU slabs flushed, empty
+# slabs released), RCU given time.
+slab_shrink() {
+	for f in /sys/kernel/slab/*/shrink; do echo 1 >"$f" 2>/dev/null; done
+	sleep 1
+}
+
+# TCP's TIME_WAIT state (60 s after each close; counted by `tw` in
+# /proc/net/sockstat, not a leak): its caches, for in_use's SKIP.
+TW_CACHES='^(tw_sock_TCP|tcp_bind_bucket|tcp_bind2_bucket)$'
+
+# tw_count [NS]: TCP sockets in TIME_WAIT (/proc/net/sockstat) in this
+# namespace or NS.
+tw_count() {
+	local ns=()
+	[ -n "${1:-}" ] && ns=(ip netns exec "$1")
+	"${ns[@]}" awk '$1 == "TCP:" { for (i = 2; i < NF; i++) if ($i == "tw") print $(i + 1) }' /proc/net/sockstat
+}
+
+
 # slab_objs CACHE: active objects of a slab cache (empty without slabinfo).
 slab_objs() { awk -v c="$1" '$1 == c { print $2 }' /proc/slabinfo 2>/dev/null; }
 
