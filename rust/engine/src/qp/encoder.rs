@@ -43,6 +43,21 @@ impl Src {
     }
 }
 
+/// Reads payload from `src` into `d`; on failure `d` is zeroed (the
+/// octets still go out) and the error returned.
+fn read_payload<H: Host + ?Sized>(host: &mut H, src: Option<PayloadRef>, d: &mut [u8]) -> Option<TermError> {
+    let r = match src {
+        None => Err(error::rdmap::LOCAL_CATA),
+        Some(PayloadRef::Local { local, offset }) => host.read_source(&local, offset, d),
+        Some(PayloadRef::Tagged { stag, to }) => host.read_tagged(stag, to, d),
+    };
+    let e = r.err();
+    if e.is_some() {
+        d.fill(0);
+    }
+    e
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
     Len,
@@ -306,17 +321,7 @@ impl FpduEncoder {
                         let d = out.reserve(want);
                         n = d.len();
                         if n > 0 {
-                            let r = match by_ref {
-                                None => Err(error::rdmap::LOCAL_CATA),
-                                Some(PayloadRef::Local { local, offset }) => {
-                                    host.read_source(&local, offset, d)
-                                }
-                                Some(PayloadRef::Tagged { stag, to }) => {
-                                    host.read_tagged(stag, to, d)
-                                }
-                            };
-                            if let Err(e) = r {
-                                d.fill(0);
+                            if let Some(e) = read_payload(host, by_ref, d) {
                                 res.error.get_or_insert(e);
                             }
                             if crc_on {
@@ -400,15 +405,7 @@ impl FpduEncoder {
             h.copy_from_slice(s);
         }
         if let Some(p) = covered.get_mut(hdr_end..body_end).filter(|p| !p.is_empty()) {
-            let r = match cur.src.at(0) {
-                None => Err(error::rdmap::LOCAL_CATA),
-                Some(PayloadRef::Local { local, offset }) => host.read_source(&local, offset, p),
-                Some(PayloadRef::Tagged { stag, to }) => host.read_tagged(stag, to, p),
-            };
-            if let Err(e) = r {
-                p.fill(0);
-                error = Some(e);
-            }
+            error = read_payload(host, cur.src.at(0), p);
         }
         if let Some(pad) = covered.get_mut(body_end..) {
             pad.fill(0);

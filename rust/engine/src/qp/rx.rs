@@ -93,6 +93,15 @@ impl RxCur {
     fn hdr(&self) -> &[u8] {
         self.hdr.get(..self.hdr_len).unwrap_or(&[])
     }
+
+    /// Copies `h` (the first octets of the ULPDU) as the header buffered.
+    fn set_hdr(&mut self, h: &[u8]) {
+        let n = h.len().min(RX_HDR);
+        if let (Some(d), Some(s)) = (self.hdr.get_mut(..n), h.get(..n)) {
+            d.copy_from_slice(s);
+        }
+        self.hdr_len = n;
+    }
 }
 
 fn rdmap_header_len(op: Opcode, ulpdu_len: usize, ddp_len: usize) -> usize {
@@ -225,24 +234,10 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
     }
 
     fn on_header<H: Host + ?Sized>(&mut self, host: &mut H, ulpdu_len: u16) {
-        let h = self.mpa_rx.header();
-        let n = h.len().min(RX_HDR);
-        if let (Some(d), Some(s)) = (self.rxc.hdr.get_mut(..n), h.get(..n)) {
-            d.copy_from_slice(s);
-        }
-        self.rxc.hdr_len = n;
+        self.rxc.set_hdr(self.mpa_rx.header());
         if let Some(want) = self.header_in(host, ulpdu_len) {
             self.mpa_rx.extend_header(want);
         }
-    }
-
-    /// Copies `h` (the first octets of the ULPDU) as the header buffered.
-    fn set_hdr(&mut self, h: &[u8]) {
-        let n = h.len().min(RX_HDR);
-        if let (Some(d), Some(s)) = (self.rxc.hdr.get_mut(..n), h.get(..n)) {
-            d.copy_from_slice(s);
-        }
-        self.rxc.hdr_len = n;
     }
 
     /// The first header octets of an FPDU (or, in stage `Extended`, all
@@ -304,9 +299,9 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
         let ulpdu_len = u16::try_from(ulpdu.len()).unwrap_or(u16::MAX);
         // As the MPA receiver buffers it: the first two octets, then as
         // many as the opcode's header has.
-        self.set_hdr(ulpdu.get(..2).unwrap_or(ulpdu));
+        self.rxc.set_hdr(ulpdu.get(..2).unwrap_or(ulpdu));
         if let Some(want) = self.header_in(host, ulpdu_len) {
-            self.set_hdr(ulpdu.get(..want).unwrap_or(ulpdu));
+            self.rxc.set_hdr(ulpdu.get(..want).unwrap_or(ulpdu));
             self.header_in(host, ulpdu_len);
         }
         if self.rxc.stage == Stage::Body {

@@ -1261,8 +1261,9 @@ fn bad_local_source_fails_the_wr_whole_and_ends_the_stream() {
         .any(|e| matches!(e, Event::TerminateReceived(t) if t.error == rdmape::LOCAL_CATA)));
 }
 
-#[test]
-fn crc_error_is_llp_terminate() {
+/// A pair where a posted a 20-octet Send (b has a receive posted), and
+/// a's FPDU of it with one payload bit flipped.
+fn send_with_bad_crc() -> (Pair, Vec<u8>) {
     let mut p = pair();
     let l = p.ha.mr(0, 64, RW());
     p.hb.post_recv(64);
@@ -1281,8 +1282,15 @@ fn crc_error_is_llp_terminate() {
     );
     let mut buf = vec![0u8; 4096];
     let n = p.a.tx(&mut p.ha, &SoftCrc32c, &mut buf);
+    buf.truncate(n);
     buf[25] ^= 1;
-    p.b.rx(&mut p.hb, &SoftCrc32c, &buf[..n]);
+    (p, buf)
+}
+
+#[test]
+fn crc_error_is_llp_terminate() {
+    let (mut p, buf) = send_with_bad_crc();
+    p.b.rx(&mut p.hb, &SoftCrc32c, &buf);
     assert!(p.hb.events.contains(&Event::LocalTerminate(llp::CRC)));
     // The FPDU came whole: its CRC was checked before any of it was placed.
     assert!(p.hb.rbufs[0].iter().all(|&b| b == 0));
@@ -1306,26 +1314,8 @@ fn crc_error_is_llp_terminate() {
 /// arrives): still an LLP CRC Terminate, and the receive is flushed.
 #[test]
 fn crc_error_in_split_fpdu_is_llp_terminate() {
-    let mut p = pair();
-    let l = p.ha.mr(0, 64, RW());
-    p.hb.post_recv(64);
-    post_a(
-        &mut p,
-        wr(
-            1,
-            SendOp::Send { invalidate: None },
-            20,
-            Local {
-                stag: l,
-                to: 0,
-                handle: 0,
-            },
-        ),
-    );
-    let mut buf = vec![0u8; 4096];
-    let n = p.a.tx(&mut p.ha, &SoftCrc32c, &mut buf);
-    buf[25] ^= 1;
-    for b in buf[..n].chunks(1) {
+    let (mut p, buf) = send_with_bad_crc();
+    for b in buf.chunks(1) {
         p.b.rx(&mut p.hb, &SoftCrc32c, b);
     }
     assert!(p.hb.events.contains(&Event::LocalTerminate(llp::CRC)));
