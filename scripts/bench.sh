@@ -45,7 +45,9 @@
 #            siw (tools/vmtest/profile.sh: perf record in the guest, two
 #            namespaces joined by veth, SECONDS per run, default 4);
 #            installs linux-perf and qperf if missing; the reports stay in
-#            $RSIW_CACHE/bench/profile-DATE.
+#            $RSIW_CACHE/bench/profile-DATE. PROFILE_TEST=ib_write_bw
+#            (or ib_read_bw, ib_send_bw): 64 KiB perftest bandwidth
+#            instead, PROFILE_ITERS messages (default 3000).
 #
 #   scripts/bench.sh --engine-cost
 #            the engine's instructions per 64-byte Send message (TX and RX,
@@ -80,7 +82,7 @@ fi
 if [ "${1:-}" = --profile ]; then
 	secs=${2:-4}
 	# The guest runs the host's programs (read-only root).
-	need_debs linux-perf qperf rdmacm-utils iproute2
+	need_debs linux-perf qperf perftest rdmacm-utils iproute2
 	kdir=$(resolve_kdir)
 	make -s KDIR="$kdir" modules
 	make -s -C tools/provider
@@ -88,7 +90,8 @@ if [ "${1:-}" = --profile ]; then
 	mkdir -p "$out"
 	rc=0
 	scripts/vm-run.sh --quiet --timeout 1800 --out "$out" --append kunit.enable=0 \
-		-- tools/vmtest/profile.sh "$secs" || rc=$?
+		-- env PROFILE_TEST="${PROFILE_TEST:-rc_lat}" PROFILE_ITERS="${PROFILE_ITERS:-3000}" \
+		tools/vmtest/profile.sh "$secs" || rc=$?
 	cat "$out/output.log" 2>/dev/null || true
 	log "reports in $out"
 	exit "$rc"

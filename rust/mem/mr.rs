@@ -320,10 +320,11 @@ impl Mr {
     }
 
     /// The region the engine's validators see, if `stag` names this MR
-    /// with its current key.
+    /// with its current key. A deregistered MR (its memory detached) has none: the table no
+    /// longer names it, and a cached reference must ask the table again.
     pub(crate) fn region(&self, stag: u32) -> Option<Region> {
         let st = self.state.lock();
-        (st.key == stag_key(stag)).then(|| Region {
+        (st.key == stag_key(stag) && !matches!(st.mem, Memory::None)).then(|| Region {
             base_to: st.iova,
             len: st.len,
             access: engine_access(st.access),
@@ -369,9 +370,20 @@ impl Mr {
     /// Copies `src` to `to` through `stag` (state, key and bounds checked
     /// under the lock; PD and rights are the caller's, see [`Mr::check`]).
     pub(crate) fn copy_to(&self, stag: u32, to: u64, src: &[u8]) -> Result<(), MrError> {
+        self.copy_to_as(stag, None, to, src)
+    }
+
+    /// Copies from `to` through `stag` into `dst` (checks as [`Mr::copy_to`]).
+    pub(crate) fn copy_from(&self, stag: u32, to: u64, dst: &mut [u8]) -> Result<(), MrError> {
+        self.copy_from_as(stag, None, to, dst)
+    }
+
+    /// [`Mr::copy_to`], with every check of [`Mr::check`] for a QP of PD
+    /// `as_.0` needing rights `as_.1` first when `as_` is given: one lock
+    /// for the checks and the copy.
+    pub(crate) fn copy_to_as(&self, stag: u32, as_: Option<(u32, u32)>, to: u64, src: &[u8]) -> Result<(), MrError> {
         let st = self.state.lock();
-        Self::check_locked(&st, stag, to, src.len() as u64)?;
-        let off = region_offset(st.iova, st.len, to, src.len() as u64)?;
+        let off = self.checks(&st, stag, as_, to, src.len() as u64)?;
         let res = match &st.mem {
             Memory::Kernel(k) => k.write(to, src),
             Memory::Pages(p) => p.write(st.first_offset.checked_add(off).ok_or(MrError::Bounds)?, src),
@@ -380,17 +392,29 @@ impl Mr {
         res.map_err(|_| MrError::Bounds)
     }
 
-    /// Copies from `to` through `stag` into `dst` (checks as [`Mr::copy_to`]).
-    pub(crate) fn copy_from(&self, stag: u32, to: u64, dst: &mut [u8]) -> Result<(), MrError> {
+    /// [`Mr::copy_from`], checked as [`Mr::copy_to_as`].
+    pub(crate) fn copy_from_as(&self, stag: u32, as_: Option<(u32, u32)>, to: u64, dst: &mut [u8]) -> Result<(), MrError> {
         let st = self.state.lock();
-        Self::check_locked(&st, stag, to, dst.len() as u64)?;
-        let off = region_offset(st.iova, st.len, to, dst.len() as u64)?;
+        let off = self.checks(&st, stag, as_, to, dst.len() as u64)?;
         let res = match &st.mem {
             Memory::Kernel(k) => k.read(to, dst),
             Memory::Pages(p) => p.read(st.first_offset.checked_add(off).ok_or(MrError::Bounds)?, dst),
             Memory::None => return Err(MrError::InvalidStag),
         };
         res.map_err(|_| MrError::Bounds)
+    }
+
+    /// A copy's checks under the lock: all of them for a QP of PD `as_.0`
+    /// needing `as_.1`, or state, key and bounds only. Returns the offset
+    /// of `to` in the region.
+    fn checks(&self, st: &MrState, stag: u32, as_: Option<(u32, u32)>, to: u64, len: u64) -> Result<u64, MrError> {
+        match as_ {
+            Some((pd, need)) => self.check_all(st, stag, pd, to, len, need),
+            None => {
+                Self::check_locked(st, stag, to, len)?;
+                region_offset(st.iova, st.len, to, len)
+            }
+        }
     }
 
     /// RDMA Commit of `len` octets at `to` through `stag` (checked like a
@@ -650,14 +674,16 @@ impl StagTable {
         Ok(mr)
     }
 
-    /// Copies `src` into the MR `stag` names at `to` (Host::place_tagged,
-    /// receive placement into an SGE).
+    /// Copies `src` into the MR `stag` names at `to` (the self-tests'; a
+    /// QP goes through its [`MrCache`]).
+    #[cfg(rsiw_kunit)]
     pub(crate) fn copy_to_mr(&self, stag: u32, to: u64, src: &[u8]) -> Result<(), MrError> {
         self.get(stag).ok_or(MrError::InvalidStag)?.copy_to(stag, to, src)
     }
 
-    /// Copies from the MR `stag` names at `to` into `dst` (Read Response
-    /// source, send data).
+    /// Copies from the MR `stag` names at `to` into `dst` (as
+    /// [`StagTable::copy_to_mr`]).
+    #[cfg(rsiw_kunit)]
     pub(crate) fn copy_from_mr(&self, stag: u32, to: u64, dst: &mut [u8]) -> Result<(), MrError> {
         self.get(stag).ok_or(MrError::InvalidStag)?.copy_from(stag, to, dst)
     }
@@ -670,6 +696,54 @@ impl StagTable {
     /// `IB_WR_LOCAL_INV` or remote invalidation of `stag` by a QP of `pd`.
     pub(crate) fn invalidate(&self, stag: u32, pd: u32) -> Result<(), MrError> {
         self.get(stag).ok_or(MrError::InvalidStag)?.invalidate(stag, pd)
+    }
+}
+
+/// The MRs of the last two STags a QP's stream used, most recent first.
+/// The FPDUs of a message and the SGEs of a queue's WRs name the same few
+/// STags, so most accesses skip the device's table (its lock, the
+/// XArray's and a reference count). An entry is a shortcut, never a
+/// decision: an access that fails on a cached MR (invalidated,
+/// deregistered, or its index since given to another MR) asks the table
+/// again. A deregistered MR an entry still holds has no memory left
+/// ([`StagTable::deregister`] detaches it); it is dropped when its entry
+/// is replaced or the cache goes with its QP.
+#[derive(Default)]
+pub(crate) struct MrCache(core::cell::Cell<[Option<(u32, Arc<Mr>)>; 2]>);
+
+impl MrCache {
+    /// Runs `f` on the MR `stag` names: a cached one first, then the one
+    /// `get` finds (the table's) if that fails or none is cached, which
+    /// is cached when `f` succeeds on it. `f` must leave the MR as it was
+    /// when it fails (an MR's copies check before they copy).
+    pub(crate) fn with<R>(
+        &self,
+        stag: u32,
+        get: impl FnOnce() -> Option<Arc<Mr>>,
+        mut f: impl FnMut(&Mr) -> Result<R, MrError>,
+    ) -> Result<R, MrError> {
+        let mut ents = self.0.take();
+        if let Some(i) = ents.iter().position(|e| matches!(e, Some((s, _)) if *s == stag)) {
+            if let Some((_, mr)) = &ents[i] {
+                if let Ok(v) = f(mr) {
+                    ents.swap(0, i);
+                    self.0.set(ents);
+                    return Ok(v);
+                }
+            }
+        }
+        self.0.set(ents);
+        let mr = get().ok_or(MrError::InvalidStag)?;
+        let v = f(&mr)?;
+        let mut ents = self.0.take();
+        // The entry of `stag` if there is one (its MR failed), else the
+        // older one, makes room; its MR is dropped once the cache is whole.
+        let i = ents.iter().position(|e| matches!(e, Some((s, _)) if *s == stag)).unwrap_or(1);
+        let old = ents[i].replace((stag, mr));
+        ents.swap(0, i);
+        self.0.set(ents);
+        drop(old);
+        Ok(v)
     }
 }
 
@@ -769,6 +843,56 @@ mod tests {
         assert!(table.get(new).is_none());
         // Index 0 never resolves.
         assert!(table.get(0x5A).is_none());
+        Ok(())
+    }
+
+    /// The cache answers from its entries, never against the MRs: a hit
+    /// skips the table, a cached MR that fails (invalidated, deregistered)
+    /// sends the access to the table, and what the table names replaces it.
+    #[test]
+    fn mr_cache_is_only_a_shortcut() -> Result {
+        let table = KBox::pin_init(StagTable::new(), GFP_KERNEL)?;
+        let reg = |mr: &Arc<Mr>, key: u8| -> Result<u32> {
+            let stag = table.insert(mr)? | u32::from(key);
+            mr.fast_register(7, &FastReg { key: stag, iova: 0, length: 0, access: ib::LOCAL_WRITE })?;
+            Ok(stag)
+        };
+        let a = Mr::new_fast_reg(7, 1)?;
+        let sa = reg(&a, 0x11)?;
+        let check = |stag: u32| move |mr: &Mr| mr.check(stag, 7, 0, 0, 0);
+        let cache = MrCache::default();
+        // A miss asks the table; the MR is then cached.
+        assert_eq!(cache.with(sa, || table.get(sa), check(sa)), Ok(()));
+        assert_eq!(cache.with(sa, || None, check(sa)), Ok(()));
+        // Another STag: two entries, the least recent goes at the third.
+        let b = Mr::new_fast_reg(7, 1)?;
+        let sb = reg(&b, 0x22)?;
+        assert_eq!(cache.with(sb, || table.get(sb), check(sb)), Ok(()));
+        assert_eq!(cache.with(sa, || None, check(sa)), Ok(()));
+        assert_eq!(cache.with(sb, || None, check(sb)), Ok(()));
+        let c = Mr::new_fast_reg(7, 1)?;
+        let sc = reg(&c, 0x33)?;
+        assert_eq!(cache.with(sc, || table.get(sc), check(sc)), Ok(()));
+        assert_eq!(cache.with(sb, || None, check(sb)), Ok(()));
+        assert_eq!(cache.with(sa, || None, check(sa)), Err(MrError::InvalidStag));
+        // Invalidated: the cached MR fails, so does the table's (the same).
+        table.invalidate(sb, 7)?;
+        let mut asked = false;
+        assert_eq!(cache.with(sb, || { asked = true; table.get(sb) }, check(sb)), Err(MrError::InvalidStag));
+        assert!(asked);
+        // Deregistered while cached, its STag since naming another MR
+        // (`get` plays the table: its cursor comes back to an index only
+        // after 2^24 registrations): the access reaches the new MR, which
+        // then replaces the old one in the cache.
+        table.deregister(&c);
+        let d = Mr::new_fast_reg(7, 1)?;
+        let _ = reg(&d, 0x33)?;
+        assert_eq!(c.check(sc, 7, 0, 0, 0), Err(MrError::InvalidStag));
+        assert_eq!(cache.with(sc, || Some(d.clone()), check(sc)), Ok(()));
+        assert_eq!(cache.with(sc, || None, |mr: &Mr| Ok(core::ptr::eq(mr, &*d))), Ok(true));
+        for mr in [&a, &b, &d] {
+            table.deregister(mr);
+        }
         Ok(())
     }
 

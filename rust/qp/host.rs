@@ -51,6 +51,12 @@ impl QpHost<'_> {
         self.qp.links.device().stags()
     }
 
+    /// Runs `f` on the MR `stag` names, through the stream's cache of
+    /// recent MRs (see [`MrCache`]).
+    pub(crate) fn with_mr<R>(&self, stag: u32, f: impl FnMut(&Mr) -> Result<R, MrError>) -> Result<R, MrError> {
+        self.st.mrs.with(stag, || self.stags().get(stag), f)
+    }
+
     /// Copies between `sges` (starting `offset` bytes in) and `buf`.
     pub(crate) fn scatter_gather(
         &self,
@@ -72,19 +78,16 @@ impl QpHost<'_> {
             }
             let n = ((len - offset) as usize).min(want - done);
             let addr = sge.addr.checked_add(offset).ok_or(error::rdmap::LOCAL_CATA)?;
+            let pd = self.qp.pd;
             match to_sges {
                 Some(data) => {
-                    self.stags()
-                        .check(sge.lkey, self.qp.pd, addr, n as u64, crate::ffi::mem::pages::access::LOCAL_WRITE)
-                        .map_err(local_err)?
-                        .copy_to(sge.lkey, addr, &data[done..done + n])
+                    let need = crate::ffi::mem::pages::access::LOCAL_WRITE;
+                    self.with_mr(sge.lkey, |mr| mr.copy_to_as(sge.lkey, Some((pd, need)), addr, &data[done..done + n]))
                         .map_err(local_err)?;
                 }
                 None => {
-                    self.stags()
-                        .check(sge.lkey, self.qp.pd, addr, n as u64, 0)
-                        .map_err(local_err)?
-                        .copy_from(sge.lkey, addr, &mut buf[done..done + n])
+                    let dst = &mut buf[done..done + n];
+                    self.with_mr(sge.lkey, |mr| mr.copy_from_as(sge.lkey, Some((pd, 0)), addr, dst))
                         .map_err(local_err)?;
                 }
             }
@@ -111,7 +114,8 @@ impl QpHost<'_> {
 
 impl crate::ddp::StagTable for QpHost<'_> {
     fn lookup(&self, stag: u32) -> Option<Region> {
-        self.stags().lookup(stag)
+        // A cached MR whose key moved on is no answer: ask the table.
+        self.with_mr(stag, |mr| mr.region(stag).ok_or(MrError::InvalidStag)).ok()
     }
 }
 
@@ -289,7 +293,8 @@ impl Host for QpHost<'_> {
                 break;
             }
             let n = u64::from(sge.len).min(left);
-            self.stags().check(sge.lkey, self.qp.pd, sge.addr, n, 0).map_err(local_source_err)?;
+            let pd = self.qp.pd;
+            self.with_mr(sge.lkey, |mr| mr.check(sge.lkey, pd, sge.addr, n, 0)).map_err(local_source_err)?;
             left -= n;
         }
         if left == 0 {
@@ -300,11 +305,11 @@ impl Host for QpHost<'_> {
     }
 
     fn read_tagged(&mut self, stag: u32, to: u64, dst: &mut [u8]) -> Result<(), TermError> {
-        self.stags().copy_from_mr(stag, to, dst).map_err(local_err)
+        self.with_mr(stag, |mr| mr.copy_from(stag, to, dst)).map_err(local_err)
     }
 
     fn place_tagged(&mut self, stag: u32, to: u64, data: &[u8]) -> Result<(), TermError> {
-        self.stags().copy_to_mr(stag, to, data).map_err(local_err)
+        self.with_mr(stag, |mr| mr.copy_to(stag, to, data)).map_err(local_err)
     }
 
     fn place_recv(&mut self, _wr: &RecvWr, offset: u32, data: &[u8]) -> Result<(), TermError> {

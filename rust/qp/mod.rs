@@ -75,7 +75,7 @@ use crate::{
         },
         sync::{new_spinlock_bh, SpinLockBh},
     },
-    mem::mr::{FastReg, MrError},
+    mem::mr::{FastReg, Mr, MrCache, MrError},
 };
 
 /// Largest ORD/IRD a QP can negotiate (the engine's queue capacities).
@@ -156,6 +156,8 @@ struct HostState {
     /// Send-queue completions waiting for the peer's acknowledgement of
     /// payload sent by reference (zero-copy TX).
     order: SendOrder,
+    /// The MRs of the stream's last two STags (`QpHost::with_mr`).
+    mrs: MrCache,
 }
 
 /// Zero-copy TX state; only the TX work touches it.
@@ -371,6 +373,7 @@ impl Qp {
                 next_handle: 1,
                 atomic_done: None,
                 order: SendOrder::new(2 * init.max_send_wr as usize + MAX_ORD + 8)?,
+                mrs: MrCache::default(),
             },
             tx: KVec::new(),
             tx_off: 0,

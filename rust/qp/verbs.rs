@@ -204,21 +204,53 @@ fn convert_send(wr: &SendWrRef<'_, Rsiw>) -> Result<Sqe> {
         sqe.inline_len = len as u16;
         f = f.with(Flags::INLINE);
     }
+    if opcode == WrOpcode::RegMr {
+        let reg = wr.reg().ok_or(EINVAL)?;
+        let req = crate::mem::mr::FastReg::of(reg.mr, reg.key, reg.access);
+        sqe.kind = SqeKind::RegMr { stag: reg.mr.mr().stag(), req };
+        sqe.num_sge = 0;
+        return Ok(sqe);
+    }
+    let fields = OpFields {
+        remote: wr.rdma().map(|r| Remote { stag: r.rkey, to: r.remote_addr }),
+        imm_be: wr.imm_data_be(),
+        invalidate: wr.invalidate_rkey(),
+        atomic: wr.atomic(),
+    };
+    finish_send(sqe, opcode, f, len, &fields)
+}
+
+/// What a send WR's operation needs beyond its SGEs and flags, from a
+/// kernel WR or a process's ring entry.
+struct OpFields {
+    remote: Option<Remote>,
+    /// Write with Immediate's immediate, as stored (big endian).
+    imm_be: Option<u32>,
+    /// Send with Invalidate's remote STag, Local Invalidate's local one.
+    invalidate: Option<u32>,
+    atomic: Option<AtomicFields>,
+}
+
+/// The rest of a send WR's conversion, the same for kernel WRs and ring
+/// entries: `sqe` holds the SGEs (or the inline data), `f` the flags,
+/// `len` the data length; the opcode and `x` make the operation.
+fn finish_send(mut sqe: Sqe, opcode: WrOpcode, f: Flags, mut len: u32, x: &OpFields) -> Result<Sqe> {
     let local = Local { stag: sqe.sges[0].lkey, to: sqe.sges[0].addr, handle: 0 };
-    let remote = || wr.rdma().map(|r| Remote { stag: r.rkey, to: r.remote_addr }).ok_or(EINVAL);
+    let remote = || x.remote.ok_or(EINVAL);
     let op = match opcode {
         WrOpcode::Send => SendOp::Send { invalidate: None },
-        WrOpcode::SendWithInv => SendOp::Send { invalidate: wr.invalidate_rkey() },
+        WrOpcode::SendWithInv => SendOp::Send { invalidate: Some(x.invalidate.ok_or(EINVAL)?) },
         WrOpcode::RdmaWrite => SendOp::Write { remote: remote()? },
         WrOpcode::RdmaWriteWithImm => SendOp::WriteImm {
             remote: remote()?,
             // RFC 7306 carries 8 octets; the verbs' 32-bit immediate goes
             // first, in network order (engine `immediate::Repr::from_imm32`).
-            data: imm8(wr.imm_data_be().ok_or(EINVAL)?),
+            data: imm8(x.imm_be.ok_or(EINVAL)?),
         },
         WrOpcode::RdmaRead | WrOpcode::RdmaReadWithInv => {
-            if sges.len() != 1 {
-                return Err(EINVAL); // one sink, as on the wire
+            // One sink, as on the wire (an inline entry has no SGE).
+            if sqe.num_sge != 1 {
+                return Err(EINVAL);
             }
             if opcode == WrOpcode::RdmaReadWithInv {
                 // What rdma_rw uses on iWARP: the sink MR goes with the Read.
@@ -227,15 +259,8 @@ fn convert_send(wr: &SendWrRef<'_, Rsiw>) -> Result<Sqe> {
             }
             SendOp::Read { remote: remote()? }
         }
-        WrOpcode::RegMr => {
-            let reg = wr.reg().ok_or(EINVAL)?;
-            let req = crate::mem::mr::FastReg::of(reg.mr, reg.key, reg.access);
-            sqe.kind = SqeKind::RegMr { stag: reg.mr.mr().stag(), req };
-            sqe.num_sge = 0;
-            return Ok(sqe);
-        }
         WrOpcode::LocalInv => {
-            sqe.kind = SqeKind::LocalInv { stag: wr.invalidate_rkey().ok_or(EINVAL)? };
+            sqe.kind = SqeKind::LocalInv { stag: x.invalidate.ok_or(EINVAL)? };
             sqe.num_sge = 0;
             return Ok(sqe);
         }
@@ -243,16 +268,18 @@ fn convert_send(wr: &SendWrRef<'_, Rsiw>) -> Result<Sqe> {
         | WrOpcode::AtomicCmpSwap
         | WrOpcode::MaskedAtomicFetchAdd
         | WrOpcode::MaskedAtomicCmpSwap => {
-            if sges.len() != 1 || sqe.sges[0].len < 8 {
+            if sqe.num_sge != 1 || sqe.sges[0].len < 8 {
                 return Err(EINVAL); // one result buffer of 8 octets
             }
-            let (op, masked) = atomic_op(opcode, &wr.atomic().ok_or(EINVAL)?)?;
+            let (op, masked) = atomic_op(opcode, &x.atomic.ok_or(EINVAL)?)?;
             sqe.masked = masked;
             len = 8;
             op
         }
         // A Send with Immediate has no iWARP wire form (RFC 7306 has Write
         // with Immediate only): refused, see Documentation/extensions.md.
+        // So are memory windows, Atomic Write (no wire form either) and
+        // anything unknown.
         _ => return Err(EOPNOTSUPP),
     };
     sqe.kind = SqeKind::Wire(SendWr { wr_id: sqe.wr_id, flags: f, op, len, local });
@@ -360,24 +387,17 @@ fn user_send(e: &rsiw_sqe, max_sge: usize, max_inline: usize) -> Result<Sqe> {
         }
         sqe.num_sge = n as u8;
     }
-    let local = Local { stag: sqe.sges[0].lkey, to: sqe.sges[0].addr, handle: 0 };
-    let remote = Remote { stag: e.rkey, to: e.remote_addr };
-    let op = match u32::from(e.opcode) {
-        abi::WR_SEND => SendOp::Send { invalidate: None },
-        abi::WR_SEND_WITH_INV => SendOp::Send { invalidate: Some(e.imm_inv) },
-        abi::WR_RDMA_WRITE => SendOp::Write { remote },
-        abi::WR_RDMA_WRITE_WITH_IMM => SendOp::WriteImm { remote, data: imm8(e.imm_inv) },
-        abi::WR_RDMA_READ => {
-            if inline || sqe.num_sge != 1 {
-                return Err(EINVAL); // one sink, as on the wire
-            }
-            SendOp::Read { remote }
-        }
-        abi::WR_LOCAL_INV => {
-            sqe.kind = SqeKind::LocalInv { stag: e.imm_inv };
-            sqe.num_sge = 0;
-            return Ok(sqe);
-        }
+    let opcode = match u32::from(e.opcode) {
+        abi::WR_SEND => WrOpcode::Send,
+        abi::WR_SEND_WITH_INV => WrOpcode::SendWithInv,
+        abi::WR_RDMA_WRITE => WrOpcode::RdmaWrite,
+        abi::WR_RDMA_WRITE_WITH_IMM => WrOpcode::RdmaWriteWithImm,
+        abi::WR_RDMA_READ => WrOpcode::RdmaRead,
+        abi::WR_LOCAL_INV => WrOpcode::LocalInv,
+        abi::WR_ATOMIC_CMP_AND_SWP => WrOpcode::AtomicCmpSwap,
+        abi::WR_ATOMIC_FETCH_AND_ADD => WrOpcode::AtomicFetchAdd,
+        abi::WR_MASKED_ATOMIC_CMP_AND_SWP => WrOpcode::MaskedAtomicCmpSwap,
+        abi::WR_MASKED_ATOMIC_FETCH_AND_ADD => WrOpcode::MaskedAtomicFetchAdd,
         abi::WR_FLUSH => {
             // Placement type: the responder's registration decides (draft
             // 3.1); selectivity (`RSIW_SQE_FLUSH_MR`): the wire names
@@ -393,38 +413,24 @@ fn user_send(e: &rsiw_sqe, max_sge: usize, max_inline: usize) -> Result<Sqe> {
             sqe.kind = SqeKind::Wire(SendWr { wr_id: sqe.wr_id, flags: f, op, len: 0, local });
             return Ok(sqe);
         }
-        abi::WR_ATOMIC_CMP_AND_SWP
-        | abi::WR_ATOMIC_FETCH_AND_ADD
-        | abi::WR_MASKED_ATOMIC_CMP_AND_SWP
-        | abi::WR_MASKED_ATOMIC_FETCH_AND_ADD => {
-            if inline || sqe.num_sge != 1 || sqe.sges[0].len < 8 {
-                return Err(EINVAL); // one result buffer of 8 octets
-            }
-            let opcode = match u32::from(e.opcode) {
-                abi::WR_ATOMIC_CMP_AND_SWP => WrOpcode::AtomicCmpSwap,
-                abi::WR_ATOMIC_FETCH_AND_ADD => WrOpcode::AtomicFetchAdd,
-                abi::WR_MASKED_ATOMIC_CMP_AND_SWP => WrOpcode::MaskedAtomicCmpSwap,
-                _ => WrOpcode::MaskedAtomicFetchAdd,
-            };
-            let a = AtomicFields {
-                remote_addr: e.remote_addr,
-                rkey: e.rkey,
-                compare_add: e.compare_add,
-                swap: e.swap,
-                compare_add_mask: e.compare_add_mask,
-                swap_mask: e.swap_mask,
-            };
-            let (op, masked) = atomic_op(opcode, &a)?;
-            sqe.masked = masked;
-            len = 8;
-            op
-        }
         // Send with Immediate (no iWARP wire form), memory windows, Atomic
         // Write (no iWARP wire form) and anything unknown.
         _ => return Err(EOPNOTSUPP),
     };
-    sqe.kind = SqeKind::Wire(SendWr { wr_id: sqe.wr_id, flags: f, op, len, local });
-    Ok(sqe)
+    let fields = OpFields {
+        remote: Some(Remote { stag: e.rkey, to: e.remote_addr }),
+        imm_be: Some(e.imm_inv),
+        invalidate: Some(e.imm_inv),
+        atomic: Some(AtomicFields {
+            remote_addr: e.remote_addr,
+            rkey: e.rkey,
+            compare_add: e.compare_add,
+            swap: e.swap,
+            compare_add_mask: e.compare_add_mask,
+            swap_mask: e.swap_mask,
+        }),
+    };
+    finish_send(sqe, opcode, f, len, &fields)
 }
 
 #[cfg(rsiw_kunit)]

@@ -80,14 +80,20 @@ impl<T: UserAbi> WqRing<T> {
     /// Entries posted and not consumed (a producer index that claims more
     /// than a ring's worth is read as a full ring).
     pub(crate) fn len(&self) -> u32 {
-        self.mem.load(abi::PRODUCER).wrapping_sub(self.cons).min(self.entries)
+        self.posted().1.min(self.entries)
+    }
+
+    /// The process's producer index and how many entries it claims past
+    /// ours (more than `entries`: a broken ring).
+    fn posted(&self) -> (u32, u32) {
+        let prod = self.mem.load(abi::PRODUCER);
+        (prod, prod.wrapping_sub(self.cons))
     }
 
     /// What the process posted next, if anything.
     pub(crate) fn take(&mut self) -> Option<Entry<T>> {
-        let prod = self.mem.load(abi::PRODUCER);
+        let (prod, n) = self.posted();
         self.seen = prod;
-        let n = prod.wrapping_sub(self.cons);
         if n == 0 {
             return None;
         }
@@ -121,7 +127,7 @@ impl<T: UserAbi> WqRing<T> {
     /// A copy of the oldest entry, left on the ring (`None` also for a
     /// broken ring: [`Self::take`] reports it).
     pub(crate) fn peek(&self) -> Option<T> {
-        let n = self.mem.load(abi::PRODUCER).wrapping_sub(self.cons);
+        let n = self.posted().1;
         (n > 0 && n <= self.entries).then(|| self.mem.read(self.slot(self.cons)))
     }
 

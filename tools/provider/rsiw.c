@@ -375,7 +375,17 @@ static int rsiw_sq_needs_doorbell(uint32_t flags)
  * ping-pong under QEMU measured a third of the post-to-wire time
  * (Documentation/performance.md, "The doorbell system call").
  */
-static void rsiw_sq_doorbell(struct rsiw_qp *qp)
+/*
+ * The doorbell: a uverbs POST_SEND or POST_RECV command with no WR (the
+ * kernel reads the ring), written as siw's provider rings its own. The two
+ * commands and their responses share one layout.
+ */
+_Static_assert(sizeof(struct ib_uverbs_post_send) == sizeof(struct ib_uverbs_post_recv), "layout");
+_Static_assert(offsetof(struct ib_uverbs_post_send, wqe_size) ==
+	      offsetof(struct ib_uverbs_post_recv, wqe_size), "layout");
+_Static_assert(sizeof(struct ib_uverbs_post_send_resp) == sizeof(struct ib_uverbs_post_recv_resp), "layout");
+
+static void rsiw_doorbell(struct rsiw_qp *qp, uint32_t command, uint32_t wqe_size)
 {
 	struct {
 		struct ib_uverbs_cmd_hdr hdr;
@@ -383,30 +393,23 @@ static void rsiw_sq_doorbell(struct rsiw_qp *qp)
 	} req = { 0 };
 	struct ib_uverbs_post_send_resp resp = { 0 };
 
-	req.hdr.command = IB_USER_VERBS_CMD_POST_SEND;
+	req.hdr.command = command;
 	req.hdr.in_words = sizeof(req) / 4;
 	req.hdr.out_words = sizeof(resp) / 4;
 	req.cmd.response = (uintptr_t)&resp;
 	req.cmd.qp_handle = qp->vqp.qp.handle;
-	req.cmd.wqe_size = sizeof(struct ib_uverbs_send_wr);
+	req.cmd.wqe_size = wqe_size;
 	(void)!write(qp->vqp.qp.context->cmd_fd, &req, sizeof(req));
+}
+
+static void rsiw_sq_doorbell(struct rsiw_qp *qp)
+{
+	rsiw_doorbell(qp, IB_USER_VERBS_CMD_POST_SEND, sizeof(struct ib_uverbs_send_wr));
 }
 
 static void rsiw_rq_doorbell(struct rsiw_qp *qp)
 {
-	struct {
-		struct ib_uverbs_cmd_hdr hdr;
-		struct ib_uverbs_post_recv cmd;
-	} req = { 0 };
-	struct ib_uverbs_post_recv_resp resp = { 0 };
-
-	req.hdr.command = IB_USER_VERBS_CMD_POST_RECV;
-	req.hdr.in_words = sizeof(req) / 4;
-	req.hdr.out_words = sizeof(resp) / 4;
-	req.cmd.response = (uintptr_t)&resp;
-	req.cmd.qp_handle = qp->vqp.qp.handle;
-	req.cmd.wqe_size = sizeof(struct ib_uverbs_recv_wr);
-	(void)!write(qp->vqp.qp.context->cmd_fd, &req, sizeof(req));
+	rsiw_doorbell(qp, IB_USER_VERBS_CMD_POST_RECV, sizeof(struct ib_uverbs_recv_wr));
 }
 
 /* Posts filled entries: fill(qp, entry, item) for each, one doorbell at most. */

@@ -13,10 +13,18 @@
 # (`make -C tools/provider`), outside /tmp (the guest hides it).
 # LAT_PIN=1: the server on vCPU 0, the client on vCPU 1 (taskset), so a
 # message wakes a process on the other vCPU rather than switching to it.
+# AB_TEST=rc_rdma_write_bw|rc_rdma_read_bw|rc_bw (AB_SIZE, default 64K):
+# a bandwidth A/B instead (MB/s; qperf -cm1 of that test, tcp_bw beside
+# it; siw is left out: it refuses the receive-only QPs qperf's bandwidth
+# servers create).
 set -u
 . "$(dirname "$0")/lib.sh"
 tree_a=$1 tree_b=$2 rounds=${3:-5} secs=${4:-3}
 ADDR_A=10.98.0.1 ADDR_B=10.98.0.2
+test=${AB_TEST:-rc_lat} size=${AB_SIZE:-64}
+[ "$test" = rc_lat ] || size=${AB_SIZE:-64K}
+unit=us impls="A B siw tcp"
+case $test in *bw) unit=MB/s impls="A B tcp" ;; esac
 pin_a= pin_b=
 if [ "${LAT_PIN:-0}" = 1 ]; then pin_a="taskset -c 0" pin_b="taskset -c 1"; fi
 ina() { ip netns exec bA "$@"; }
@@ -34,14 +42,16 @@ server() {
 	sleep 1
 }
 
-# run IMPL: one qperf latency figure in µs (empty on failure).
+# run IMPL: one qperf figure in µs or MB/s (empty on failure).
 run() {
-	local out
+	local out tcp=tcp_lat
+	[ $unit = us ] || tcp=tcp_bw
 	case $1 in
-	tcp) out=$(inb $pin_b qperf -t "$secs" -m 64 $ADDR_A tcp_lat 2>&1) ;;
-	*) out=$(inb $pin_b qperf -t "$secs" -cm1 -m 64 $ADDR_A rc_lat 2>&1) ;;
+	tcp) out=$(inb $pin_b qperf -t "$secs" -m "$size" $ADDR_A $tcp 2>&1) ;;
+	*) out=$(inb $pin_b qperf -t "$secs" -cm1 -m "$size" $ADDR_A "$test" 2>&1) ;;
 	esac
-	echo "$out" | awk '/latency/ { v = $3; if ($4 == "ms") v *= 1000; if ($4 == "ns") v /= 1000; print v }'
+	echo "$out" | awk '/latency/ { v = $3; if ($4 == "ms") v *= 1000; if ($4 == "ns") v /= 1000; print v }
+		$1 == "bw" { v = $3; if ($4 == "GB/sec") v *= 1000; if ($4 == "KB/sec") v /= 1000; print v }'
 }
 
 up() {
@@ -51,7 +61,7 @@ down() { rdma link delete "${1}0"; rdma link delete "${1}1"; }
 
 declare -A all m
 for r in $(seq 1 "$rounds"); do
-	for impl in A B siw tcp; do
+	for impl in $impls; do
 		case $impl in
 		A | B)
 			tree=$tree_a
@@ -66,7 +76,7 @@ for r in $(seq 1 "$rounds"); do
 		siw) server -; up siw siw; v=$(run rc); down siw ;;
 		tcp) v=$(run tcp) ;;
 		esac
-		echo "lat-ab: round $r $impl ${v:-failed} us"
+		echo "lat-ab: round $r $impl ${v:-failed} $unit"
 		all[$impl]="${all[$impl]:-} ${v:-}"
 	done
 done
@@ -74,10 +84,14 @@ kill $qs 2>/dev/null
 wait $qs 2>/dev/null
 
 median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
-for impl in A B siw tcp; do
-	m[$impl]=$(echo "${all[$impl]}" | median)
-	echo "lat-ab: median $impl ${m[$impl]:-none} us (runs:${all[$impl]})"
+for impl in $impls; do
+	m[$impl]=$(echo "${all[$impl]:-}" | median)
+	echo "lat-ab: median $impl ${m[$impl]:-none} $unit (runs:${all[$impl]:-})"
 done
+if [ $unit != us ] && [ -n "${m[A]:-}" ] && [ -n "${m[B]:-}" ] && [ -n "${m[tcp]:-}" ]; then
+	awk -v a="${m[A]}" -v b="${m[B]}" -v t="${m[tcp]}" 'BEGIN {
+		printf "lat-ab: %s A/tcp %.2f  B/tcp %.2f  B/A %.2f\n", "'"$test"'", a / t, b / t, b / a }'
+fi
 if [ -n "${m[A]:-}" ] && [ -n "${m[B]:-}" ] && [ -n "${m[siw]:-}" ] && [ -n "${m[tcp]:-}" ]; then
 	awk -v a="${m[A]}" -v b="${m[B]}" -v s="${m[siw]}" -v t="${m[tcp]}" 'BEGIN {
 		printf "lat-ab: A/siw %.2f  B/siw %.2f  A/tcp %.2f  B/tcp %.2f  B/A %.2f\n", a / s, b / s, a / t, b / t, b / a }'

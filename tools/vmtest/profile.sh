@@ -12,11 +12,16 @@
 # $OUT/profile-IMPL-N.*. Needs perf on the host (Debian linux-perf; the
 # guest's root is the host's).
 #   scripts/vm-run.sh --append kunit.enable=0 -- tools/vmtest/profile.sh [SECONDS]
+# PROFILE_TEST=ib_write_bw|ib_read_bw|ib_send_bw: 64 KiB perftest (-R)
+# bandwidth instead, PROFILE_ITERS messages (default 3000) under perf;
+# prints each run's wall-clock time and MB/s.
 # (Documentation/performance.md, "Where rsiw's latency goes").
 set -u
 . "$(dirname "$0")/lib.sh"
 R=${RSIW_ROOT}
 secs=${1:-4}
+test=${PROFILE_TEST:-rc_lat}
+iters=${PROFILE_ITERS:-3000}
 A=10.98.0.1; B=10.98.0.2
 ina() { ip netns exec bA "$@"; }
 inb() { ip netns exec bB "$@"; }
@@ -31,12 +36,22 @@ for impl in rsiw siw rsiw siw; do
 	ina rdma link add ${impl}0 type $impl netdev bcA
 	inb rdma link add ${impl}1 type $impl netdev bcB
 	if [ $impl = rsiw ]; then export RDMAV_DRIVERS=$R/tools/provider/librsiw; else unset RDMAV_DRIVERS; fi
-	ina qperf >/dev/null 2>&1 & qs=$!
-	sleep 1
-	perf record -q -a -g -e cpu-clock -o $W/perf.data -- \
-		ip netns exec bB qperf -t "$secs" -cm1 -m 64 $A rc_lat >$W/qperf.txt 2>&1
-	lat=$(awk '/latency/ {print $3, $4}' $W/qperf.txt)
-	kill $qs; wait $qs 2>/dev/null
+	if [ "$test" = rc_lat ]; then
+		ina qperf >/dev/null 2>&1 & qs=$!
+		sleep 1
+		perf record -q -a -g -e cpu-clock -o $W/perf.data -- \
+			ip netns exec bB qperf -t "$secs" -cm1 -m 64 $A rc_lat >$W/qperf.txt 2>&1
+		lat=$(awk '/latency/ {print $3, $4}' $W/qperf.txt)
+	else
+		ina timeout 300 $test -R -F -d ${impl}0 -s 65536 -n $iters >/dev/null 2>&1 & qs=$!
+		sleep 2
+		t0=$(date +%s.%N)
+		perf record -q -a -g -e cpu-clock -o $W/perf.data -- \
+			ip netns exec bB timeout 300 $test -R -F -d ${impl}1 --source_ip $B -s 65536 -n $iters $A >$W/qperf.txt 2>&1
+		t1=$(date +%s.%N)
+		lat=$(awk -v a=$t0 -v b=$t1 -v n=$iters 'BEGIN { printf "%.2f s for %d x 64 KiB (%.1f MB/s with setup)", b - a, n, n * 65536 / (b - a) / 1e6 }')
+	fi
+	kill $qs 2>/dev/null; wait $qs 2>/dev/null
 	rdma link delete ${impl}0; rdma link delete ${impl}1
 	p=$OUT/profile-$impl-$n
 	perf report -i $W/perf.data --no-children --sort dso --stdio 2>/dev/null | grep -v '^#' | grep . >$p.dso.txt
@@ -53,7 +68,7 @@ for impl in rsiw siw rsiw siw; do
 	# and the wakeup, for rsiw and siw alike.
 	perf report -i $W/perf.data --children --sort sym -g none --stdio 2>/dev/null | grep -v '^#' | grep . >$p.children.txt
 	cp $W/qperf.txt $p.qperf.txt
-	echo "== $impl run $n: latency $lat, $(perf report -i $W/perf.data --stdio 2>/dev/null | sed -n 's/^# Samples: \([^ ]*\).*/\1/p' | head -1) samples"
+	echo "== $impl run $n ($test): $lat, $(perf report -i $W/perf.data --stdio 2>/dev/null | sed -n 's/^# Samples: \([^ ]*\).*/\1/p' | head -1) samples"
 	echo "-- by object:"; head -8 $p.dso.txt
 	echo "-- top symbols:"; head -30 $p.sym.txt
 	echo "-- inclusive (children) of the message path:"
