@@ -414,6 +414,47 @@ mod faults {
         Ok(())
     }
 
+    /// A Write places through the MR the stream then keeps in its cache
+    /// (`MrCache`); the MR is invalidated, or deregistered, and the next
+    /// Write to the same STag is refused as if nothing were cached:
+    /// Invalid STag, nothing more placed.
+    fn write_after_the_cached_mr_goes(dereg: bool) -> Result {
+        let local = KVec::from_elem(0u8, 4096, GFP_KERNEL)?;
+        let mut target = KVec::from_elem(0u8, 3 * 4096, GFP_KERNEL)?;
+        let off = 4096 - (target.as_ptr() as usize % 4096); // page_mr's page
+        let rig = Rig::new(false, 8)?;
+        let rw = access::LOCAL_WRITE | access::REMOTE_WRITE;
+        let (mr, stag, iova) = page_mr(&rig, &mut target, rw)?;
+        rig.peer_send(&rig.fpdu(&write_segment(stag, iova, &[4u8; 16])?)?)?;
+        check!(wait_until(2000, || core::hint::black_box(&target[off..off + 16]).iter().all(|&b| b == 4)));
+        let mut kept = None;
+        if dereg {
+            drop(mr);
+        } else {
+            let pd = rig.pd.as_ref().ok_or(EINVAL)?.pd::<crate::device::Rsiw>().id();
+            check!(mr.ib::<crate::device::Rsiw>().mr().invalidate(stag, pd).is_ok());
+            kept = Some(mr);
+        }
+        let frame = rig.fpdu(&write_segment(stag, iova, &[5u8; 16])?)?;
+        expect_terminate(&rig, &local, &[], &frame, error::ddp::T_INVALID_STAG)?;
+        // Deregister the MR before its device goes.
+        drop(kept);
+        drop(rig);
+        check!(target[off..off + 16].iter().all(|&b| b == 4));
+        check!(target[..off].iter().all(|&b| b == 0) && target[off + 16..].iter().all(|&b| b == 0));
+        Ok(())
+    }
+
+    #[test]
+    fn write_after_the_cached_mr_is_invalidated_is_invalid_stag() -> Result {
+        write_after_the_cached_mr_goes(false)
+    }
+
+    #[test]
+    fn write_after_the_cached_mr_is_deregistered_is_invalid_stag() -> Result {
+        write_after_the_cached_mr_goes(true)
+    }
+
     #[test]
     fn read_requests_beyond_ird_are_no_buffer() -> Result {
         let local = KVec::from_elem(0u8, 4096, GFP_KERNEL)?;
