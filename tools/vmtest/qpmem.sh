@@ -39,11 +39,15 @@ kmem() { awk '/^(Slab|KernelStack|VmallocUsed|PageTables):/ { s += $2 } END { pr
 report() { # FROM TO PER
 	echo "  kernel memory: $(kmem "$1") -> $(kmem "$2") kB, $(awk -v a="$(kmem "$1")" -v b="$(kmem "$2")" -v p="$3" 'BEGIN { printf "%.1f", (b - a) / p }') KiB per QP end"
 	echo "  meminfo fields that moved (kB, per QP end):"
-	join <(sort "$W/$1.mem" | awk '{ print $1, $2 }') <(sort "$W/$2.mem" | awk '{ print $1, $2 }') |
+	sort "$W/$1.mem" | awk '{ print $1, $2 }' >"$W/a"
+	sort "$W/$2.mem" | awk '{ print $1, $2 }' >"$W/b"
+	join "$W/a" "$W/b" |
 		awk -v p="$3" '{ d = $3 - $2; if (d > 256 || d < -256) printf "    %-16s %+9d  %+8.1f\n", $1, d, d / p }' |
 		grep -E 'Slab|SUnreclaim|SReclaimable|KernelStack|Vmalloc|PageTables|MemFree|AnonPages|Percpu'
 	echo "  slab caches that grew most (kB, bytes per QP end):"
-	join <(sort "$W/$1.slab") <(sort "$W/$2.slab") |
+	sort "$W/$1.slab" >"$W/a"
+	sort "$W/$2.slab" >"$W/b"
+	join "$W/a" "$W/b" |
 		awk -v p="$3" '{ d = $3 - $2; if (d > 0) printf "%d %s\n", d, $1 }' | sort -rn | head -12 |
 		awk -v p="$3" '{ printf "    %-28s %+8d  %7.0f\n", $2, $1 / 1024, $1 / p }'
 }
@@ -69,6 +73,7 @@ for impl in $impls; do
 		report before held $((2 * n))
 	else
 		echo "== $impl: $n connections failed: $(tail -1 "$W/client.txt")"
+		kill $s 2>/dev/null
 	fi
 	touch "$hold"
 	wait $c
