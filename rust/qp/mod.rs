@@ -85,8 +85,13 @@ pub(crate) const MAX_IRD: usize = 32;
 /// Largest inline payload of a send WR.
 pub(crate) const MAX_INLINE: usize = 128;
 /// TX buffer of the copying path: the engine fills it, the socket drains
-/// it. Allocated at the first copying round, not at QP creation.
+/// it. Allocated at the first copying round, not at QP creation, at
+/// `TX_BUF_SMALL` octets: enough for the control messages of a connection
+/// (MPA's RTR, Terminate), small Sends and Writes and atomics, so a QP
+/// that never moves bulk data holds no more. The first round that fills
+/// it (bulk traffic) has the next one take `TX_BUF`.
 pub(super) const TX_BUF: usize = 64 * 1024;
+pub(super) const TX_BUF_SMALL: usize = 4 * 1024;
 /// Zero-copy TX: pieces of one round (literal runs and payload; about
 /// two per FPDU, so a 64 KiB round of 1460-octet FPDUs fits).
 const ZC_PIECES: usize = 128;
@@ -205,11 +210,15 @@ struct StreamState {
     host: HostState,
     /// The copying rounds' buffer: `tx[tx_off..tx_len]` are bytes the
     /// engine produced that the socket has not taken yet. Allocated and
-    /// zeroed once, at its full size, by the first copying round: a round
-    /// fills it without clearing it again.
+    /// zeroed by the first copying round at `TX_BUF_SMALL`, and once more
+    /// at `TX_BUF` after a round filled it (`tx_grow`): a round fills it
+    /// without clearing it again.
     tx: KVec<u8>,
     tx_off: usize,
     tx_len: usize,
+    /// A round filled the small buffer: the next round with nothing
+    /// pending takes a `TX_BUF` one.
+    tx_grow: bool,
     /// The socket is gone: everything flushed, nothing more to send.
     dead: bool,
 }
@@ -378,6 +387,7 @@ impl Qp {
             tx: KVec::new(),
             tx_off: 0,
             tx_len: 0,
+            tx_grow: false,
             dead: false,
         };
         Arc::pin_init(

@@ -140,17 +140,21 @@ impl Qp {
         let mut failed_out = false;
         let mut drained = false;
         // The buffer comes with the first copying round, allocated here in
-        // process context: a connected QP that never copies holds none.
-        let fresh = if self.stream.lock().tx.is_empty() {
-            KVec::from_elem(0u8, TX_BUF, GFP_KERNEL_ACCOUNT).ok()
-        } else {
-            None
+        // process context: a connected QP that never copies holds none, one
+        // that never fills `TX_BUF_SMALL` holds no more (see `TX_BUF`).
+        let want = {
+            let st = self.stream.lock();
+            let want = if st.tx_grow { TX_BUF } else { TX_BUF_SMALL };
+            (st.tx.len() < want && st.tx_off >= st.tx_len).then_some(want)
         };
+        let fresh = want.and_then(|n| KVec::from_elem(0u8, n, GFP_KERNEL_ACCOUNT).ok());
         let taken = {
             let mut st = self.stream.lock();
             let st = &mut *st;
             if let Some(buf) = fresh {
-                if st.tx.is_empty() {
+                // Unless a round in between (the other context) has put
+                // octets in the old one.
+                if st.tx.len() < buf.len() && st.tx_off >= st.tx_len {
                     st.tx = buf;
                 }
             }
@@ -163,7 +167,7 @@ impl Qp {
                 st.tx_len = 0;
                 if st.tx.is_empty() {
                     // The process-context allocation failed: try here.
-                    if let Ok(buf) = KVec::from_elem(0u8, TX_BUF, GFP_ATOMIC) {
+                    if let Ok(buf) = KVec::from_elem(0u8, TX_BUF_SMALL, GFP_ATOMIC) {
                         st.tx = buf;
                     }
                 }
@@ -172,6 +176,10 @@ impl Qp {
                 } else {
                     let mut host = QpHost { qp: self, st: &mut st.host, events: &mut events, zc: None };
                     let n = engine.tx(&mut host, &KernelCrc32c, &mut st.tx);
+                    // The buffer, not the engine, ended the round: bulk.
+                    if st.tx.len() < TX_BUF && (n == st.tx.len() || engine.wants_tx()) {
+                        st.tx_grow = true;
+                    }
                     // Room was left and nothing is half sent: the engine
                     // had no more to give (another post meanwhile finds
                     // this run going and has it run again, `tx_missed`).
