@@ -454,6 +454,7 @@ memory() {
 	elif [ "$impl" = siw ] && grep -q 'rdma_create_qp: No space left on device' "$logs/qpmem-client.txt"; then
 		# Linux siw's own limit here, not a failed measurement.
 		progress "note: siw refuses QPs at $n pairs (rdma_create_qp: ENOSPC); no figure"
+		echo "mem_per_qp,$n pairs,siw,$r,NA,KiB/QP,siw refuses the QPs: ENOSPC" >>"$raw"
 		kill $s $c 2>/dev/null
 		wait $c $s 2>/dev/null
 		return
