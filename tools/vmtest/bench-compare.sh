@@ -228,8 +228,7 @@ perftest_secs() {
 # The difference must be at least 1.5 s to stand above the run-to-run
 # noise of connection setup (0.5-2 s under TCG): N starts at BENCH_ITERS
 # and grows (up to 32x; from 8x on, 1 s will do) until it is, so a fast
-# implementation is timed
-# over as many seconds as a slow one.
+# implementation is timed over as many seconds as a slow one.
 bw_rdma() {
 	local impl=$1 cfg=$2 r=$3 d t m s1 s2 n grow
 	d=$(drv_of "$impl")
