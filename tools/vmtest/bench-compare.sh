@@ -456,12 +456,16 @@ memory() {
 		# Linux siw's own limit here, not a failed measurement.
 		progress "note: siw refuses QPs at $n pairs (rdma_create_qp: ENOSPC); no figure"
 		echo "mem_per_qp,$n pairs,siw,$r,NA,KiB/QP,siw refuses the QPs: ENOSPC" >>"$raw"
-		kill $s $c 2>/dev/null
+		# The tools themselves: $s and $c are the subshells around them,
+		# and a server left waiting holds the device.
+		pkill -f "rsiw-qpbench .* -p $p " 2>/dev/null
 		wait $c $s 2>/dev/null
 		return
 	else
 		problem "$n connections over $impl did not all connect: $(tail -1 "$logs/qpmem-client.txt")"
-		kill $s $c 2>/dev/null
+		# The tools themselves: $s and $c are the subshells around them,
+		# and a server left waiting holds the device.
+		pkill -f "rsiw-qpbench .* -p $p " 2>/dev/null
 		wait $c $s 2>/dev/null
 		return
 	fi
