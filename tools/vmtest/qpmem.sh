@@ -73,7 +73,7 @@ for impl in $impls; do
 		report before held $((2 * n))
 	else
 		echo "== $impl: $n connections failed: $(tail -1 "$W/client.txt")"
-		kill $s 2>/dev/null
+		pkill -f "rsiw-qpbench server" 2>/dev/null # not $s: the subshell around it
 	fi
 	touch "$hold"
 	wait $c
