@@ -21,7 +21,8 @@
 # mpa_crc=1 (module reloaded), siw (its CRC is compiled off in Linux), tcp.
 # Overrides: BENCH_ROUNDS, BENCH_MTUS ("1500 9000"), BENCH_CRC ("off on"),
 # BENCH_BW ("send write read"), BENCH_FIO, BENCH_ITERS (perftest N),
-# BENCH_MEM_PAIRS (connection pairs of the memory runs), BENCH_SCALE.
+# BENCH_MEM_PAIRS (connection pairs of the memory runs), BENCH_SCALE,
+# BENCH_RPS=1 (receive packet steering on the veth pair), BENCH_SCALE_QPS.
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -42,7 +43,7 @@ if [ $quick = 1 ]; then
 	iters=${BENCH_ITERS:-300}  # perftest: N and 2N messages of 64 KiB
 	qtime=1             # qperf seconds per test
 	fio_time=2          # fio seconds per job
-	scale_qps="1 16"
+	scale_qps=${BENCH_SCALE_QPS:-1 16}
 	scale_time=1
 	mem_qps=${BENCH_MEM_PAIRS:-64}
 else
@@ -54,7 +55,7 @@ else
 	iters=${BENCH_ITERS:-1500}
 	qtime=3
 	fio_time=5
-	scale_qps="1 4 16 64"
+	scale_qps=${BENCH_SCALE_QPS:-1 4 16 64}
 	scale_time=3
 	# 64 pairs: where Linux siw still creates its QPs (it refuses them
 	# with ENOSPC at 256 pairs here); 512 pairs: 1024 connected QPs.
@@ -108,6 +109,17 @@ echo "date=$(date -u +%Y-%m-%dT%H:%MZ)" >"$OUT/meta.txt"
 progress "mode $([ $quick = 1 ] && echo quick || echo full): $rounds round(s), MTU $mtus, rsiw CRC $crcs"
 
 bench_netns $A $B
+# BENCH_RPS=1: receive packet steering on both veth ends, every vCPU: the
+# receive softirq of a packet leaves the CPU that sent it (over veth it
+# otherwise runs on the sender's CPU, at its local_bh_enable).
+if [ "${BENCH_RPS:-0}" = 1 ]; then
+	cpus=$(printf '%x' $(((1 << $(nproc)) - 1)))
+	ina sh -c "echo $cpus >/sys/class/net/bcA/queues/rx-0/rps_cpus" &&
+		inb sh -c "echo $cpus >/sys/class/net/bcB/queues/rx-0/rps_cpus" ||
+		problem "BENCH_RPS: rps_cpus"
+	echo "rps=$cpus" >>"$OUT/meta.txt"
+	progress "RPS on the veth pair: CPUs $cpus"
+fi
 
 ip link add nv0 type veth peer name nv1
 ip addr add $NH/24 dev nv0
