@@ -52,6 +52,11 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
         // (awaiting its response, or being sent) carries the peer's
         // reason; the rest, and WRs never started, are flushed.
         let mut remote = self.remote_term.take();
+        // A Read, atomic or Commit whose request FPDU was cut short by the
+        // connection's loss is both the current WQE and in the ORQ (issued
+        // when its FPDU started): it completes once, from the ORQ.
+        let cur_seq = self.cur.map(|c| c.seq);
+        let mut cur_issued = false;
         // Merge held completions and ORQ entries by sequence number.
         loop {
             let h = self.held.front().map(|x| x.0);
@@ -69,6 +74,8 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
             } else {
                 self.orq.pop();
                 if let Some(a) = self.orq_aux.pop() {
+                    // (An internal entry, the RTR Read, shares the next WR's seq.)
+                    cur_issued |= !a.internal && Some(a.seq) == cur_seq;
                     if !a.internal {
                         host.complete(Completion::new(
                             WorkQueue::Send,
@@ -81,7 +88,7 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
                 }
             }
         }
-        if let Some(c) = self.cur.take() {
+        if let Some(c) = self.cur.take().filter(|_| !cur_issued) {
             host.complete(Completion::new(
                 WorkQueue::Send,
                 c.wr.wr_id,

@@ -1817,3 +1817,26 @@ fn send_round_trip_cost_probe() {
     assert_eq!(p.a.state(), State::Rts);
     assert_eq!(p.b.state(), State::Rts);
 }
+
+/// Found by `qp_stream` (2026-11-26): the connection is lost while a Read
+/// Request's FPDU is half sent. The Read is then both the current WQE and
+/// in the ORQ (issued when its FPDU started); it must complete once.
+#[test]
+fn read_cut_short_by_connection_loss_completes_once() {
+    let mut p = pair();
+    p.pump();
+    let sink = p.ha.mr(0x30_000, 5000, RW());
+    let rb = p.hb.mr(0x20_000, 5000, RW());
+    post_a(
+        &mut p,
+        wr(7, SendOp::Read { remote: Remote { stag: rb, to: 0x20_000 } }, 4000, Local { stag: sink, to: 0x30_000, handle: 0 }),
+    );
+    post_a(&mut p, wr(8, SendOp::Send { invalidate: None }, 0, Local::default()));
+    // Part of the Read Request's FPDU only.
+    let mut out = [0u8; 5];
+    assert_eq!(p.a.tx(&mut p.ha, &SoftCrc32c, &mut out), 5);
+    p.a.on_connection_lost(&mut p.ha);
+    let ids: Vec<u64> = p.ha.cq.iter().filter(|c| c.queue == WorkQueue::Send).map(|c| c.wr_id).collect();
+    assert_eq!(ids, vec![7, 8], "{:?}", p.ha.cq);
+    assert!(p.ha.cq.iter().all(|c| c.status == Status::Flushed));
+}
