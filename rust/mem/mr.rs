@@ -722,14 +722,13 @@ impl MrCache {
         get: impl FnOnce() -> Option<Arc<Mr>>,
         mut f: impl FnMut(&Mr) -> Result<R, MrError>,
     ) -> Result<R, MrError> {
+        let slot = |ents: &[Option<(u32, Arc<Mr>)>; 2]| ents.iter().position(|e| matches!(e, Some((s, _)) if *s == stag));
         let mut ents = self.0.take();
-        if let Some(i) = ents.iter().position(|e| matches!(e, Some((s, _)) if *s == stag)) {
-            if let Some((_, mr)) = &ents[i] {
-                if let Ok(v) = f(mr) {
-                    ents.swap(0, i);
-                    self.0.set(ents);
-                    return Ok(v);
-                }
+        if let Some(i) = slot(&ents) {
+            if let Some(Ok(v)) = ents[i].as_ref().map(|(_, mr)| f(mr)) {
+                ents.swap(0, i);
+                self.0.set(ents);
+                return Ok(v);
             }
         }
         self.0.set(ents);
@@ -738,7 +737,7 @@ impl MrCache {
         let mut ents = self.0.take();
         // The entry of `stag` if there is one (its MR failed), else the
         // older one, makes room; its MR is dropped once the cache is whole.
-        let i = ents.iter().position(|e| matches!(e, Some((s, _)) if *s == stag)).unwrap_or(1);
+        let i = slot(&ents).unwrap_or(1);
         let old = ents[i].replace((stag, mr));
         ents.swap(0, i);
         self.0.set(ents);

@@ -292,12 +292,17 @@ fn finish_send(mut sqe: Sqe, opcode: WrOpcode, f: Flags, mut len: u32, x: &OpFie
 /// lengths add up to the range's length (the SGEs name no local data and
 /// are not used). Placement type and selectivity have no place in the WR
 /// nor on the wire: the responder's registration decides (draft 3.1).
-fn flush_op(wr: &SendWrRef<'_, Rsiw>, mut sqe: Sqe, f: Flags, len: u32) -> Result<Sqe> {
+fn flush_op(wr: &SendWrRef<'_, Rsiw>, sqe: Sqe, f: Flags, len: u32) -> Result<Sqe> {
     if wr.flags().inline {
         return Err(EINVAL); // a flush carries no data
     }
     let r = wr.rdma().ok_or(EINVAL)?;
-    let region = Region { stag: r.rkey, len, to: r.remote_addr };
+    commit_sqe(sqe, f, Region { stag: r.rkey, len, to: r.remote_addr })
+}
+
+/// A flush, from a kernel WR or a ring entry: an RDMA Commit of `region`,
+/// no local data.
+fn commit_sqe(mut sqe: Sqe, f: Flags, region: Region) -> Result<Sqe> {
     let request = RequestRepr::new(0, &[region]).ok_or(EINVAL)?;
     sqe.num_sge = 0;
     let local = Local { stag: 0, to: 0, handle: 0 };
@@ -405,13 +410,7 @@ fn user_send(e: &rsiw_sqe, max_sge: usize, max_inline: usize) -> Result<Sqe> {
             if inline || e.flush_type == 0 || e.flush_type & !3 != 0 {
                 return Err(EINVAL);
             }
-            let region = Region { stag: e.rkey, len: e.length, to: e.remote_addr };
-            let request = RequestRepr::new(0, &[region]).ok_or(EINVAL)?;
-            sqe.num_sge = 0;
-            let local = Local { stag: 0, to: 0, handle: 0 };
-            let op = SendOp::Commit { request };
-            sqe.kind = SqeKind::Wire(SendWr { wr_id: sqe.wr_id, flags: f, op, len: 0, local });
-            return Ok(sqe);
+            return commit_sqe(sqe, f, Region { stag: e.rkey, len: e.length, to: e.remote_addr });
         }
         // Send with Immediate (no iWARP wire form), memory windows, Atomic
         // Write (no iWARP wire form) and anything unknown.

@@ -367,18 +367,14 @@ static int rsiw_sq_needs_doorbell(uint32_t flags)
 }
 
 /*
- * The doorbells: the uverbs POST_SEND / POST_RECV command with no WR,
- * written to the command fd as siw's provider rings its own.
+ * The doorbells: the uverbs POST_SEND / POST_RECV command with no WR (the
+ * kernel reads the ring), written to the command fd as siw's provider
+ * rings its own. The two commands and their responses share one layout.
  * ibv_cmd_post_send() would send the same command through the
  * RDMA_VERBS_IOCTL "invoke write" method where the kernel has it (its
  * attribute bundle, method lookup and copies), which in a 64-byte
  * ping-pong under QEMU measured a third of the post-to-wire time
  * (Documentation/performance.md, "The doorbell system call").
- */
-/*
- * The doorbell: a uverbs POST_SEND or POST_RECV command with no WR (the
- * kernel reads the ring), written as siw's provider rings its own. The two
- * commands and their responses share one layout.
  */
 _Static_assert(sizeof(struct ib_uverbs_post_send) == sizeof(struct ib_uverbs_post_recv), "layout");
 _Static_assert(offsetof(struct ib_uverbs_post_send, wqe_size) ==
