@@ -87,11 +87,13 @@ pub(crate) const MAX_INLINE: usize = 128;
 /// TX buffer of the copying path: the engine fills it, the socket drains
 /// it. Allocated at the first copying round, not at QP creation, at
 /// `TX_BUF_SMALL` octets: enough for the control messages of a connection
-/// (MPA's RTR, Terminate), small Sends and Writes and atomics, so a QP
-/// that never moves bulk data holds no more. The first round that fills
-/// it (bulk traffic) has the next one take `TX_BUF`.
+/// (MPA's RTR, Terminate), Sends and Writes up to most of a KiB (inline
+/// data included) and atomics, so a QP that never moves bulk data holds
+/// no more (a 1 KiB kmalloc object). The first round that fills it (bulk
+/// traffic) has the next one take `TX_BUF`; an FPDU larger than the
+/// buffer goes out in pieces over rounds, as the engine's output resumes.
 pub(super) const TX_BUF: usize = 64 * 1024;
-pub(super) const TX_BUF_SMALL: usize = 4 * 1024;
+pub(super) const TX_BUF_SMALL: usize = 1024;
 /// Zero-copy TX: pieces of one round (literal runs and payload; about
 /// two per FPDU, so a 64 KiB round of 1460-octet FPDUs fits).
 const ZC_PIECES: usize = 128;
@@ -114,25 +116,29 @@ pub(crate) use crate::ffi::ib::QpState;
 pub(crate) type QpLinks = crate::ffi::ib::QpLinks<Rsiw>;
 
 /// Reads whose sink STag is invalidated at completion (READ_WITH_INV),
-/// at most one per ORD credit.
+/// at most one per ORD credit. Two arrays rather than one of pairs: no
+/// padding in the QP's allocation.
 #[derive(Default)]
 struct ReadInvs {
-    list: [(u64, u32); MAX_ORD],
+    wr_ids: [u64; MAX_ORD],
+    stags: [u32; MAX_ORD],
     n: usize,
 }
 
 impl ReadInvs {
     fn add(&mut self, wr_id: u64, stag: u32) {
-        if let Some(slot) = self.list.get_mut(self.n) {
-            *slot = (wr_id, stag);
+        if self.n < MAX_ORD {
+            self.wr_ids[self.n] = wr_id;
+            self.stags[self.n] = stag;
             self.n += 1;
         }
     }
 
     fn take(&mut self, wr_id: u64) -> Option<u32> {
-        let i = self.list[..self.n].iter().position(|&(w, _)| w == wr_id)?;
-        let stag = self.list[i].1;
-        self.list.copy_within(i + 1..self.n, i);
+        let i = self.wr_ids[..self.n].iter().position(|&w| w == wr_id)?;
+        let stag = self.stags[i];
+        self.wr_ids.copy_within(i + 1..self.n, i);
+        self.stags.copy_within(i + 1..self.n, i);
         self.n -= 1;
         Some(stag)
     }
@@ -381,7 +387,7 @@ impl Qp {
                 recv_bad: None,
                 next_handle: 1,
                 atomic_done: None,
-                order: SendOrder::new(2 * init.max_send_wr as usize + MAX_ORD + 8)?,
+                order: SendOrder::new(2 * init.max_send_wr as usize + MAX_ORD + 8),
                 mrs: MrCache::default(),
             },
             tx: KVec::new(),
@@ -814,3 +820,8 @@ impl Qp {
 // reads than the engine's queues hold.
 const _: () = assert!(MAX_ORD == crate::device::limits::DEFAULT_LIMITS.max_ord as usize);
 const _: () = assert!(MAX_IRD == crate::device::limits::DEFAULT_LIMITS.max_ird as usize);
+// A QP is one `Arc` allocation: on a kernel without lock debugging (whose
+// locks are larger) it fits the 2 KiB kmalloc cache with its reference
+// count. One octet more and every QP end takes 4 KiB.
+#[cfg(not(any(CONFIG_DEBUG_SPINLOCK, CONFIG_DEBUG_LOCK_ALLOC, CONFIG_DEBUG_MUTEXES)))]
+const _: () = assert!(core::mem::size_of::<Qp>() + 8 <= 2048, "struct Qp outgrew kmalloc-2k");

@@ -21,10 +21,11 @@ use crate::cq::{Completion, WcStatus};
 /// Batches whose release can be tracked at once; the TX work stops
 /// planning new ones while this many are outstanding.
 pub(crate) const MAX_BATCHES: usize = 256;
+const _: () = assert!(MAX_BATCHES % 64 == 0);
 
 /// What a queued completion waits for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Wait {
+pub(crate) enum Wait {
     /// Nothing of its own: only its predecessors.
     Now,
     /// The batch being filled (pages were referenced in it before the
@@ -34,9 +35,41 @@ enum Wait {
     Batch(u64),
 }
 
+/// Released batches beyond `done_upto`, one bit per id modulo
+/// `MAX_BATCHES`.
+#[derive(Clone, Copy, Default)]
+struct DoneSet([u64; MAX_BATCHES / 64]);
+
+impl DoneSet {
+    fn slot(id: u64) -> (usize, u64) {
+        let i = (id % MAX_BATCHES as u64) as usize;
+        (i / 64, 1 << (i % 64))
+    }
+
+    fn get(&self, id: u64) -> bool {
+        let (w, bit) = Self::slot(id);
+        self.0[w] & bit != 0
+    }
+
+    fn set(&mut self, id: u64, on: bool) {
+        let (w, bit) = Self::slot(id);
+        if on {
+            self.0[w] |= bit;
+        } else {
+            self.0[w] &= !bit;
+        }
+    }
+}
+
 /// The send-queue completions held for page releases, in order.
+///
+/// Only a stream that sends by page reference holds any: its ring is
+/// allocated when such a stream starts (`reserve`), so a QP whose stream
+/// copies (every connection over a local route, by default) carries none.
 pub(crate) struct SendOrder {
     ring: KVVec<Option<(Completion, Wait)>>,
+    /// The ring's size once reserved: every outstanding send WR.
+    cap: usize,
     head: usize,
     count: usize,
     /// The next batch id.
@@ -44,20 +77,48 @@ pub(crate) struct SendOrder {
     /// Every batch up to this one is released.
     done_upto: u64,
     /// Released batches beyond `done_upto` (they may be released out of
-    /// order), by id modulo `MAX_BATCHES`.
-    done: [bool; MAX_BATCHES],
+    /// order).
+    done: DoneSet,
     /// Completions that waited (statistics and the self-tests).
     deferred: u64,
 }
 
 impl SendOrder {
-    /// Room for `cap` completions (every outstanding send WR).
-    pub(crate) fn new(cap: usize) -> Result<Self> {
-        let mut ring = KVVec::with_capacity(cap.max(1), GFP_KERNEL_ACCOUNT)?;
-        for _ in 0..cap.max(1) {
+    /// Room for `cap` completions (every outstanding send WR) once
+    /// [`Self::reserve`]d.
+    pub(crate) fn new(cap: usize) -> Self {
+        Self { ring: KVVec::new(), cap: cap.max(1), head: 0, count: 0, next: 1, done_upto: 0, done: DoneSet::default(), deferred: 0 }
+    }
+
+    /// The ring of a stream that sends by page reference, allocated in
+    /// process context before the stream starts; `None` if there is one.
+    pub(crate) fn ring_needed(&self) -> Option<usize> {
+        self.ring.is_empty().then_some(self.cap)
+    }
+
+    /// A ring of `cap` empty entries, for [`Self::set_ring`].
+    pub(crate) fn alloc_ring(cap: usize) -> Result<KVVec<Option<(Completion, Wait)>>> {
+        let mut ring = KVVec::with_capacity(cap, GFP_KERNEL_ACCOUNT)?;
+        for _ in 0..cap {
             ring.push(None, GFP_KERNEL)?;
         }
-        Ok(Self { ring, head: 0, count: 0, next: 1, done_upto: 0, done: [false; MAX_BATCHES], deferred: 0 })
+        Ok(ring)
+    }
+
+    /// Installs a ring from [`Self::alloc_ring`] unless one is there.
+    pub(crate) fn set_ring(&mut self, ring: KVVec<Option<(Completion, Wait)>>) {
+        if self.ring.is_empty() && self.count == 0 {
+            self.ring = ring;
+            self.head = 0;
+        }
+    }
+
+    #[cfg(rsiw_kunit)]
+    /// Room for `cap` completions, ring included.
+    fn with_ring(cap: usize) -> Result<Self> {
+        let mut o = Self::new(cap);
+        o.set_ring(Self::alloc_ring(cap)?);
+        Ok(o)
     }
 
     #[cfg(rsiw_kunit)]
@@ -96,7 +157,8 @@ impl SendOrder {
             return Some(wc);
         }
         if self.count == self.ring.len() {
-            // Cannot happen (room for every outstanding WR); never lose it.
+            // Cannot happen (room for every outstanding WR, and a stream
+            // that references pages has its ring); never lose it.
             return Some(wc);
         }
         let tail = (self.head + self.count) % self.ring.len();
@@ -138,15 +200,15 @@ impl SendOrder {
     /// due to `deliver`, in order.
     pub(crate) fn released(&mut self, id: u64, deliver: impl FnMut(Completion)) {
         if id > self.done_upto && id < self.next && id - self.done_upto <= MAX_BATCHES as u64 {
-            self.done[(id % MAX_BATCHES as u64) as usize] = true;
+            self.done.set(id, true);
         }
         loop {
-            let i = ((self.done_upto + 1) % MAX_BATCHES as u64) as usize;
-            if self.done_upto + 1 >= self.next || !self.done[i] {
+            let id = self.done_upto + 1;
+            if id >= self.next || !self.done.get(id) {
                 break;
             }
-            self.done[i] = false;
-            self.done_upto += 1;
+            self.done.set(id, false);
+            self.done_upto = id;
         }
         self.deliver_due(deliver);
     }
@@ -182,7 +244,7 @@ impl SendOrder {
         }
         // Forget the outstanding batches: whatever TCP still holds is of a
         // dead stream.
-        self.done = [false; MAX_BATCHES];
+        self.done = DoneSet::default();
         self.done_upto = self.next - 1;
     }
 
@@ -219,7 +281,7 @@ mod tests {
 
     #[test]
     fn completions_wait_for_their_batch_in_order() -> Result {
-        let mut o = SendOrder::new(8)?;
+        let mut o = SendOrder::with_ring(8)?;
         let mut got = KVec::new();
         // Nothing referenced: delivered at once.
         assert_eq!(o.route(wc(1), false).map(|w| w.wr_id), Some(1));
@@ -243,8 +305,53 @@ mod tests {
     }
 
     #[test]
+    fn a_copying_stream_needs_no_ring() -> Result {
+        let mut o = SendOrder::new(8);
+        assert_eq!(o.ring_needed(), Some(8));
+        // Nothing referenced, nothing outstanding: delivered at once.
+        for id in 1..=20 {
+            assert_eq!(o.route(wc(id), false).map(|w| w.wr_id), Some(id));
+        }
+        assert_eq!(o.deferred(), 0);
+        o.set_ring(SendOrder::alloc_ring(8)?);
+        assert_eq!(o.ring_needed(), None);
+        assert!(o.route(wc(21), true).is_none());
+        let a = o.new_batch();
+        let mut got = KVec::new();
+        o.released(a, |w| got.push(w, GFP_KERNEL).unwrap());
+        assert_eq!(&ids(&got)[..], &[21]);
+        Ok(())
+    }
+
+    #[test]
+    fn batches_released_out_of_order_across_the_window() -> Result {
+        // More batches than MAX_BATCHES over time, each released after the
+        // next one: every completion comes out once, in order.
+        let mut o = SendOrder::with_ring(8)?;
+        let mut got = KVec::new();
+        let mut prev = None;
+        for id in 1..=(3 * MAX_BATCHES as u64) {
+            assert!(o.route(wc(id), true).is_none());
+            let b = o.new_batch();
+            if let Some(p) = prev.take() {
+                o.released(b, |w| got.push(w, GFP_KERNEL).unwrap());
+                o.released(p, |w| got.push(w, GFP_KERNEL).unwrap());
+            } else {
+                prev = Some(b);
+            }
+        }
+        if let Some(p) = prev {
+            o.released(p, |w| got.push(w, GFP_KERNEL).unwrap());
+        }
+        assert_eq!(got.len(), 3 * MAX_BATCHES);
+        assert!(got.iter().enumerate().all(|(i, w)| w.wr_id == i as u64 + 1));
+        assert_eq!(o.outstanding(), 0);
+        Ok(())
+    }
+
+    #[test]
     fn a_round_without_pages_does_not_wait() -> Result {
-        let mut o = SendOrder::new(8)?;
+        let mut o = SendOrder::with_ring(8)?;
         let mut got = KVec::new();
         assert!(o.route(wc(1), true).is_none());
         o.no_batch();
@@ -255,7 +362,7 @@ mod tests {
 
     #[test]
     fn drain_flushes_what_was_not_released() -> Result {
-        let mut o = SendOrder::new(8)?;
+        let mut o = SendOrder::with_ring(8)?;
         let mut got = KVec::new();
         assert!(o.route(wc(1), true).is_none());
         let a = o.new_batch();

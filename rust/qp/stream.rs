@@ -30,6 +30,15 @@ impl Qp {
         // IRD/ORD clamped to the engine's queues (MAX_IRD, MAX_ORD).
         engine.establish_params(params);
         let zc_min = self.zcopy_min(sock.local_route());
+        // A stream that sends by page reference holds its completions
+        // until TCP releases the pages: their ring comes with it.
+        if zc_min.is_some() {
+            let need = self.stream.lock().host.order.ring_needed();
+            if let Some(cap) = need {
+                let ring = SendOrder::alloc_ring(cap)?;
+                self.stream.lock().host.order.set_ring(ring);
+            }
+        }
         engine.set_tx_ref_min(zc_min);
         self.zc_detached.store(false, Ordering::Release);
         {

@@ -109,7 +109,14 @@ sunr2=$(sunreclaim_settled)
 echo "# SUnreclaim: $sunr0 kB at the baseline, $sunr1 kB after $((600 * scale)) rsiw cycles, $sunr2 kB after $((600 * scale)) more"
 # Noise is about half a MiB (the long form: +104 kB, then +552 kB for
 # 6 000 cycles each); a leak of 2 kB a cycle would pass 1 MiB in 600.
-check "unreclaimable slab: the second $((600 * scale)) rsiw cycles grew it by under 1 MiB" [ $((sunr2 - sunr1)) -lt 1024 ]
+# On a debug kernel KASAN's quarantine holds freed objects back (+1.3 MiB
+# for the second 600 cycles there): kmemleak's scan in check_dmesg_clean
+# decides, as in uvfuzz.sh and soak-kernel.sh.
+if [ -w /sys/kernel/debug/kmemleak ]; then
+	echo "# debug kernel: the slab delta is KASAN's quarantine as much as anything; kmemleak decides (below)"
+else
+	check "unreclaimable slab: the second $((600 * scale)) rsiw cycles grew it by under 1 MiB" [ $((sunr2 - sunr1)) -lt 1024 ]
+fi
 storm rsiw-server-siw-client n1 10.97.2.1 n2 10.97.2.2 $((100 * scale)) $((200 * scale))
 # rsiw initiating to a siw responder: client-server mode (p2p_rtr=0). In
 # peer-to-peer mode siw as responder misses an RTR that arrives before it
