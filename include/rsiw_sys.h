@@ -234,4 +234,10 @@ void rsiw_trace_qp_state(u32 qpn, int old, int new);
 void rsiw_trace_terminate(u32 qpn, bool sent, u8 layer, u8 etype, u8 code);
 void rsiw_trace_wr_error(u32 qpn, u64 wr_id, int opcode, int status);
 
+/* Memory cgroup charging (rust/ffi/mem/memcg.rs). */
+struct mem_cgroup;
+struct mem_cgroup *rsiw_memcg_get_current(void);
+void rsiw_memcg_put(struct mem_cgroup *memcg);
+struct mem_cgroup *rsiw_memcg_set_active(struct mem_cgroup *memcg);
+
 #endif /* RSIW_SYS_H */

@@ -11,6 +11,8 @@
 #include <kunit/test-bug.h>
 #include <linux/mm.h>
 #include <linux/vmalloc.h>
+#include <linux/memcontrol.h>
+#include <linux/sched/mm.h>
 
 struct net *rsiw_dev_net(struct net_device *ndev)
 {
@@ -785,4 +787,21 @@ int rsiw_remap_vmalloc_range(struct vm_area_struct *vma, void *addr)
 u64 rsiw_user_mmap_get_offset(const struct rdma_user_mmap_entry *entry)
 {
 	return rdma_user_mmap_get_offset(entry);
+}
+
+/* The memory cgroup of the calling task's mm (a counted reference; the
+ * root cgroup, uncounted, for a kernel thread; NULL without memcg). */
+struct mem_cgroup *rsiw_memcg_get_current(void)
+{
+	return get_mem_cgroup_from_mm(current->mm);
+}
+
+void rsiw_memcg_put(struct mem_cgroup *memcg)
+{
+	mem_cgroup_put(memcg);
+}
+
+struct mem_cgroup *rsiw_memcg_set_active(struct mem_cgroup *memcg)
+{
+	return set_active_memcg(memcg);
 }

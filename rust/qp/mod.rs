@@ -69,6 +69,7 @@ use crate::{
     ffi::{
         crc::KernelCrc32c,
         ib::QpNotifier,
+        mem::memcg::MemCgroup,
         net::{
             socket::{SockRx, SocketEvents, TcpSocket, TcpState},
             zcopy::{Batch, LiteralPage, Notif, Segments, ZcOwner},
@@ -328,6 +329,10 @@ pub(crate) struct Qp {
     close_handle: SpinLockIrq<Option<ArcHrTimerHandle<Qp>>>,
     /// Set by the close timer, read by the TX work.
     close_expired: AtomicBool,
+    /// The memory cgroup of the task that created the QP: it pays for
+    /// what the stream allocates later, also from the CM's or the TX
+    /// work item (the engine, the send-order ring, TX buffers).
+    memcg: MemCgroup,
 }
 
 impl_has_work! {
@@ -433,6 +438,7 @@ impl Qp {
                 close_timer <- HrTimer::new(),
                 close_handle <- new_spinlock_irq!(None, "rsiw_qp_close"),
                 close_expired: AtomicBool::new(false),
+                memcg: MemCgroup::current(),
             }? Error),
             GFP_KERNEL_ACCOUNT,
         )

@@ -63,9 +63,10 @@ impl DoneSet {
 
 /// The send-queue completions held for page releases, in order.
 ///
-/// Only a stream that sends by page reference holds any: its ring is
-/// allocated when such a stream starts (`reserve`), so a QP whose stream
-/// copies (every connection over a local route, by default) carries none.
+/// Only a stream that sends by page reference holds any: the ring is
+/// allocated when such a stream starts (charged to the memory cgroup of
+/// the QP's creator), so a QP whose stream copies (every connection over a
+/// local route, by default) carries none.
 pub(crate) struct SendOrder {
     ring: KVVec<Option<(Completion, Wait)>>,
     /// The ring's size once reserved: every outstanding send WR.

@@ -26,7 +26,10 @@ impl Qp {
         self.quiet_end.store(false, Ordering::Release);
         self.close_expired.store(false, Ordering::Release);
         self.fin_pending.store(false, Ordering::Release);
-        let mut engine = KBox::new(Engine::new(QpConfig { pd: self.pd, emss }), GFP_KERNEL_ACCOUNT)?;
+        // The active side attaches from the CM's work item: what the
+        // stream allocates is charged to the QP's creator all the same.
+        let mut engine =
+            self.memcg.charge(|| KBox::new(Engine::new(QpConfig { pd: self.pd, emss }), GFP_KERNEL_ACCOUNT))?;
         // IRD/ORD clamped to the engine's queues (MAX_IRD, MAX_ORD).
         engine.establish_params(params);
         let zc_min = self.zcopy_min(sock.local_route());
@@ -35,7 +38,7 @@ impl Qp {
         if zc_min.is_some() {
             let need = self.stream.lock().host.order.ring_needed();
             if let Some(cap) = need {
-                let ring = SendOrder::alloc_ring(cap)?;
+                let ring = self.memcg.charge(|| SendOrder::alloc_ring(cap))?;
                 self.stream.lock().host.order.set_ring(ring);
             }
         }

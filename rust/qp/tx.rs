@@ -147,7 +147,7 @@ impl Qp {
             let want = if st.tx_grow { TX_BUF } else { TX_BUF_SMALL };
             (st.tx.len() < want && st.tx_off >= st.tx_len).then_some(want)
         };
-        let fresh = want.and_then(|n| KVec::from_elem(0u8, n, GFP_KERNEL_ACCOUNT).ok());
+        let fresh = want.and_then(|n| self.memcg.charge(|| KVec::from_elem(0u8, n, GFP_KERNEL_ACCOUNT)).ok());
         let taken = {
             let mut st = self.stream.lock();
             let st = &mut *st;
@@ -347,7 +347,8 @@ impl Qp {
         let mut failed_out = false;
         let mut broken = false;
         if zc.batch.remaining() == 0 {
-            if zc.lit.ensure(ZC_LITERAL_MIN).is_err() || zc.ensure_lists().is_err() {
+            let ready = self.memcg.charge(|| zc.lit.ensure(ZC_LITERAL_MIN).is_ok() && zc.ensure_lists().is_ok());
+            if !ready {
                 // No page for the headers or no lists now: copy this round.
                 return self.tx_round_copy();
             }

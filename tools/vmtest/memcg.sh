@@ -112,6 +112,38 @@ check "the cgroup's kernel charge falls under 2 MiB once the process is gone" wa
 echo "# after: memory.current $(cat $cg/uvfuzz/memory.current), kernel $(memstat kernel), vmalloc $(memstat vmalloc)"
 check "the test cgroup can be removed" rmdir $cg/uvfuzz
 
+# What a connection allocates after the verbs that made it: the active
+# side's stream is attached from the CM's work item (a kernel thread),
+# where __GFP_ACCOUNT would charge no one; rsiw charges it to the memory
+# cgroup of the QP's creator. A process in a fresh cgroup holds N client
+# connections (rsiw-storm hold, the server outside the cgroup): its
+# cgroup's unreclaimable slab must cover their engines (8 KiB each,
+# kmalloc-cg-8k) and TX buffers on top of the rest. Measured 2026-11-26:
+# 18.0 KiB a connection; 8.8 KiB with the charge scope turned off (the
+# engines and buffers charged to the work items' root cgroup instead).
+nconn=32
+mkdir -p $cg/conn
+"$STORM" server -a $a -p 7590 >"$OUT/memcg-conn-server.txt" 2>&1 &
+server=$!
+check "connection server listens" wait_for 30 bash -c "ss -Hltn 'sport = :7590' | grep -q ."
+slab0=$(awk '$1 == "slab_unreclaimable" { print $2 }' $cg/conn/memory.stat)
+bash -c "echo \$\$ >$cg/conn/cgroup.procs && exec $STORM hold -a $a -b $b -p 7590 -n $nconn -c 4 -R 1 -w 10 -t 60" \
+	>"$OUT/memcg-conn-hold.txt" 2>&1 &
+hold=$!
+check "$nconn connections up and one round on each" wait_for 120 grep -q '^# hold 1: traffic done' "$OUT/memcg-conn-hold.txt"
+slab1=$(awk '$1 == "slab_unreclaimable" { print $2 }' $cg/conn/memory.stat)
+per=$(( (slab1 - slab0) / nconn ))
+echo "# cgroup of the connecting process: slab_unreclaimable $slab0 -> $slab1 bytes, $per a connection"
+check "the active side's stream memory is charged to its creator's cgroup: >= 14 KiB of slab a connection ($per)" \
+	[ "$per" -ge 14336 ]
+wait $hold
+expect_eq "the hold exits 0" 0 $?
+kill -TERM $server 2>/dev/null
+wait $server 2>/dev/null
+conn_low() { [ "$(awk '$1 == "slab_unreclaimable" { print $2 }' $cg/conn/memory.stat)" -lt $((slab0 + nconn * 1024)) ]; }
+check "the charge goes with the connections" wait_for 30 conn_low
+check "the connection cgroup can be removed" wait_for 10 rmdir $cg/conn
+
 check "rdma link delete rsiw0" rdma link delete rsiw0
 check "rdma link delete rsiw1" rdma link delete rsiw1
 check "rmmod rsiw" rmmod rsiw
