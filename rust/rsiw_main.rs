@@ -60,6 +60,10 @@ macro_rules! rsiw_module {
                     default: 1024,
                     description: "Send FPDU payloads of at least this many octets straight from the registered pages (MSG_ZEROCOPY with rsiw's notification; their WRs complete once TCP releases the pages) instead of copying them; 0: always copy",
                 },
+                fpdu_segs_local: u32 {
+                    default: 16,
+                    description: "On a route that stays in the host (loopback, veth) an FPDU may span up to this many TCP segments (at most 64 KiB): no wire segments it, and fewer, larger FPDUs cost less per octet; 1: one segment per FPDU, as on every other route (RFC 5044 alignment)",
+                },
                 zcopy_local: bool {
                     default: false,
                     description: "Send by reference (zcopy_min) also over loopback and veth routes, where the stack copies every zero-copy skb it delivers: for tests of the zero-copy path",

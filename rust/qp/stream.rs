@@ -207,6 +207,16 @@ impl Qp {
     }
 }
 
+/// The EMSS the engine sizes FPDUs by (RFC 5044 MULPDU): one TCP segment,
+/// or `fpdu_segs_local` of them on a route that stays in the host, where
+/// no wire segments the stream and every FPDU costs its framing, its
+/// placement lookups and its CRC call on both ends whatever its size (a
+/// 64 KiB message is 45 FPDUs at MTU 1500, 3 at 16 segments).
+fn fpdu_emss(mss: u32, local: bool) -> usize {
+    let segs = if local { crate::module_parameters::fpdu_segs_local.value().clamp(1, 64) } else { 1 };
+    (mss.clamp(536, 65495) as usize).saturating_mul(segs as usize).min(65495)
+}
+
 impl CmQp for Qp {
     /// The CM's hand-off after MPA: the stream goes to the engine; the
     /// active side's CONNECT_REPLY and a passive side without RTR are
@@ -214,7 +224,7 @@ impl CmQp for Qp {
     fn attach(&self, stream: Stream, cm: CmEventSink) -> Result {
         let this = self.links.qp_arc().ok_or(EINVAL)?;
         let p = &stream.params;
-        let emss = stream.sock.mss().clamp(536, 65495) as usize;
+        let emss = fpdu_emss(stream.sock.mss(), stream.sock.local_route());
         if crate::ffi::runtime::ratelimited() {
             pr_info!(
                 "qp {} connected as {}: CRC {}, markers tx {} rx {}, IRD {} ORD {}, RTR {:?}\n",
@@ -322,5 +332,26 @@ impl Qp {
                 this.kick();
             }
         }
+    }
+}
+
+#[cfg(rsiw_kunit)]
+#[kunit_tests(rsiw_fpdu_size)]
+mod tests {
+    use super::fpdu_emss;
+
+    #[test]
+    fn fpdus_span_segments_only_on_local_routes() {
+        let segs = crate::module_parameters::fpdu_segs_local.value().clamp(1, 64) as usize;
+        // A route off the host: one TCP segment per FPDU (RFC 5044).
+        assert_eq!(fpdu_emss(1448, false), 1448);
+        assert_eq!(fpdu_emss(8948, false), 8948);
+        // Loopback, veth: `fpdu_segs_local` segments, within MPA's 16-bit
+        // length.
+        assert_eq!(fpdu_emss(1448, true), (1448 * segs).min(65495));
+        assert!(fpdu_emss(65483, true) <= 65495);
+        // A nonsense MSS is bounded either way.
+        assert_eq!(fpdu_emss(0, false), 536);
+        assert_eq!(fpdu_emss(u32::MAX, false), 65495);
     }
 }

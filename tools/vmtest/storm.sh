@@ -26,7 +26,9 @@ scale=1
 dmesg -C
 # zcopy_local=1: zero-copy TX over the veth pair too (rsiw copies on
 # local routes by default): connections torn down with pages TCP holds.
-check "insmod rsiw.ko zcopy_local=1" insmod "$RSIW_ROOT/rsiw.ko" zcopy_local=1
+# STORM_MODPARAMS: more rsiw module parameters for both loads (e.g.
+# fpdu_segs_local=1 to compare FPDU sizes).
+check "insmod rsiw.ko zcopy_local=1 ${STORM_MODPARAMS:-}" insmod "$RSIW_ROOT/rsiw.ko" zcopy_local=1 ${STORM_MODPARAMS:-}
 check "modprobe siw" modprobe siw
 check "namespaces n1 and n2" stress_namespaces
 check "veth rsp1 (n1) <-> rsp2 (n2)" veth_pair rsp1 rsp2 10.97.1
@@ -125,7 +127,7 @@ storm rsiw-server-siw-client n1 10.97.2.1 n2 10.97.2.2 $((100 * scale)) $((200 *
 # about 100 cycles 16 at a time. rsiw is reloaded with p2p_rtr=0 for it.
 relink() {
 	for d in rsiw0 rsiw1 rsiw2; do rdma link delete $d || return 1; done
-	rmmod rsiw && insmod "$RSIW_ROOT/rsiw.ko" p2p_rtr=0 &&
+	rmmod rsiw && insmod "$RSIW_ROOT/rsiw.ko" p2p_rtr=0 ${STORM_MODPARAMS:-} &&
 		in1 rdma link add rsiw0 type rsiw netdev rsp1 &&
 		in2 rdma link add rsiw1 type rsiw netdev rsp2 &&
 		in1 rdma link add rsiw2 type rsiw netdev rsq1 &&
