@@ -47,6 +47,10 @@ kind=${NVMEOF_LINKFAULT_KIND:-rsiw}
 nqn=rsiw-linkfault-nqn
 tip=10.98.0.1 # target (nvt, rsiw0)
 hip=10.98.0.2 # host (nvh, rsiw1)
+# A debug kernel (KASAN, lockdep, kmemleak: every step several times
+# slower under TCG) gets every time bound of this script 4x.
+slow=1
+[ -w /sys/kernel/debug/kmemleak ] && slow=4
 region_mib=8  # one writer pass
 regions=96    # passes wrap over the first 768 MiB of the 1 GiB null_blk
 
@@ -58,7 +62,7 @@ gone() { ! kill -0 "$1" 2>/dev/null; }
 # in the background, so a command stuck in the kernel fails the check
 # rather than stopping the test.
 timed() {
-	local name=$1 limit=$2 t0=$EPOCHREALTIME pid rc
+	local name=$1 limit=$(($2 * slow)) t0=$EPOCHREALTIME pid rc
 	shift 2
 	"$@" &
 	pid=$!
@@ -168,7 +172,7 @@ writer() {
 	local p=0 q from
 	while [ ! -e "$stop" ]; do
 		p=$((p + 1))
-		timeout 120 dd if=/tmp/rand of="$dev" bs=1M count=$region_mib skip=$((p % 7)) \
+		timeout $((120 * slow)) dd if=/tmp/rand of="$dev" bs=1M count=$region_mib skip=$((p % 7)) \
 			seek=$(((p - 1) % regions * region_mib)) oflag=direct conv=nocreat,notrunc status=none || return 1
 		echo $p >>"$passes"
 	done
@@ -177,7 +181,7 @@ writer() {
 	[ $((p - from)) -lt $regions ] || from=$((p - regions + 1))
 	echo "# verifying passes $from to $p"
 	for q in $(seq "$from" "$p"); do
-		timeout 120 dd if="$dev" of=/tmp/back bs=1M count=$region_mib \
+		timeout $((120 * slow)) dd if="$dev" of=/tmp/back bs=1M count=$region_mib \
 			skip=$(((q - 1) % regions * region_mib)) iflag=direct status=none || return 2
 		dd if=/tmp/rand bs=1M count=$region_mib skip=$((q % 7)) status=none | cmp -s - /tmp/back || {
 			echo "# pass $q differs"
@@ -232,18 +236,18 @@ fault_mark() {
 case_end() {
 	local name=$1 recovers=$2 rc n0 out t_live
 	if [ "$recovers" = 1 ]; then
-		if wait_for 90 ctrl_live; then
+		if wait_for $((90 * slow)) ctrl_live; then
 			t_live=$(elapsed "$t_fault")
 			pass "$name: the controller is live ($t_live s after the fault began)"
 		else
-			fail "$name: the controller is live again within 90 s (state $(state))"
+			fail "$name: the controller is live again within $((90 * slow)) s (state $(state))"
 		fi
 		n0=$(passes_done)
-		check "$name: I/O goes on (2 more passes)" wait_for 90 bash -c "[ \$(wc -l <'$passes') -ge $((n0 + 2)) ]"
+		check "$name: I/O goes on (2 more passes)" wait_for $((90 * slow)) bash -c "[ \$(wc -l <'$passes') -ge $((n0 + 2)) ]"
 		touch "$stop"
 	fi
-	if ! wait_for 120 gone $io; then
-		fail "$name: the writer ends within 120 s"
+	if ! wait_for $((120 * slow)) gone $io; then
+		fail "$name: the writer ends within $((120 * slow)) s"
 		kill -9 $io 2>/dev/null
 	fi
 	wait $io
