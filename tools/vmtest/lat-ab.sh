@@ -16,7 +16,7 @@
 # AB_TEST=rc_rdma_write_bw|rc_rdma_read_bw|rc_bw (AB_SIZE, default 64K):
 # a bandwidth A/B instead (MB/s; qperf -cm1 of that test, tcp_bw beside
 # it; siw is left out: it refuses the receive-only QPs qperf's bandwidth
-# servers create).
+# servers create). AB_MTU=N: the veth pair's MTU (default 1500).
 set -u
 . "$(dirname "$0")/lib.sh"
 tree_a=$1 tree_b=$2 rounds=${3:-5} secs=${4:-3}
@@ -30,6 +30,10 @@ if [ "${LAT_PIN:-0}" = 1 ]; then pin_a="taskset -c 0" pin_b="taskset -c 1"; fi
 ina() { ip netns exec bA "$@"; }
 inb() { ip netns exec bB "$@"; }
 bench_netns $ADDR_A $ADDR_B || { echo "lat-ab: no namespaces"; exit 1; }
+if [ -n "${AB_MTU:-}" ]; then
+	ip netns exec bA ip link set bcA mtu "$AB_MTU" && ip netns exec bB ip link set bcB mtu "$AB_MTU" ||
+		{ echo "lat-ab: MTU $AB_MTU not set"; exit 1; }
+fi
 modprobe siw || { echo "lat-ab: no siw"; exit 1; }
 # server TREE|-: a qperf server with TREE's provider (siw's is the
 # system's, found as well); it forks per test, loading providers afresh.
