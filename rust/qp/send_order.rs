@@ -85,8 +85,8 @@ pub(crate) struct SendOrder {
 }
 
 impl SendOrder {
-    /// Room for `cap` completions (every outstanding send WR) once
-    /// [`Self::reserve`]d.
+    /// Room for `cap` completions (every outstanding send WR) once a
+    /// ring is installed ([`Self::set_ring`]).
     pub(crate) fn new(cap: usize) -> Self {
         Self { ring: KVVec::new(), cap: cap.max(1), head: 0, count: 0, next: 1, done_upto: 0, done: DoneSet::default(), deferred: 0 }
     }

@@ -50,7 +50,7 @@ hip=10.98.0.2 # host (nvh, rsiw1)
 # A debug kernel (KASAN, lockdep, kmemleak: every step several times
 # slower under TCG) gets every time bound of this script 4x.
 slow=1
-[ -w /sys/kernel/debug/kmemleak ] && slow=4
+debug_kernel && slow=4
 region_mib=8  # one writer pass
 regions=96    # passes wrap over the first 768 MiB of the 1 GiB null_blk
 

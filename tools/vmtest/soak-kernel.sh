@@ -185,7 +185,7 @@ bound=$((3 * n * 96 / 1024))
 # tracks every allocation in objects of its own, so the slab figures say
 # little there: kmemleak's scan in check_dmesg_clean decides (as in
 # uvfuzz.sh).
-if [ -w /sys/kernel/debug/kmemleak ]; then
+if debug_kernel; then
 	echo "# debug kernel: objects in use $obj0, $obj1, $obj2 kB (baseline, run 1, run 2; KASAN's quarantine, kmemleak's objects); kmemleak decides (below)"
 elif [ -z "$obj0" ] || [ -z "$obj1" ] || [ -z "$obj2" ]; then
 	check "slab objects in use: /proc/slabinfo read at the baseline and after each run" false

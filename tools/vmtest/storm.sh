@@ -114,7 +114,7 @@ echo "# SUnreclaim: $sunr0 kB at the baseline, $sunr1 kB after $((600 * scale)) 
 # On a debug kernel KASAN's quarantine holds freed objects back (+1.3 MiB
 # for the second 600 cycles there): kmemleak's scan in check_dmesg_clean
 # decides, as in uvfuzz.sh and soak-kernel.sh.
-if [ -w /sys/kernel/debug/kmemleak ]; then
+if debug_kernel; then
 	echo "# debug kernel: the slab delta is KASAN's quarantine as much as anything; kmemleak decides (below)"
 else
 	check "unreclaimable slab: the second $((600 * scale)) rsiw cycles grew it by under 1 MiB" [ $((sunr2 - sunr1)) -lt 1024 ]

@@ -171,7 +171,7 @@ echo "# SUnreclaim: $sunr0 kB at the baseline, $sunr1 kB after the runs ($((sunr
 # of 100 bytes per object would pass this. On a debug kernel KASAN's
 # quarantine keeps freed objects (up to 1/32 of memory), so the slab
 # figure says little there: kmemleak's scan in check_dmesg_clean decides.
-if [ -w /sys/kernel/debug/kmemleak ]; then
+if debug_kernel; then
 	echo "# debug kernel: the slab delta is KASAN's quarantine as much as anything; kmemleak decides (below)"
 else
 	check "unreclaimable slab within 4 MiB of the baseline" [ $((sunr1 - sunr0)) -lt 4096 ]
