@@ -20,7 +20,12 @@
  *
  * The server accepts N connections and exits once all N are gone.
  * Output (client): "qp I bytes B secs S mbps R" per connection, then
- * "aggregate_mbps R min_mbps R max_mbps R secs S" (MB = 10^6 octets).
+ * "aggregate_mbps R min_mbps R max_mbps R secs S" (MB = 10^6 octets), then
+ * "cpus_busy B of N user U system S softirq Q": how many of the machine's
+ * N CPUs were busy over the timed phase (from /proc/stat, the whole
+ * machine: both ends, every process, the kernel's TX and RX work), and
+ * how that splits. A figure near N means the machine, not the transport,
+ * bounds the aggregate.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -110,6 +115,47 @@ static void wait_hold_file(void)
 		usleep(100000);
 }
 
+/* The machine's CPU time, in USER_HZ ticks, from /proc/stat's "cpu" line. */
+struct cpu_ticks {
+	unsigned long long user, sys, softirq, busy, total;
+};
+
+static struct cpu_ticks cpu_at_start;
+
+static struct cpu_ticks cpu_ticks(void)
+{
+	unsigned long long v[10] = { 0 };
+	struct cpu_ticks t = { 0 };
+	FILE *f = fopen("/proc/stat", "r");
+
+	if (!f)
+		return t;
+	if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1],
+		   &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9]) >= 8) {
+		/* user nice system idle iowait irq softirq steal (guest, guest_nice) */
+		t.user = v[0] + v[1];
+		t.sys = v[2] + v[5];
+		t.softirq = v[6];
+		t.total = v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7];
+		t.busy = t.total - v[3] - v[4];
+	}
+	fclose(f);
+	return t;
+}
+
+static void report_cpu(void)
+{
+	struct cpu_ticks e = cpu_ticks(), s = cpu_at_start;
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	double total = e.total - s.total;
+
+	if (total <= 0 || n <= 0)
+		return;
+	printf("cpus_busy %.2f of %ld user %.2f system %.2f softirq %.2f\n",
+	       n * (e.busy - s.busy) / total, n, n * (e.user - s.user) / total,
+	       n * (e.sys - s.sys) / total, n * (e.softirq - s.softirq) / total);
+}
+
 static void report(double t0)
 {
 	double tmax = t0, mn = 1e30, mx = 0, agg;
@@ -131,6 +177,7 @@ static void report(double t0)
 	agg = total / (tmax - t0) / 1e6;
 	printf("aggregate_mbps %.2f min_mbps %.2f max_mbps %.2f secs %.3f\n", agg, mn, mx,
 	       tmax - t0);
+	report_cpu();
 	fflush(stdout);
 }
 
@@ -202,6 +249,7 @@ static void tcp_client(void)
 		p[i].fd = conns[i].fd;
 		p[i].events = POLLOUT;
 	}
+	cpu_at_start = cpu_ticks();
 	t0 = now();
 	tstop = t0 + secs;
 	for (left = nconn; left > 0;) {
@@ -435,6 +483,7 @@ static void rdma_client(void)
 		 */
 		usleep(200000);
 		phase = "rdma writes";
+		cpu_at_start = cpu_ticks();
 		t0 = now();
 		tstop = t0 + secs;
 		for (int i = 0; i < nconn; i++)

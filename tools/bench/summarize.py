@@ -6,7 +6,7 @@
 
 RAW_CSV rows (tools/vmtest/bench-compare.sh): metric,config,impl,round,value,unit,extra
 with impl one of rsiw, rsiw-crc (rsiw with mpa_crc=1), rsiw-cmds (no rings),
-rsiw-copy (zcopy_min=0), siw, tcp. Writes
+rsiw-copy (zcopy_min=0), rsiw-seg1 (fpdu_segs_local=1), siw, tcp. Writes
 OUTDIR/results.md, OUTDIR/results.csv and OUTDIR/plot-METRIC.png (gnuplot).
 Figures per cell: the median over rounds, and the min-max spread.
 """
@@ -26,6 +26,7 @@ METRICS = [
     ("nvme_seqwrite_128k", "NVMe-oF 128 KiB sequential write QD16 (fio)", "MB/s", True),
     ("scale_agg", "N QPs, 64 KiB Writes: aggregate", "MB/s", True),
     ("scale_fair", "N QPs, 64 KiB Writes: slowest/fastest QP", "min/max", True),
+    ("scale_cpu", "N QPs, 64 KiB Writes: vCPUs busy (whole guest)", "vCPUs", False),
     ("mem_per_qp", "kernel memory per connected QP end", "KiB", False),
 ]
 IMPLS = ["rsiw", "siw", "tcp"]
@@ -34,6 +35,8 @@ VARIANTS = [
     ("rsiw-crc", "rsiw CRC on"),
     ("rsiw-cmds", "rsiw on uverbs commands (no rings)"),
     ("rsiw-copy", "rsiw copying (zcopy_min=0)"),
+    ("rsiw-seg1", "rsiw one-segment FPDUs (fpdu_segs_local=1)"),
+    ("rsiw-alt", "rsiw of BENCH_ALT (another build)"),
 ]
 
 

@@ -22,7 +22,9 @@
 # Overrides: BENCH_ROUNDS, BENCH_MTUS ("1500 9000"), BENCH_CRC ("off on"),
 # BENCH_BW ("send write read"), BENCH_FIO, BENCH_ITERS (perftest N),
 # BENCH_MEM_PAIRS (connection pairs of the memory runs), BENCH_SCALE,
-# BENCH_RPS=1 (receive packet steering on the veth pair), BENCH_SCALE_QPS.
+# BENCH_RPS=1 (receive packet steering on the veth pair), BENCH_SCALE_QPS,
+# BENCH_IMPLS (the implementations of a round), BENCH_ALT (a second built
+# tree, outside /tmp, measured as rsiw-alt).
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -104,6 +106,7 @@ echo "date=$(date -u +%Y-%m-%dT%H:%MZ)" >"$OUT/meta.txt"
 	echo "fio_time=$fio_time"
 	echo "scale_qps=$scale_qps"
 	echo "mem_qps=$mem_qps"
+	[ -z "${BENCH_ALT:-}" ] || echo "alt=$BENCH_ALT $(git -C "$BENCH_ALT" log -1 --format=%h 2>/dev/null)"
 } >>"$OUT/meta.txt"
 : >"$raw"
 progress "mode $([ $quick = 1 ] && echo quick || echo full): $rounds round(s), MTU $mtus, rsiw CRC $crcs"
@@ -174,18 +177,26 @@ fi
 
 # rsiw_load IMPL: (re)load rsiw with the module parameters of variant IMPL
 # (rsiw-crc: MPA CRC requested; rsiw-copy: no zero-copy TX, zcopy_min=0;
-# the others: the defaults) unless it is loaded with them.
+# rsiw-seg1: one TCP segment per FPDU on local routes too,
+# fpdu_segs_local=1; rsiw-alt: the module and provider of another built
+# tree, BENCH_ALT, e.g. an older commit; the others: the defaults) unless it is loaded with them.
 rsiw_params=""
 rsiw_load() {
 	local want=""
 	case $1 in
 	rsiw-crc) want="mpa_crc=1" ;;
 	rsiw-copy) want="zcopy_min=0" ;;
+	rsiw-seg1) want="fpdu_segs_local=1" ;;
+	rsiw-alt) want="alt" ;;
 	esac
 	[ "$want" = "$rsiw_params" ] && grep -q '^rsiw ' /proc/modules && return 0
 	rmmod rsiw || problem "rmmod rsiw"
-	# shellcheck disable=SC2086 # the parameters, split
-	insmod "$RSIW_ROOT/rsiw.ko" $want || problem "insmod rsiw.ko $want"
+	if [ "$want" = alt ]; then
+		insmod "$BENCH_ALT/rsiw.ko" || problem "insmod $BENCH_ALT/rsiw.ko"
+	else
+		# shellcheck disable=SC2086 # the parameters, split
+		insmod "$RSIW_ROOT/rsiw.ko" $want || problem "insmod rsiw.ko $want"
+	fi
 	rsiw_params=$want
 }
 
@@ -198,7 +209,13 @@ dev_up() {
 	d=$(drv_of "$1")
 	ina rdma link add ${d}0 type $d netdev bcA || problem "rdma link add ${d}0"
 	inb rdma link add ${d}1 type $d netdev bcB || problem "rdma link add ${d}1"
-	if [ $d = rsiw ]; then export RDMAV_DRIVERS="$provider"; else unset RDMAV_DRIVERS; fi
+	if [ "$1" = rsiw-alt ]; then
+		export RDMAV_DRIVERS="$BENCH_ALT/tools/provider/librsiw"
+	elif [ $d = rsiw ]; then
+		export RDMAV_DRIVERS="$provider"
+	else
+		unset RDMAV_DRIVERS
+	fi
 	# rsiw-cmds: rsiw with its provider on uverbs commands (no shared
 	# rings), what the rings are measured against.
 	if [ "$1" = rsiw-cmds ]; then export RSIW_NO_RINGS=1; else unset RSIW_NO_RINGS; fi
@@ -419,6 +436,14 @@ scale() {
 		set -- $line
 		emit scale_agg "mtu1500 q=$n" "$impl" "$r" "$2" MB/s "per-QP min $4 max $6"
 		emit scale_fair "mtu1500 q=$n" "$impl" "$r" "$(calc "$4 / $6")" min/max "per-QP min $4 max $6 MB/s"
+		# How many vCPUs the whole guest kept busy meanwhile (both ends,
+		# the kernel's work included): near all of them, the machine is
+		# what bounds the aggregate.
+		line=$(grep ^cpus_busy "$logs/qpbench-client.txt")
+		if [ -n "$line" ]; then
+			set -- $line
+			emit scale_cpu "mtu1500 q=$n" "$impl" "$r" "$2" vCPUs "of $4; user $6 system $8 softirq ${10}"
+		fi
 	else
 		kill $s 2>/dev/null
 		wait $s 2>/dev/null
@@ -490,7 +515,7 @@ memory() {
 # ------------------------------------------------------------ the rounds
 impls_for() { # the implementations of one round at MTU $1
 	# BENCH_IMPLS: a list of its own (rsiw, rsiw-crc, rsiw-cmds, rsiw-copy,
-	# siw, tcp).
+	# rsiw-seg1, rsiw-alt with BENCH_ALT, siw, tcp).
 	if [ -n "${BENCH_IMPLS:-}" ]; then
 		echo "$BENCH_IMPLS"
 		return
@@ -509,7 +534,7 @@ for r in $(seq 1 "$rounds"); do
 			progress "round $r/$rounds MTU $mtu: $impl"
 			crc=""
 			case $impl in
-			rsiw | rsiw-cmds | rsiw-copy) crc=off ;;
+			rsiw | rsiw-cmds | rsiw-copy | rsiw-seg1 | rsiw-alt) crc=off ;;
 			rsiw-crc) crc=on ;;
 			esac
 			if [ -n "$crc" ]; then
