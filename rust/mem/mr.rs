@@ -210,6 +210,9 @@ struct MrState {
     /// the first octet's offset in its first page.
     mapped: Option<MrPages>,
     mapped_offset: u64,
+    /// Every octet of the mapped list from `mapped_offset` on is
+    /// persistent memory (found by `map_fast_reg`, outside this lock).
+    mapped_pmem: bool,
 }
 
 /// A memory region.
@@ -252,6 +255,7 @@ impl Mr {
             mem: Memory::Kernel(mem),
             mapped: None,
             mapped_offset: 0,
+            mapped_pmem: false,
         })
     }
 
@@ -285,6 +289,7 @@ impl Mr {
             mem: Memory::Pages(pages),
             mapped: None,
             mapped_offset: 0,
+            mapped_pmem: false,
         })
     }
 
@@ -301,6 +306,7 @@ impl Mr {
             mem: Memory::Pages(MrPages::for_fast_reg(max_pages)?),
             mapped: Some(MrPages::for_fast_reg(max_pages)?),
             mapped_offset: 0,
+            mapped_pmem: false,
         })
     }
 
@@ -502,9 +508,23 @@ impl Mr {
         if self.kind != MrKind::FastReg {
             return Err(EINVAL);
         }
+        // The list is filled, and its persistence found, outside the MR's
+        // lock: the persistence test reads the iomem resource tree under
+        // `resource_lock`, which others take with softirqs on, and the MR's
+        // lock is taken in the receive softirq (lockdep on the debug
+        // kernel: SOFTIRQ-safe -> SOFTIRQ-unsafe). Meanwhile the list is
+        // out of the MR: a `REG_MR` racing its own `map_mr_sg` (the ULP's
+        // bug) fails as an MR in the wrong state.
+        let mut pages = self.state.lock().mapped.take().ok_or(EINVAL)?;
+        let res = f(&mut pages);
+        let pmem = match res {
+            Ok((_, first)) => pages.span() > first && pages.is_persistent(first, pages.span() - first),
+            Err(_) => false,
+        };
         let mut st = self.state.lock();
-        let pages = st.mapped.as_mut().ok_or(EINVAL)?;
-        let (n, first) = f(pages)?;
+        st.mapped = Some(pages);
+        st.mapped_pmem = pmem;
+        let (n, first) = res?;
         st.mapped_offset = first;
         Ok(n)
     }
@@ -538,7 +558,9 @@ impl Mr {
         if st.mapped_offset.checked_add(req.length).is_none_or(|end| end > mapped.span()) {
             return Err(MrError::Bounds);
         }
-        if req.access & ib::FLUSH_PERSISTENT != 0 && !mapped.is_persistent(st.mapped_offset, req.length) {
+        // Persistent from `mapped_offset` to the end of the list, so in
+        // the part of it `req` registers (inside the list, checked above).
+        if req.access & ib::FLUSH_PERSISTENT != 0 && !st.mapped_pmem {
             crate::mem::commit::refused_persistent("fast-register MR");
             return Err(MrError::NotPersistent);
         }
