@@ -3,9 +3,9 @@
  * rsiw-qpbench: many connections between two addresses, for the
  * side-by-side benchmark (tools/vmtest/bench-compare.sh).
  *
- *   rsiw-qpbench server -a ADDR [-p PORT] -n N [-m write|tcp]
+ *   rsiw-qpbench server -a ADDR [-p PORT] -n N [-m write|tcp] [-T THREADS]
  *   rsiw-qpbench client -a ADDR -b SRC [-p PORT] -n N [-m write|tcp]
- *                       [-s SIZE] [-t SECS] [-d DEPTH] [-w FILE]
+ *                       [-s SIZE] [-t SECS] [-d DEPTH] [-w FILE] [-T THREADS]
  *
  * -m write (default): N RC QPs, each its own rdma_cm connection. The client
  *   keeps DEPTH RDMA Writes of SIZE octets outstanding on every QP for SECS
@@ -14,6 +14,10 @@
  *   has been placed) and prints per-QP and aggregate rates.
  * -m tcp: the same over N plain TCP connections; a connection's end is the
  *   server's close after it read everything (shutdown, then EOF).
+ * -T THREADS (default 1): the client drives the connections from THREADS
+ *   threads, connection I from thread I % THREADS, each thread with a CQ
+ *   of its own (the TCP server reads from as many threads): an
+ *   application with a thread per CPU.
  * -w FILE: no traffic; once all N are connected the client prints
  *   "connected N" and holds them until FILE exists (kernel memory per
  *   connection is read meanwhile), then disconnects.
@@ -34,6 +38,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <rdma/rdma_cma.h>
 #include <signal.h>
 #include <stdint.h>
@@ -47,7 +52,9 @@
 #define FENCE_BIT (1ULL << 62)
 #define MAX_INFLIGHT_CONNECTS 32
 
-static int server, tcp_mode, nconn = 1, depth = 4, port = 18600;
+#define MAX_THREADS 64
+
+static int server, tcp_mode, nconn = 1, depth = 4, port = 18600, nthreads = 1;
 static size_t msg_size = 65536;
 static double secs = 3;
 static const char *addr_s, *src_s, *hold_file;
@@ -73,8 +80,9 @@ static struct conn *conns;
 static char *buf;
 /* Where the program is, for the watchdog's message. */
 static volatile const char *phase = "start";
-static volatile int n_established, n_done;
-static volatile unsigned long n_completions;
+static volatile int n_established;
+static int n_done;
+static unsigned long n_completions;
 
 static void die(const char *what)
 {
@@ -183,6 +191,76 @@ static void report(double t0)
 
 /* ---------------------------------------------------------------- TCP */
 
+/* Runs f(t) for t < nthreads, each in a thread of its own, and waits. */
+struct worker {
+	void (*f)(int t, void *arg);
+	void *arg;
+	int t;
+};
+
+static void *worker_main(void *w_)
+{
+	struct worker *w = w_;
+
+	w->f(w->t, w->arg);
+	return NULL;
+}
+
+static void run_threads(void (*f)(int t, void *arg), void *arg)
+{
+	pthread_t th[MAX_THREADS];
+	struct worker w[MAX_THREADS];
+
+	for (int t = 0; t < nthreads; t++) {
+		w[t] = (struct worker){ .f = f, .arg = arg, .t = t };
+		if (pthread_create(&th[t], NULL, worker_main, &w[t]))
+			die("pthread_create");
+	}
+	for (int t = 0; t < nthreads; t++)
+		pthread_join(th[t], NULL);
+}
+
+/* Connection i belongs to thread i % nthreads: its pollfds, gathered. */
+static int my_fds(int t, const struct pollfd *all, struct pollfd *mine, int *idx)
+{
+	int n = 0;
+
+	for (int i = t; i < nconn; i += nthreads) {
+		mine[n] = all[i];
+		idx[n++] = i;
+	}
+	return n;
+}
+
+/* A server thread: reads its connections until each is closed. */
+static void tcp_server_worker(int t, void *arg)
+{
+	struct pollfd *p = calloc(nconn, sizeof(*p));
+	int *idx = calloc(nconn, sizeof(*idx));
+	char *rbuf = malloc(msg_size);
+	int n, open_n;
+
+	if (!p || !idx || !rbuf)
+		die("alloc");
+	n = my_fds(t, arg, p, idx);
+	for (open_n = n; open_n > 0;) {
+		if (poll(p, n, -1) < 0)
+			die("poll");
+		for (int i = 0; i < n; i++) {
+			ssize_t r;
+
+			if (p[i].fd < 0 || !(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			r = read(p[i].fd, rbuf, msg_size);
+			if (r > 0)
+				continue;
+			close(p[i].fd);
+			p[i].fd = -1;
+			open_n--;
+		}
+	}
+}
+
 static void tcp_server(void)
 {
 	struct sockaddr_in sa = sin_of(addr_s, port);
@@ -202,20 +280,60 @@ static void tcp_server(void)
 		p[i].events = POLLIN;
 	}
 	close(ls);
-	for (open_n = nconn; open_n > 0;) {
-		if (poll(p, nconn, -1) < 0)
+	(void)open_n;
+	run_threads(tcp_server_worker, p);
+}
+
+static double tstop;
+
+/* A client thread: writes to its connections until tstop, then shuts
+ * them down and waits for the server's close. */
+static void tcp_client_worker(int t, void *arg)
+{
+	struct pollfd *p = calloc(nconn, sizeof(*p));
+	int *idx = calloc(nconn, sizeof(*idx));
+	int n, left, stopping = 0;
+
+	if (!p || !idx)
+		die("alloc");
+	n = my_fds(t, arg, p, idx);
+	for (left = n; left > 0;) {
+		if (poll(p, n, 200) < 0)
 			die("poll");
-		for (int i = 0; i < nconn; i++) {
+		if (!stopping && now() >= tstop) {
+			stopping = 1;
+			for (int i = 0; i < n; i++) {
+				shutdown(p[i].fd, SHUT_WR);
+				p[i].events = POLLIN;
+			}
+			continue;
+		}
+		for (int i = 0; i < n; i++) {
+			struct conn *c = &conns[idx[i]];
 			ssize_t r;
 
-			if (p[i].fd < 0 || !(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
+			if (p[i].fd < 0 || !p[i].revents)
 				continue;
-			r = read(p[i].fd, buf, msg_size);
-			if (r > 0)
+			if (!stopping) {
+				r = write(p[i].fd, buf, msg_size);
+				if (r > 0)
+					c->bytes += r;
+				else if (r < 0 && errno != EAGAIN)
+					die("write");
 				continue;
-			close(p[i].fd);
-			p[i].fd = -1;
-			open_n--;
+			}
+			/* The server closes after reading everything. */
+			{
+				char sink[64];
+
+				r = read(p[i].fd, sink, sizeof(sink));
+			}
+			if (r == 0 || (r < 0 && errno != EAGAIN)) {
+				c->tend = now();
+				close(p[i].fd);
+				p[i].fd = -1;
+				left--;
+			}
 		}
 	}
 }
@@ -224,8 +342,7 @@ static void tcp_client(void)
 {
 	struct sockaddr_in sa = sin_of(addr_s, port), src = sin_of(src_s, 0);
 	struct pollfd *p = calloc(nconn, sizeof(*p));
-	double t0, tstop;
-	int left, stopping = 0;
+	double t0;
 
 	for (int i = 0; i < nconn; i++) {
 		int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -252,39 +369,7 @@ static void tcp_client(void)
 	cpu_at_start = cpu_ticks();
 	t0 = now();
 	tstop = t0 + secs;
-	for (left = nconn; left > 0;) {
-		if (poll(p, nconn, 200) < 0)
-			die("poll");
-		if (!stopping && now() >= tstop) {
-			stopping = 1;
-			for (int i = 0; i < nconn; i++) {
-				shutdown(conns[i].fd, SHUT_WR);
-				p[i].events = POLLIN;
-			}
-			continue;
-		}
-		for (int i = 0; i < nconn; i++) {
-			ssize_t r;
-
-			if (p[i].fd < 0 || !p[i].revents)
-				continue;
-			if (!stopping) {
-				r = write(p[i].fd, buf, msg_size);
-				if (r > 0)
-					conns[i].bytes += r;
-				else if (r < 0 && errno != EAGAIN)
-					die("write");
-				continue;
-			}
-			r = read(p[i].fd, buf, msg_size);
-			if (r == 0 || (r < 0 && errno != EAGAIN)) {
-				conns[i].tend = now();
-				close(p[i].fd);
-				p[i].fd = -1;
-				left--;
-			}
-		}
-	}
+	run_threads(tcp_client_worker, p);
 	report(t0);
 }
 
@@ -292,7 +377,7 @@ static void tcp_client(void)
 
 static struct rdma_event_channel *ec;
 static struct ibv_pd *pd;
-static struct ibv_cq *cq;
+static struct ibv_cq *cqs[MAX_THREADS];
 static struct ibv_mr *mr;
 
 static struct rdma_cm_event *get_event(void)
@@ -311,9 +396,11 @@ static void setup_verbs(struct ibv_context *verbs)
 	pd = ibv_alloc_pd(verbs);
 	if (!pd)
 		die("ibv_alloc_pd");
-	cq = ibv_create_cq(verbs, nconn * (depth + 2) + 16, NULL, NULL, 0);
-	if (!cq)
-		die("ibv_create_cq");
+	for (int t = 0; t < nthreads; t++) {
+		cqs[t] = ibv_create_cq(verbs, (nconn / nthreads + 1) * (depth + 2) + 16, NULL, NULL, 0);
+		if (!cqs[t])
+			die("ibv_create_cq");
+	}
 	mr = ibv_reg_mr(pd, buf, msg_size + 64,
 			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
 	if (!mr)
@@ -322,6 +409,8 @@ static void setup_verbs(struct ibv_context *verbs)
 
 static void create_qp(struct rdma_cm_id *id)
 {
+	struct conn *c = id->context;
+	struct ibv_cq *cq = cqs[!server && c ? (c - conns) % nthreads : 0];
 	struct ibv_qp_init_attr qa;
 
 	/*
@@ -468,11 +557,55 @@ static void post(struct conn *c, int i, int fence)
 	c->outstanding++;
 }
 
-static void rdma_client(void)
+/* A client thread: keeps DEPTH Writes outstanding on each of its QPs
+ * until tstop, then fences each; polls its own CQ. */
+static void rdma_client_worker(int t, void *arg)
 {
 	struct ibv_wc wc[64];
-	double t0, tstop;
-	int done = 0;
+	int done = 0, mine = 0;
+
+	(void)arg;
+	for (int i = t; i < nconn; i += nthreads, mine++)
+		for (int k = 0; k < depth; k++)
+			post(&conns[i], i, 0);
+	while (done < mine) {
+		int n = ibv_poll_cq(cqs[t], 64, wc);
+		double now_t;
+
+		if (n < 0)
+			fail("%s", "ibv_poll_cq failed");
+		if (n == 0)
+			continue;
+		now_t = now();
+		for (int k = 0; k < n; k++) {
+			int i = wc[k].wr_id & ~FENCE_BIT;
+			struct conn *c = &conns[i];
+
+			if (wc[k].status != IBV_WC_SUCCESS)
+				fail("work completion: %s", ibv_wc_status_str(wc[k].status));
+			c->outstanding--;
+			__atomic_fetch_add(&n_completions, 1, __ATOMIC_RELAXED);
+			if (wc[k].wr_id & FENCE_BIT) {
+				c->tend = now_t;
+				done++;
+				__atomic_fetch_add(&n_done, 1, __ATOMIC_RELAXED);
+				continue;
+			}
+			c->bytes += msg_size;
+			if (now_t < tstop)
+				post(c, i, 0);
+			else if (c->outstanding == 0 && !c->fenced) {
+				phase = "fencing";
+				c->fenced = 1;
+				post(c, i, 1);
+			}
+		}
+	}
+}
+
+static void rdma_client(void)
+{
+	double t0;
 
 	rdma_connect_all();
 	if (!hold_file) {
@@ -486,41 +619,7 @@ static void rdma_client(void)
 		cpu_at_start = cpu_ticks();
 		t0 = now();
 		tstop = t0 + secs;
-		for (int i = 0; i < nconn; i++)
-			for (int k = 0; k < depth; k++)
-				post(&conns[i], i, 0);
-		while (done < nconn) {
-			int n = ibv_poll_cq(cq, 64, wc);
-			double t;
-
-			if (n < 0)
-				fail("%s", "ibv_poll_cq failed");
-			if (n == 0)
-				continue;
-			t = now();
-			for (int k = 0; k < n; k++) {
-				int i = wc[k].wr_id & ~FENCE_BIT;
-				struct conn *c = &conns[i];
-
-				if (wc[k].status != IBV_WC_SUCCESS)
-					fail("work completion: %s", ibv_wc_status_str(wc[k].status));
-				c->outstanding--;
-				n_completions++;
-				if (wc[k].wr_id & FENCE_BIT) {
-					c->tend = t;
-					n_done = ++done;
-					continue;
-				}
-				c->bytes += msg_size;
-				if (t < tstop)
-					post(c, i, 0);
-				else if (c->outstanding == 0 && !c->fenced) {
-					phase = "fencing";
-					c->fenced = 1;
-					post(c, i, 1);
-				}
-			}
-		}
+		run_threads(rdma_client_worker, NULL);
 		report(t0);
 	} else {
 		wait_hold_file();
@@ -563,7 +662,7 @@ int main(int argc, char **argv)
 		goto usage;
 	server = !strcmp(argv[1], "server");
 	optind = 2;
-	while ((o = getopt(argc, argv, "a:b:p:n:m:s:t:d:w:")) != -1) {
+	while ((o = getopt(argc, argv, "a:b:p:n:m:s:t:d:w:T:")) != -1) {
 		switch (o) {
 		case 'a': addr_s = optarg; break;
 		case 'b': src_s = optarg; break;
@@ -579,11 +678,18 @@ int main(int argc, char **argv)
 		case 't': secs = atof(optarg); break;
 		case 'd': depth = atoi(optarg); break;
 		case 'w': hold_file = optarg; break;
+		case 'T': nthreads = atoi(optarg); break;
 		default: goto usage;
 		}
 	}
-	if (!addr_s || (!server && !src_s) || nconn < 1 || depth < 1 || msg_size < 8)
+	if (!addr_s || (!server && !src_s) || nconn < 1 || depth < 1 || msg_size < 8 ||
+	    nthreads < 1 || nthreads > MAX_THREADS)
 		goto usage;
+	if (nthreads > nconn)
+		nthreads = nconn;
+	/* The RDMA server only accepts: one CQ. */
+	if (server && !tcp_mode)
+		nthreads = 1;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	signal(SIGALRM, watchdog);
 	signal(SIGTERM, watchdog);
@@ -600,8 +706,8 @@ int main(int argc, char **argv)
 		server ? rdma_server() : rdma_client();
 	return 0;
 usage:
-	fprintf(stderr, "usage: rsiw-qpbench server -a ADDR [-p PORT] -n N [-m write|tcp]\n"
+	fprintf(stderr, "usage: rsiw-qpbench server -a ADDR [-p PORT] -n N [-m write|tcp] [-T THREADS]\n"
 			"       rsiw-qpbench client -a ADDR -b SRC [-p PORT] -n N [-m write|tcp]\n"
-			"                           [-s SIZE] [-t SECS] [-d DEPTH] [-w FILE]\n");
+			"                           [-s SIZE] [-t SECS] [-d DEPTH] [-w FILE] [-T THREADS]\n");
 	return 2;
 }

@@ -205,7 +205,7 @@ def main():
         md.extend(crc_rows)
     md.append("")
     md.append("Run parameters: " + ", ".join("%s=%s" % (k, meta[k]) for k in (
-        "mtus", "crc", "bw_ops", "fio_jobs", "perftest_iters", "qperf_time", "fio_time", "scale_qps", "mem_qps")
+        "mtus", "crc", "bw_ops", "fio_jobs", "perftest_iters", "qperf_time", "fio_time", "scale_qps", "scale_threads", "mem_qps")
         if k in meta) + ".")
     plots = plot(rows, outdir)
     if plots:

@@ -24,7 +24,7 @@
 # BENCH_MEM_PAIRS (connection pairs of the memory runs), BENCH_SCALE,
 # BENCH_RPS=1 (receive packet steering on the veth pair), BENCH_SCALE_QPS,
 # BENCH_IMPLS (the implementations of a round), BENCH_ALT (a second built
-# tree, outside /tmp, measured as rsiw-alt).
+# tree, outside /tmp, measured as rsiw-alt), BENCH_SCALE_THREADS.
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -106,6 +106,7 @@ echo "date=$(date -u +%Y-%m-%dT%H:%MZ)" >"$OUT/meta.txt"
 	echo "fio_time=$fio_time"
 	echo "scale_qps=$scale_qps"
 	echo "mem_qps=$mem_qps"
+	echo "scale_threads=${BENCH_SCALE_THREADS:-min(N, $(nproc))}"
 	[ -z "${BENCH_ALT:-}" ] || echo "alt=$BENCH_ALT $(git -C "$BENCH_ALT" log -1 --format=%h 2>/dev/null)"
 } >>"$OUT/meta.txt"
 : >"$raw"
@@ -421,16 +422,20 @@ nvme_bench() {
 # ------------------------------------------------------ scaling, memory
 port_seq=18600
 # scale IMPL ROUND N: N QPs (or TCP connections) of 64 KiB Writes for
-# scale_time seconds: aggregate MB/s, and per-QP min/max MB/s.
+# scale_time seconds from min(N, vCPUs) client threads (BENCH_SCALE_THREADS
+# sets the count; 1: one thread posts to every QP): aggregate MB/s, and
+# per-QP min/max MB/s.
 scale() {
-	local impl=$1 r=$2 n=$3 mode=write s line p
+	local impl=$1 r=$2 n=$3 mode=write s line p th
 	[ "$impl" = tcp ] && mode=tcp
+	th=${BENCH_SCALE_THREADS:-$(nproc)}
+	[ "$th" -gt "$n" ] && th=$n
 	port_seq=$((port_seq + 1))
 	p=$port_seq
-	ina timeout 120 rsiw-qpbench server -a $A -p $p -n $n -m $mode >"$logs/qpbench-server.txt" 2>&1 &
+	ina timeout 120 rsiw-qpbench server -a $A -p $p -n $n -m $mode -T $th >"$logs/qpbench-server.txt" 2>&1 &
 	s=$!
 	wait_for 30 listening $p || true
-	if inb timeout 120 rsiw-qpbench client -a $A -b $B -p $p -n $n -m $mode -t $scale_time \
+	if inb timeout 120 rsiw-qpbench client -a $A -b $B -p $p -n $n -m $mode -t $scale_time -T $th \
 		>"$logs/qpbench-client.txt" 2>&1 && wait $s; then
 		line=$(grep ^aggregate_mbps "$logs/qpbench-client.txt")
 		set -- $line
@@ -577,8 +582,9 @@ for r in $(seq 1 "$rounds"); do
 	set_mtu 1500
 	rsiw_load rsiw
 	# BENCH_SCALE: which implementations get the scaling and memory runs
-	# (" ": none).
+	# (" ": none; rsiw variants as in BENCH_IMPLS).
 	for impl in ${BENCH_SCALE:-rsiw siw tcp}; do
+		case $impl in rsiw*) rsiw_load $impl ;; esac
 		[ $impl != tcp ] && dev_up $impl
 		for n in $scale_qps; do
 			progress "round $r/$rounds scaling: $impl, $n QPs"
