@@ -410,7 +410,7 @@ static void setup_verbs(struct ibv_context *verbs)
 static void create_qp(struct rdma_cm_id *id)
 {
 	struct conn *c = id->context;
-	struct ibv_cq *cq = cqs[!server && c ? (c - conns) % nthreads : 0];
+	struct ibv_cq *cq;
 	struct ibv_qp_init_attr qa;
 
 	/*
@@ -419,6 +419,7 @@ static void create_qp(struct rdma_cm_id *id)
 	 * where nobody polled (its Writes "stalled").
 	 */
 	setup_verbs(id->verbs);
+	cq = cqs[!server && c ? (c - conns) % nthreads : 0];
 	qa = (struct ibv_qp_init_attr){
 		.send_cq = cq,
 		.recv_cq = cq,
