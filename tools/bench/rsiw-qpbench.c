@@ -3,9 +3,9 @@
  * rsiw-qpbench: many connections between two addresses, for the
  * side-by-side benchmark (tools/vmtest/bench-compare.sh).
  *
- *   rsiw-qpbench server -a ADDR [-p PORT] -n N [-m write|tcp] [-T THREADS]
+ *   rsiw-qpbench server -a ADDR [-p PORT] -n N [-m write|tcp] [-T THREADS] [-M]
  *   rsiw-qpbench client -a ADDR -b SRC [-p PORT] -n N [-m write|tcp]
- *                       [-s SIZE] [-t SECS] [-d DEPTH] [-w FILE] [-T THREADS]
+ *                       [-s SIZE] [-t SECS] [-d DEPTH] [-w FILE] [-T THREADS] [-M]
  *
  * -m write (default): N RC QPs, each its own rdma_cm connection. The client
  *   keeps DEPTH RDMA Writes of SIZE octets outstanding on every QP for SECS
@@ -18,6 +18,8 @@
  *   threads, connection I from thread I % THREADS, each thread with a CQ
  *   of its own (the TCP server reads from as many threads): an
  *   application with a thread per CPU.
+ * -M: a buffer and MR of its own for every connection, at both ends (by
+ *   default all connections of an end share one).
  * -w FILE: no traffic; once all N are connected the client prints
  *   "connected N" and holds them until FILE exists (kernel memory per
  *   connection is read meanwhile), then disconnects.
@@ -54,7 +56,7 @@
 
 #define MAX_THREADS 64
 
-static int server, tcp_mode, nconn = 1, depth = 4, port = 18600, nthreads = 1;
+static int server, tcp_mode, nconn = 1, depth = 4, port = 18600, nthreads = 1, mr_per_conn;
 static size_t msg_size = 65536;
 static double secs = 3;
 static const char *addr_s, *src_s, *hold_file;
@@ -68,6 +70,9 @@ struct conn {
 	int outstanding;
 	int fenced;
 	double tend;
+	/* -M: this connection's own buffer and MR. */
+	char *buf;
+	struct ibv_mr *mr;
 };
 
 struct pdata {
@@ -389,6 +394,21 @@ static struct rdma_cm_event *get_event(void)
 	return ev;
 }
 
+static struct ibv_mr *buf_mr(char **b)
+{
+	struct ibv_mr *m;
+
+	*b = aligned_alloc(4096, (msg_size + 64 + 4095) & ~4095UL);
+	if (!*b)
+		die("alloc");
+	memset(*b, 0x5a, msg_size + 64);
+	m = ibv_reg_mr(pd, *b, msg_size + 64,
+		       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	if (!m)
+		die("ibv_reg_mr");
+	return m;
+}
+
 static void setup_verbs(struct ibv_context *verbs)
 {
 	if (pd)
@@ -420,6 +440,8 @@ static void create_qp(struct rdma_cm_id *id)
 	 */
 	setup_verbs(id->verbs);
 	cq = cqs[!server && c ? (c - conns) % nthreads : 0];
+	if (mr_per_conn && !server && c)
+		c->mr = buf_mr(&c->buf);
 	qa = (struct ibv_qp_init_attr){
 		.send_cq = cq,
 		.recv_cq = cq,
@@ -458,6 +480,13 @@ static void rdma_server(void)
 			pdata.addr = (uintptr_t)buf;
 			pdata.rkey = mr->rkey;
 			pdata.len = msg_size + 64;
+			if (mr_per_conn) {
+				char *b;
+				struct ibv_mr *m = buf_mr(&b);
+
+				pdata.addr = (uintptr_t)b;
+				pdata.rkey = m->rkey;
+			}
 			if (rdma_accept(id, &cp))
 				die("rdma_accept");
 			break;
@@ -540,8 +569,8 @@ static void rdma_connect_all(void)
 
 static void post(struct conn *c, int i, int fence)
 {
-	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = fence ? 8 : msg_size,
-			       .lkey = mr->lkey };
+	struct ibv_sge sge = { .addr = (uintptr_t)(c->buf ? c->buf : buf), .length = fence ? 8 : msg_size,
+			       .lkey = c->mr ? c->mr->lkey : mr->lkey };
 	struct ibv_send_wr wr = {
 		.wr_id = i | (fence ? FENCE_BIT : 0),
 		.sg_list = &sge,
@@ -552,7 +581,7 @@ static void post(struct conn *c, int i, int fence)
 	}, *bad;
 
 	if (fence)
-		sge.addr = (uintptr_t)buf + msg_size;
+		sge.addr += msg_size;
 	if (ibv_post_send(c->id->qp, &wr, &bad))
 		die("ibv_post_send");
 	c->outstanding++;
@@ -663,7 +692,7 @@ int main(int argc, char **argv)
 		goto usage;
 	server = !strcmp(argv[1], "server");
 	optind = 2;
-	while ((o = getopt(argc, argv, "a:b:p:n:m:s:t:d:w:T:")) != -1) {
+	while ((o = getopt(argc, argv, "a:b:p:n:m:s:t:d:w:T:M")) != -1) {
 		switch (o) {
 		case 'a': addr_s = optarg; break;
 		case 'b': src_s = optarg; break;
@@ -680,6 +709,7 @@ int main(int argc, char **argv)
 		case 'd': depth = atoi(optarg); break;
 		case 'w': hold_file = optarg; break;
 		case 'T': nthreads = atoi(optarg); break;
+		case 'M': mr_per_conn = 1; break;
 		default: goto usage;
 		}
 	}
@@ -709,6 +739,6 @@ int main(int argc, char **argv)
 usage:
 	fprintf(stderr, "usage: rsiw-qpbench server -a ADDR [-p PORT] -n N [-m write|tcp] [-T THREADS]\n"
 			"       rsiw-qpbench client -a ADDR -b SRC [-p PORT] -n N [-m write|tcp]\n"
-			"                           [-s SIZE] [-t SECS] [-d DEPTH] [-w FILE] [-T THREADS]\n");
+			"                           [-s SIZE] [-t SECS] [-d DEPTH] [-w FILE] [-T THREADS] [-M]\n");
 	return 2;
 }

@@ -37,6 +37,8 @@ VARIANTS = [
     ("rsiw-copy", "rsiw copying (zcopy_min=0)"),
     ("rsiw-seg1", "rsiw one-segment FPDUs (fpdu_segs_local=1)"),
     ("rsiw-alt", "rsiw of BENCH_ALT (another build)"),
+    ("rsiw-d16", "rsiw, perftest -t 16"),
+    ("rsiw-mrs", "rsiw, an MR per connection"),
 ]
 
 

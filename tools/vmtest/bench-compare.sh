@@ -232,14 +232,17 @@ dev_down() {
 # ------------------------------------------------------------ userspace
 # perftest_secs TOOL DEV N: wall-clock seconds of one client run of N 64 KiB
 # messages (server in bA, client in bB); one retry (siw's accept race).
+# PERFTEST_EXTRA: more options for both ends (the rsiw-d16 variant's).
 perftest_secs() {
 	local tool=$1 d=$2 n=$3 try t0 t1 s
 	for try in 1 2; do
-		ina timeout 120 $tool -R -F -d ${d}0 -s 65536 -n $n >"$logs/$tool-server.txt" 2>&1 &
+		# shellcheck disable=SC2086 # the options, split
+		ina timeout 120 $tool -R -F -d ${d}0 -s 65536 -n $n ${PERFTEST_EXTRA:-} >"$logs/$tool-server.txt" 2>&1 &
 		s=$!
 		wait_for 30 listening 18515 || true
 		t0=$(now)
-		if inb timeout 120 $tool -R -F -d ${d}1 --source_ip $B -s 65536 -n $n $A >"$logs/$tool-client.txt" 2>&1; then
+		# shellcheck disable=SC2086 # the options, split
+		if inb timeout 120 $tool -R -F -d ${d}1 --source_ip $B -s 65536 -n $n ${PERFTEST_EXTRA:-} $A >"$logs/$tool-client.txt" 2>&1; then
 			t1=$(now)
 			wait $s
 			calc "$t1 - $t0"
@@ -262,6 +265,11 @@ perftest_secs() {
 bw_rdma() {
 	local impl=$1 cfg=$2 r=$3 d t m s1 s2 n grow
 	d=$(drv_of "$impl")
+	PERFTEST_EXTRA=""
+	# rsiw-d16: perftest keeps 16 messages in flight (-t 16) instead of
+	# its default 128 (8 MiB of 64 KiB messages, more than the socket's
+	# send buffer holds).
+	[ "$impl" = rsiw-d16 ] && PERFTEST_EXTRA="-t 16"
 	for t in $bw_ops; do
 		m=bw_$t
 		n=$iters
@@ -426,16 +434,18 @@ port_seq=18600
 # sets the count; 1: one thread posts to every QP): aggregate MB/s, and
 # per-QP min/max MB/s.
 scale() {
-	local impl=$1 r=$2 n=$3 mode=write s line p th
+	local impl=$1 r=$2 n=$3 mode=write s line p th mrs=""
 	[ "$impl" = tcp ] && mode=tcp
+	# rsiw-mrs: every connection with an MR of its own at both ends.
+	[ "$impl" = rsiw-mrs ] && mrs=-M
 	th=${BENCH_SCALE_THREADS:-$(nproc)}
 	[ "$th" -gt "$n" ] && th=$n
 	port_seq=$((port_seq + 1))
 	p=$port_seq
-	ina timeout 120 rsiw-qpbench server -a $A -p $p -n $n -m $mode -T $th >"$logs/qpbench-server.txt" 2>&1 &
+	ina timeout 120 rsiw-qpbench server -a $A -p $p -n $n -m $mode -T $th $mrs >"$logs/qpbench-server.txt" 2>&1 &
 	s=$!
 	wait_for 30 listening $p || true
-	if inb timeout 120 rsiw-qpbench client -a $A -b $B -p $p -n $n -m $mode -t $scale_time -T $th \
+	if inb timeout 120 rsiw-qpbench client -a $A -b $B -p $p -n $n -m $mode -t $scale_time -T $th $mrs \
 		>"$logs/qpbench-client.txt" 2>&1 && wait $s; then
 		line=$(grep ^aggregate_mbps "$logs/qpbench-client.txt")
 		set -- $line
@@ -520,7 +530,8 @@ memory() {
 # ------------------------------------------------------------ the rounds
 impls_for() { # the implementations of one round at MTU $1
 	# BENCH_IMPLS: a list of its own (rsiw, rsiw-crc, rsiw-cmds, rsiw-copy,
-	# rsiw-seg1, rsiw-alt with BENCH_ALT, siw, tcp).
+	# rsiw-seg1, rsiw-alt with BENCH_ALT, rsiw-d16 (perftest -t 16),
+	# rsiw-mrs (scaling: an MR per connection), siw, tcp).
 	if [ -n "${BENCH_IMPLS:-}" ]; then
 		echo "$BENCH_IMPLS"
 		return
@@ -539,7 +550,7 @@ for r in $(seq 1 "$rounds"); do
 			progress "round $r/$rounds MTU $mtu: $impl"
 			crc=""
 			case $impl in
-			rsiw | rsiw-cmds | rsiw-copy | rsiw-seg1 | rsiw-alt) crc=off ;;
+			rsiw | rsiw-cmds | rsiw-copy | rsiw-seg1 | rsiw-alt | rsiw-d16) crc=off ;;
 			rsiw-crc) crc=on ;;
 			esac
 			if [ -n "$crc" ]; then
