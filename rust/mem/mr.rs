@@ -7,9 +7,10 @@
 //! is never used. Lookups hand out `Arc`s, so an MR a QP still refers to
 //! outlives its deregistration, but its memory does not: deregistration
 //! takes the MR out of the table and detaches its memory under the MR's
-//! lock, and every copy into or out of an MR runs under that lock after
-//! checking state, key and bounds. Once `dereg_mr` returns, no copy runs
-//! or can start, and user pages can be unpinned.
+//! lock, and every copy into or out of an MR checks state, key and bounds
+//! under that lock and copies under it or under an in-flight pin that
+//! deregistration waits for. Once `dereg_mr` returns, no copy runs or can
+//! start, and user pages can be unpinned.
 //!
 //! Locking: `StagTable::lock` (irq-safe spinlock) serialises the XArray
 //! and the index cursor; `Mr::state` (irq-safe spinlock) protects one MR's
@@ -34,8 +35,12 @@
 //! with interrupts off, so it is never preempted or interrupted by the
 //! waiter on its own CPU, and it needs no lock but one table lock, which
 //! no waiter holds and whose holders take nothing else. The MR lock and
-//! the table locks never nest. Copies (`copy_to`, `copy_from`, `commit`)
-//! still run under the MR's lock; an RDMA Write into a word is not
+//! the table locks never nest. Copies (`copy_to`, `copy_from`) work the
+//! same way: checks and the location of the span (at most
+//! [`crate::ffi::mem::pages::SPAN_PIECES`] pages; a longer one is copied
+//! under the lock) under the lock, the copy under a pin with interrupts
+//! off, so copies through one MR from several CPUs run in parallel.
+//! `commit` runs under the lock. An RDMA Write into a word is not
 //! serialised against an atomic on it (the verbs only make atomics atomic
 //! with respect to each other).
 
@@ -215,6 +220,21 @@ struct MrState {
     mapped_pmem: bool,
 }
 
+/// The direction and buffer of a copy through an MR.
+enum Copy<'a> {
+    To(&'a [u8]),
+    From(&'a mut [u8]),
+}
+
+impl Copy<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Copy::To(s) => s.len(),
+            Copy::From(d) => d.len(),
+        }
+    }
+}
+
 /// A memory region.
 #[pin_data]
 pub(crate) struct Mr {
@@ -387,26 +407,69 @@ impl Mr {
     /// [`Mr::copy_to`], with every check of [`Mr::check`] for a QP of PD
     /// `as_.0` needing rights `as_.1` first when `as_` is given: one lock
     /// for the checks and the copy.
+    ///
+    /// The copy itself runs after the lock is released, under an in-flight
+    /// pin with local interrupts off, as an atomic's read-modify-write
+    /// does (see the module doc): copies through one MR from several CPUs
+    /// (QPs sharing a buffer, the receive softirq and a sender) do not
+    /// serialise on its lock.
     pub(crate) fn copy_to_as(&self, stag: u32, as_: Option<(u32, u32)>, to: u64, src: &[u8]) -> Result<(), MrError> {
-        let st = self.state.lock();
-        let off = self.checks(&st, stag, as_, to, src.len() as u64)?;
-        let res = match &st.mem {
-            Memory::Kernel(k) => k.write(to, src),
-            Memory::Pages(p) => p.write(st.first_offset.checked_add(off).ok_or(MrError::Bounds)?, src),
-            Memory::None => return Err(MrError::InvalidStag),
-        };
-        res.map_err(|_| MrError::Bounds)
+        self.copy_pinned(stag, as_, to, Copy::To(src))
     }
 
     /// [`Mr::copy_from`], checked as [`Mr::copy_to_as`].
     pub(crate) fn copy_from_as(&self, stag: u32, as_: Option<(u32, u32)>, to: u64, dst: &mut [u8]) -> Result<(), MrError> {
-        let st = self.state.lock();
-        let off = self.checks(&st, stag, as_, to, dst.len() as u64)?;
-        let res = match &st.mem {
-            Memory::Kernel(k) => k.read(to, dst),
-            Memory::Pages(p) => p.read(st.first_offset.checked_add(off).ok_or(MrError::Bounds)?, dst),
-            Memory::None => return Err(MrError::InvalidStag),
+        self.copy_pinned(stag, as_, to, Copy::From(dst))
+    }
+
+    /// A copy at `to` through `stag`: checked under the MR's lock, then run
+    /// on the located span after the lock is released (under an in-flight
+    /// pin, local interrupts off), or under the lock for a span longer
+    /// than [`crate::ffi::mem::pages::SPAN_PIECES`] pages.
+    fn copy_pinned(&self, stag: u32, as_: Option<(u32, u32)>, to: u64, mut c: Copy<'_>) -> Result<(), MrError> {
+        let len = c.len();
+        let irqs_off = local_interrupt_disable();
+        let span = {
+            let st = self.state.lock_with(&irqs_off);
+            let off = self.checks(&st, stag, as_, to, len as u64)?;
+            // Where the copy starts: a DMA MR's address, or the offset in
+            // the page list.
+            let pos = match &st.mem {
+                Memory::Kernel(_) => to,
+                _ => st.first_offset.checked_add(off).ok_or(MrError::Bounds)?,
+            };
+            let located = match &st.mem {
+                Memory::Kernel(k) => k.span_at(pos, len),
+                Memory::Pages(p) => p.span_at(pos, len),
+                Memory::None => return Err(MrError::InvalidStag),
+            };
+            match located {
+                Ok(span) => {
+                    // Under the lock: whoever ends the registration takes
+                    // the lock after this and waits for the pin.
+                    self.in_flight.fetch_add(1, Ordering::Relaxed);
+                    span
+                }
+                Err(e) if e == E2BIG => {
+                    let res = match (&st.mem, &mut c) {
+                        (Memory::Kernel(k), Copy::To(src)) => k.write(pos, src),
+                        (Memory::Kernel(k), Copy::From(dst)) => k.read(pos, dst),
+                        (Memory::Pages(p), Copy::To(src)) => p.write(pos, src),
+                        (Memory::Pages(p), Copy::From(dst)) => p.read(pos, dst),
+                        (Memory::None, _) => return Err(MrError::InvalidStag),
+                    };
+                    return res.map_err(|_| MrError::Bounds);
+                }
+                Err(_) => return Err(MrError::Bounds),
+            }
         };
+        let res = match &mut c {
+            Copy::To(src) => span.write(src),
+            Copy::From(dst) => span.read(dst),
+        };
+        // Release: the copy is done before a drain sees 0.
+        self.in_flight.fetch_sub(1, Ordering::Release);
+        drop(irqs_off);
         res.map_err(|_| MrError::Bounds)
     }
 
@@ -487,7 +550,7 @@ impl Mr {
         Ok(r)
     }
 
-    /// Waits until no atomic holds an in-flight pin. The caller made the
+    /// Waits until no atomic or copy holds an in-flight pin. The caller made the
     /// registration unreachable under the MR's lock first, so no new pin
     /// can be taken; the holders run a few instructions with interrupts
     /// off and need no lock the caller may hold (see the module doc).

@@ -214,6 +214,21 @@ impl MrPages {
         }
     }
 
+    /// Locates the `len` octets at `pos` from the start of the first page
+    /// for a copy after the MR's lock is released (see [`SpanAt`]):
+    /// `EFAULT` unless they lie inside the pages, `E2BIG` if they span more
+    /// than [`SPAN_PIECES`] pages (the caller copies under its lock then).
+    pub(crate) fn span_at(&self, pos: u64, len: usize) -> Result<SpanAt> {
+        let mut span = SpanAt::empty(self.kind, len);
+        let mut fits = true;
+        self.walk(pos, len, |entry, off, n| fits &= span.push(entry, off, n))?;
+        if fits {
+            Ok(span)
+        } else {
+            Err(E2BIG)
+        }
+    }
+
     /// Splits `len` octets at `pos` into per-page pieces `(entry, offset,
     /// count)`; `EFAULT` unless all of them lie inside the pages.
     fn walk(&self, pos: u64, len: usize, mut f: impl FnMut(usize, usize, usize)) -> Result {
@@ -322,6 +337,14 @@ impl KernelMemory {
         unsafe { zcopy::ref_kernel_range(addr, len, out, crc) }
     }
 
+    /// Locates `len` octets at `addr` for a copy (see [`MrPages::span_at`]).
+    pub(crate) fn span_at(&self, addr: u64, len: usize) -> Result<SpanAt> {
+        let addr = Self::check(addr, len)?;
+        let mut span = SpanAt::empty(PagesKind::VirtDma, len);
+        span.push(addr, 0, len);
+        Ok(span)
+    }
+
     /// Locates the 8-octet word at `addr`; `EINVAL` unless `addr` is
     /// 8-aligned (see [`MrPages::word_at`]).
     pub(crate) fn word_at(&self, addr: u64) -> Result<WordAt> {
@@ -332,6 +355,96 @@ impl KernelMemory {
         // SAFETY: as in `write`; `addr` is non-null and does not wrap.
         let phys = unsafe { sys::rsiw_kaddr_phys(addr as *const c_void) };
         Ok(WordAt { place: Place::Virt(addr as *mut u64), phys })
+    }
+}
+
+/// Per-page pieces a located span holds at most: 64 KiB that does not
+/// start on a page boundary, in 4 KiB pages.
+pub(crate) const SPAN_PIECES: usize = 17;
+
+/// A located span of registered memory, for a copy in or out without the
+/// MR's lock (copies of one MR from several CPUs run in parallel). Same
+/// contract as [`WordAt`]: the caller checked the access under the MR's
+/// lock and holds an in-flight pin on the MR from locating the span until
+/// the copy returns, with local interrupts off; whatever ends the
+/// registration waits for the pins to drain. Not `Send`.
+pub(crate) struct SpanAt {
+    kind: PagesKind,
+    /// `(entry, offset, count)` per page, as [`MrPages::walk`] gives them.
+    pieces: [(usize, usize, usize); SPAN_PIECES],
+    n: usize,
+    len: usize,
+    _not_send: core::marker::PhantomData<*mut u8>,
+}
+
+impl SpanAt {
+    fn empty(kind: PagesKind, len: usize) -> Self {
+        Self { kind, pieces: [(0, 0, 0); SPAN_PIECES], n: 0, len, _not_send: core::marker::PhantomData }
+    }
+
+    /// Appends a piece; false if there is no room.
+    fn push(&mut self, entry: usize, off: usize, n: usize) -> bool {
+        match self.pieces.get_mut(self.n) {
+            Some(p) => {
+                *p = (entry, off, n);
+                self.n += 1;
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn pieces(&self) -> &[(usize, usize, usize)] {
+        self.pieces.get(..self.n).unwrap_or(&[])
+    }
+
+    /// Copies `src` (exactly the span's length) into the span.
+    pub(crate) fn write(&self, src: &[u8]) -> Result {
+        if src.len() != self.len {
+            return Err(EINVAL);
+        }
+        let mut done = 0;
+        for &(entry, off, n) in self.pieces() {
+            let chunk = src.get(done..done + n).ok_or(EINVAL)?;
+            match self.kind {
+                // SAFETY: located by `span_at` inside the registration's
+                // mapping (as `MrPages::write` checks it); the caller's
+                // in-flight pin keeps the registration, hence the memory.
+                PagesKind::VirtDma => unsafe {
+                    ptr::copy_nonoverlapping(chunk.as_ptr(), (entry + off) as *mut u8, n)
+                },
+                // SAFETY: a page pinned by the MR's umem, which the pin
+                // keeps; `off + n <= PAGE_SIZE`.
+                PagesKind::Page => unsafe {
+                    sys::rsiw_copy_to_page(entry as *mut sys::page, off, chunk.as_ptr().cast(), n)
+                },
+            }
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Copies the span into `dst` (exactly the span's length).
+    pub(crate) fn read(&self, dst: &mut [u8]) -> Result {
+        if dst.len() != self.len {
+            return Err(EINVAL);
+        }
+        let mut done = 0;
+        for &(entry, off, n) in self.pieces() {
+            let chunk = dst.get_mut(done..done + n).ok_or(EINVAL)?;
+            match self.kind {
+                // SAFETY: as in `write`.
+                PagesKind::VirtDma => unsafe {
+                    ptr::copy_nonoverlapping((entry + off) as *const u8, chunk.as_mut_ptr(), n)
+                },
+                // SAFETY: as in `write`.
+                PagesKind::Page => unsafe {
+                    sys::rsiw_copy_from_page(entry as *mut sys::page, off, chunk.as_mut_ptr().cast(), n)
+                },
+            }
+            done += n;
+        }
+        Ok(())
     }
 }
 
@@ -474,5 +587,56 @@ impl Drop for Umem {
         // SAFETY: we own the umem; nothing refers to its pages any more
         // (the MR's memory was detached first).
         unsafe { sys::ib_umem_release(self.0.as_ptr()) };
+    }
+}
+
+#[cfg(rsiw_kunit)]
+#[kunit_tests(rsiw_pages)]
+mod tests {
+    use super::*;
+
+    /// 20 blocks of 256 octets over `buf` (a virt-DMA list, as
+    /// `ib_sg_to_pages` fills a fast-register MR's).
+    fn blocks(buf: &mut KVec<u8>) -> Result<MrPages> {
+        let base = buf.as_mut_ptr() as usize;
+        let mut entries = KVVec::with_capacity(20, GFP_KERNEL)?;
+        for i in 0..20 {
+            entries.push(base + i * 256, GFP_KERNEL)?;
+        }
+        Ok(MrPages { kind: PagesKind::VirtDma, entries, page_size: 256 })
+    }
+
+    /// A located span copies what the walk under the MR's lock copies; a
+    /// span of more than `SPAN_PIECES` blocks is refused (`E2BIG`, the
+    /// caller copies under its lock), one outside the list too.
+    #[test]
+    fn span_copies_match_the_walk() -> Result {
+        let mut buf = KVec::from_elem(0u8, 20 * 256, GFP_KERNEL)?;
+        let pages = blocks(&mut buf)?;
+        let mut src = KVec::with_capacity(1000, GFP_KERNEL)?;
+        for i in 0..1000u32 {
+            src.push((i * 7 + 3) as u8, GFP_KERNEL)?;
+        }
+        // 1000 octets from 100 on: 5 blocks, the first and last partly.
+        let span = pages.span_at(100, 1000)?;
+        span.write(&src)?;
+        let mut back = KVec::from_elem(0u8, 1000, GFP_KERNEL)?;
+        pages.read(100, &mut back)?;
+        assert!(back[..] == src[..]);
+        let mut again = KVec::from_elem(0u8, 1000, GFP_KERNEL)?;
+        span.read(&mut again)?;
+        assert!(again[..] == src[..]);
+        // Nothing before or after it was touched.
+        assert!(buf[..100].iter().all(|&b| b == 0));
+        assert!(buf[1100..].iter().all(|&b| b == 0));
+        // The span's length exactly.
+        assert_eq!(span.write(&src[..999]), Err(EINVAL));
+        // SPAN_PIECES blocks fit, one octet more is one block too many.
+        assert!(pages.span_at(0, SPAN_PIECES * 256).is_ok());
+        assert_eq!(pages.span_at(0, SPAN_PIECES * 256 + 1).err(), Some(E2BIG));
+        assert_eq!(pages.span_at(255, SPAN_PIECES * 256 - 254).err(), Some(E2BIG));
+        // Outside the list.
+        assert_eq!(pages.span_at(20 * 256 - 10, 11).err(), Some(EFAULT));
+        Ok(())
     }
 }
