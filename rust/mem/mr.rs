@@ -221,16 +221,16 @@ struct MrState {
 }
 
 /// The direction and buffer of a copy through an MR.
-enum Copy<'a> {
+enum CopyDir<'a> {
     To(&'a [u8]),
     From(&'a mut [u8]),
 }
 
-impl Copy<'_> {
+impl CopyDir<'_> {
     fn len(&self) -> usize {
         match self {
-            Copy::To(s) => s.len(),
-            Copy::From(d) => d.len(),
+            CopyDir::To(s) => s.len(),
+            CopyDir::From(d) => d.len(),
         }
     }
 }
@@ -414,19 +414,19 @@ impl Mr {
     /// (QPs sharing a buffer, the receive softirq and a sender) do not
     /// serialise on its lock.
     pub(crate) fn copy_to_as(&self, stag: u32, as_: Option<(u32, u32)>, to: u64, src: &[u8]) -> Result<(), MrError> {
-        self.copy_pinned(stag, as_, to, Copy::To(src))
+        self.copy_pinned(stag, as_, to, CopyDir::To(src))
     }
 
     /// [`Mr::copy_from`], checked as [`Mr::copy_to_as`].
     pub(crate) fn copy_from_as(&self, stag: u32, as_: Option<(u32, u32)>, to: u64, dst: &mut [u8]) -> Result<(), MrError> {
-        self.copy_pinned(stag, as_, to, Copy::From(dst))
+        self.copy_pinned(stag, as_, to, CopyDir::From(dst))
     }
 
     /// A copy at `to` through `stag`: checked under the MR's lock, then run
     /// on the located span after the lock is released (under an in-flight
     /// pin, local interrupts off), or under the lock for a span longer
     /// than [`crate::ffi::mem::pages::SPAN_PIECES`] pages.
-    fn copy_pinned(&self, stag: u32, as_: Option<(u32, u32)>, to: u64, mut c: Copy<'_>) -> Result<(), MrError> {
+    fn copy_pinned(&self, stag: u32, as_: Option<(u32, u32)>, to: u64, mut c: CopyDir<'_>) -> Result<(), MrError> {
         let len = c.len();
         let irqs_off = local_interrupt_disable();
         let span = {
@@ -452,10 +452,10 @@ impl Mr {
                 }
                 Err(e) if e == E2BIG => {
                     let res = match (&st.mem, &mut c) {
-                        (Memory::Kernel(k), Copy::To(src)) => k.write(pos, src),
-                        (Memory::Kernel(k), Copy::From(dst)) => k.read(pos, dst),
-                        (Memory::Pages(p), Copy::To(src)) => p.write(pos, src),
-                        (Memory::Pages(p), Copy::From(dst)) => p.read(pos, dst),
+                        (Memory::Kernel(k), CopyDir::To(src)) => k.write(pos, src),
+                        (Memory::Kernel(k), CopyDir::From(dst)) => k.read(pos, dst),
+                        (Memory::Pages(p), CopyDir::To(src)) => p.write(pos, src),
+                        (Memory::Pages(p), CopyDir::From(dst)) => p.read(pos, dst),
                         (Memory::None, _) => return Err(MrError::InvalidStag),
                     };
                     return res.map_err(|_| MrError::Bounds);
@@ -464,8 +464,8 @@ impl Mr {
             }
         };
         let res = match &mut c {
-            Copy::To(src) => span.write(src),
-            Copy::From(dst) => span.read(dst),
+            CopyDir::To(src) => span.write(src),
+            CopyDir::From(dst) => span.read(dst),
         };
         // Release: the copy is done before a drain sees 0.
         self.in_flight.fetch_sub(1, Ordering::Release);

@@ -117,21 +117,11 @@ impl MrPages {
     pub(crate) fn write(&self, pos: u64, src: &[u8]) -> Result {
         let mut done = 0;
         self.walk(pos, src.len(), |entry, off, n| {
-            let chunk = &src[done..done + n];
-            match self.kind {
-                // SAFETY: `entry` is a kernel virtual address the consumer
-                // mapped with `ib_dma_map_sg` on this virt-DMA device and
-                // gave to the MR; `walk` keeps `off + n <= page_size`, the
-                // block size of the mapping.
-                PagesKind::VirtDma => unsafe {
-                    ptr::copy_nonoverlapping(chunk.as_ptr(), (entry + off) as *mut u8, n)
-                },
-                // SAFETY: `entry` is a page pinned by the MR's umem;
-                // `off + n <= PAGE_SIZE`.
-                PagesKind::Page => unsafe {
-                    sys::rsiw_copy_to_page(entry as *mut sys::page, off, chunk.as_ptr().cast(), n)
-                },
-            }
+            // SAFETY: `entry` is an entry of this list (a kernel virtual
+            // address the consumer mapped on this virt-DMA device, or a
+            // page pinned by the MR's umem); `walk` keeps `off + n` within
+            // its block.
+            unsafe { piece_write(self.kind, entry, off, &src[done..done + n]) };
             done += n;
         })
     }
@@ -141,17 +131,8 @@ impl MrPages {
         let mut done = 0;
         let len = dst.len();
         self.walk(pos, len, |entry, off, n| {
-            let chunk = &mut dst[done..done + n];
-            match self.kind {
-                // SAFETY: as in `write`.
-                PagesKind::VirtDma => unsafe {
-                    ptr::copy_nonoverlapping((entry + off) as *const u8, chunk.as_mut_ptr(), n)
-                },
-                // SAFETY: as in `write`.
-                PagesKind::Page => unsafe {
-                    sys::rsiw_copy_from_page(entry as *mut sys::page, off, chunk.as_mut_ptr().cast(), n)
-                },
-            }
+            // SAFETY: as in `write`.
+            unsafe { piece_read(self.kind, entry, off, &mut dst[done..done + n]) };
             done += n;
         })
     }
@@ -358,6 +339,44 @@ impl KernelMemory {
     }
 }
 
+/// Copies `chunk` to `off` octets into the block `entry` names.
+///
+/// # Safety
+///
+/// `entry` is a live entry of kind `kind` (a mapped kernel virtual address
+/// of a virt-DMA block, or a pinned `struct page`), and `off + chunk.len()`
+/// lies within its block.
+unsafe fn piece_write(kind: PagesKind, entry: usize, off: usize, chunk: &[u8]) {
+    match kind {
+        // SAFETY: per the contract, the range is mapped kernel memory.
+        PagesKind::VirtDma => unsafe {
+            ptr::copy_nonoverlapping(chunk.as_ptr(), (entry + off) as *mut u8, chunk.len())
+        },
+        // SAFETY: per the contract, a pinned page, `off + len <= PAGE_SIZE`.
+        PagesKind::Page => unsafe {
+            sys::rsiw_copy_to_page(entry as *mut sys::page, off, chunk.as_ptr().cast(), chunk.len())
+        },
+    }
+}
+
+/// Copies `off` octets into the block `entry` names into `chunk`.
+///
+/// # Safety
+///
+/// As [`piece_write`].
+unsafe fn piece_read(kind: PagesKind, entry: usize, off: usize, chunk: &mut [u8]) {
+    match kind {
+        // SAFETY: per the contract.
+        PagesKind::VirtDma => unsafe {
+            ptr::copy_nonoverlapping((entry + off) as *const u8, chunk.as_mut_ptr(), chunk.len())
+        },
+        // SAFETY: per the contract.
+        PagesKind::Page => unsafe {
+            sys::rsiw_copy_from_page(entry as *mut sys::page, off, chunk.as_mut_ptr().cast(), chunk.len())
+        },
+    }
+}
+
 /// Per-page pieces a located span holds at most: 64 KiB that does not
 /// start on a page boundary, in 4 KiB pages.
 pub(crate) const SPAN_PIECES: usize = 17;
@@ -406,19 +425,10 @@ impl SpanAt {
         let mut done = 0;
         for &(entry, off, n) in self.pieces() {
             let chunk = src.get(done..done + n).ok_or(EINVAL)?;
-            match self.kind {
-                // SAFETY: located by `span_at` inside the registration's
-                // mapping (as `MrPages::write` checks it); the caller's
-                // in-flight pin keeps the registration, hence the memory.
-                PagesKind::VirtDma => unsafe {
-                    ptr::copy_nonoverlapping(chunk.as_ptr(), (entry + off) as *mut u8, n)
-                },
-                // SAFETY: a page pinned by the MR's umem, which the pin
-                // keeps; `off + n <= PAGE_SIZE`.
-                PagesKind::Page => unsafe {
-                    sys::rsiw_copy_to_page(entry as *mut sys::page, off, chunk.as_ptr().cast(), n)
-                },
-            }
+            // SAFETY: a piece `span_at` located inside the registration's
+            // mapping (as `MrPages::write` checks it); the caller's
+            // in-flight pin keeps the registration, hence the memory.
+            unsafe { piece_write(self.kind, entry, off, chunk) };
             done += n;
         }
         Ok(())
@@ -432,16 +442,8 @@ impl SpanAt {
         let mut done = 0;
         for &(entry, off, n) in self.pieces() {
             let chunk = dst.get_mut(done..done + n).ok_or(EINVAL)?;
-            match self.kind {
-                // SAFETY: as in `write`.
-                PagesKind::VirtDma => unsafe {
-                    ptr::copy_nonoverlapping((entry + off) as *const u8, chunk.as_mut_ptr(), n)
-                },
-                // SAFETY: as in `write`.
-                PagesKind::Page => unsafe {
-                    sys::rsiw_copy_from_page(entry as *mut sys::page, off, chunk.as_mut_ptr().cast(), n)
-                },
-            }
+            // SAFETY: as in `write`.
+            unsafe { piece_read(self.kind, entry, off, chunk) };
             done += n;
         }
         Ok(())
