@@ -250,7 +250,7 @@ vm_anywhere() {
 	echo "$token" >"$tmp/work/token"
 	cp tools/vmtest/anywhere.sh "$tmp/work/probe.sh"
 	(cd "$tmp/work" && KDIR="$tmp/kdir" RSIW_CACHE="$tmp/cache" "$tmp/rsiw/scripts/rsiw-vm.sh" \
-		--no-build --nodes 1 --mtu 1400 --crc --timeout 400 --out "$tmp/out" \
+		--no-build --nodes 1 --mtu 1400 --crc --timeout $((400 * tfactor)) --out "$tmp/out" \
 		-- ./probe.sh "$tmp" "$token") >"$tmp/stdout" 2>"$tmp/stderr"
 	rc=$?
 	rm -rf "$out"
@@ -278,7 +278,7 @@ vm_rsiw_vm() {
 	log "== VM: scripts/rsiw-vm.sh --nodes 2 -- tools/vmtest/examples/rping.sh"
 	# --no-build: the test module built above stays (rsiw-vm.sh alone
 	# would build the production one).
-	KDIR="$kdir" scripts/rsiw-vm.sh --no-build --nodes 2 --timeout 300 --out "$out" \
+	KDIR="$kdir" scripts/rsiw-vm.sh --no-build --nodes 2 --timeout $((300 * tfactor)) --out "$out" \
 		-- tools/vmtest/examples/rping.sh >"$logs/rsiw-vm.log" 2>&1
 	rc=$?
 	grep '^rsiw-vm: node' "$logs/rsiw-vm.log"
@@ -287,7 +287,7 @@ vm_rsiw_vm() {
 		[ "$(grep -c '^ping data' "$logs/rsiw-vm.log")" = 10 ]
 	host_check "rsiw-vm.sh: node 1 (netns n1) and node 2 (netns n2) set up" \
 		[ "$(grep -cE '^rsiw-vm: node [12] \(netns n[12]\): rsiw[01] on' "$logs/rsiw-vm.log")" = 2 ]
-	KDIR="$kdir" scripts/rsiw-vm.sh --no-build --nodes 2 --timeout 200 --out "$out-status" \
+	KDIR="$kdir" scripts/rsiw-vm.sh --no-build --nodes 2 --timeout $((200 * tfactor)) --out "$out-status" \
 		-- bash -c 'rsiw-node 2 ip -br addr show rsiwv2; exit 7' >"$logs/rsiw-vm-status.log" 2>&1
 	rc=$?
 	host_check "rsiw-vm.sh returns the command's status (7)" [ "$rc" = 7 ]
