@@ -184,6 +184,14 @@ vm_test install 2G kunit.enable=0 tools/vmtest/install.sh
 vm_test netns 3G kunit.enable=0 tools/vmtest/netns.sh
 # The main job's demo (scripts/run.sh) keeps working.
 vm_test demo 3G kunit.enable=0 tools/vmtest/rsiw-vm-guest.sh 2 "" 0 tools/vmtest/demo.sh
+# kernel_quiet FILE...: rsiw-vm's guest notes any kernel warning, oops,
+# KASAN/UBSAN report or hang in dmesg; a test run through it fails on
+# that note as the other guests fail on check_dmesg_clean.
+kernel_quiet() {
+	local f
+	for f; do [ -f "$f" ] || return 1; done
+	! grep -q 'note: the kernel logged warnings or errors' "$@"
+}
 
 # DKMS's pre-build check: passes for the test kernel, fails clearly for a
 # build tree without CONFIG_RUST.
@@ -230,6 +238,12 @@ host_check() {
 	shift
 	if "$@"; then echo "ok - $name"; vp=$((vp + 1)); else echo "not ok - $name"; vf=$((vf + 1)); fi
 }
+# The demo's guest (above) ran through rsiw-vm's: its dmesg note.
+if only demo; then
+	vp=0 vf=0
+	host_check "demo: the guest kernel logged no warning, oops or report" kernel_quiet "$logs/vm-demo/output.log"
+	record "VM demo dmesg" "$vp" "$vf"
+fi
 
 # A checkout anywhere: the guest's own tmpfs on /tmp, /run, /var/tmp and
 # /mnt must not hide a tree there. A copy of what a guest needs of this
@@ -266,6 +280,7 @@ vm_anywhere() {
 	host_check "the guest wrote the output directory at its host path" \
 		[ "$(cat "$tmp/out/at-host-path" 2>/dev/null)" = "$token" ]
 	host_check "the guest's /tmp stayed the guest's" [ ! -e "/tmp/rsiw-guest-only-$token" ]
+	host_check "the guest kernel logged no warning, oops or report" kernel_quiet "$out/output.log"
 	rm -rf "$tmp"
 	record "VM checkout under /tmp" "$vp" "$vf"
 }
@@ -293,6 +308,8 @@ vm_rsiw_vm() {
 	host_check "rsiw-vm.sh returns the command's status (7)" [ "$rc" = 7 ]
 	host_check "rsiw-node 2 runs in node 2 (its veth, RSIW_NODE2_ADDR)" \
 		grep -qE '^rsiwv2@[^ ]+ +UP +10\.96\.0\.2/24' "$logs/rsiw-vm-status.log"
+	host_check "the guest kernels logged no warning, oops or report" \
+		kernel_quiet "$logs/rsiw-vm.log" "$logs/rsiw-vm-status.log"
 	record "VM rsiw-vm.sh (your program)" "$vp" "$vf"
 }
 
