@@ -14,17 +14,20 @@ mkdir -p "$out"
 passed=0
 failed=0
 port=$((46000 + RANDOM % 1000))
+# The debug kernel runs several times slower under TCG.
+tf=1
+[ "${RSIW_KERNEL_FLAVOUR:-lean}" = debug ] && tf=4
 
 # pair NAME TARGET_KIND HOST_KIND [crc]
 pair() {
 	local name=$1 tk=$2 hk=$3 crc=${4:-}
 	port=$((port + 1))
 	log "== interop: $name (target over $tk, host over $hk)"
-	scripts/vm-run.sh --quiet --timeout 420 --mem 2G --append kunit.enable=0 --nic "listen:$port" --out "$out/$name-target" \
+	scripts/vm-run.sh --quiet --timeout $((420 * tf)) --mem 2G --append kunit.enable=0 --nic "listen:$port" --out "$out/$name-target" \
 		-- tools/vmtest/interop-nvmeof.sh target "$tk" $crc &
 	local tpid=$!
 	sleep 3
-	scripts/vm-run.sh --quiet --timeout 400 --mem 2G --append kunit.enable=0 --nic "connect:$port" --out "$out/$name-host" \
+	scripts/vm-run.sh --quiet --timeout $((400 * tf)) --mem 2G --append kunit.enable=0 --nic "connect:$port" --out "$out/$name-host" \
 		-- tools/vmtest/interop-nvmeof.sh host "$hk" $crc
 	wait "$tpid"
 	local side

@@ -33,7 +33,10 @@ if [ "$role" = target ]; then
 	check "nvmet-rdma" modprobe nvmet-rdma
 	check "nvmet port on $kind" nvmet_export $nqn /dev/nullb0 $target_ip
 	# Serve until the host reports back.
-	timeout 240 busybox nc -l -p 5001 >/tmp/host-said
+	# (The debug kernel is several times slower: 4x there.)
+	wait_s=240
+	debug_kernel && wait_s=960
+	timeout $wait_s busybox nc -l -p 5001 >/tmp/host-said
 	check "host finished and reported" grep -q done /tmp/host-said
 	nvmet_unexport $nqn
 	check "unload nvmet-rdma" modprobe -r nvmet-rdma
@@ -41,7 +44,9 @@ else
 	check "nvme-rdma" modprobe nvme-rdma
 	# The target guest boots in parallel: retry until its port is up.
 	connected=1
-	for _ in $(seq 1 60); do
+	tries=60
+	debug_kernel && tries=240
+	for _ in $(seq 1 $tries); do
 		if nvme_connect $nqn $target_ip >/dev/null 2>&1; then
 			connected=0
 			break
