@@ -171,7 +171,9 @@ cmdline+=" rsiw.modroot=$modroot $append"
 # The debug (KASAN) kernel on TCG's 5-level paging sometimes reports a wild
 # access in handle_edge_irq during identify_cpu, before any module loads,
 # and that taint turns lockdep off for the boot: run it with 4-level paging.
-case "$(basename "$kdir")" in *-debug-*) cmdline+=" no5lvl" ;; esac
+# (By the tree's real name: KDIR may be a symlink, as the checkout-under-/tmp
+# test makes it.)
+case "$(basename "$(readlink -f "$kdir")")" in *-debug-*) cmdline+=" no5lvl" ;; esac
 
 qemu=(qemu-system-x86_64 -machine "$machine" -accel "$accel" -cpu "$cpu" -smp "$smp" "${mem_args[@]}"
 	-kernel "$kernel" -append "$cmdline"
