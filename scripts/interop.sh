@@ -14,9 +14,7 @@ mkdir -p "$out"
 passed=0
 failed=0
 port=$((46000 + RANDOM % 1000))
-# The debug kernel runs several times slower under TCG.
-tf=1
-[ "${RSIW_KERNEL_FLAVOUR:-lean}" = debug ] && tf=4
+tf=$RSIW_TIME_FACTOR # 4 on the debug kernel (lib.sh)
 
 # pair NAME TARGET_KIND HOST_KIND [crc]
 pair() {

@@ -10,6 +10,10 @@ export PATH="$HOME/.cargo/bin:$PATH"
 
 # Flavours of the test kernel: "lean" (default) and "debug" (KASAN, lockdep, kmemleak).
 RSIW_KERNEL_FLAVOUR=${RSIW_KERNEL_FLAVOUR:-lean}
+# Guest time limits scale with it: the debug kernel runs several times
+# slower under TCG.
+RSIW_TIME_FACTOR=1
+if [ "$RSIW_KERNEL_FLAVOUR" = debug ]; then RSIW_TIME_FACTOR=4; fi
 
 log() { printf '[rsiw %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
 die() { log "error: $*"; exit 1; }

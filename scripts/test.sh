@@ -120,9 +120,8 @@ only() {
 	case " $RSIW_ONLY " in *" $1 "*) return 0 ;; esac
 	return 1
 }
-# The debug kernel runs everything several times slower under TCG.
-tfactor=1
-[ "${RSIW_KERNEL_FLAVOUR:-lean}" = debug ] && tfactor=4
+# The debug kernel runs everything several times slower (lib.sh).
+tfactor=$RSIW_TIME_FACTOR
 # vm_test NAME MEM CMDLINE SCRIPT [ARGS...]: a guest test script's ok/not
 # ok lines. CMDLINE is extra kernel command line ("" for none); the guest
 # gets VM_TIMEOUT seconds (default 600; 4x on the debug kernel).
