@@ -156,6 +156,23 @@ pub(super) fn new_initiator(cfg: &InitiatorConfig<'_>) -> Result<KBox<Initiator>
     }
 }
 
+/// A socket for `remote` bound to `local`. rdma_cm chose `local`'s port
+/// in its own port space, which TCP's does not see: a plain TCP socket
+/// may hold the port (a TIME_WAIT of a connection that did not set
+/// `SO_REUSEADDR` conflicts even with ours), and then `bind` fails with
+/// `EADDRINUSE`. The same address with a port TCP picks does, as with an
+/// iWARP port mapper: the iw_cm keeps the port the consumer knows and
+/// records the one the stream uses (`m_local_addr`) from CONNECT_REPLY,
+/// which reports the socket's own address. Linux siw fails the connect.
+fn bind_local(net: Net, local: SockAddr, remote: &SockAddr) -> Result<TcpSocket> {
+    let sock = TcpSocket::unconnected(net, remote)?;
+    match sock.bind(local) {
+        Err(e) if e == EADDRINUSE && local.port() != 0 => sock.bind(local.with_port(0))?,
+        r => r?,
+    }
+    Ok(sock)
+}
+
 /// `iw_connect`: starts connecting `local` → `remote` in `net` and
 /// returns at once; the outcome is one `CONNECT_REPLY` on `target`
 /// (status 0 after `qp` took the stream, else `-ECONNREFUSED` with the
@@ -172,20 +189,34 @@ pub(crate) fn connect(
 ) -> Result<u64> {
     let (ird, ord) = cfg.ird_ord(p.ird, p.ord)?;
     let mpa = new_initiator(&cfg.initiator(ird, ord, p.private_data))?;
-    let mut sock = TcpSocket::unconnected(net, &remote)?;
-    sock.bind(local)?;
+    let first = bind_local(net, local, &remote)?;
     let mpa_timeout_ms = cfg.mpa_timeout_ms;
     let cep = Cep::new(0, cfg, CepPhase::Connecting)?;
     let mut g = cep.inner.lock();
-    let r = Arc::new(CepWake(cep.clone()), GFP_KERNEL)
-        .map_err(Error::from)
-        .and_then(|w| sock.hook(w))
-        .and_then(|()| sock.start_connect(remote));
-    if let Err(e) = r {
-        drop(sock);
-        cep.close_locked(&mut g, None);
-        return Err(e);
-    }
+    let r = Arc::new(CepWake(cep.clone()), GFP_KERNEL).map_err(Error::from).and_then(|w| {
+        let mut sock = first;
+        match sock.hook(w.clone()).and_then(|()| sock.start_connect(remote)) {
+            Ok(()) => Ok(sock),
+            // A TIME_WAIT of an earlier connection between the same four
+            // addresses and ports: TCP refuses the pair, so the same
+            // address with another port, as for a port in use.
+            Err(e) if e == EADDRNOTAVAIL && local.port() != 0 => {
+                drop(sock);
+                let mut sock = bind_local(net, local.with_port(0), &remote)?;
+                sock.hook(w)?;
+                sock.start_connect(remote)?;
+                Ok(sock)
+            }
+            Err(e) => Err(e),
+        }
+    });
+    let sock = match r {
+        Ok(sock) => sock,
+        Err(e) => {
+            cep.close_locked(&mut g, None);
+            return Err(e);
+        }
+    };
     g.sock = Some(sock);
     g.active = Some(Active { qp, mpa });
     g.target = Some(target);

@@ -409,7 +409,10 @@ mod tests {
     use kernel::prelude::*;
 
     use super::harness::*;
-    use crate::ffi::consumer::rdma_cm::*;
+    use crate::ffi::{
+        consumer::rdma_cm::*,
+        net::socket::{Net, TcpSocket},
+    };
 
     /// Receives posted on both sides, then the client's `rdma_disconnect`:
     /// DISCONNECTED on both, the receives flushed, no QP_FATAL.
@@ -554,6 +557,40 @@ mod tests {
         drop(conn);
         drop(c);
         drop(listener);
+        Ok(())
+    }
+
+    /// rdma_cm picks a client's port in its own port space, which TCP's
+    /// does not see: a plain TCP socket may hold the same port (here one
+    /// bound without `SO_REUSEADDR`; in the field, a TIME_WAIT of a plain
+    /// TCP connection). The stream then goes over another port of the
+    /// same address; the client's id keeps the port it was given, and the
+    /// server sees the stream's.
+    #[test]
+    fn client_port_held_by_tcp() -> Result {
+        let _devs = Devices::pair()?;
+        let blocker = TcpSocket::bound_exclusive(Net::init(), V4_CLIENT)?;
+        let q = blocker.local_addr()?.port();
+        check!(q != 0);
+        let (listener, port) = listen(V4_SERVER)?;
+        let c = client(V4_CLIENT.with_port(q), V4_SERVER.with_port(port), 16)?;
+        check!(c.id.local_addr().map(|a| a.port()) == Some(q));
+        c.id.connect(b"", 4, 4)?;
+        let mut req = listener.events().expect(CONNECT_REQUEST, WAIT_MS)?;
+        let conn = req.conn.take().ok_or(EINVAL)?;
+        let peer = conn.remote_addr().ok_or(EINVAL)?;
+        let server = Side::equip(conn, 16)?;
+        server.id.accept(b"", 4, 4)?;
+        c.id.events().expect(ESTABLISHED, WAIT_MS)?;
+        server.id.events().expect(ESTABLISHED, WAIT_MS)?;
+        check!(peer.port() != q && peer.port() != 0);
+        check!(c.id.local_addr().map(|a| a.port()) == Some(q));
+        exchange_all(&c, &server, 9, Caps::ALL)?;
+        c.id.disconnect()?;
+        c.id.events().expect(DISCONNECTED, WAIT_MS)?;
+        server.id.events().expect(DISCONNECTED, WAIT_MS)?;
+        check!(c.fatal_events() == 0 && server.fatal_events() == 0);
+        drop(blocker);
         Ok(())
     }
 

@@ -212,6 +212,13 @@ impl CmId {
         unsafe { SockAddr::from_raw((&raw const (*self.id).route.addr.src_addr).cast()) }
     }
 
+    /// The peer's address (after resolve; a CONNECT_REQUEST's id: where
+    /// the request came from).
+    pub(crate) fn remote_addr(&self) -> Option<SockAddr> {
+        // SAFETY: the id is alive; `dst_addr` is a sockaddr_storage.
+        unsafe { SockAddr::from_raw((&raw const (*self.id).route.addr.dst_addr).cast()) }
+    }
+
     /// `rdma_resolve_addr` + ADDR_RESOLVED, `rdma_resolve_route` +
     /// ROUTE_RESOLVED.
     pub(crate) fn resolve(&self, src: Option<SockAddr>, dst: SockAddr, ms: u32) -> Result {

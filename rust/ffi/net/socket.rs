@@ -304,6 +304,20 @@ impl TcpSocket {
     }
 
     #[cfg(rsiw_kunit)]
+    /// A socket bound to `addr` without `SO_REUSEADDR` (port 0: an
+    /// ephemeral port), as a plain TCP application's: it holds the port
+    /// against every other bind.
+    pub(crate) fn bound_exclusive(net: Net, addr: SockAddr) -> Result<Self> {
+        let s = Self::create(net, addr.family())?;
+        let (raw, len) = addr.to_raw();
+        // SAFETY: a fresh socket; `raw` is a valid address of `len` bytes.
+        kernel::error::to_result(unsafe {
+            sys::kernel_bind(s.sock.as_ptr(), (&raw const raw).cast_mut().cast(), len)
+        })?;
+        Ok(s)
+    }
+
+    #[cfg(rsiw_kunit)]
     /// Connects to `addr`. Blocking: call from process context that may
     /// sleep; `nonblocking` returns at once and reports the outcome through
     /// the state change callback.
