@@ -178,6 +178,7 @@ impl Cq {
         let res = self.ring.lock().push(c);
         match res {
             Ok(true) => {
+                let _p = crate::prof::Probe::start(crate::prof::Phase::CqNotify);
                 self.notifier.completion();
                 Ok(())
             }

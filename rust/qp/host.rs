@@ -4,6 +4,7 @@
 //! completions.
 
 use super::*;
+use crate::prof::{Phase, Probe};
 
 /// Engine events collected during one engine call.
 #[derive(Default)]
@@ -121,6 +122,7 @@ impl crate::ddp::StagTable for QpHost<'_> {
 
 impl Host for QpHost<'_> {
     fn sq_next(&mut self) -> Option<SendWr> {
+        let _p = Probe::start(Phase::SqNext);
         loop {
             let sqe = self.qp.sq.lock().pop()?;
             match sqe.kind {
@@ -155,6 +157,7 @@ impl Host for QpHost<'_> {
     }
 
     fn rq_peek(&self) -> Option<RecvWr> {
+        let _p = Probe::start(Phase::RqPeek);
         // Peeking claims (an SRQ is shared: the WQE must be ours from the
         // first segment on); `rq_peek` takes `&self`, so claim lazily via
         // the queues' own state.
@@ -176,6 +179,7 @@ impl Host for QpHost<'_> {
     }
 
     fn complete(&mut self, c: crate::engine::qp::Completion) {
+        let _p = Probe::start(Phase::Complete);
         let mut c = c;
         if c.queue == WorkQueue::Send && c.opcode == CompOp::Read {
             if let Some(stag) = self.st.cur.read_invs.take(c.wr_id) {
@@ -260,6 +264,7 @@ impl Host for QpHost<'_> {
     }
 
     fn read_source(&mut self, wr: &Local, offset: u32, dst: &mut [u8]) -> Result<(), TermError> {
+        let _p = Probe::start(Phase::ReadSource);
         let sqe = match self.st.cur.sqe {
             Some(s) if self.st.cur.handle == wr.handle => s,
             _ => return Err(error::rdmap::LOCAL_CATA),
@@ -276,6 +281,7 @@ impl Host for QpHost<'_> {
     }
 
     fn check_source(&mut self, wr: &Local, len: u32) -> Result<(), TermError> {
+        let _p = Probe::start(Phase::CheckSource);
         let sqe = match self.st.cur.sqe {
             Some(s) if self.st.cur.handle == wr.handle => s,
             _ => return Err(error::rdmap::LOCAL_CATA),
@@ -313,6 +319,7 @@ impl Host for QpHost<'_> {
     }
 
     fn place_recv(&mut self, _wr: &RecvWr, offset: u32, data: &[u8]) -> Result<(), TermError> {
+        let _p = Probe::start(Phase::PlaceRecv);
         let rqe = self.claim().ok_or(error::ddp::U_NO_BUFFER)?;
         self.scatter_gather(rqe.sges(), u64::from(offset), &mut [], Some(data))
     }

@@ -3,6 +3,7 @@
 //! callbacks, and the end of the stream (close, fail, detach).
 
 use super::*;
+use crate::prof::{Phase, Probe};
 use crate::ffi::runtime::wait_ms;
 
 impl Qp {
@@ -307,18 +308,21 @@ impl Qp {
     /// callback, where `self` is the `Arc<Qp>` the hook holds; the engine
     /// needs an Arc to schedule TX, so go through the stream lock).
     pub(crate) fn rx_queued(&self, rx: &SockRx<'_>) {
+        let _p = Probe::start(Phase::RxCallback);
         let mut events = Events::default();
         let mut wants_tx = false;
         rx.read(&mut |chunk| {
             let mut st = self.stream.lock();
             let st = &mut *st;
             let Some(engine) = st.engine.as_deref_mut() else { return chunk.len() };
+            let _p = Probe::start(Phase::RxEngine);
             let mut host = QpHost { qp: self, st: &mut st.host, events: &mut events, zc: None };
             let n = engine.rx(&mut host, &KernelCrc32c, chunk);
             wants_tx |= engine.wants_tx();
             QpStats::add(&self.stats.rx_bytes, n as u64);
             n
         });
+        let _p = Probe::start(Phase::RxAfter);
         self.after_callback(&events, wants_tx);
     }
 

@@ -3,6 +3,7 @@
 //! fills) or zero-copy (FPDU headers around the registered pages).
 
 use super::*;
+use crate::prof::{Phase, Probe};
 
 impl Qp {
     /// Schedules the TX work (idempotent).
@@ -71,11 +72,13 @@ impl Qp {
     /// socket is full (then `write_space` kicks again). The caller owns the
     /// run (`tx_running`).
     fn tx_rounds(self: &Arc<Self>) {
+        let _p = Probe::start(Phase::TxRun);
         if self.close_expired.swap(false, Ordering::AcqRel) {
             self.close_timed_out();
         }
         // A process's send ring: no doorbell needed while this runs.
         if self.rings {
+            let _p = Probe::start(Phase::TxRingFlags);
             self.sq.lock().set_flag(crate::ffi::ib::abi::RING_SQ_ACTIVE, true);
         }
         for _ in 0..64 {
@@ -105,6 +108,7 @@ impl Qp {
         if !self.rings {
             return;
         }
+        let _p = Probe::start(Phase::TxRingFlags);
         let (prod, seen) = {
             let sq = self.sq.lock();
             sq.set_flag(crate::ffi::ib::abi::RING_SQ_ACTIVE, false);
@@ -136,6 +140,7 @@ impl Qp {
     /// Takes the pending TX bytes (producing them from the engine if there
     /// are none), sends what the socket takes, puts the rest back.
     pub(crate) fn tx_round_copy(self: &Arc<Self>) -> TxRound {
+        let mut pre = Some(Probe::start(Phase::TxPreEngine));
         let mut events = Events::default();
         let mut failed_out = false;
         let mut drained = false;
@@ -174,6 +179,8 @@ impl Qp {
                 if st.tx.is_empty() {
                     None // no buffer (the allocation failed): next round
                 } else {
+                    drop(pre.take());
+                    let _p = Probe::start(Phase::TxEngine);
                     let mut host = QpHost { qp: self, st: &mut st.host, events: &mut events, zc: None };
                     let n = engine.tx(&mut host, &KernelCrc32c, &mut st.tx);
                     // The buffer, not the engine, ended the round: bulk.
@@ -198,6 +205,7 @@ impl Qp {
                 None
             }
         };
+        drop(pre);
         self.handle_events(&events);
         if failed_out {
             // The stream ended with our Terminate.
@@ -209,10 +217,13 @@ impl Qp {
         };
 
         self.tx_blocked.store(true, Ordering::Release);
+        let send = Probe::start(Phase::TxSockSend);
         let sent = match self.sock.lock().as_ref() {
             Some(s) => s.send(&[&buf[off..len]], false),
             None => Err(ENOTCONN),
         };
+        drop(send);
+        let _p = Probe::start(Phase::TxPostSend);
         let lost = match sent {
             Ok(n) => {
                 QpStats::add(&self.stats.tx_bytes, n as u64);

@@ -1,0 +1,64 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Diagnostic (not a test): where a 64-byte qperf rc_lat message's time
+# goes inside rsiw, timed by the phase probes of an RSIW_PROF=1 build
+# (rust/prof.rs), beside siw's and TCP's latency in the same boot, two
+# namespaces joined by veth, ROUNDS rounds of SECONDS each. Prints, per
+# phase, calls and microseconds per doorbell (one doorbell per message:
+# both ends' phases count, so per doorbell is per message), averaged over
+# the module's reports.
+#   make KDIR=... RSIW_PROF=1 modules && make -C tools/provider    # in TREE (not under /tmp)
+#   scripts/vm-run.sh --append kunit.enable=0 -- tools/vmtest/latprof.sh TREE [ROUNDS [SECONDS]]
+# (Documentation/performance.md, "Where a message's time goes inside rsiw").
+set -u
+. "$(dirname "$0")/lib.sh"
+tree=$1 rounds=${2:-3} secs=${3:-3}
+A=10.98.0.1 B=10.98.0.2
+ina() { ip netns exec bA "$@"; }
+inb() { ip netns exec bB "$@"; }
+bench_netns $A $B || { echo "latprof: no namespaces"; exit 1; }
+modprobe siw || { echo "latprof: no siw"; exit 1; }
+insmod "$tree/rsiw.ko" || { echo "latprof: insmod $tree/rsiw.ko failed"; exit 1; }
+dmesg -C
+qs=
+server() {
+	[ -n "$qs" ] && { kill "$qs"; wait "$qs" 2>/dev/null; }
+	if [ "$1" = rsiw ]; then export RDMAV_DRIVERS=$tree/tools/provider/librsiw; else unset RDMAV_DRIVERS; fi
+	ina qperf >/dev/null 2>&1 &
+	qs=$!
+	sleep 1
+}
+lat() {
+	inb qperf -t "$secs" -m 64 "$@" 2>&1 | awk '/latency/ { v = $3; if ($4 == "ms") v *= 1000; if ($4 == "ns") v /= 1000; print v }'
+}
+for r in $(seq 1 "$rounds"); do
+	for impl in rsiw siw tcp; do
+		case $impl in
+		tcp) v=$(lat $A tcp_lat) ;;
+		*)
+			server $impl
+			ina rdma link add ${impl}0 type $impl netdev bcA && inb rdma link add ${impl}1 type $impl netdev bcB
+			v=$(lat -cm1 $A rc_lat)
+			rdma link delete ${impl}0; rdma link delete ${impl}1
+			;;
+		esac
+		echo "latprof: round $r $impl ${v:-failed} us"
+	done
+done
+kill $qs 2>/dev/null
+wait $qs 2>/dev/null
+rmmod rsiw
+# "rsiw: prof PHASE: calls C avg A ns, per doorbell D ns"; a report's
+# doorbell line gives its doorbell count.
+dmesg | grep "rsiw: prof " | sed 's/.*rsiw: prof //' | awk '
+	$1 == "doorbell:" { reports++; doorbells += $3 }
+	{ name = $1; sub(/:$/, "", name); if (!(name in calls)) order[++n] = name
+	  calls[name] += $3; ns[name] += $3 * $5 }
+	END {
+		if (!reports) { print "latprof: no phase reports (not an RSIW_PROF=1 build, or under 4096 doorbells)"; exit 1 }
+		printf "latprof: %d reports, %d doorbells\n", reports, doorbells
+		printf "latprof: %-14s %14s %12s %16s\n", "phase", "calls/doorbell", "avg (us)", "per doorbell (us)"
+		for (i = 1; i <= n; i++) { k = order[i]
+			printf "latprof: %-14s %14.2f %12.1f %16.1f\n", k, calls[k] / doorbells, ns[k] / calls[k] / 1000, ns[k] / doorbells / 1000 }
+	}'
