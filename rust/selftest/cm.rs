@@ -411,7 +411,7 @@ mod tests {
     use super::harness::*;
     use crate::ffi::{
         consumer::rdma_cm::*,
-        net::socket::{Net, TcpSocket},
+        net::socket::{Net, TcpSocket, TcpState},
     };
 
     /// Receives posted on both sides, then the client's `rdma_disconnect`:
@@ -560,19 +560,11 @@ mod tests {
         Ok(())
     }
 
-    /// rdma_cm picks a client's port in its own port space, which TCP's
-    /// does not see: a plain TCP socket may hold the same port (here one
-    /// bound without `SO_REUSEADDR`; in the field, a TIME_WAIT of a plain
-    /// TCP connection). The stream then goes over another port of the
-    /// same address; the client's id keeps the port it was given, and the
-    /// server sees the stream's.
-    #[test]
-    fn client_port_held_by_tcp() -> Result {
-        let _devs = Devices::pair()?;
-        let blocker = TcpSocket::bound_exclusive(Net::init(), V4_CLIENT)?;
-        let q = blocker.local_addr()?.port();
-        check!(q != 0);
-        let (listener, port) = listen(V4_SERVER)?;
+    /// A connection from the client address's port `q` to the listener
+    /// on `port`, where TCP cannot use `q`: the stream goes over another
+    /// port of the same address, the client's id keeps `q`, the server
+    /// sees the stream's port, and data and the close work.
+    fn connect_around_port(listener: &CmId, port: u16, q: u16) -> Result {
         let c = client(V4_CLIENT.with_port(q), V4_SERVER.with_port(port), 16)?;
         check!(c.id.local_addr().map(|a| a.port()) == Some(q));
         c.id.connect(b"", 4, 4)?;
@@ -590,7 +582,42 @@ mod tests {
         c.id.events().expect(DISCONNECTED, WAIT_MS)?;
         server.id.events().expect(DISCONNECTED, WAIT_MS)?;
         check!(c.fatal_events() == 0 && server.fatal_events() == 0);
+        Ok(())
+    }
+
+    /// rdma_cm picks a client's port in its own port space, which TCP's
+    /// does not see: a plain TCP socket may hold the same port (here one
+    /// bound without `SO_REUSEADDR`; in the field, a TIME_WAIT of a plain
+    /// TCP connection): `bind` fails with `EADDRINUSE`.
+    #[test]
+    fn client_port_held_by_tcp() -> Result {
+        let _devs = Devices::pair()?;
+        let blocker = TcpSocket::bound_exclusive(Net::init(), V4_CLIENT)?;
+        let q = blocker.local_addr()?.port();
+        check!(q != 0);
+        let (listener, port) = listen(V4_SERVER)?;
+        connect_around_port(&listener, port, q)?;
         drop(blocker);
+        Ok(())
+    }
+
+    /// TCP already has the connection's four-tuple (a socket from the same
+    /// port, with `SO_REUSEADDR`, connected to the same listener, which
+    /// waits for its MPA request): `bind` succeeds, `connect` fails with
+    /// `EADDRNOTAVAIL`.
+    #[test]
+    fn client_four_tuple_in_use() -> Result {
+        let _devs = Devices::pair()?;
+        let (listener, port) = listen(V4_SERVER)?;
+        let to = V4_SERVER.with_port(port);
+        let plain = TcpSocket::unconnected(Net::init(), &to)?;
+        plain.bind(V4_CLIENT)?;
+        let q = plain.local_addr()?.port();
+        check!(q != 0);
+        plain.start_connect(to)?;
+        check!(wait_for(|| plain.state() == TcpState::Established));
+        connect_around_port(&listener, port, q)?;
+        drop(plain);
         Ok(())
     }
 
