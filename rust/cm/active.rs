@@ -193,21 +193,20 @@ pub(crate) fn connect(
     let mpa_timeout_ms = cfg.mpa_timeout_ms;
     let cep = Cep::new(0, cfg, CepPhase::Connecting)?;
     let mut g = cep.inner.lock();
+    let start = |mut sock: TcpSocket, w: Arc<CepWake>| -> Result<TcpSocket> {
+        sock.hook(w)?;
+        sock.start_connect(remote)?;
+        Ok(sock)
+    };
     let r = Arc::new(CepWake(cep.clone()), GFP_KERNEL).map_err(Error::from).and_then(|w| {
-        let mut sock = first;
-        match sock.hook(w.clone()).and_then(|()| sock.start_connect(remote)) {
-            Ok(()) => Ok(sock),
-            // A TIME_WAIT of an earlier connection between the same four
-            // addresses and ports: TCP refuses the pair, so the same
-            // address with another port, as for a port in use.
+        match start(first, w.clone()) {
+            // TCP already has this four-tuple (another socket's connection,
+            // or its TIME_WAIT): the same address with another port, as for
+            // a port in use.
             Err(e) if e == EADDRNOTAVAIL && local.port() != 0 => {
-                drop(sock);
-                let mut sock = bind_local(net, local.with_port(0), &remote)?;
-                sock.hook(w)?;
-                sock.start_connect(remote)?;
-                Ok(sock)
+                start(bind_local(net, local.with_port(0), &remote)?, w)
             }
-            Err(e) => Err(e),
+            r => r,
         }
     });
     let sock = match r {

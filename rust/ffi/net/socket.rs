@@ -293,13 +293,9 @@ impl TcpSocket {
     /// A listening socket on `addr` (port 0: an ephemeral port).
     pub(crate) fn listen(net: Net, addr: SockAddr, backlog: i32) -> Result<Self> {
         let s = Self::create(net, addr.family())?;
-        let (raw, len) = addr.to_raw();
-        // SAFETY: a fresh socket; `raw` is a valid address of `len` bytes.
-        unsafe {
-            sys::sock_set_reuseaddr(s.sk());
-            kernel::error::to_result(sys::kernel_bind(s.sock.as_ptr(), (&raw const raw).cast_mut().cast(), len))?;
-            kernel::error::to_result(sys::kernel_listen(s.sock.as_ptr(), backlog))?;
-        }
+        s.bind(addr)?;
+        // SAFETY: the socket is alive and bound.
+        kernel::error::to_result(unsafe { sys::kernel_listen(s.sock.as_ptr(), backlog) })?;
         Ok(s)
     }
 
@@ -309,11 +305,7 @@ impl TcpSocket {
     /// against every other bind.
     pub(crate) fn bound_exclusive(net: Net, addr: SockAddr) -> Result<Self> {
         let s = Self::create(net, addr.family())?;
-        let (raw, len) = addr.to_raw();
-        // SAFETY: a fresh socket; `raw` is a valid address of `len` bytes.
-        kernel::error::to_result(unsafe {
-            sys::kernel_bind(s.sock.as_ptr(), (&raw const raw).cast_mut().cast(), len)
-        })?;
+        s.bind_as_is(addr)?;
         Ok(s)
     }
 
@@ -608,16 +600,18 @@ impl TcpSocket {
 
     /// Binds to `addr` (`SO_REUSEADDR` set); port 0: an ephemeral port.
     pub(crate) fn bind(&self, addr: SockAddr) -> Result {
+        // SAFETY: the socket is alive.
+        unsafe { sys::sock_set_reuseaddr(self.sk()) };
+        self.bind_as_is(addr)
+    }
+
+    /// Binds to `addr` with the socket's options as they are.
+    fn bind_as_is(&self, addr: SockAddr) -> Result {
         let (raw, len) = addr.to_raw();
         // SAFETY: the socket is alive; `raw` is a valid address of `len` bytes.
-        unsafe {
-            sys::sock_set_reuseaddr(self.sk());
-            kernel::error::to_result(sys::kernel_bind(
-                self.sock.as_ptr(),
-                (&raw const raw).cast_mut().cast(),
-                len,
-            ))
-        }
+        kernel::error::to_result(unsafe {
+            sys::kernel_bind(self.sock.as_ptr(), (&raw const raw).cast_mut().cast(), len)
+        })
     }
 
     /// Starts a non-blocking connect to `addr`; the outcome is reported
