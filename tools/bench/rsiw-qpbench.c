@@ -3,8 +3,8 @@
  * rsiw-qpbench: many connections between two addresses, for the
  * side-by-side benchmark (tools/vmtest/bench-compare.sh).
  *
- *   rsiw-qpbench server -a ADDR [-p PORT] -n N [-m write|tcp] [-T THREADS] [-M]
- *   rsiw-qpbench client -a ADDR -b SRC [-p PORT] -n N [-m write|tcp]
+ *   rsiw-qpbench server -a ADDR [-p PORT] -n N [-m write|read|send|tcp] [-T THREADS] [-M]
+ *   rsiw-qpbench client -a ADDR -b SRC [-p PORT] -n N [-m write|read|send|tcp]
  *                       [-s SIZE] [-t SECS] [-d DEPTH] [-w FILE] [-T THREADS] [-M]
  *
  * -m write (default): N RC QPs, each its own rdma_cm connection. The client
@@ -12,6 +12,15 @@
  *   seconds (wall clock), then fences each QP with an 8-octet RDMA Read
  *   (its response follows every earlier Write on that stream, so the data
  *   has been placed) and prints per-QP and aggregate rates.
+ * -m read: the client keeps DEPTH RDMA Reads of SIZE octets outstanding on
+ *   every QP instead (its connections ask for an ORD of DEPTH, the server
+ *   grants the IRD asked for, both as far as the devices allow); a Read
+ *   completes once its data is placed, so no fence: a QP's time ends at
+ *   its last completion.
+ * -m send: the client keeps DEPTH Sends of SIZE octets outstanding on every
+ *   QP and fences as -m write does; the server keeps RQ_DEPTH receives
+ *   posted on each QP, reposting each as it completes (woken by its CQ's
+ *   completion channel, as an event-driven server is, not busy-polling).
  * -m tcp: the same over N plain TCP connections; a connection's end is the
  *   server's close after it read everything (shutdown, then EOF).
  * -T THREADS (default 1): the client drives the connections from THREADS
@@ -55,8 +64,10 @@
 #define MAX_INFLIGHT_CONNECTS 32
 
 #define MAX_THREADS 64
+/* -m send: receives the server keeps posted on each QP. */
+#define RQ_DEPTH 1024
 
-static int server, tcp_mode, nconn = 1, depth = 4, port = 18600, nthreads = 1, mr_per_conn;
+static int server, tcp_mode, read_mode, send_mode, nconn = 1, depth = 4, port = 18600, nthreads = 1, mr_per_conn;
 static size_t msg_size = 65536;
 static double secs = 3;
 static const char *addr_s, *src_s, *hold_file;
@@ -384,6 +395,8 @@ static struct rdma_event_channel *ec;
 static struct ibv_pd *pd;
 static struct ibv_cq *cqs[MAX_THREADS];
 static struct ibv_mr *mr;
+/* -m send, server: its CQ's completion channel. */
+static struct ibv_comp_channel *chan;
 
 static struct rdma_cm_event *get_event(void)
 {
@@ -416,7 +429,17 @@ static void setup_verbs(struct ibv_context *verbs)
 	pd = ibv_alloc_pd(verbs);
 	if (!pd)
 		die("ibv_alloc_pd");
+	if (server && send_mode) {
+		chan = ibv_create_comp_channel(verbs);
+		if (!chan)
+			die("ibv_create_comp_channel");
+		cqs[0] = ibv_create_cq(verbs, nconn * (RQ_DEPTH + depth + 2) + 16, NULL, chan, 0);
+		if (!cqs[0] || ibv_req_notify_cq(cqs[0], 0))
+			die("ibv_create_cq");
+	}
 	for (int t = 0; t < nthreads; t++) {
+		if (cqs[t])
+			continue;
 		cqs[t] = ibv_create_cq(verbs, (nconn / nthreads + 1) * (depth + 2) + 16, NULL, NULL, 0);
 		if (!cqs[t])
 			die("ibv_create_cq");
@@ -446,18 +469,78 @@ static void create_qp(struct rdma_cm_id *id)
 		.send_cq = cq,
 		.recv_cq = cq,
 		.qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = depth + 1, .max_recv_wr = 1,
+		.cap = { .max_send_wr = depth + 1, .max_recv_wr = server && send_mode ? RQ_DEPTH : 1,
 			 .max_send_sge = 1, .max_recv_sge = 1 },
 	};
 	if (rdma_create_qp(id, pd, &qa))
 		die("rdma_create_qp");
 }
 
+/* -m send, server: one receive of SIZE octets on connection I's QP. */
+static void post_recv(int i)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = msg_size, .lkey = mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = i, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	if (ibv_post_recv(conns[i].id->qp, &wr, &bad))
+		die("ibv_post_recv");
+}
+
+/* -m send, server: the CQ's event, then every completion; each receive
+ * of a live connection is posted again. */
+static void serve_recvs(void)
+{
+	struct ibv_cq *cq;
+	struct ibv_wc wc[64];
+	void *ctx;
+	int n;
+
+	if (ibv_get_cq_event(chan, &cq, &ctx))
+		die("ibv_get_cq_event");
+	ibv_ack_cq_events(cq, 1);
+	if (ibv_req_notify_cq(cq, 0))
+		die("ibv_req_notify_cq");
+	while ((n = ibv_poll_cq(cq, 64, wc)) > 0) {
+		for (int k = 0; k < n; k++) {
+			int i = wc[k].wr_id;
+
+			/* Flushed at a disconnect: the QP is going. */
+			if (wc[k].status == IBV_WC_WR_FLUSH_ERR)
+				continue;
+			if (wc[k].status != IBV_WC_SUCCESS)
+				fail("receive completion: %s", ibv_wc_status_str(wc[k].status));
+			if (i >= 0 && i < nconn && conns[i].id)
+				post_recv(i);
+		}
+	}
+	if (n < 0)
+		fail("%s", "ibv_poll_cq failed");
+}
+
+/* The server's next connection event; -m send serves its CQ meanwhile. */
+static struct rdma_cm_event *server_event(void)
+{
+	while (send_mode && chan) {
+		struct pollfd p[2] = { { .fd = ec->fd, .events = POLLIN }, { .fd = chan->fd, .events = POLLIN } };
+
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			die("poll");
+		}
+		if (p[1].revents & POLLIN)
+			serve_recvs();
+		if (p[0].revents & POLLIN)
+			break;
+	}
+	return get_event();
+}
+
 static void rdma_server(void)
 {
 	struct sockaddr_in sa = sin_of(addr_s, port);
 	struct rdma_cm_id *lid;
-	int gone = 0, est = 0;
+	int gone = 0, est = 0, accepted = 0;
 
 	ec = rdma_create_event_channel();
 	if (!ec)
@@ -467,7 +550,7 @@ static void rdma_server(void)
 	if (rdma_bind_addr(lid, (void *)&sa) || rdma_listen(lid, 4096))
 		die("rdma_bind_addr/listen");
 	while (gone < nconn) {
-		struct rdma_cm_event *ev = get_event();
+		struct rdma_cm_event *ev = server_event();
 		struct rdma_cm_id *id = ev->id;
 		struct pdata pdata;
 		struct rdma_conn_param cp = { .private_data = &pdata,
@@ -476,6 +559,11 @@ static void rdma_server(void)
 
 		switch (ev->event) {
 		case RDMA_CM_EVENT_CONNECT_REQUEST:
+			/* The IRD and ORD the client asked for (for iWARP the
+			 * event gives them as this side's): a Read client's
+			 * DEPTH Reads in flight. */
+			cp.responder_resources = ev->param.conn.responder_resources;
+			cp.initiator_depth = ev->param.conn.initiator_depth;
 			create_qp(id);
 			pdata.addr = (uintptr_t)buf;
 			pdata.rkey = mr->rkey;
@@ -487,6 +575,16 @@ static void rdma_server(void)
 				pdata.addr = (uintptr_t)b;
 				pdata.rkey = m->rkey;
 			}
+			if (send_mode) {
+				/* Its receives before the first Send can come. */
+				if (accepted >= nconn)
+					fail("%s", "more connections than -n");
+				conns[accepted].id = id;
+				id->context = &conns[accepted];
+				for (int k = 0; k < RQ_DEPTH; k++)
+					post_recv(accepted);
+				accepted++;
+			}
 			if (rdma_accept(id, &cp))
 				die("rdma_accept");
 			break;
@@ -496,6 +594,8 @@ static void rdma_server(void)
 			break;
 		case RDMA_CM_EVENT_DISCONNECTED:
 			rdma_ack_cm_event(ev);
+			if (send_mode && id->context)
+				((struct conn *)id->context)->id = NULL;
 			rdma_destroy_qp(id);
 			rdma_destroy_id(id);
 			gone++;
@@ -522,7 +622,8 @@ static void rdma_connect_all(void)
 	while (established < nconn) {
 		struct rdma_cm_event *ev;
 		struct conn *c;
-		struct rdma_conn_param cp = { .responder_resources = 1, .initiator_depth = 1,
+		struct rdma_conn_param cp = { .responder_resources = 1,
+					      .initiator_depth = read_mode ? depth : 1,
 					      .retry_count = 7, .rnr_retry_count = 7 };
 
 		while (started < nconn && inflight < MAX_INFLIGHT_CONNECTS) {
@@ -575,7 +676,7 @@ static void post(struct conn *c, int i, int fence)
 		.wr_id = i | (fence ? FENCE_BIT : 0),
 		.sg_list = &sge,
 		.num_sge = 1,
-		.opcode = fence ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE,
+		.opcode = fence || read_mode ? IBV_WR_RDMA_READ : send_mode ? IBV_WR_SEND : IBV_WR_RDMA_WRITE,
 		.send_flags = IBV_SEND_SIGNALED,
 		.wr.rdma = { .remote_addr = c->raddr, .rkey = c->rkey },
 	}, *bad;
@@ -587,8 +688,8 @@ static void post(struct conn *c, int i, int fence)
 	c->outstanding++;
 }
 
-/* A client thread: keeps DEPTH Writes outstanding on each of its QPs
- * until tstop, then fences each; polls its own CQ. */
+/* A client thread: keeps DEPTH Writes (Reads) outstanding on each of its
+ * QPs until tstop, then fences each (a Read needs none); polls its own CQ. */
 static void rdma_client_worker(int t, void *arg)
 {
 	struct ibv_wc wc[64];
@@ -624,7 +725,13 @@ static void rdma_client_worker(int t, void *arg)
 			c->bytes += msg_size;
 			if (now_t < tstop)
 				post(c, i, 0);
-			else if (c->outstanding == 0 && !c->fenced) {
+			else if (read_mode) {
+				if (c->outstanding == 0) {
+					c->tend = now_t;
+					done++;
+					__atomic_fetch_add(&n_done, 1, __ATOMIC_RELAXED);
+				}
+			} else if (c->outstanding == 0 && !c->fenced) {
 				phase = "fencing";
 				c->fenced = 1;
 				post(c, i, 1);
@@ -645,7 +752,7 @@ static void rdma_client(void)
 		 * not read until more comes. Give the responders a moment.
 		 */
 		usleep(200000);
-		phase = "rdma writes";
+		phase = read_mode ? "rdma reads" : send_mode ? "sends" : "rdma writes";
 		cpu_at_start = cpu_ticks();
 		t0 = now();
 		tstop = t0 + secs;
@@ -701,6 +808,10 @@ int main(int argc, char **argv)
 		case 'm':
 			if (!strcmp(optarg, "tcp"))
 				tcp_mode = 1;
+			else if (!strcmp(optarg, "read"))
+				read_mode = 1;
+			else if (!strcmp(optarg, "send"))
+				send_mode = 1;
 			else if (strcmp(optarg, "write"))
 				goto usage;
 			break;
@@ -737,8 +848,8 @@ int main(int argc, char **argv)
 		server ? rdma_server() : rdma_client();
 	return 0;
 usage:
-	fprintf(stderr, "usage: rsiw-qpbench server -a ADDR [-p PORT] -n N [-m write|tcp] [-T THREADS]\n"
-			"       rsiw-qpbench client -a ADDR -b SRC [-p PORT] -n N [-m write|tcp]\n"
+	fprintf(stderr, "usage: rsiw-qpbench server -a ADDR [-p PORT] -n N [-m write|read|send|tcp] [-T THREADS]\n"
+			"       rsiw-qpbench client -a ADDR -b SRC [-p PORT] -n N [-m write|read|send|tcp]\n"
 			"                           [-s SIZE] [-t SECS] [-d DEPTH] [-w FILE] [-T THREADS] [-M]\n");
 	return 2;
 }

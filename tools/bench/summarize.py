@@ -20,6 +20,10 @@ METRICS = [
     ("bw_send", "Send 64 KiB, userspace (perftest -R)", "MB/s", True),
     ("bw_write", "RDMA Write 64 KiB, userspace (perftest -R)", "MB/s", True),
     ("bw_read", "RDMA Read 64 KiB, userspace (perftest -R)", "MB/s", True),
+    ("qp_send_d4", "Send 64 KiB, 4 in flight, userspace (rsiw-qpbench)", "MB/s", True),
+    ("qp_write_d4", "RDMA Write 64 KiB, 4 in flight, userspace (rsiw-qpbench)", "MB/s", True),
+    ("qp_read_d1", "RDMA Read 64 KiB, 1 in flight (ORD 1, as qperf), userspace (rsiw-qpbench)", "MB/s", True),
+    ("qp_read_d16", "RDMA Read 64 KiB, 16 in flight, userspace (rsiw-qpbench)", "MB/s", True),
     ("lat_64", "latency 64 B (qperf rc_lat / tcp_lat)", "us", False),
     ("nvme_randread_4k", "NVMe-oF 4 KiB random read QD16 (fio)", "kIOPS", True),
     ("nvme_seqread_128k", "NVMe-oF 128 KiB sequential read QD16 (fio)", "MB/s", True),
@@ -156,7 +160,7 @@ def main():
               "Linux, so every siw figure is without CRC; the \"rsiw CRC on\" rows compare rsiw "
               "with mpa_crc=1 against the same siw and TCP runs. For latency and memory lower "
               "is better (a ratio below 1 favours rsiw). tcp: qperf tcp_bw (one 64 KiB figure "
-              "for all three bandwidth rows), qperf tcp_lat, NVMe/TCP, N TCP connections, "
+              "for all three perftest rows), one rsiw-qpbench TCP stream (for its rows), qperf tcp_lat, NVMe/TCP, N TCP connections, "
               "kernel memory per TCP socket end." % meta.get("rounds", "?"))
     if meta.get("nvme_tcp"):
         md.append("")
@@ -207,7 +211,7 @@ def main():
         md.extend(crc_rows)
     md.append("")
     md.append("Run parameters: " + ", ".join("%s=%s" % (k, meta[k]) for k in (
-        "mtus", "crc", "bw_ops", "fio_jobs", "perftest_iters", "qperf_time", "fio_time", "scale_qps", "scale_threads", "mem_qps")
+        "mtus", "crc", "bw_ops", "qpb_ops", "fio_jobs", "perftest_iters", "qperf_time", "fio_time", "scale_qps", "scale_threads", "mem_qps")
         if k in meta) + ".")
     plots = plot(rows, outdir)
     if plots:

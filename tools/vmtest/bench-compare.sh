@@ -20,7 +20,9 @@
 # Implementations per round, in this order: rsiw (mpa_crc=0), rsiw with
 # mpa_crc=1 (module reloaded), siw (its CRC is compiled off in Linux), tcp.
 # Overrides: BENCH_ROUNDS, BENCH_MTUS ("1500 9000"), BENCH_CRC ("off on"),
-# BENCH_BW ("send write read"), BENCH_FIO, BENCH_ITERS (perftest N),
+# BENCH_BW ("send write read"), BENCH_QPB ("send:4 write:4 read:1
+# read:16": rsiw-qpbench's steady 64 KiB rows, OP:DEPTH), BENCH_FIO,
+# BENCH_ITERS (perftest N),
 # BENCH_MEM_PAIRS (connection pairs of the memory runs), BENCH_SCALE,
 # BENCH_RPS=1 (receive packet steering on the veth pair), BENCH_SCALE_QPS,
 # BENCH_IMPLS (the implementations of a round), BENCH_ALT (a second built
@@ -41,6 +43,7 @@ if [ $quick = 1 ]; then
 	mtus=${BENCH_MTUS:-1500}
 	crcs=${BENCH_CRC:-off}
 	bw_ops=${BENCH_BW:-write}
+	qpb_ops=${BENCH_QPB:-read:1 read:16}
 	fio_jobs=${BENCH_FIO:-randread seqwrite}
 	iters=${BENCH_ITERS:-300}  # perftest: N and 2N messages of 64 KiB
 	qtime=1             # qperf seconds per test
@@ -53,6 +56,7 @@ else
 	mtus=${BENCH_MTUS:-1500 9000}
 	crcs=${BENCH_CRC:-off on}
 	bw_ops=${BENCH_BW:-send write read}
+	qpb_ops=${BENCH_QPB:-send:4 write:4 read:1 read:16}
 	fio_jobs=${BENCH_FIO:-randread seqread seqwrite}
 	iters=${BENCH_ITERS:-1500}
 	qtime=3
@@ -100,6 +104,7 @@ echo "date=$(date -u +%Y-%m-%dT%H:%MZ)" >"$OUT/meta.txt"
 	echo "mtus=$mtus"
 	echo "crc=$crcs"
 	echo "bw_ops=$bw_ops"
+	echo "qpb_ops=$qpb_ops"
 	echo "fio_jobs=$fio_jobs"
 	echo "perftest_iters=$iters"
 	echo "qperf_time=$qtime"
@@ -254,6 +259,45 @@ perftest_secs() {
 		sleep 1
 	done
 	return 1
+}
+
+# qpb IMPL CONFIG ROUND: 64 KiB bandwidth in steady state, one process
+# pair and no setup inside the timing (rsiw-qpbench, one QP for qtime
+# seconds): for each "OP:DEPTH" of BENCH_QPB, Sends, RDMA Writes or Reads
+# with DEPTH of them in flight (a Read client's connection asks for an
+# ORD of DEPTH; a Send server keeps 1024 receives posted). qperf's
+# rc_rdma_read_bw is the read:1 case: its rdma_cm connect asks for
+# initiator_depth 1, so it keeps one Read in flight, a 64 KiB request and
+# response loop. TCP: one rsiw-qpbench stream of 64 KiB writes, the
+# baseline of every row.
+qpb() {
+	local impl=$1 cfg=$2 r=$3 op mode d p s line
+	for op in $qpb_ops; do
+		mode=${op%%:*} d=${op##*:}
+		[ $impl = tcp ] && mode=tcp
+		port_seq=$((port_seq + 1))
+		p=$port_seq
+		ina timeout 60 rsiw-qpbench server -a $A -p $p -n 1 -m $mode >"$logs/qpb-server.txt" 2>&1 &
+		s=$!
+		wait_for 30 listening $p || true
+		if inb timeout 60 rsiw-qpbench client -a $A -b $B -p $p -n 1 -m $mode -d $d -t $qtime \
+			>"$logs/qpb-client.txt" 2>&1 && wait $s; then
+			line=$(grep ^aggregate_mbps "$logs/qpb-client.txt")
+			set -- $line
+			if [ $impl = tcp ]; then
+				local o
+				for o in $qpb_ops; do
+					emit "qp_${o%%:*}_d${o##*:}" "$cfg" tcp "$r" "$2" MB/s "one TCP stream (rsiw-qpbench -m tcp)"
+				done
+				return
+			fi
+			emit "qp_${mode}_d$d" "$cfg" "$impl" "$r" "$2" MB/s "$(grep ^cpus_busy "$logs/qpb-client.txt")"
+		else
+			kill $s 2>/dev/null
+			wait $s 2>/dev/null
+			problem "rsiw-qpbench -m $mode -d $d over $impl: $(tail -1 "$logs/qpb-client.txt")"
+		fi
+	done
 }
 
 # bw_rdma IMPL CONFIG ROUND: 64 KiB Send, Write, Read bandwidth (MB/s,
@@ -570,9 +614,11 @@ for r in $(seq 1 "$rounds"); do
 				fi
 				qperf_run tcp $cfg $r lat_64 us -m 64 $A tcp_lat
 				qperf_server_stop
+				qpb tcp $cfg $r
 			else
 				dev_up $impl
 				bw_rdma $impl $cfg $r
+				qpb $impl $cfg $r
 				qperf_server_start
 				qperf_run $impl $cfg $r lat_64 us -cm1 -m 64 $A rc_lat
 				qperf_server_stop
