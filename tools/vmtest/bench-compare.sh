@@ -604,9 +604,10 @@ for r in $(seq 1 "$rounds"); do
 			fi
 			if [ $impl = tcp ]; then
 				qperf_server_start
-				# One tcp_bw figure is the baseline of every 64 KiB row.
-				first=${bw_ops%% *}
-				if qperf_run tcp $cfg $r bw_$first MB/s -m 64K $A tcp_bw; then
+				# One tcp_bw figure is the baseline of every 64 KiB
+				# perftest row (none without them: BENCH_BW=" ").
+				first=$(echo $bw_ops | cut -d' ' -f1)
+				if [ -n "$first" ] && qperf_run tcp $cfg $r bw_$first MB/s -m 64K $A tcp_bw; then
 					v=$(tail -1 "$raw" | cut -d, -f5)
 					for m in $bw_ops; do
 						[ $m = $first ] || echo "bw_$m,$cfg,tcp,$r,$v,MB/s,same tcp_bw run" >>"$raw"
