@@ -10,6 +10,10 @@
 # the module's reports.
 #   make KDIR=... RSIW_PROF=1 modules && make -C tools/provider    # in TREE (not under /tmp)
 #   scripts/vm-run.sh --append kunit.enable=0 -- tools/vmtest/latprof.sh TREE [ROUNDS [SECONDS]]
+# LATPROF_QPB="MODE DEPTH" (e.g. "send 4"): where a 64 KiB message's time
+# goes in bulk instead: rsiw-qpbench -m MODE -d DEPTH (one doorbell per
+# message) beside siw and one TCP stream, MB/s per run; LATPROF_MTU sets
+# the veth pair's MTU (default 1500).
 # (Documentation/performance.md, "Where a message's time goes inside rsiw").
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -18,6 +22,12 @@ A=10.98.0.1 B=10.98.0.2
 ina() { ip netns exec bA "$@"; }
 inb() { ip netns exec bB "$@"; }
 bench_netns $A $B || { echo "latprof: no namespaces"; exit 1; }
+if [ -n "${LATPROF_MTU:-}" ]; then
+	ina ip link set bcA mtu "$LATPROF_MTU" && inb ip link set bcB mtu "$LATPROF_MTU" ||
+		{ echo "latprof: MTU $LATPROF_MTU not set"; exit 1; }
+fi
+qpb=${LATPROF_QPB:-}
+export PATH="$RSIW_ROOT/tools/bench:$PATH"
 modprobe siw || { echo "latprof: no siw"; exit 1; }
 insmod "$tree/rsiw.ko" || { echo "latprof: insmod $tree/rsiw.ko failed"; exit 1; }
 dmesg -C
@@ -29,21 +39,39 @@ server() {
 	qs=$!
 	sleep 1
 }
+# bw MODE DEPTH: one rsiw-qpbench run, MB/s (empty on failure).
+port=18900
+bw() {
+	local s
+	port=$((port + 1))
+	ina timeout 60 rsiw-qpbench server -a $A -p $port -n 1 -m "$1" >/dev/null 2>&1 &
+	s=$!
+	sleep 0.5
+	inb timeout 60 rsiw-qpbench client -a $A -b $B -p $port -n 1 -m "$1" -d "$2" -t "$secs" 2>&1 |
+		awk '/^aggregate_mbps/ { print $2 }'
+	wait $s
+}
 lat() {
 	inb qperf -t "$secs" -m 64 "$@" 2>&1 | awk '/latency/ { v = $3; if ($4 == "ms") v *= 1000; if ($4 == "ns") v /= 1000; print v }'
 }
+unit=us
+[ -n "$qpb" ] && unit=MB/s
 for r in $(seq 1 "$rounds"); do
 	for impl in rsiw siw tcp; do
 		case $impl in
-		tcp) v=$(lat $A tcp_lat) ;;
+		tcp) if [ -n "$qpb" ]; then v=$(bw tcp 1); else v=$(lat $A tcp_lat); fi ;;
 		*)
-			server $impl
+			if [ -n "$qpb" ]; then
+				if [ $impl = rsiw ]; then export RDMAV_DRIVERS=$tree/tools/provider/librsiw; else unset RDMAV_DRIVERS; fi
+			else
+				server $impl
+			fi
 			ina rdma link add ${impl}0 type $impl netdev bcA && inb rdma link add ${impl}1 type $impl netdev bcB
-			v=$(lat -cm1 $A rc_lat)
+			if [ -n "$qpb" ]; then v=$(bw $qpb); else v=$(lat -cm1 $A rc_lat); fi
 			rdma link delete ${impl}0; rdma link delete ${impl}1
 			;;
 		esac
-		echo "latprof: round $r $impl ${v:-failed} us"
+		echo "latprof: round $r $impl ${v:-failed} $unit"
 	done
 done
 kill $qs 2>/dev/null
@@ -58,7 +86,7 @@ dmesg | grep "rsiw: prof " | sed 's/.*rsiw: prof //' | awk '
 	END {
 		if (!reports) { print "latprof: no phase reports (not an RSIW_PROF=1 build, or under 4096 doorbells)"; exit 1 }
 		printf "latprof: %d reports, %d doorbells\n", reports, doorbells
-		printf "latprof: %-14s %14s %12s %16s\n", "phase", "calls/doorbell", "avg (us)", "per doorbell (us)"
+		printf "latprof: %-14s %14s %12s %18s %10s\n", "phase", "calls/doorbell", "avg (us)", "per doorbell (us)", "total (s)"
 		for (i = 1; i <= n; i++) { k = order[i]
-			printf "latprof: %-14s %14.2f %12.1f %16.1f\n", k, calls[k] / doorbells, ns[k] / calls[k] / 1000, ns[k] / doorbells / 1000 }
+			printf "latprof: %-14s %14.2f %12.1f %18.1f %10.2f\n", k, calls[k] / doorbells, ns[k] / calls[k] / 1000, ns[k] / doorbells / 1000, ns[k] / 1e9 }
 	}'
