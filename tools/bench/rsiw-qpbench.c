@@ -67,7 +67,9 @@
 /* -m send: receives the server keeps posted on each QP. */
 #define RQ_DEPTH 1024
 
-static int server, tcp_mode, read_mode, send_mode, nconn = 1, depth = 4, port = 18600, nthreads = 1, mr_per_conn;
+/* -m: what the connections carry. */
+static enum { MODE_WRITE, MODE_READ, MODE_SEND, MODE_TCP } mode;
+static int server, nconn = 1, depth = 4, port = 18600, nthreads = 1, mr_per_conn;
 static size_t msg_size = 65536;
 static double secs = 3;
 static const char *addr_s, *src_s, *hold_file;
@@ -429,7 +431,7 @@ static void setup_verbs(struct ibv_context *verbs)
 	pd = ibv_alloc_pd(verbs);
 	if (!pd)
 		die("ibv_alloc_pd");
-	if (server && send_mode) {
+	if (server && mode == MODE_SEND) {
 		chan = ibv_create_comp_channel(verbs);
 		if (!chan)
 			die("ibv_create_comp_channel");
@@ -469,7 +471,7 @@ static void create_qp(struct rdma_cm_id *id)
 		.send_cq = cq,
 		.recv_cq = cq,
 		.qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = depth + 1, .max_recv_wr = server && send_mode ? RQ_DEPTH : 1,
+		.cap = { .max_send_wr = depth + 1, .max_recv_wr = server && mode == MODE_SEND ? RQ_DEPTH : 1,
 			 .max_send_sge = 1, .max_recv_sge = 1 },
 	};
 	if (rdma_create_qp(id, pd, &qa))
@@ -520,7 +522,7 @@ static void serve_recvs(void)
 /* The server's next connection event; -m send serves its CQ meanwhile. */
 static struct rdma_cm_event *server_event(void)
 {
-	while (send_mode && chan) {
+	while (chan) {
 		struct pollfd p[2] = { { .fd = ec->fd, .events = POLLIN }, { .fd = chan->fd, .events = POLLIN } };
 
 		if (poll(p, 2, -1) < 0) {
@@ -575,7 +577,7 @@ static void rdma_server(void)
 				pdata.addr = (uintptr_t)b;
 				pdata.rkey = m->rkey;
 			}
-			if (send_mode) {
+			if (mode == MODE_SEND) {
 				/* Its receives before the first Send can come. */
 				if (accepted >= nconn)
 					fail("%s", "more connections than -n");
@@ -594,7 +596,7 @@ static void rdma_server(void)
 			break;
 		case RDMA_CM_EVENT_DISCONNECTED:
 			rdma_ack_cm_event(ev);
-			if (send_mode && id->context)
+			if (mode == MODE_SEND && id->context)
 				((struct conn *)id->context)->id = NULL;
 			rdma_destroy_qp(id);
 			rdma_destroy_id(id);
@@ -623,7 +625,7 @@ static void rdma_connect_all(void)
 		struct rdma_cm_event *ev;
 		struct conn *c;
 		struct rdma_conn_param cp = { .responder_resources = 1,
-					      .initiator_depth = read_mode ? depth : 1,
+					      .initiator_depth = mode == MODE_READ ? depth : 1,
 					      .retry_count = 7, .rnr_retry_count = 7 };
 
 		while (started < nconn && inflight < MAX_INFLIGHT_CONNECTS) {
@@ -676,7 +678,8 @@ static void post(struct conn *c, int i, int fence)
 		.wr_id = i | (fence ? FENCE_BIT : 0),
 		.sg_list = &sge,
 		.num_sge = 1,
-		.opcode = fence || read_mode ? IBV_WR_RDMA_READ : send_mode ? IBV_WR_SEND : IBV_WR_RDMA_WRITE,
+		.opcode = fence || mode == MODE_READ ? IBV_WR_RDMA_READ
+			  : mode == MODE_SEND ? IBV_WR_SEND : IBV_WR_RDMA_WRITE,
 		.send_flags = IBV_SEND_SIGNALED,
 		.wr.rdma = { .remote_addr = c->raddr, .rkey = c->rkey },
 	}, *bad;
@@ -686,6 +689,14 @@ static void post(struct conn *c, int i, int fence)
 	if (ibv_post_send(c->id->qp, &wr, &bad))
 		die("ibv_post_send");
 	c->outstanding++;
+}
+
+/* Connection C's traffic ended at NOW (its fence or last Read completed). */
+static void conn_done(struct conn *c, double now_t, int *done)
+{
+	c->tend = now_t;
+	(*done)++;
+	__atomic_fetch_add(&n_done, 1, __ATOMIC_RELAXED);
 }
 
 /* A client thread: keeps DEPTH Writes (Reads) outstanding on each of its
@@ -717,20 +728,15 @@ static void rdma_client_worker(int t, void *arg)
 			c->outstanding--;
 			__atomic_fetch_add(&n_completions, 1, __ATOMIC_RELAXED);
 			if (wc[k].wr_id & FENCE_BIT) {
-				c->tend = now_t;
-				done++;
-				__atomic_fetch_add(&n_done, 1, __ATOMIC_RELAXED);
+				conn_done(c, now_t, &done);
 				continue;
 			}
 			c->bytes += msg_size;
 			if (now_t < tstop)
 				post(c, i, 0);
-			else if (read_mode) {
-				if (c->outstanding == 0) {
-					c->tend = now_t;
-					done++;
-					__atomic_fetch_add(&n_done, 1, __ATOMIC_RELAXED);
-				}
+			else if (mode == MODE_READ) {
+				if (c->outstanding == 0)
+					conn_done(c, now_t, &done);
 			} else if (c->outstanding == 0 && !c->fenced) {
 				phase = "fencing";
 				c->fenced = 1;
@@ -752,7 +758,7 @@ static void rdma_client(void)
 		 * not read until more comes. Give the responders a moment.
 		 */
 		usleep(200000);
-		phase = read_mode ? "rdma reads" : send_mode ? "sends" : "rdma writes";
+		phase = mode == MODE_READ ? "rdma reads" : mode == MODE_SEND ? "sends" : "rdma writes";
 		cpu_at_start = cpu_ticks();
 		t0 = now();
 		tstop = t0 + secs;
@@ -807,12 +813,14 @@ int main(int argc, char **argv)
 		case 'n': nconn = atoi(optarg); break;
 		case 'm':
 			if (!strcmp(optarg, "tcp"))
-				tcp_mode = 1;
+				mode = MODE_TCP;
 			else if (!strcmp(optarg, "read"))
-				read_mode = 1;
+				mode = MODE_READ;
 			else if (!strcmp(optarg, "send"))
-				send_mode = 1;
-			else if (strcmp(optarg, "write"))
+				mode = MODE_SEND;
+			else if (!strcmp(optarg, "write"))
+				mode = MODE_WRITE;
+			else
 				goto usage;
 			break;
 		case 's': msg_size = strtoul(optarg, NULL, 0); break;
@@ -830,7 +838,7 @@ int main(int argc, char **argv)
 	if (nthreads > nconn)
 		nthreads = nconn;
 	/* The RDMA server only accepts: one CQ. */
-	if (server && !tcp_mode)
+	if (server && mode != MODE_TCP)
 		nthreads = 1;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	signal(SIGALRM, watchdog);
@@ -842,7 +850,7 @@ int main(int argc, char **argv)
 	if (!conns || !buf)
 		die("alloc");
 	memset(buf, 0x5a, msg_size + 64);
-	if (tcp_mode)
+	if (mode == MODE_TCP)
 		server ? tcp_server() : tcp_client();
 	else
 		server ? rdma_server() : rdma_client();

@@ -271,18 +271,12 @@ perftest_secs() {
 # response loop. TCP: one rsiw-qpbench stream of 64 KiB writes, the
 # baseline of every row.
 qpb() {
-	local impl=$1 cfg=$2 r=$3 op mode d p s line
+	local impl=$1 cfg=$2 r=$3 op mode d line
 	for op in $qpb_ops; do
 		mode=${op%%:*} d=${op##*:}
 		[ $impl = tcp ] && mode=tcp
-		port_seq=$((port_seq + 1))
-		p=$port_seq
-		ina timeout 60 rsiw-qpbench server -a $A -p $p -n 1 -m $mode >"$logs/qpb-server.txt" 2>&1 &
-		s=$!
-		wait_for 30 listening $p || true
-		if inb timeout 60 rsiw-qpbench client -a $A -b $B -p $p -n 1 -m $mode -d $d -t $qtime \
-			>"$logs/qpb-client.txt" 2>&1 && wait $s; then
-			line=$(grep ^aggregate_mbps "$logs/qpb-client.txt")
+		if qpbench_run 1 $mode $qtime -d $d; then
+			line=$(grep ^aggregate_mbps "$logs/qpbench-client.txt")
 			set -- $line
 			if [ $impl = tcp ]; then
 				local o
@@ -291,11 +285,9 @@ qpb() {
 				done
 				return
 			fi
-			emit "qp_${mode}_d$d" "$cfg" "$impl" "$r" "$2" MB/s "$(grep ^cpus_busy "$logs/qpb-client.txt")"
+			emit "qp_${mode}_d$d" "$cfg" "$impl" "$r" "$2" MB/s "$(grep ^cpus_busy "$logs/qpbench-client.txt")"
 		else
-			kill $s 2>/dev/null
-			wait $s 2>/dev/null
-			problem "rsiw-qpbench -m $mode -d $d over $impl: $(tail -1 "$logs/qpb-client.txt")"
+			problem "rsiw-qpbench -m $mode -d $d over $impl: $(tail -1 "$logs/qpbench-client.txt")"
 		fi
 	done
 }
@@ -478,24 +470,39 @@ nvme_bench() {
 
 # ------------------------------------------------------ scaling, memory
 port_seq=18600
+# qpbench_run N MODE SECS [ARGS...]: an rsiw-qpbench server in bA and its
+# client in bB over N connections of MODE for SECS seconds, on a port of
+# their own, ARGS to both; the client's output in
+# $logs/qpbench-client.txt. Fails if either did.
+qpbench_run() {
+	local n=$1 mode=$2 t=$3 p s
+	shift 3
+	port_seq=$((port_seq + 1))
+	p=$port_seq
+	ina timeout 120 rsiw-qpbench server -a $A -p $p -n $n -m $mode "$@" >"$logs/qpbench-server.txt" 2>&1 &
+	s=$!
+	wait_for 30 listening $p || true
+	if inb timeout 120 rsiw-qpbench client -a $A -b $B -p $p -n $n -m $mode -t $t "$@" \
+		>"$logs/qpbench-client.txt" 2>&1 && wait $s; then
+		return 0
+	fi
+	kill $s 2>/dev/null
+	wait $s 2>/dev/null
+	return 1
+}
+
 # scale IMPL ROUND N: N QPs (or TCP connections) of 64 KiB Writes for
 # scale_time seconds from min(N, vCPUs) client threads (BENCH_SCALE_THREADS
 # sets the count; 1: one thread posts to every QP): aggregate MB/s, and
 # per-QP min/max MB/s.
 scale() {
-	local impl=$1 r=$2 n=$3 mode=write s line p th mrs=""
+	local impl=$1 r=$2 n=$3 mode=write line th mrs=""
 	[ "$impl" = tcp ] && mode=tcp
 	# rsiw-mrs: every connection with an MR of its own at both ends.
 	[ "$impl" = rsiw-mrs ] && mrs=-M
 	th=${BENCH_SCALE_THREADS:-$(nproc)}
 	[ "$th" -gt "$n" ] && th=$n
-	port_seq=$((port_seq + 1))
-	p=$port_seq
-	ina timeout 120 rsiw-qpbench server -a $A -p $p -n $n -m $mode -T $th $mrs >"$logs/qpbench-server.txt" 2>&1 &
-	s=$!
-	wait_for 30 listening $p || true
-	if inb timeout 120 rsiw-qpbench client -a $A -b $B -p $p -n $n -m $mode -t $scale_time -T $th $mrs \
-		>"$logs/qpbench-client.txt" 2>&1 && wait $s; then
+	if qpbench_run $n $mode $scale_time -T $th $mrs; then
 		line=$(grep ^aggregate_mbps "$logs/qpbench-client.txt")
 		set -- $line
 		emit scale_agg "mtu1500 q=$n" "$impl" "$r" "$2" MB/s "per-QP min $4 max $6"
@@ -509,8 +516,6 @@ scale() {
 			emit scale_cpu "mtu1500 q=$n" "$impl" "$r" "$2" vCPUs "of $4; user $6 system $8 softirq ${10}"
 		fi
 	else
-		kill $s 2>/dev/null
-		wait $s 2>/dev/null
 		problem "rsiw-qpbench $n over $impl: $(tail -1 "$logs/qpbench-client.txt")"
 	fi
 }
