@@ -39,6 +39,15 @@ fatal() {
 }
 
 finish() {
+	# Every failed check in one place, next to the summary (the end of
+	# the output is what a CI log shows first), and for a guest that
+	# ended without finishing, the last lines it printed.
+	if [ "$total_fail" != 0 ]; then
+		echo
+		echo "==== failed checks ===="
+		grep -rh --include='*.log' --exclude-dir=interop -E '(^|\] )not ok - ' "$logs" | awk '!seen[$0]++' | head -60
+		grep -h -E '^\[[^]]*\] # (unfinished|tail)' "$logs/interop.log" 2>/dev/null | head -60
+	fi
 	echo
 	echo "==== rsiw test summary ===="
 	printf '%s\n' "${summary[@]}"

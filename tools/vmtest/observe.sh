@@ -8,7 +8,7 @@
 #   rping with data       CM states, MPA accepted, QP states, QP bytes
 #   rping to a closed port   a connection failure (TCP refused)
 #   rping to a mute peer     a connection timeout (no MPA Reply in 10 s)
-#   ucmatose -c 1 vs -c 2    an MPA reject sent and received
+#   a rejecting listener     an MPA reject sent and received (ucmatose)
 #   ucmatose -S 64 vs 1024   Sends larger than the receives: Terminates,
 #                            WRs completed in error
 set -u
@@ -125,16 +125,34 @@ snapshot after
 expect_delta rsiw1 cm_timeouts 1
 expect_delta rsiw1 cm_failures 0
 
-# --- ucmatose: the server takes one connection and rejects the second ---
+# --- a server that rejects: an MPA reject sent and received ---
+# (A pyverbs listener that rejects the first request it gets. ucmatose
+# -c 1 against -c 2 rejected the second request only when it came before
+# the first connection's ESTABLISHED event: on a loaded machine it did
+# not, and nothing was rejected.)
 snapshot before
-timeout 120 ucmatose -b $a -p 7996 -c 1 -C 10 >"$OUT/ucmatose-reject-server.txt" 2>&1 &
+timeout 120 python3 -c '
+import sys
+from pyverbs.cmid import CMID, AddrInfo
+import pyverbs.cm_enums as ce
+ai = AddrInfo(src=sys.argv[1], src_service=sys.argv[2], port_space=ce.RDMA_PS_TCP, flags=ce.RAI_PASSIVE)
+lid = CMID(creator=ai)
+lid.listen()
+req = lid.get_request()
+req.reject()
+print("rejected a connection request", flush=True)
+req.close()
+lid.close()
+' $a 7996 >"$OUT/reject-server.txt" 2>&1 &
 server=$!
 wait_for 30 listening 7996
-timeout 120 ucmatose -s $a -b $b -p 7996 -c 2 -C 10 >"$OUT/ucmatose-reject-client.txt" 2>&1
-kill $server 2>/dev/null
-wait $server 2>/dev/null
+timeout 120 ucmatose -s $a -b $b -p 7996 -c 1 -C 10 >"$OUT/ucmatose-reject-client.txt" 2>&1
+expect_eq "ucmatose to a rejecting server fails" 1 $(($? != 0))
+wait $server
+expect_eq "rejecting server exit status" 0 $?
+check "rejecting server: rejected a connection request" grep -q 'rejected a connection request' "$OUT/reject-server.txt"
+check "ucmatose client: the connection was rejected" grep -q 'RDMA_CM_EVENT_REJECTED' "$OUT/ucmatose-reject-client.txt"
 snapshot after
-check "ucmatose server: a connection request failed (rejected)" grep -q 'failing connection request' "$OUT/ucmatose-reject-server.txt"
 expect_delta rsiw0 mpa_reject_sent 1
 expect_delta rsiw1 mpa_reject_received 1
 
