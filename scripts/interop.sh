@@ -21,11 +21,17 @@ pair() {
 	local name=$1 tk=$2 hk=$3 crc=${4:-}
 	port=$((port + 1))
 	log "== interop: $name (target over $tk, host over $hk)"
-	scripts/vm-run.sh --quiet --timeout $((420 * tf)) --mem 2G --append kunit.enable=0 --nic "listen:$port" --out "$out/$name-target" \
+	scripts/vm-run.sh --quiet --timeout $((540 * tf)) --mem 2G --append kunit.enable=0 --nic "listen:$port" --out "$out/$name-target" \
 		-- tools/vmtest/interop-nvmeof.sh target "$tk" $crc &
 	local tpid=$!
-	sleep 3
-	scripts/vm-run.sh --quiet --timeout $((400 * tf)) --mem 2G --append kunit.enable=0 --nic "connect:$port" --out "$out/$name-host" \
+	# The host guest's QEMU connects to the target's at start: wait until
+	# the target's QEMU listens (a loaded machine can take seconds).
+	local i
+	for i in $(seq 1 120); do
+		ss -Hltn "sport = :$port" | grep -q . && break
+		sleep 0.5
+	done
+	scripts/vm-run.sh --quiet --timeout $((500 * tf)) --mem 2G --append kunit.enable=0 --nic "connect:$port" --out "$out/$name-host" \
 		-- tools/vmtest/interop-nvmeof.sh host "$hk" $crc
 	wait "$tpid"
 	local side
@@ -36,8 +42,17 @@ pair() {
 			passed=$((passed + $(grep -c '^ok - ' "$f")))
 			local nf
 			nf=$(grep -c '^not ok - ' "$f")
-			[ "$(cat "$out/$name-$side/status" 2>/dev/null)" = 0 ] || [ "$nf" -gt 0 ] || nf=1
+			local st
+			st=$(cat "$out/$name-$side/status" 2>/dev/null)
+			[ "$st" = 0 ] || [ "$nf" -gt 0 ] || nf=1
 			failed=$((failed + nf))
+			# A side that failed: what it printed last, and how the
+			# guest ended (status 124: killed at its time limit).
+			if [ "$nf" -gt 0 ]; then
+				echo "[$name $side] # unfinished or failed: guest status ${st:-none}"
+				tail -25 "$f" | sed "s/^/[$name $side] # tail: /"
+				tail -12 "$out/$name-$side/dmesg.txt" 2>/dev/null | sed "s/^/[$name $side] # tail: dmesg: /"
+			fi
 		else
 			echo "[$name $side] not ok - the guest produced no output"
 			failed=$((failed + 1))

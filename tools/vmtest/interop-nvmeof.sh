@@ -7,7 +7,7 @@
 #                                         writes, reads back, compares
 # KIND is rsiw or siw; with "crc" an rsiw side requests MPA CRC
 # (mpa_crc=1), which both must then use. The target stays up until the
-# host says it is done (a line on TCP port 5001) or 240 s pass.
+# host says it is done (a line on TCP port 5001) or 360 s pass.
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -28,25 +28,54 @@ if [ "$kind" = rsiw ]; then
 fi
 check "rdma link add $kind on $nic" rdma link add ${kind}0 type "$kind" netdev "$nic"
 
+# rsiw's connection-manager and MPA trace events, printed if a step fails.
+T=/sys/kernel/tracing
+if [ "$kind" = rsiw ]; then
+	[ -d $T/events ] || mount -t tracefs nodev $T
+	echo 1 >$T/events/rsiw/rsiw_cm_state/enable
+	echo 1 >$T/events/rsiw/rsiw_mpa/enable
+	echo 1 >$T/tracing_on
+fi
+# diagnose WHY: the link, the TCP sockets, rsiw's counters and trace, and
+# the end of the kernel log, as comment lines.
+diagnose() {
+	{
+		echo "diagnosis: $1"
+		ip -br addr show dev "$nic"
+		ip neigh show dev "$nic"
+		ping -c 1 -W 2 $([ "$role" = target ] && echo 10.99.1.2 || echo $target_ip) | grep -E 'transmitted|from'
+		ss -tan
+		if [ "$kind" = rsiw ]; then
+			rdma statistic show link ${kind}0/1
+			tail -30 $T/trace
+		fi
+		dmesg | tail -20
+	} 2>&1 | sed 's/^/# /'
+}
+
 if [ "$role" = target ]; then
 	check "null_blk" modprobe null_blk nr_devices=1 memory_backed=1 gb=1 queue_mode=2
 	check "nvmet-rdma" modprobe nvmet-rdma
 	check "nvmet port on $kind" nvmet_export $nqn /dev/nullb0 $target_ip
 	# Serve until the host reports back.
 	# (The debug kernel is several times slower: 4x there.)
-	wait_s=240
-	debug_kernel && wait_s=960
+	wait_s=360
+	debug_kernel && wait_s=1440
 	timeout $wait_s busybox nc -l -p 5001 >/tmp/host-said
 	check "host finished and reported" grep -q done /tmp/host-said
+	grep -q done /tmp/host-said || diagnose "the host did not report in $wait_s s"
 	nvmet_unexport $nqn
 	check "unload nvmet-rdma" modprobe -r nvmet-rdma
 else
 	check "nvme-rdma" modprobe nvme-rdma
-	# The target guest boots in parallel: retry until its port is up.
+	# The target guest boots in parallel: retry until its port is up,
+	# for at most 180 s (720 on the debug kernel), well inside this
+	# guest's time limit so that a failure is diagnosed here.
 	connected=1
-	tries=60
-	debug_kernel && tries=240
-	for _ in $(seq 1 $tries); do
+	limit=180
+	debug_kernel && limit=720
+	deadline=$((SECONDS + limit))
+	while [ $SECONDS -lt $deadline ]; do
 		if nvme_connect $nqn $target_ip >/dev/null 2>&1; then
 			connected=0
 			break
@@ -54,6 +83,7 @@ else
 		sleep 2
 	done
 	check "nvme connect to the $target_ip target" test $connected = 0
+	[ $connected = 0 ] || diagnose "no connection in $limit s"
 	check "namespace appears" wait_for 10 bash -c 'ls /dev/nvme*n1 >/dev/null 2>&1'
 	dev=$(ls /dev/nvme*n1 2>/dev/null | head -1)
 	if [ -n "$dev" ]; then
