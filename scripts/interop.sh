@@ -24,13 +24,7 @@ pair() {
 	scripts/vm-run.sh --quiet --timeout $((540 * tf)) --mem 2G --append kunit.enable=0 --nic "listen:$port" --out "$out/$name-target" \
 		-- tools/vmtest/interop-nvmeof.sh target "$tk" $crc &
 	local tpid=$!
-	# The host guest's QEMU connects to the target's at start: wait until
-	# the target's QEMU listens (a loaded machine can take seconds).
-	local i
-	for i in $(seq 1 120); do
-		ss -Hltn "sport = :$port" | grep -q . && break
-		sleep 0.5
-	done
+	# (vm-run.sh --nic connect: waits until the target's QEMU listens.)
 	scripts/vm-run.sh --quiet --timeout $((500 * tf)) --mem 2G --append kunit.enable=0 --nic "connect:$port" --out "$out/$name-host" \
 		-- tools/vmtest/interop-nvmeof.sh host "$hk" $crc
 	wait "$tpid"

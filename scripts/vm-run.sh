@@ -18,7 +18,10 @@
 #   --nic listen:PORT | connect:PORT
 #                       add a virtio-net NIC joined to another guest through
 #                       a QEMU socket on 127.0.0.1:PORT (two-guest tests); the
-#                       guest gets 10.99.1.1 (listen) or 10.99.1.2 (connect)
+#                       guest gets 10.99.1.1 (listen) or 10.99.1.2 (connect);
+#                       connect waits (60 s at most) for the listening guest's
+#                       QEMU: QEMU's connect does not retry, and a refused one
+#                       leaves a NIC that never carries a packet
 #   --share DIR         also make DIR visible in the guest at the same path
 #                       (repeatable; see below)
 #   --nvdimm SIZE       add an emulated NVDIMM of SIZE (e.g. 256M) backed by
@@ -127,6 +130,12 @@ listen:*)
 		-device "virtio-net-pci,netdev=n0,mac=52:54:00:99:01:01")
 	append="$append rsiw.vm_ip=10.99.1.1/24" ;;
 connect:*)
+	for _ in $(seq 1 120); do
+		ss -Hltn "sport = :${nic#connect:}" | grep -q . && break
+		sleep 0.5
+	done
+	ss -Hltn "sport = :${nic#connect:}" | grep -q . ||
+		die "--nic $nic: nothing listens on 127.0.0.1:${nic#connect:} (start the listen guest first)"
 	net_args=(-netdev "socket,id=n0,connect=127.0.0.1:${nic#connect:}"
 		-device "virtio-net-pci,netdev=n0,mac=52:54:00:99:01:02")
 	append="$append rsiw.vm_ip=10.99.1.2/24" ;;
