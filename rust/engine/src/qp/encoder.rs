@@ -157,14 +157,11 @@ impl FpduEncoder {
         ) else {
             return false;
         };
-        let mut h = [0u8; TX_HDR];
-        if let Some(d) = h.get_mut(..hdr.len()) {
-            d.copy_from_slice(hdr);
-        }
-        self.cur = Some(Cur {
+        // Built in place: no copy of the whole `Cur` (about 190 octets).
+        let cur = self.cur.insert(Cur {
             start: self.pos,
             ulpdu_len,
-            hdr: h,
+            hdr: [0u8; TX_HDR],
             hdr_len: hdr.len(),
             src,
             payload_len,
@@ -174,6 +171,9 @@ impl FpduEncoder {
             mpos: 0,
             crc: 0,
         });
+        if let Some(d) = cur.hdr.get_mut(..hdr.len()) {
+            d.copy_from_slice(hdr);
+        }
         true
     }
 

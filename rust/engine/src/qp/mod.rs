@@ -85,6 +85,8 @@ mod wr;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod bench_small;
 
 use crate::ddp::UntaggedRx;
 use crate::error::TermError;

@@ -63,6 +63,10 @@ pub(crate) struct RxCur {
     recv_last: Option<(u32, Opcode)>,
     /// Read Response whose last segment this is.
     read_done: Option<super::OrqAux>,
+    /// A data message (Write, Read Response, Send variants), decoded at
+    /// its header, with the STag it invalidates: its completion needs no
+    /// second decode.
+    data: Option<Option<u32>>,
     /// This FPDU is the RTR message.
     rtr: bool,
 }
@@ -78,6 +82,7 @@ impl RxCur {
             placed: 0,
             recv_last: None,
             read_done: None,
+            data: None,
             rtr: false,
         }
     }
@@ -88,6 +93,7 @@ impl RxCur {
         self.action = Action::None;
         self.recv_last = None;
         self.read_done = None;
+        self.data = None;
     }
 
     fn hdr(&self) -> &[u8] {
@@ -253,6 +259,7 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
             self.rxc.placed = 0;
             self.rxc.recv_last = None;
             self.rxc.read_done = None;
+            self.rxc.data = None;
             self.rxc.rtr = false;
             if ulpdu_len == 0 {
                 // RFC 6581 draft: a zero-length FULPDU as the RTR.
@@ -344,6 +351,9 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
                 // Send is accounted for (MSN) at the end of the FPDU.
                 return;
             }
+        }
+        if matches!(msg.body, Body::Data) && !self.rxc.rtr {
+            self.rxc.data = Some(msg.invalidate_stag());
         }
         match msg.ddp.model {
             Model::Tagged { stag, to } => {
@@ -448,6 +458,11 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
             self.ungate(host);
             return;
         }
+        if !self.rxc.rtr {
+            if let Some(invalidate) = self.rxc.data.take() {
+                return self.complete_data(host, invalidate);
+            }
+        }
         let hdr = self.rxc.hdr;
         let hdr = hdr.get(..self.rxc.hdr_len).unwrap_or(&[]);
         if self.oversize_commit() {
@@ -488,30 +503,7 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
             return;
         }
         match msg.body {
-            Body::Data => {
-                if let Some((len, op)) = self.rxc.recv_last.take() {
-                    let mut c =
-                        Completion::new(WorkQueue::Recv, 0, CompOp::Recv, Status::Success, len);
-                    c.solicited = op.solicited();
-                    if let Some(stag) = msg.invalidate_stag() {
-                        if let Err(e) = host.invalidate(stag) {
-                            return self.rx_fail(host, e);
-                        }
-                        c.invalidated = Some(stag);
-                    }
-                    match host.rq_pop() {
-                        Some(wr) => c.wr_id = wr.wr_id,
-                        None => return self.rx_fail(host, error::ddp::U_NO_BUFFER),
-                    }
-                    host.complete(c);
-                }
-                if self.rxc.read_done.take().is_some() {
-                    self.orq.pop();
-                    if let Some(aux) = self.orq_aux.pop() {
-                        self.orq_completed(host, aux, Status::Success, None);
-                    }
-                }
-            }
+            Body::Data => self.complete_data(host, msg.invalidate_stag()),
             Body::Immediate(imm) => {
                 let head = host.rq_peek();
                 let posted = Posted([head.map(|_| u32::MAX), None, None, None]);
@@ -644,6 +636,32 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
                 self.term = None;
                 self.remote_term = Some(t.error);
                 self.flush_all(host);
+            }
+        }
+    }
+
+    /// The end of a data message's FPDU (Write, Read Response, Send
+    /// variants); `invalidate`: the STag a Send with Invalidate names.
+    fn complete_data<H: Host + ?Sized>(&mut self, host: &mut H, invalidate: Option<u32>) {
+        if let Some((len, op)) = self.rxc.recv_last.take() {
+            let mut c = Completion::new(WorkQueue::Recv, 0, CompOp::Recv, Status::Success, len);
+            c.solicited = op.solicited();
+            if let Some(stag) = invalidate {
+                if let Err(e) = host.invalidate(stag) {
+                    return self.rx_fail(host, e);
+                }
+                c.invalidated = Some(stag);
+            }
+            match host.rq_pop() {
+                Some(wr) => c.wr_id = wr.wr_id,
+                None => return self.rx_fail(host, error::ddp::U_NO_BUFFER),
+            }
+            host.complete(c);
+        }
+        if self.rxc.read_done.take().is_some() {
+            self.orq.pop();
+            if let Some(aux) = self.orq_aux.pop() {
+                self.orq_completed(host, aux, Status::Success, None);
             }
         }
     }

@@ -212,29 +212,30 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
 
     /// The current WQE's last FPDU is out.
     fn sq_wqe_sent<H: Host + ?Sized>(&mut self, host: &mut H) {
-        let Some(c) = self.cur else { return };
+        // Not `let Some(c) = self.cur`: that copies the whole WR.
+        let Some(c) = self.cur.as_mut() else { return };
         self.txs.msg = None;
         match c.wr.op {
             SendOp::WriteImm { .. } if !c.imm_phase => {
-                if let Some(cc) = self.cur.as_mut() {
-                    cc.imm_phase = true;
-                }
+                c.imm_phase = true;
             }
             SendOp::Read { .. } | SendOp::Atomic { .. } | SendOp::Commit { .. } => {
                 // Completes with the response.
                 self.cur = None;
             }
             _ => {
+                let signaled = c.wr.flags.contains(super::Flags::SIGNALED);
+                let comp = Completion::new(
+                    WorkQueue::Send,
+                    c.wr.wr_id,
+                    sq_opcode(&c.wr.op),
+                    Status::Success,
+                    c.wr.len,
+                );
+                let seq = c.seq;
                 self.cur = None;
-                if c.wr.flags.contains(super::Flags::SIGNALED) {
-                    let comp = Completion::new(
-                        WorkQueue::Send,
-                        c.wr.wr_id,
-                        sq_opcode(&c.wr.op),
-                        Status::Success,
-                        c.wr.len,
-                    );
-                    self.sq_complete(host, c.seq, comp);
+                if signaled {
+                    self.sq_complete(host, seq, comp);
                 }
             }
         }
@@ -407,33 +408,38 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
     }
 
     fn plan_sq<H: Host + ?Sized>(&mut self, host: &mut H, hdr: &mut [u8; TX_HDR]) -> bool {
-        if self.cur.is_none() {
-            if self.state != State::Rts || self.held.is_full() {
-                return false;
+        // The WR (about 200 octets, for a Commit's regions) is copied
+        // once: a new one straight from the SQ, not back out of `cur`.
+        let (wr, c) = match self.cur.as_ref() {
+            Some(c) => (c.wr, (c.seq, c.started, c.imm_phase)),
+            None => {
+                if self.state != State::Rts || self.held.is_full() {
+                    return false;
+                }
+                let Some(wr) = host.sq_next() else {
+                    return false;
+                };
+                let seq = self.next_seq;
+                self.next_seq = self.next_seq.wrapping_add(1);
+                self.cur = Some(CurWqe {
+                    wr,
+                    seq,
+                    imm_phase: false,
+                    started: false,
+                    error: None,
+                });
+                (wr, (seq, false, false))
             }
-            let Some(wr) = host.sq_next() else {
-                return false;
-            };
-            let seq = self.next_seq;
-            self.next_seq = self.next_seq.wrapping_add(1);
-            self.cur = Some(CurWqe {
-                wr,
-                seq,
-                imm_phase: false,
-                started: false,
-                error: None,
-            });
-        }
-        let Some(c) = self.cur else { return false };
-        let wr = c.wr;
+        };
+        let (c_seq, c_started, c_imm_phase) = c;
         let needs_credit = matches!(
             wr.op,
             SendOp::Read { .. } | SendOp::Atomic { .. } | SendOp::Commit { .. }
         );
-        if !c.started && wr.flags.contains(super::Flags::FENCE) && !self.orq.is_empty() {
+        if !c_started && wr.flags.contains(super::Flags::FENCE) && !self.orq.is_empty() {
             return false;
         }
-        if !c.started && needs_credit && self.orq.is_full() {
+        if !c_started && needs_credit && self.orq.is_full() {
             return false;
         }
         if let Some(cc) = self.cur.as_mut() {
@@ -469,7 +475,7 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
         };
         let credit = |qp: &mut Self, r: OutboundRequest, opcode: CompOp| -> bool {
             let aux = OrqAux {
-                seq: c.seq,
+                seq: c_seq,
                 wr_id: wr.wr_id,
                 local: wr.local,
                 signaled: wr.flags.contains(super::Flags::SIGNALED),
@@ -481,7 +487,7 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
         };
         let sends_local = match wr.op {
             SendOp::Send { .. } => true,
-            SendOp::Write { .. } | SendOp::WriteImm { .. } => !c.imm_phase,
+            SendOp::Write { .. } | SendOp::WriteImm { .. } => !c_imm_phase,
             _ => false,
         };
         if sends_local && wr.len > 0 {
@@ -508,7 +514,7 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
                 );
                 local_msg(self, host, s)
             }
-            SendOp::Write { remote } | SendOp::WriteImm { remote, .. } if !c.imm_phase => {
+            SendOp::Write { remote } | SendOp::WriteImm { remote, .. } if !c_imm_phase => {
                 let s = Segmenter::tagged(
                     ctrl(Opcode::Write),
                     remote.stag,
