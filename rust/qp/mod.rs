@@ -517,7 +517,20 @@ impl Qp {
         match self.ib_state() {
             QpState::Reset => return Err(EINVAL),
             QpState::Err => {
-                self.flush_sqe(&sqe);
+                // Unless older requests still wait for the engine's flush
+                // (the FPDU in flight when the stream failed): then this one
+                // queues behind them and that flush completes it, in order.
+                // Checked and queued under the stream lock, which the flush
+                // holds, so it is drained either by that flush or here.
+                let st = self.stream.lock();
+                if st.engine.as_deref().is_some_and(|e| e.flush_pending()) {
+                    self.sq.lock().push(sqe)?;
+                    drop(st);
+                    self.kick();
+                } else {
+                    drop(st);
+                    self.flush_sqe(&sqe);
+                }
                 return Ok(());
             }
             _ => {}

@@ -584,6 +584,13 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
                 && (!self.irq.is_empty() || self.cur.is_some() || self.rtr_to_send.is_some()))
     }
 
+    /// Whether the send side's flush waits for the FPDU in flight: a
+    /// request posted meanwhile must queue behind the ones it will flush
+    /// (the send queue completes in posting order), not complete first.
+    pub fn flush_pending(&self) -> bool {
+        self.flush_pending
+    }
+
     /// Whether the stream failed or closed (the caller closes the socket
     /// once [`Qp::wants_tx`] is false).
     pub fn is_done(&self) -> bool {
