@@ -47,6 +47,7 @@ finish() {
 		echo "==== failed checks ===="
 		grep -rh --include='*.log' --exclude-dir=interop -E '(^|\] )not ok - ' "$logs" | awk '!seen[$0]++' | head -60
 		grep -h -E '^\[[^]]*\] # (unfinished|tail)' "$logs/interop.log" 2>/dev/null | head -60
+		grep -h -E '\[FAILED\]|ASSERTION FAILED|rsiw kunit:' "$logs/kunit.log" 2>/dev/null | head -20
 	fi
 	echo
 	echo "==== rsiw test summary ===="
