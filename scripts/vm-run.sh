@@ -130,12 +130,12 @@ listen:*)
 		-device "virtio-net-pci,netdev=n0,mac=52:54:00:99:01:01")
 	append="$append rsiw.vm_ip=10.99.1.1/24" ;;
 connect:*)
+	peer_listens() { ss -Hltn "sport = :${nic#connect:}" | grep -q .; }
 	for _ in $(seq 1 120); do
-		ss -Hltn "sport = :${nic#connect:}" | grep -q . && break
+		peer_listens && break
 		sleep 0.5
 	done
-	ss -Hltn "sport = :${nic#connect:}" | grep -q . ||
-		die "--nic $nic: nothing listens on 127.0.0.1:${nic#connect:} (start the listen guest first)"
+	peer_listens || die "--nic $nic: nothing listens on 127.0.0.1:${nic#connect:} (start the listen guest first)"
 	net_args=(-netdev "socket,id=n0,connect=127.0.0.1:${nic#connect:}"
 		-device "virtio-net-pci,netdev=n0,mac=52:54:00:99:01:02")
 	append="$append rsiw.vm_ip=10.99.1.2/24" ;;

@@ -458,10 +458,9 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
             self.ungate(host);
             return;
         }
-        if !self.rxc.rtr {
-            if let Some(invalidate) = self.rxc.data.take() {
-                return self.complete_data(host, invalidate);
-            }
+        // (Never set for the RTR message: full_header decided both.)
+        if let Some(invalidate) = self.rxc.data.take() {
+            return self.complete_data(host, invalidate);
         }
         let hdr = self.rxc.hdr;
         let hdr = hdr.get(..self.rxc.hdr_len).unwrap_or(&[]);

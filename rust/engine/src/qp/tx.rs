@@ -410,8 +410,8 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
     fn plan_sq<H: Host + ?Sized>(&mut self, host: &mut H, hdr: &mut [u8; TX_HDR]) -> bool {
         // The WR (about 200 octets, for a Commit's regions) is copied
         // once: a new one straight from the SQ, not back out of `cur`.
-        let (wr, c) = match self.cur.as_ref() {
-            Some(c) => (c.wr, (c.seq, c.started, c.imm_phase)),
+        let (wr, c_seq, c_started, c_imm_phase) = match self.cur.as_ref() {
+            Some(c) => (c.wr, c.seq, c.started, c.imm_phase),
             None => {
                 if self.state != State::Rts || self.held.is_full() {
                     return false;
@@ -428,10 +428,9 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
                     started: false,
                     error: None,
                 });
-                (wr, (seq, false, false))
+                (wr, seq, false, false)
             }
         };
-        let (c_seq, c_started, c_imm_phase) = c;
         let needs_credit = matches!(
             wr.op,
             SendOp::Read { .. } | SendOp::Atomic { .. } | SendOp::Commit { .. }
