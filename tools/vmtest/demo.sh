@@ -49,17 +49,24 @@ rping_run() {
 # perftest_run IMPL TOOL SIZE: TOOL -R for $secs seconds, server in node 1,
 # client in node 2; the client's output in $OUT/TOOL-IMPL.txt.
 perftest_run() {
-	local impl=$1 tool=$2 size=$3 s rc try
+	local impl=$1 tool=$2 size=$3 s rc src try t0
 	for try in 1 2; do
 		rsiw-node 1 timeout 60 $tool -R -d ${impl}0 -s $size -D $secs >"$OUT/$tool-$impl-server.txt" 2>&1 &
 		s=$!
 		wait_for 30 listening 18515
+		t0=$(now)
 		rsiw-node 2 timeout 60 $tool -R -d ${impl}1 --source_ip "$b" -s $size -D $secs "$a" \
 			>"$OUT/$tool-$impl.txt" 2>&1
 		rc=$?
-		wait $s || rc=1
-		[ $rc = 0 ] && return 0
-		note "$tool over $impl: try $try failed: $(tail -1 "$OUT/$tool-$impl.txt")"
+		wait $s
+		src=$?
+		[ $rc = 0 ] && [ $src = 0 ] && return 0
+		# Both sides' exit codes (124: timed out) and last lines, and
+		# what the kernel said meanwhile.
+		note "$tool over $impl: try $try failed after $(elapsed "$t0") s: client exit $rc, server exit $src"
+		note "  client: $(tail -2 "$OUT/$tool-$impl.txt" | tr '\n' ' ')"
+		note "  server: $(tail -2 "$OUT/$tool-$impl-server.txt" | tr '\n' ' ')"
+		dmesg | tail -5 | sed 's/^/#     dmesg: /'
 		sleep 1
 	done
 	return 1
