@@ -50,7 +50,7 @@ rping_run() {
 # client in node 2; the client's output in $OUT/TOOL-IMPL.txt.
 perftest_run() {
 	local impl=$1 tool=$2 size=$3 s rc src try t0
-	for try in 1 2; do
+	for try in 1 2 3; do
 		rsiw-node 1 timeout 60 $tool -R -d ${impl}0 -s $size -D $secs >"$OUT/$tool-$impl-server.txt" 2>&1 &
 		s=$!
 		wait_for 30 listening 18515
@@ -61,15 +61,28 @@ perftest_run() {
 		wait $s
 		src=$?
 		[ $rc = 0 ] && [ $src = 0 ] && return 0
-		# Both sides' exit codes (124: timed out) and last lines, and
+		# Both sides' exit codes (124: timed out) and outputs, and
 		# what the kernel said meanwhile.
 		note "$tool over $impl: try $try failed after $(elapsed "$t0") s: client exit $rc, server exit $src"
-		note "  client: $(tail -2 "$OUT/$tool-$impl.txt" | tr '\n' ' ')"
-		note "  server: $(tail -2 "$OUT/$tool-$impl-server.txt" | tr '\n' ' ')"
+		# Whole: stderr is unbuffered, stdout (a file) is not, so an
+		# error line comes before the lines printed ahead of it.
+		sed 's/^/#     client: /' "$OUT/$tool-$impl.txt"
+		sed 's/^/#     server: /' "$OUT/$tool-$impl-server.txt"
 		dmesg | tail -5 | sed 's/^/#     dmesg: /'
 		sleep 1
 	done
 	return 1
+}
+
+# broken IMPL WHAT: a step that failed. A failure of rsiw fails the demo;
+# one of siw, the baseline the table sets rsiw beside, is reported with
+# its output (above) but is no check of rsiw.
+broken() {
+	if [ "$1" = rsiw ]; then
+		fail "$1: $2"
+	else
+		note "$1 (the baseline, not rsiw) failed: $2; its figure is left out"
+	fi
 }
 
 # measure IMPL: bandwidth, latency and rping over IMPL's two devices.
@@ -82,7 +95,7 @@ measure() {
 		pass "$impl: ib_write_bw -R, 64 KiB RDMA Writes for ${secs} s from node 2 to node 1: ${fig[$impl.bw]} MB/s"
 	else
 		fig[$impl.bw]=failed
-		fail "$impl: ib_write_bw -R ($OUT/ib_write_bw-$impl.txt)"
+		broken "$impl" "ib_write_bw -R ($OUT/ib_write_bw-$impl.txt)"
 	fi
 	if perftest_run "$impl" ib_write_lat 64; then
 		# duration mode: "#bytes #iterations t_avg[usec] tps average"
@@ -91,13 +104,13 @@ measure() {
 		pass "$impl: ib_write_lat -R, 64-byte RDMA Write ping-pong for ${secs} s: ${fig[$impl.lat]} us average"
 	else
 		fig[$impl.lat]=failed
-		fail "$impl: ib_write_lat -R ($OUT/ib_write_lat-$impl.txt)"
+		broken "$impl" "ib_write_lat -R ($OUT/ib_write_lat-$impl.txt)"
 	fi
 	if rping_run "$impl"; then
 		pass "$impl: rping -V, 20 rounds of 4 KiB (Send, RDMA Read, RDMA Write), every payload verified, in ${fig[$impl.rping]} s"
 	else
 		fig[$impl.rping]=failed
-		fail "$impl: rping -V ($OUT/rping-$impl-client.txt)"
+		broken "$impl" "rping -V ($OUT/rping-$impl-client.txt)"
 	fi
 }
 
