@@ -13,7 +13,10 @@
 # LATPROF_QPB="MODE DEPTH" (e.g. "send 4"): where a 64 KiB message's time
 # goes in bulk instead: rsiw-qpbench -m MODE -d DEPTH (one doorbell per
 # message) beside siw and one TCP stream, MB/s per run; LATPROF_MTU sets
-# the veth pair's MTU (default 1500).
+# the veth pair's MTU (default 1500). LATPROF_PT=ib_write_lat (or another
+# perftest latency tool): that tool's 64-octet latency (-R, busy polling,
+# its t_avg) instead of qperf's; the TCP figure stays qperf's tcp_lat
+# (blocking, not busy polling: no baseline for these rounds).
 # (Documentation/performance.md, "Where a message's time goes inside rsiw").
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -51,6 +54,21 @@ bw() {
 		awk '/^aggregate_mbps/ { print $2 }'
 	wait $s
 }
+# pt: LATPROF_PT's perftest latency (-R, 64 octets, -D), its t_avg in us.
+pt_n=0
+pt() {
+	local s v
+	pt_n=$((pt_n + 1))
+	ina timeout 60 $LATPROF_PT -R -d ${1}0 -s 64 -D "$secs" >"$OUT/pt-$pt_n-$1-server.txt" 2>&1 &
+	s=$!
+	wait_for 30 bash -c "ip netns exec bA ss -Hltn 'sport = :18515' | grep -q ."
+	inb timeout 60 $LATPROF_PT -R -d ${1}1 --source_ip $B -s 64 -D "$secs" $A >"$OUT/pt-$pt_n-$1.txt" 2>&1
+	wait $s
+	v=$(awk '$1 == 64 { v = $3 } END { print v }' "$OUT/pt-$pt_n-$1.txt")
+	# A failed run's output, for the log (stderr first: it is unbuffered).
+	[ -n "$v" ] || sed "s/^/latprof:   $1 client: /" "$OUT/pt-$pt_n-$1.txt" >&2
+	echo "$v"
+}
 lat() {
 	inb qperf -t "$secs" -m 64 "$@" 2>&1 | awk '/latency/ { v = $3; if ($4 == "ms") v *= 1000; if ($4 == "ns") v /= 1000; print v }'
 }
@@ -59,15 +77,29 @@ unit=us
 for r in $(seq 1 "$rounds"); do
 	for impl in rsiw siw tcp; do
 		case $impl in
-		tcp) if [ -n "$qpb" ]; then v=$(bw tcp 1); else v=$(lat $A tcp_lat); fi ;;
-		*)
+		tcp)
 			if [ -n "$qpb" ]; then
+				v=$(bw tcp 1)
+			else
+				# perftest's rounds need no qperf server: start one here.
+				[ -n "${LATPROF_PT:-}" ] && server tcp
+				v=$(lat $A tcp_lat)
+			fi
+			;;
+		*)
+			if [ -n "$qpb" ] || [ -n "${LATPROF_PT:-}" ]; then
 				if [ $impl = rsiw ]; then export RDMAV_DRIVERS=$tree/tools/provider/librsiw; else unset RDMAV_DRIVERS; fi
 			else
 				server $impl
 			fi
 			ina rdma link add ${impl}0 type $impl netdev bcA && inb rdma link add ${impl}1 type $impl netdev bcB
-			if [ -n "$qpb" ]; then v=$(bw $qpb); else v=$(lat -cm1 $A rc_lat); fi
+			if [ -n "$qpb" ]; then
+				v=$(bw $qpb)
+			elif [ -n "${LATPROF_PT:-}" ]; then
+				v=$(pt $impl)
+			else
+				v=$(lat -cm1 $A rc_lat)
+			fi
 			rdma link delete ${impl}0; rdma link delete ${impl}1
 			;;
 		esac
