@@ -91,7 +91,6 @@ sed 's/^/#   /' "$OUT/ibv_devinfo.txt"
 check "ibv_devinfo -d rsiw0: transport iWARP" grep -qE 'transport:[[:space:]]+iWARP' "$OUT/ibv_devinfo.txt"
 check "ibv_devinfo -d rsiw0: port active" grep -q 'PORT_ACTIVE' "$OUT/ibv_devinfo.txt"
 check "ibv_devinfo: no provider warnings" bash -c "! grep -qi 'warning\|couldn.t load' $OUT/ibv_devinfo.txt"
-listening() { ss -Hltn "sport = :$1" | grep -q .; }
 timeout 60 rping -s -a 10.94.0.1 -C 5 >"$OUT/rping-server.txt" 2>&1 &
 server=$!
 wait_for 30 listening 7174

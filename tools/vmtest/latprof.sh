@@ -61,7 +61,7 @@ pt() {
 	pt_n=$((pt_n + 1))
 	ina timeout 60 $LATPROF_PT -R -d ${1}0 -s 64 -D "$secs" >"$OUT/pt-$pt_n-$1-server.txt" 2>&1 &
 	s=$!
-	wait_for 30 bash -c "ip netns exec bA ss -Hltn 'sport = :18515' | grep -q ."
+	wait_for 30 listening 18515 bA
 	inb timeout 60 $LATPROF_PT -R -d ${1}1 --source_ip $B -s 64 -D "$secs" $A >"$OUT/pt-$pt_n-$1.txt" 2>&1
 	wait $s
 	v=$(awk '$1 == 64 { v = $3 } END { print v }' "$OUT/pt-$pt_n-$1.txt")

@@ -40,6 +40,16 @@ wait_for() {
 	done
 }
 
+# listening PORT [NETNS]: a TCP listener on PORT (an rdma_cm listener on
+# iWARP is one), in network namespace NETNS if given.
+listening() {
+	if [ -n "${2:-}" ]; then
+		ip netns exec "$2" ss -Hltn "sport = :$1"
+	else
+		ss -Hltn "sport = :$1"
+	fi | grep -q .
+}
+
 # bench_netns ADDR_A ADDR_B: namespaces bA and bB joined by veth bcA
 # (ADDR_A/24, in bA) and bcB (ADDR_B/24, in bB), loopback up, RDMA
 # devices shared across namespaces: what the benchmarks and profiles use,

@@ -19,7 +19,6 @@ a=10.98.0.1
 b=10.98.0.2
 local_veth rsiwo0 $a rsiwo1 $b
 
-listening() { ss -Hltn "sport = :$1" | grep -q .; }
 
 # counter DEV NAME: a port counter as `rdma statistic show link` prints it.
 counter() {

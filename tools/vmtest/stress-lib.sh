@@ -30,9 +30,6 @@ veth_pair() {
 # port_active DEV: its port 1 is ACTIVE.
 port_active() { grep -q ACTIVE "/sys/class/infiniband/$1/ports/1/state" 2>/dev/null; }
 
-# listening NS PORT: a TCP listener on PORT in namespace NS.
-listening() { ip netns exec "$1" ss -Hltn "sport = :$2" | grep -q .; }
-
 # res_counts: the RDMA core's object counts of every device, one line.
 res_counts() { rdma resource show 2>/dev/null | sed 's/^[0-9]*: //' | sort | tr '\n' ' '; }
 
@@ -90,7 +87,7 @@ slab_objs() { awk -v c="$1" '$1 == c { print $2 }' /proc/slabinfo 2>/dev/null; }
 start_server() {
 	ip netns exec "$1" "$STORM" server -a "$2" -p "$3" >"$4" 2>&1 &
 	server=$!
-	wait_for 30 listening "$1" "$3"
+	wait_for 30 listening "$3" "$1"
 }
 
 # stop_server NAME: SIGTERM to $server, bounded (30 s); passes when it

@@ -13,9 +13,8 @@ a=10.97.0.1
 b=10.97.0.2
 local_veth rsiwu0 $a rsiwu1 $b
 
-# listening PORT: a TCP listener on PORT (an rdma_cm listener on iWARP
-# is one). A client started before its server listens is refused.
-listening() { ss -Hltn "sport = :$1" | grep -q .; }
+# A client started before its server listens (lib.sh's `listening`) is
+# refused.
 # The previous server's listener is gone (an iWARP listener is a kernel
 # socket the CM closes after the process has exited: a client started
 # while it lingers could reach it instead of the next server's).

@@ -20,7 +20,6 @@ export RDMAV_DRIVERS="$prov/librsiw"
 a=10.95.0.1
 b=10.95.0.2
 local_veth rsiwv0 $a rsiwv1 $b
-listening() { ss -Hltn "sport = :$1" | grep -q .; }
 ulimit -c unlimited
 echo "$OUT/core.%e.%p" >/proc/sys/kernel/core_pattern
 

@@ -180,7 +180,6 @@ check "no core dumped" bash -c '! ls /tmp/cores/core.* 2>/dev/null | grep -q .'
 
 # The devices still work: rping (Sends, RDMA Read and Write, data
 # verified) and the user verbs check.
-listening() { ss -Hltn "sport = :$1" | grep -q .; }
 export RDMAV_DRIVERS="$RSIW_ROOT/tools/provider/librsiw"
 timeout 120 rping -s -a $a -C 10 -S 4096 -v >"$OUT/rping-server.txt" 2>&1 &
 server=$!
