@@ -171,7 +171,6 @@ void rsiw_get_page(struct page *page);
 void rsiw_put_page(struct page *page);
 struct page *rsiw_alloc_tx_page(void);
 void *rsiw_page_address(struct page *page);
-u32 rsiw_page_crc32c(struct page *page, size_t off, size_t len, u32 crc);
 struct rsiw_zc_notif;
 struct rsiw_zc_notif *rsiw_zc_alloc(void (*release)(void *owner, u64 token, bool copied), void *owner);
 void rsiw_zc_set_token(struct rsiw_zc_notif *notif, u64 token);

@@ -498,16 +498,6 @@ void *rsiw_page_address(struct page *page)
 	return page_address(page);
 }
 
-/* crc32c() over part of a page (the raw register, as crc32c() itself). */
-u32 rsiw_page_crc32c(struct page *page, size_t off, size_t len, u32 crc)
-{
-	void *p = kmap_local_page(page);
-
-	crc = crc32c(crc, p + off, len);
-	kunmap_local(p);
-	return crc;
-}
-
 /*
  * A zero-copy notification (MSG_ZEROCOPY with msg_ubuf, as io_uring's send
  * zerocopy): every skb that refers to the batch's pages holds a reference,

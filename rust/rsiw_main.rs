@@ -65,6 +65,10 @@ macro_rules! rsiw_module {
                     default: 16,
                     description: "On a route that stays in the host (loopback, veth) an FPDU may span up to this many TCP segments (at most 64 KiB): no wire segments it, and fewer, larger FPDUs cost less per octet; 1: one segment per FPDU, as on every other route (RFC 5044 alignment)",
                 },
+                crc32c_impl: u32 {
+                    default: 0,
+                    description: "MPA CRC32c implementation: 0 time the kernel's crc32c() and rsiw's slicing-by-16 table at load and use the faster (the table wins where the crc32 instruction is emulated, e.g. QEMU TCG), 1 crc32c(), 2 the table",
+                },
                 zcopy_local: bool {
                     default: false,
                     description: "Send by reference (zcopy_min) also over loopback and veth routes, where the stack copies every zero-copy skb it delivers: for tests of the zero-copy path",
@@ -110,6 +114,7 @@ struct RsiwModule {
 
 impl kernel::Module for RsiwModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
+        device::crc::select(module_parameters::crc32c_impl.value())?;
         let cm = cm::Runtime::new()?;
         let registration = ffi::ib::Registration::new()?;
         pr_info!("software iWARP RNIC loaded (link type \"rsiw\")\n");

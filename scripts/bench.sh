@@ -8,7 +8,7 @@
 #            CRC32c available on this CPU as the physical reference;
 #   decode   decode + validate ns per DDP/RDMAP header.
 #
-#   scripts/bench.sh --vm-tx [MIB]
+#   scripts/bench.sh --vm-tx [MIB [IMPLS]]
 #            boots the test guest and runs the rsiw_tx_bench KUnit suite:
 #            RDMA Write throughput over loopback TCP with copying TX
 #            (zcopy_min=0) and zero-copy TX, CRC off and on, 64 KiB and
@@ -59,12 +59,13 @@ set -euo pipefail
 cd "$RSIW_ROOT"
 if [ "${1:-}" = --vm-tx ]; then
 	mib=${2:-64}
+	impls=${3:-0}
 	[ -f rsiw.ko ] || die "build the test module first (make test)"
 	out=$(mktemp -d "${TMPDIR:-/tmp}/rsiw-tx-bench.XXXXXX")
 	rc=0
 	scripts/vm-run.sh --quiet --timeout 1800 --out "$out" \
 		--append 'kunit.filter_glob=rsiw_tx_bench' \
-		-- tools/vmtest/tx-bench.sh "$mib" || rc=$?
+		-- tools/vmtest/tx-bench.sh "$mib" "$impls" || rc=$?
 	cat "$out/output.log" 2>/dev/null || true
 	exit "$rc"
 fi

@@ -23,7 +23,7 @@ pub(crate) fn read_request(sock: &TcpSocket, m: &mut Responder) {
 pub(crate) fn read_reply(sock: &TcpSocket, m: &mut Initiator) {
     sock.read(&mut |chunk: &[u8]| {
         if m.phase() == startup::Phase::AwaitFrame {
-            m.receive(&KernelCrc32c, chunk)
+            m.receive(&ModuleCrc32c, chunk)
         } else {
             0
         }

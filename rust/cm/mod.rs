@@ -62,7 +62,7 @@ use crate::{
         wire::mpa::{RtrSet, IRD_ORD_MASK},
     },
     ffi::{
-        crc::KernelCrc32c,
+        crc::ModuleCrc32c,
         net::socket::{ListenOpts, Net, SockAddr, SockRx, SocketEvents, TcpSocket, TcpState},
         trace,
     },

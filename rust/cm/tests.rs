@@ -574,7 +574,7 @@ mod tests {
         let mut twin = new_initiator(&ccfg.initiator(4, 4, b""))?;
         let request_len = twin.transmit().len();
         twin.sent(request_len);
-        assert_eq!(twin.receive(&KernelCrc32c, &rep), rep.len());
+        assert_eq!(twin.receive(&ModuleCrc32c, &rep), rep.len());
         let f = match twin.poll() {
             Some(startup::Event::Failed(f)) => f,
             _ => return Err(EINVAL),

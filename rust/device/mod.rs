@@ -3,6 +3,7 @@
 //! limits it enforces. Safe Rust; `ffi::device` owns the `ib_device` around it.
 
 pub(crate) mod counters;
+pub(crate) mod crc;
 pub(crate) mod limits;
 pub(crate) mod verbs;
 

@@ -243,7 +243,7 @@ impl Host for QpHost<'_> {
         &mut self,
         src: &PayloadRef,
         len: usize,
-        _crc: &C, // the pages' CRC is the kernel's crc32c, as `KernelCrc32c`
+        _crc: &C, // the ffi layer sums the pages with `ModuleCrc32c`, as `C` is
         state: Option<u32>,
     ) -> Option<Result<Option<u32>, TermError>> {
         match *src {

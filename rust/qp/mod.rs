@@ -67,7 +67,7 @@ use crate::{
     },
     cm::{CmEventSink, CmQp, Stream},
     ffi::{
-        crc::KernelCrc32c,
+        crc::ModuleCrc32c,
         ib::QpNotifier,
         mem::memcg::MemCgroup,
         net::{
@@ -728,7 +728,7 @@ impl Qp {
 
     fn rx_chunk(self: &Arc<Self>, chunk: &[u8]) -> usize {
         // The engine consumes every byte it is given.
-        let n = self.with_engine(|e, h| e.rx(h, &KernelCrc32c, chunk));
+        let n = self.with_engine(|e, h| e.rx(h, &ModuleCrc32c, chunk));
         if let Some(n) = n {
             QpStats::add(&self.stats.rx_bytes, n as u64);
         }

@@ -317,7 +317,7 @@ impl Qp {
             let Some(engine) = st.engine.as_deref_mut() else { return chunk.len() };
             let _p = Probe::start(Phase::RxEngine);
             let mut host = QpHost { qp: self, st: &mut st.host, events: &mut events, zc: None };
-            let n = engine.rx(&mut host, &KernelCrc32c, chunk);
+            let n = engine.rx(&mut host, &ModuleCrc32c, chunk);
             wants_tx |= engine.wants_tx();
             QpStats::add(&self.stats.rx_bytes, n as u64);
             n

@@ -182,7 +182,7 @@ impl Qp {
                     drop(pre.take());
                     let _p = Probe::start(Phase::TxEngine);
                     let mut host = QpHost { qp: self, st: &mut st.host, events: &mut events, zc: None };
-                    let n = engine.tx(&mut host, &KernelCrc32c, &mut st.tx);
+                    let n = engine.tx(&mut host, &ModuleCrc32c, &mut st.tx);
                     // The buffer, not the engine, ended the round: bulk.
                     if st.tx.len() < TX_BUF && (n == st.tx.len() || engine.wants_tx()) {
                         st.tx_grow = true;
@@ -387,7 +387,7 @@ impl Qp {
                 let (n, np) = {
                     let mut plan = TxPlan::new(lit.free_mut(), pieces, TX_BUF);
                     let mut host = QpHost { qp: self, st: &mut st.host, events: &mut events, zc: Some(refs) };
-                    let n = engine.tx_plan(&mut host, &KernelCrc32c, &mut plan);
+                    let n = engine.tx_plan(&mut host, &ModuleCrc32c, &mut plan);
                     (n, plan.pieces().len())
                 };
                 if zc.refs.is_empty() {

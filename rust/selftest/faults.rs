@@ -30,7 +30,7 @@ mod faults {
         },
         ffi::{
             consumer::cq::{KCq, RawWc, WC_SUCCESS, WC_WR_FLUSH_ERR},
-            crc::KernelCrc32c,
+            crc::ModuleCrc32c,
             consumer::device::Found,
             mem::pages::access,
             consumer::mr::{KMr, KPd},
@@ -131,7 +131,7 @@ mod faults {
         fn fpdu(&self, ulpdu: &[u8]) -> Result<KVec<u8>> {
             let repr = fpdu::Repr { ulpdu };
             let mut buf = KVec::from_elem(0u8, repr.buffer_len(), GFP_KERNEL)?;
-            let crc = self.crc.then_some(&KernelCrc32c);
+            let crc = self.crc.then_some(&ModuleCrc32c);
             repr.emit(&mut fpdu::Frame::new_unchecked(&mut buf[..]), crc).map_err(|_| EINVAL)?;
             Ok(buf)
         }
@@ -165,7 +165,7 @@ mod faults {
                         break;
                     }
                     let frame = fpdu::Frame::new_unchecked(&buf[pos..pos + total]);
-                    let crc = self.crc.then_some(&KernelCrc32c);
+                    let crc = self.crc.then_some(&ModuleCrc32c);
                     let repr = fpdu::Repr::parse(&frame, crc).map_err(|_| EBADMSG)?;
                     if let Some(t) = decode(repr.ulpdu).ok().and_then(|msg| pick(msg.body)) {
                         return Ok(t);

@@ -21,7 +21,8 @@ use core::ptr::NonNull;
 
 use kernel::{ffi::c_void, prelude::*, sync::Arc};
 
-use super::super::sys;
+use super::super::{crc::ModuleCrc32c, sys};
+use crate::engine::crc::Crc32c as _;
 
 const PAGE_SIZE: usize = kernel::page::PAGE_SIZE;
 
@@ -68,13 +69,20 @@ impl PageRef {
         unsafe { Self::new(sys::rsiw_kaddr_to_page(addr as *const kernel::ffi::c_void)) }
     }
 
-    /// CRC32c state `crc` extended over `len` octets at `off`.
+    /// CRC32c state `crc` extended over `len` octets at `off`, by the
+    /// module's CRC32c.
     fn crc(&self, off: usize, len: usize, crc: u32) -> u32 {
         debug_assert!(off + len <= PAGE_SIZE);
-        // SAFETY: we hold a reference; `off + len` is within the page (the
-        // segment constructors keep it so). The kernel's crc32c works on the
-        // raw register, hence the inversions (see `crc::KernelCrc32c`).
-        !unsafe { sys::rsiw_page_crc32c(self.0.as_ptr(), off, len, !crc) }
+        // SAFETY: we hold a reference, so the page stays allocated; `off +
+        // len` is within it (the segment constructors keep it so). Mapped
+        // and unmapped around the read on this thread, nothing sleeps in
+        // between, and the slice does not outlive the mapping.
+        unsafe {
+            let base = sys::rsiw_kmap_local_page(self.0.as_ptr()).cast::<u8>();
+            let crc = ModuleCrc32c.append(crc, core::slice::from_raw_parts(base.add(off), len));
+            sys::rsiw_kunmap_local(base.cast());
+            crc
+        }
     }
 
     fn as_ptr(&self) -> *mut sys::page {
