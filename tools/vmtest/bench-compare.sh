@@ -182,7 +182,8 @@ fi
 [ "$failed" = 0 ] || { finish; exit 1; }
 
 # rsiw_load IMPL: (re)load rsiw with the module parameters of variant IMPL
-# (rsiw-crc: MPA CRC requested; rsiw-copy: no zero-copy TX, zcopy_min=0;
+# (rsiw-crc: MPA CRC requested; rsiw-crck: the same with the kernel's
+# crc32c() whatever the module measured at load, crc32c_impl=1; rsiw-copy: no zero-copy TX, zcopy_min=0;
 # rsiw-seg1: one TCP segment per FPDU on local routes too,
 # fpdu_segs_local=1; rsiw-alt: the module and provider of another built
 # tree, BENCH_ALT, e.g. an older commit; the others: the defaults) unless it is loaded with them.
@@ -191,6 +192,7 @@ rsiw_load() {
 	local want=""
 	case $1 in
 	rsiw-crc) want="mpa_crc=1" ;;
+	rsiw-crck) want="mpa_crc=1 crc32c_impl=1" ;;
 	rsiw-copy) want="zcopy_min=0" ;;
 	rsiw-seg1) want="fpdu_segs_local=1" ;;
 	rsiw-alt) want="alt" ;;
@@ -587,7 +589,7 @@ memory() {
 
 # ------------------------------------------------------------ the rounds
 impls_for() { # the implementations of one round at MTU $1
-	# BENCH_IMPLS: a list of its own (rsiw, rsiw-crc, rsiw-cmds, rsiw-copy,
+	# BENCH_IMPLS: a list of its own (rsiw, rsiw-crc, rsiw-crck, rsiw-cmds, rsiw-copy,
 	# rsiw-seg1, rsiw-alt with BENCH_ALT, rsiw-d16 (perftest -t 16),
 	# rsiw-mrs (scaling: an MR per connection), siw, tcp).
 	if [ -n "${BENCH_IMPLS:-}" ]; then
@@ -609,7 +611,7 @@ for r in $(seq 1 "$rounds"); do
 			crc=""
 			case $impl in
 			rsiw | rsiw-cmds | rsiw-copy | rsiw-seg1 | rsiw-alt | rsiw-d16) crc=off ;;
-			rsiw-crc) crc=on ;;
+			rsiw-crc | rsiw-crck) crc=on ;;
 			esac
 			if [ -n "$crc" ]; then
 				rsiw_load $impl
