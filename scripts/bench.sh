@@ -12,8 +12,10 @@
 #            boots the test guest and runs the rsiw_tx_bench KUnit suite:
 #            RDMA Write throughput over loopback TCP with copying TX
 #            (zcopy_min=0) and zero-copy TX, CRC off and on, 64 KiB and
-#            1 MiB messages, MIB MiB per run (default 64). Needs the
-#            test module built (make test).
+#            1 MiB messages, MIB MiB per run (default 64). IMPLS: the
+#            crc32c_impl values to load the module with in turn (default
+#            0, its own choice; "1 2": the kernel's crc32c() and rsiw's
+#            table in one boot). Needs the test module built (make test).
 #
 #   scripts/bench.sh --vm-atomics [OPS]
 #            boots the test guest and runs the rsiw_atomic_bench KUnit

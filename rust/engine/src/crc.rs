@@ -97,19 +97,13 @@ const fn tables() -> [[u32; 256]; 16] {
     t
 }
 
-/// Little-endian 64-bit word at the start of `b` (at least 8 octets).
+/// The register after the 16 octets `c` (one 128-bit load, sixteen
+/// table lookups).
 #[inline(always)]
-fn le64(b: &[u8]) -> u64 {
-    let mut w = [0u8; 8];
-    w.copy_from_slice(&b[..8]);
-    u64::from_le_bytes(w)
-}
-
-/// The register after 16 octets `c` (two 64-bit loads, 16 table lookups).
-#[inline(always)]
-fn step16(t: &[[u32; 256]; 16], reg: u32, c: &[u8]) -> u32 {
-    let lo = le64(c) ^ u64::from(reg);
-    let hi = le64(&c[8..]);
+fn step16(t: &[[u32; 256]; 16], reg: u32, c: &[u8; 16]) -> u32 {
+    let v = u128::from_le_bytes(*c);
+    let lo = (v as u64) ^ u64::from(reg);
+    let hi = (v >> 64) as u64;
     let b = |w: u64, k: u32| usize::from((w >> (8 * k)) as u8);
     t[15][b(lo, 0)]
         ^ t[14][b(lo, 1)]
@@ -144,34 +138,37 @@ fn step1(t: &[[u32; 256]; 16], reg: u32, byte: u8) -> u32 {
 pub struct TableCrc32c;
 
 impl Crc32c for TableCrc32c {
-    fn append(&self, crc: u32, data: &[u8]) -> u32 {
+    fn append(&self, crc: u32, mut data: &[u8]) -> u32 {
         let t = &TABLES;
         let mut reg = !crc;
-        let mut chunks = data.chunks_exact(16);
-        for c in &mut chunks {
+        while let Some((c, rest)) = data.split_first_chunk::<16>() {
             reg = step16(t, reg, c);
+            data = rest;
         }
-        for &byte in chunks.remainder() {
+        for &byte in data {
             reg = step1(t, reg, byte);
         }
         !reg
     }
 
-    /// Fused: each 16-octet step stores the words it loaded.
+    /// Fused: each 16-octet step stores the block it loaded.
     fn copy_append(&self, crc: u32, src: &[u8], dst: &mut [u8]) -> u32 {
         let n = src.len().min(dst.len());
-        let (Some(src), Some(dst)) = (src.get(..n), dst.get_mut(..n)) else {
+        let (Some(mut s), Some(mut d)) = (src.get(..n), dst.get_mut(..n)) else {
             return crc;
         };
         let t = &TABLES;
         let mut reg = !crc;
-        let mut s = src.chunks_exact(16);
-        let mut d = dst.chunks_exact_mut(16);
-        for (sc, dc) in (&mut s).zip(&mut d) {
-            dc.copy_from_slice(sc);
+        // `s` and `d` have the same length: both split or neither.
+        while let Some((sc, sr)) = s.split_first_chunk::<16>() {
+            let Some((dc, dr)) = core::mem::take(&mut d).split_first_chunk_mut::<16>() else {
+                break;
+            };
+            *dc = *sc;
             reg = step16(t, reg, sc);
+            (s, d) = (sr, dr);
         }
-        for (&byte, out) in s.remainder().iter().zip(d.into_remainder()) {
+        for (out, &byte) in d.iter_mut().zip(s) {
             *out = byte;
             reg = step1(t, reg, byte);
         }
