@@ -30,7 +30,7 @@ mod faults {
         },
         ffi::{
             consumer::cq::{KCq, RawWc, WC_SUCCESS, WC_WR_FLUSH_ERR},
-            crc::ModuleCrc32c,
+            crc::{self, KernelCrc32c},
             consumer::device::Found,
             mem::pages::access,
             consumer::mr::{KMr, KPd},
@@ -131,7 +131,9 @@ mod faults {
         fn fpdu(&self, ulpdu: &[u8]) -> Result<KVec<u8>> {
             let repr = fpdu::Repr { ulpdu };
             let mut buf = KVec::from_elem(0u8, repr.buffer_len(), GFP_KERNEL)?;
-            let crc = self.crc.then_some(&ModuleCrc32c);
+            // The kernel's crc32c(), whichever CRC32c the module runs:
+            // the peer is an independent implementation on the wire.
+            let crc = self.crc.then_some(&KernelCrc32c);
             repr.emit(&mut fpdu::Frame::new_unchecked(&mut buf[..]), crc).map_err(|_| EINVAL)?;
             Ok(buf)
         }
@@ -165,7 +167,7 @@ mod faults {
                         break;
                     }
                     let frame = fpdu::Frame::new_unchecked(&buf[pos..pos + total]);
-                    let crc = self.crc.then_some(&ModuleCrc32c);
+                    let crc = self.crc.then_some(&KernelCrc32c);
                     let repr = fpdu::Repr::parse(&frame, crc).map_err(|_| EBADMSG)?;
                     if let Some(t) = decode(repr.ulpdu).ok().and_then(|msg| pick(msg.body)) {
                         return Ok(t);
@@ -317,6 +319,46 @@ mod faults {
         let mut frame = rig.fpdu(&send_segment(1, 0, true, &payload)?)?;
         corrupt(&mut frame);
         expect_terminate(&rig, &local, &[200], &frame, want)
+    }
+
+    /// With CRC on, a Send each way between the QP and the peer, which
+    /// frames and checks with the kernel's `crc32c()`: run once with the
+    /// module on its slicing-by-16 table and once on `crc32c()`, so the
+    /// table meets an independent CRC32c on real FPDUs (a Send of 700
+    /// octets: the 16-octet steps and the byte tail).
+    #[test]
+    fn either_module_crc_meets_crc32c_on_the_wire() -> Result {
+        let was = crc::uses_table();
+        let res = (|| -> Result {
+            for table in [true, false] {
+                crc::use_table(table);
+                let mut local = KVec::with_capacity(4096, GFP_KERNEL)?;
+                for i in 0..4096u32 {
+                    local.push((i.wrapping_mul(2_654_435_761) >> 11) as u8, GFP_KERNEL)?;
+                }
+                let rig = Rig::new(true, 8)?;
+                let qp = rig.qp()?;
+                // Peer -> QP: placed and completed, not terminated.
+                qp.post_recv(200, Seg::of(&local[2048..3072], rig.lkey))?;
+                rig.peer_send(&rig.fpdu(&send_segment(1, 0, true, &local[..700])?)?)?;
+                let wc = rig.completions(&[200], 3000)?;
+                check!(wc[0].status == WC_SUCCESS && wc[0].byte_len == 700);
+                // QP -> peer: the peer's parse checks the CRC (a mismatch
+                // is EBADMSG, and fails the test).
+                qp.post(5, WR_SEND, &[Seg::of(&local[..700], rig.lkey)], None, true)?;
+                let data = rig.read_until(3000, |body| match body {
+                    Body::Data => Some(true),
+                    Body::Terminate(_) => Some(false),
+                    _ => None,
+                })?;
+                check!(data);
+                check!(rig.completions(&[5], 3000)?[0].status == WC_SUCCESS);
+                check!(qp.qp::<crate::device::Rsiw>().ib_state() == QpState::Rts);
+            }
+            Ok(())
+        })();
+        crc::use_table(was);
+        res
     }
 
     #[test]
