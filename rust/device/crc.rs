@@ -130,7 +130,7 @@ mod tests {
         assert!(!crc::uses_table()); // a bad value changes nothing
         // Measuring again picks what the first measurement says wherever
         // one is clearly faster (x1.5: under TCG the table is ~4x, on
-        // hardware crc32c() ~5x).
+        // hardware crc32c() ~10x).
         select(0)?;
         if t > k * 3 / 2 {
             assert!(crc::uses_table());

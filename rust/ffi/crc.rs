@@ -94,7 +94,7 @@ mod tests {
     fn table_matches_the_kernel_at_every_length_offset_and_cut() -> Result {
         // The kernel's crc32c() switches code paths by length (one chain
         // below 512 octets, three lanes and a carry-less join above): cover
-        // both, from every start offset in a word.
+        // both, from three start offsets.
         let mut buf = KVec::with_capacity(4200, GFP_KERNEL)?;
         for i in 0..4200u32 {
             buf.push((i.wrapping_mul(2_654_435_761) >> 13) as u8, GFP_KERNEL)?;
