@@ -11,11 +11,8 @@ use hwcrc::HwCrc;
 use proptest::prelude::*;
 use rsiw_engine::crc::{Crc32c, SoftCrc32c};
 
-fn data(n: usize, seed: u32) -> Vec<u8> {
-    (0..n as u32)
-        .map(|i| (i.wrapping_add(seed).wrapping_mul(2_654_435_761) >> 13) as u8)
-        .collect()
-}
+mod common;
+use common::data;
 
 #[test]
 fn known_vectors() {

@@ -6,11 +6,8 @@
 use proptest::prelude::*;
 use rsiw_engine::crc::{Crc32c, TableCrc32c};
 
-fn data(n: usize, seed: u32) -> Vec<u8> {
-    (0..n as u32)
-        .map(|i| (i.wrapping_add(seed).wrapping_mul(2_654_435_761) >> 13) as u8)
-        .collect()
-}
+mod common;
+use common::data;
 
 #[test]
 fn every_length_to_4k_and_a_64k_message() {
