@@ -85,21 +85,22 @@ pub(crate) fn measure() -> Result<(u64, u64)> {
 /// kernel's, 2 the table) and logs the choice in one line.
 pub(crate) fn select(param: u32) -> Result {
     let choice = match param {
-        1 => Choice::Kernel,
-        2 => Choice::Table,
         0 => {
             let (k, t) = measure()?;
             let c = faster(k, t);
             pr_info!("MPA CRC32c: crc32c() {k} MB/s, table {t} MB/s: using {}\n", c.name());
-            crc::use_table(c == Choice::Table);
-            return Ok(());
+            c
+        }
+        1 | 2 => {
+            let c = if param == 1 { Choice::Kernel } else { Choice::Table };
+            pr_info!("MPA CRC32c: using {} (crc32c_impl={param})\n", c.name());
+            c
         }
         _ => {
             pr_err!("crc32c_impl={param}: 0 (measure), 1 (crc32c()) or 2 (table)\n");
             return Err(EINVAL);
         }
     };
-    pr_info!("MPA CRC32c: using {} (crc32c_impl={param})\n", choice.name());
     crc::use_table(choice == Choice::Table);
     Ok(())
 }
