@@ -517,18 +517,19 @@ impl Qp {
         match self.ib_state() {
             QpState::Reset => return Err(EINVAL),
             QpState::Err => {
-                // Unless older requests still wait for the engine's flush
-                // (the FPDU in flight when the stream failed): then this one
-                // queues behind them and that flush completes it, in order.
-                // Checked and queued under the stream lock, which the flush
-                // holds, so it is drained either by that flush or here.
-                let st = self.stream.lock();
-                if st.engine.as_deref().is_some_and(|e| e.flush_pending()) {
+                // Completes now with a flush error, behind everything posted
+                // before: unless the engine still owes flushes (the QP shows
+                // Error before the engine hears of it, or the FPDU in flight
+                // holds the flush back), it queues behind those and their
+                // flush completes it. Under the stream lock, which every
+                // flush holds.
+                let mut st = self.stream.lock();
+                if st.engine.as_deref().is_some_and(|e| !e.send_flushed()) {
                     self.sq.lock().push(sqe)?;
                     drop(st);
                     self.kick();
                 } else {
-                    drop(st);
+                    self.flush_stragglers(&mut st);
                     self.flush_sqe(&sqe);
                 }
                 return Ok(());
@@ -536,6 +537,7 @@ impl Qp {
             _ => {}
         }
         self.sq.lock().push(sqe)?;
+        self.catch_up_with_error();
         self.kick();
         Ok(())
     }
@@ -546,18 +548,64 @@ impl Qp {
             return Err(EINVAL);
         }
         if self.ib_state() == QpState::Err {
-            self.links.recv_cq().map(|cq| {
-                cq.push(self.wc(rqe.wr_id, WcOpcode::Recv, WcStatus::WrFlushErr, 0))
-            });
+            // As `post_send`: in order behind what is still to be flushed.
+            let mut st = self.stream.lock();
+            if st.engine.as_deref().is_some_and(|e| !e.recv_flushed()) {
+                let mut guard = self.rq.lock();
+                Option::as_mut(&mut *guard).ok_or(EINVAL)?.push(rqe)?;
+            } else {
+                self.flush_stragglers(&mut st);
+                self.links.recv_cq().map(|cq| {
+                    cq.push(self.wc(rqe.wr_id, WcOpcode::Recv, WcStatus::WrFlushErr, 0))
+                });
+            }
             return Ok(());
         }
-        let mut guard = self.rq.lock();
-        let rq = Option::as_mut(&mut *guard).ok_or(EINVAL)?; // QPs with an SRQ post there
-        rq.push(rqe)?;
+        {
+            let mut guard = self.rq.lock();
+            let rq = Option::as_mut(&mut *guard).ok_or(EINVAL)?; // QPs with an SRQ post there
+            rq.push(rqe)?;
+        }
         // A message may be waiting for this buffer: nothing to do here, the
         // engine retries on the next FPDU (iWARP has no RNR: a Send without
         // a posted receive already failed the stream).
+        self.catch_up_with_error();
         Ok(())
+    }
+
+    /// A WR was just queued on a QP that was not in Error when the post
+    /// looked: if it is now, the flush that came with the change may have
+    /// missed the WR, which then completes here.
+    fn catch_up_with_error(&self) {
+        if self.ib_state() == QpState::Err {
+            self.flush_stragglers(&mut self.stream.lock());
+        }
+    }
+
+    /// Completes with flush errors, in posting order, what is left on the
+    /// queues of a QP in Error once the engine (if any) has flushed what it
+    /// took: requests posted while the stream was failing, after the
+    /// engine's flush but before the QP showed Error. Under the stream lock
+    /// (`st`), which every flush holds, so none comes in between.
+    fn flush_stragglers(&self, st: &mut StreamState) {
+        if self.rings {
+            return; // `flush_rings`
+        }
+        let engine = st.engine.as_deref();
+        if engine.is_none_or(|e| e.send_flushed()) {
+            // Completions held for page releases come first.
+            st.host.order.drain(|wc| {
+                let _ = self.links.send_cq().push(wc);
+            });
+            loop {
+                let sqe = self.sq.lock().pop();
+                let Some(sqe) = sqe else { break };
+                self.flush_sqe(&sqe);
+            }
+        }
+        if engine.is_none_or(|e| e.recv_flushed()) {
+            self.flush_recv();
+        }
     }
 
     /// A completion of this QP; one in error is counted and traced
@@ -793,6 +841,7 @@ impl Qp {
             drop(st);
             if now_err {
                 self.flush_rings();
+                self.flush_stragglers(&mut self.stream.lock());
             }
             if matches!(e, Event::LocalTerminate(_) | Event::TerminateReceived(_) | Event::ConnectionLost) {
                 // Completions waiting for acknowledgements will not get

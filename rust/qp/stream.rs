@@ -104,10 +104,7 @@ impl Qp {
         let had_engine = self.with_engine(|e, h| e.on_connection_lost(h)).is_some();
         if !had_engine {
             // Never connected: flush the queues ourselves.
-            while let Some(sqe) = self.sq.lock().pop() {
-                self.flush_sqe(&sqe);
-            }
-            self.flush_recv();
+            self.flush_stragglers(&mut self.stream.lock());
         }
         self.stream.lock().dead = true;
         self.flush_rings();

@@ -10,6 +10,7 @@ mod device;
 mod faults;
 mod flush;
 mod imm;
+mod order;
 mod scale;
 mod siw;
 #[cfg(rsiw_kunit)]

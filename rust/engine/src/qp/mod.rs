@@ -584,11 +584,22 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
                 && (!self.irq.is_empty() || self.cur.is_some() || self.rtr_to_send.is_some()))
     }
 
-    /// Whether the send side's flush waits for the FPDU in flight: a
-    /// request posted meanwhile must queue behind the ones it will flush
-    /// (the send queue completes in posting order), not complete first.
-    pub fn flush_pending(&self) -> bool {
-        self.flush_pending
+    /// Whether the stream has ended (failed, terminating or closed) and
+    /// the engine has flushed every send request it took: what is on the
+    /// host's send queue was posted since and may complete at once, in
+    /// order. Until then, a request posted to a QP its host already shows
+    /// in Error queues behind the ones the engine will still flush: the
+    /// host moved to Error before telling the engine
+    /// ([`Qp::on_connection_lost`]), or the send side's flush waits for
+    /// the FPDU in flight. The send queue completes in posting order.
+    pub fn send_flushed(&self) -> bool {
+        self.recv_flushed() && !self.flush_pending
+    }
+
+    /// Like [`Qp::send_flushed`] for the receive queue, which the engine
+    /// flushes as soon as the stream ends.
+    pub fn recv_flushed(&self) -> bool {
+        matches!(self.state, State::Terminate | State::Error | State::Closed)
     }
 
     /// Whether the stream failed or closed (the caller closes the socket

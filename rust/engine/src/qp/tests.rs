@@ -1379,6 +1379,83 @@ fn graceful_close_and_connection_lost() {
     assert_eq!(p.hb.cq.last().map(|c| c.status), Some(Status::Flushed));
 }
 
+/// What a host asks before completing a request posted to a QP it shows
+/// in Error: the engine owes no flush from the end of the stream on, but
+/// for the send side only once the FPDU in flight is out.
+#[test]
+fn flushed_once_the_stream_ended_and_the_fpdu_in_flight_is_out() {
+    let mut p = pair();
+    assert!(!p.a.send_flushed() && !p.a.recv_flushed());
+    let src = p.ha.mr(0, 4000, RW());
+    p.ha.post_recv(8);
+    post_a(
+        &mut p,
+        wr(
+            1,
+            SendOp::Send { invalidate: None },
+            4000,
+            Local {
+                stag: src,
+                to: 0,
+                handle: 0,
+            },
+        ),
+    );
+    // Part of the first FPDU goes out: the Send is the FPDU in flight.
+    let mut buf = vec![0u8; 100];
+    assert_eq!(p.a.tx(&mut p.ha, &SoftCrc32c, &mut buf), 100);
+    // A valid FPDU with an undefined opcode fails the stream.
+    let mut t = MpaTx::new(true, false);
+    let mut fpdu = [0u8; 64];
+    let hdr = [0x41u8, 0x4F, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0];
+    let m = t.write(&SoftCrc32c, &hdr, &[], &mut fpdu).unwrap();
+    p.a.rx(&mut p.ha, &SoftCrc32c, &fpdu[..m]);
+    assert_eq!(p.a.state(), State::Terminate);
+    assert!(p.a.recv_flushed() && !p.a.send_flushed());
+    assert_eq!(p.ha.cq.len(), 1);
+    assert_eq!((p.ha.cq[0].opcode, p.ha.cq[0].status), (CompOp::Recv, Status::Flushed));
+    // A Send posted meanwhile queues behind the one in flight.
+    post_a(
+        &mut p,
+        wr(
+            2,
+            SendOp::Send { invalidate: None },
+            10,
+            Local {
+                stag: src,
+                to: 0,
+                handle: 0,
+            },
+        ),
+    );
+    let mut rest = vec![0u8; 8192];
+    p.a.tx(&mut p.ha, &SoftCrc32c, &mut rest);
+    assert!(p.a.send_flushed());
+    let sent: Vec<_> = p.ha.cq[1..].iter().map(|c| (c.wr_id, c.status)).collect();
+    assert_eq!(sent, [(1, Status::Flushed), (2, Status::Flushed)]);
+
+    // A lost connection sends nothing more: flushed at once.
+    let mut p = pair();
+    let src = p.ha.mr(0, 4000, RW());
+    post_a(
+        &mut p,
+        wr(
+            3,
+            SendOp::Send { invalidate: None },
+            4000,
+            Local {
+                stag: src,
+                to: 0,
+                handle: 0,
+            },
+        ),
+    );
+    assert_eq!(p.a.tx(&mut p.ha, &SoftCrc32c, &mut buf), 100);
+    p.a.on_connection_lost(&mut p.ha);
+    assert!(p.a.recv_flushed() && p.a.send_flushed());
+    assert_eq!(p.ha.cq.iter().map(|c| (c.wr_id, c.status)).collect::<Vec<_>>(), [(3, Status::Flushed)]);
+}
+
 #[test]
 fn rejected_connection() {
     let mut a = Q::new(QpConfig { pd: PD, emss: 1460 });

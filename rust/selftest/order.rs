@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Posting while the QP goes to Error: every WR completes once, each
+//! queue in posting order (the verbs promise it; `ib_drain_qp` and every
+//! ULP that counts its completions rely on it).
+//!
+//! A worker keeps Reads, Writes and receives in flight on one QP of a
+//! connected pair while the test thread ends the stream: the ULP moving
+//! the QP to Error (`Qp::fail`: the QP shows Error before the engine
+//! hears of it) or the peer going (its FIN: the engine flushes before
+//! the QP shows Error). Posts that fall between the two must queue
+//! behind the flush or complete after it, never ahead of older WRs and
+//! never left uncompleted.
+
+use kernel::prelude::*;
+
+#[cfg(rsiw_kunit)]
+#[kunit_tests(rsiw_flush_order)]
+mod tests {
+    use core::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
+
+    use kernel::{
+        prelude::*,
+        sync::Arc,
+        time::{delay::fsleep, Delta, Instant, Monotonic},
+        workqueue,
+    };
+
+    use crate::{
+        ffi::consumer::{
+            cq::{RawWc, WC_RECV, WC_SUCCESS, WC_WR_FLUSH_ERR},
+            mr::KPd,
+            qp::*,
+        },
+        qp::QpState,
+        selftest::atomic::harness::{connect, fast_reg, with_device, End, ALL_RIGHTS},
+    };
+
+    /// `assert!` outside a `#[test]` fn would BUG the kernel: report.
+    macro_rules! check {
+        ($c:expr) => {
+            if !$c {
+                pr_err!("rsiw kunit: check failed (line {}): {}\n", line!(), stringify!($c));
+                return Err(EBADMSG);
+            }
+        };
+    }
+
+    const DEPTH: u32 = 64;
+    /// WRs in flight per queue (the CQ holds both queues' worth).
+    const WINDOW: usize = 40;
+    /// WRs posted to each queue after the first failed completion: they
+    /// take the paths of a QP in Error.
+    const AFTER: usize = 12;
+    const ROUNDS: usize = 60;
+    const STALL_NS: i64 = 10_000_000_000;
+
+    struct Worker {
+        end: End,
+        lkey: u32,
+        rkey: u32,
+        /// Local buffer (8 octets per slot) and the peer's MR.
+        local: u64,
+        remote: u64,
+        /// Send completions seen so far (for the test thread's timing).
+        sent: AtomicUsize,
+        error: AtomicI32,
+    }
+
+    /// One queue's bookkeeping: posted, completed, and whether a failed
+    /// completion was seen. WRs posted after that must be flushed; ones
+    /// posted before may still succeed after an older one was flushed (a
+    /// Write sent behind a Read whose response never came: its completion
+    /// waited for the Read's, its data went out).
+    #[derive(Default)]
+    struct Queue {
+        posted: usize,
+        completed: usize,
+        failed: bool,
+        /// `posted` when the first failed completion was seen.
+        failed_at: usize,
+        after: usize,
+    }
+
+    impl Queue {
+        fn wants_post(&self) -> bool {
+            self.posted - self.completed < WINDOW && (!self.failed || self.after < AFTER)
+        }
+
+        fn posted_one(&mut self) {
+            self.posted += 1;
+            if self.failed {
+                self.after += 1;
+            }
+        }
+
+        fn complete(&mut self, wc: &RawWc, what: &str) -> Result {
+            let late = self.failed && self.completed >= self.failed_at;
+            let ok = match wc.status {
+                WC_SUCCESS => !late,
+                WC_WR_FLUSH_ERR => true,
+                _ => false,
+            };
+            if wc.wr_id as usize != self.completed || !ok {
+                pr_err!("rsiw kunit: {} completion {}: {:?}\n", what, self.completed, wc);
+                return Err(EIO);
+            }
+            if wc.status != WC_SUCCESS && !self.failed {
+                self.failed = true;
+                self.failed_at = self.posted;
+            }
+            self.completed += 1;
+            Ok(())
+        }
+
+        fn done(&self) -> bool {
+            self.failed && self.after == AFTER && self.completed == self.posted
+        }
+    }
+
+    fn work(w: &Worker) -> Result {
+        let (mut s, mut r) = (Queue::default(), Queue::default());
+        let mut wcs = [RawWc::default(); 16];
+        let mut progress = Instant::<Monotonic>::now();
+        while !(s.done() && r.done()) {
+            while s.wants_post() {
+                // Alternate Reads (which wait for their responses) and
+                // Writes of 8 octets, each into its own slot.
+                let slot = (s.posted % 64) as u64;
+                let seg = Seg { addr: w.local + 8 * slot, len: 8, lkey: w.lkey };
+                let op = if s.posted % 2 == 0 { WR_READ } else { WR_WRITE };
+                w.end.qp.post(s.posted as u64, op, &[seg], Some((w.rkey, w.remote + 8 * slot)), true)?;
+                s.posted_one();
+            }
+            while r.wants_post() {
+                let slot = (64 + r.posted % 64) as u64;
+                w.end.qp.post_recv(r.posted as u64, Seg { addr: w.local + 8 * slot, len: 8, lkey: w.lkey })?;
+                r.posted_one();
+            }
+            let n = w.end.cq.poll(&mut wcs);
+            if n <= 0 {
+                if progress.elapsed().as_nanos() > STALL_NS {
+                    pr_err!(
+                        "rsiw kunit: stalled: send {}/{}, recv {}/{}\n",
+                        s.completed, s.posted, r.completed, r.posted
+                    );
+                    return Err(ETIMEDOUT);
+                }
+                fsleep(Delta::from_micros(20));
+                continue;
+            }
+            for wc in &wcs[..n as usize] {
+                if wc.opcode == WC_RECV {
+                    r.complete(wc, "recv")?;
+                } else {
+                    s.complete(wc, "send")?;
+                    w.sent.store(s.completed, Ordering::Relaxed);
+                }
+            }
+            progress = Instant::<Monotonic>::now();
+        }
+        Ok(())
+    }
+
+    /// One round: the worker runs on QP `a`; after `at` send completions
+    /// `a` (the ULP) or `b` (the peer) goes to Error.
+    fn round(dev: &crate::ffi::consumer::device::Found, pd: &KPd, at: usize, local_end: bool) -> Result {
+        let lkey = pd.local_dma_lkey();
+        // Declared before the QPs: dropped after them.
+        let mut local = KVec::from_elem(0u8, 8 * 128, GFP_KERNEL)?;
+        let mut remote = KVec::from_elem(0u8, 8 * 64, GFP_KERNEL)?;
+        let (mr, rkey) = fast_reg(dev, pd, &mut remote, None, ALL_RIGHTS)?;
+        let (a, b) = connect(dev, pd, DEPTH)?;
+        let w = Arc::new(
+            Worker {
+                end: a,
+                lkey,
+                rkey,
+                local: local.as_mut_ptr() as u64,
+                remote: remote.as_ptr() as u64,
+                sent: AtomicUsize::new(0),
+                error: AtomicI32::new(0),
+            },
+            GFP_KERNEL,
+        )?;
+        let done = Arc::new(AtomicUsize::new(0), GFP_KERNEL)?;
+        let (wk, d) = (w.clone(), done.clone());
+        let job = move || {
+            if let Err(e) = work(&wk) {
+                wk.error.store(e.to_errno(), Ordering::Relaxed);
+            }
+            drop(wk);
+            d.store(1, Ordering::Release);
+        };
+        workqueue::system_unbound().try_spawn(GFP_KERNEL, job)?;
+        let start = Instant::<Monotonic>::now();
+        while w.sent.load(Ordering::Relaxed) < at && done.load(Ordering::Acquire) == 0 {
+            if start.elapsed().as_nanos() > STALL_NS {
+                break;
+            }
+            fsleep(Delta::from_micros(50));
+        }
+        let ended = if local_end { w.end.qp.modify(QpState::Err) } else { b.qp.modify(QpState::Err) };
+        while done.load(Ordering::Acquire) == 0 {
+            fsleep(Delta::from_millis(1));
+        }
+        ended?;
+        let e = w.error.load(Ordering::Relaxed);
+        if e != 0 {
+            return Err(Error::from_errno(e));
+        }
+        check!(w.sent.load(Ordering::Relaxed) >= at);
+        drop(w);
+        drop(b);
+        drop(mr);
+        drop(local);
+        drop(remote);
+        Ok(())
+    }
+
+    /// Rounds end the stream from the QP's side and from the peer's, after
+    /// a varying number of completions (so at varying points of the
+    /// worker's loop).
+    #[test]
+    fn posts_racing_the_error_state_complete_once_and_in_order() -> Result {
+        with_device(c"rsiw_ord", |dev| {
+            let pd = KPd::alloc(dev, false)?;
+            for i in 0..ROUNDS {
+                let at = 8 + (i * 37) % 120;
+                round(dev, &pd, at, i % 2 == 0)?;
+            }
+            pr_info!("rsiw flush order: {} rounds: every WR completed once, in order\n", ROUNDS);
+            Ok(())
+        })
+    }
+}
