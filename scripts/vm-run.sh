@@ -177,6 +177,13 @@ cmdline="console=ttyS0 root=/dev/root rootfstype=9p"
 cmdline+=" rootflags=trans=virtio,version=9p2000.L,msize=1048576 ro"
 cmdline+=" init=$RSIW_ROOT/scripts/vm-init.sh panic=-1 oops=panic"
 cmdline+=" rsiw.modroot=$modroot $append"
+# TCG's TSC follows the host's on every vCPU; the clocksource watchdog,
+# comparing it with the HPET (a QEMU device model) while the host is
+# loaded, sometimes calls it unstable ("frequency skew") and moves the
+# guest to the HPET for the rest of the boot: 2 of the ~20 boots of one
+# CI run, where every clock read then became a trip into QEMU and a perftest
+# server fell behind its client. The TSC stays.
+cmdline+=" tsc=reliable"
 # The debug (KASAN) kernel on TCG's 5-level paging sometimes reports a wild
 # access in handle_edge_irq during identify_cpu, before any module loads,
 # and that taint turns lockdep off for the boot: run it with 4-level paging.

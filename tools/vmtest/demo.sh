@@ -55,7 +55,7 @@ perftest_run() {
 		s=$!
 		wait_for 30 listening 18515
 		t0=$(now)
-		rsiw-node 2 timeout 60 $tool -R -d ${impl}1 --source_ip "$b" -s $size -D $secs "$a" \
+		perftest_client rsiw-node 2 timeout 60 $tool -R -d ${impl}1 --source_ip "$b" -s $size -D $secs "$a" \
 			>"$OUT/$tool-$impl.txt" 2>&1
 		rc=$?
 		wait $s

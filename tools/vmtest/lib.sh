@@ -40,6 +40,17 @@ wait_for() {
 	done
 }
 
+# perftest_client COMMAND...: COMMAND (a perftest -R client, under any
+# wrappers) with perftest-connect-delay.so preloaded, so that its data
+# connection waits for the server's listener: perftest 4.5-0.17's server
+# listens for it only after the handshake the client connects right after
+# (tools/provider/perftest-connect-delay.c has the details).
+PERFTEST_SHIM=$RSIW_ROOT/tools/provider/perftest-connect-delay.so
+perftest_client() {
+	[ -f "$PERFTEST_SHIM" ] || { echo "no $PERFTEST_SHIM: make provider" >&2; return 1; }
+	LD_PRELOAD="$PERFTEST_SHIM${LD_PRELOAD:+:$LD_PRELOAD}" "$@"
+}
+
 # listening PORT [NETNS]: a TCP listener on PORT (an rdma_cm listener on
 # iWARP is one), in network namespace NETNS if given.
 listening() {

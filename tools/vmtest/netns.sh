@@ -75,7 +75,7 @@ check "perftest ib_write_bw -R between the containers" bash -c "
 	ip netns exec c1 timeout 120 ib_write_bw -R -d rsiw0 -s 65536 -n 100 >$OUT/bw-server.txt 2>&1 &
 	s=\$!
 	for i in \$(seq 150); do ip netns exec c1 ss -Hltn 'sport = :18515' | grep -q . && break; sleep 0.2; done
-	ip netns exec c2 timeout 120 ib_write_bw -R -d rsiw1 --source_ip $c2 -s 65536 -n 100 $c1 >$OUT/bw-client.txt 2>&1 &&
+	LD_PRELOAD=$PERFTEST_SHIM ip netns exec c2 timeout 120 ib_write_bw -R -d rsiw1 --source_ip $c2 -s 65536 -n 100 $c1 >$OUT/bw-client.txt 2>&1 &&
 		wait \$s && grep -qE '^ +65536 +100 ' $OUT/bw-client.txt"
 
 # --- moving a device: rdma dev set NAME netns NS ---

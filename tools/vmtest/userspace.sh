@@ -62,7 +62,7 @@ for t in ib_write_bw ib_read_bw ib_send_bw; do
 	server=$!
 	wait_for 30 listening 18515
 	check "$t -R: the client runs 200 messages of 64 KiB" \
-		to "$OUT/$t-client.txt" timeout 120 $t -R -d rsiw1 --source_ip $b -s 65536 -n 200 $a
+		to "$OUT/$t-client.txt" perftest_client timeout 120 $t -R -d rsiw1 --source_ip $b -s 65536 -n 200 $a
 	wait $server
 	expect_eq "$t -R: the server exits 0" 0 $?
 	# "#bytes #iterations BW-peak BW-average MsgRate"
@@ -79,7 +79,7 @@ for t in "ib_atomic_bw -A FETCH_AND_ADD" "ib_atomic_bw -A CMP_AND_SWAP" "ib_atom
 	server=$!
 	wait_for 30 listening 18515
 	check "$t -R: the client runs 200 atomics" \
-		to "$OUT/$f-client.txt" timeout 120 $t -R -d rsiw1 --source_ip $b -n 200 $a
+		to "$OUT/$f-client.txt" perftest_client timeout 120 $t -R -d rsiw1 --source_ip $b -n 200 $a
 	wait $server
 	expect_eq "$t -R: the server exits 0" 0 $?
 	# bw: "#bytes #iterations BW-peak BW-average MsgRate": the message
