@@ -156,6 +156,25 @@ impl Host for QpHost<'_> {
         }
     }
 
+    fn sq_flush_next(&mut self) -> Option<SendWr> {
+        loop {
+            let sqe = self.qp.sq.lock().pop()?;
+            let op = match sqe.kind {
+                SqeKind::Wire(wr) => {
+                    // Only its completion is left, whose opcode (a masked
+                    // atomic's too) `complete` reads from it.
+                    self.st.cur.sqe = Some(sqe);
+                    return Some(wr);
+                }
+                // Flushed, not carried out: no registration or
+                // invalidation happens after the QP failed.
+                SqeKind::RegMr { .. } => WcOpcode::RegMr,
+                SqeKind::LocalInv { .. } => WcOpcode::LocalInv,
+            };
+            self.send_wc(self.qp.wc(sqe.wr_id, op, WcStatus::WrFlushErr, 0));
+        }
+    }
+
     fn rq_peek(&self) -> Option<RecvWr> {
         let _p = Probe::start(Phase::RqPeek);
         // Peeking claims (an SRQ is shared: the WQE must be ours from the

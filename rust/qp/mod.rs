@@ -588,9 +588,6 @@ impl Qp {
     /// engine's flush but before the QP showed Error. Under the stream lock
     /// (`st`), which every flush holds, so none comes in between.
     fn flush_stragglers(&self, st: &mut StreamState) {
-        if self.rings {
-            return; // `flush_rings`
-        }
         let engine = st.engine.as_deref();
         if engine.is_none_or(|e| e.send_flushed()) {
             // Completions held for page releases come first.
@@ -636,7 +633,7 @@ impl Qp {
         match self.ib_state() {
             QpState::Reset => Err(EINVAL),
             QpState::Err => {
-                self.flush_rings();
+                self.flush_queues();
                 Ok(())
             }
             _ => {
@@ -653,29 +650,25 @@ impl Qp {
             return Err(EINVAL);
         }
         if self.ib_state() == QpState::Err {
-            self.flush_rings();
+            self.flush_queues();
         }
         Ok(())
     }
 
-    /// In Error: tells the process (its rings' error flag, after which it
-    /// rings the doorbell for whatever it posts), then flushes what its
-    /// rings hold. The flag goes first, so an entry posted meanwhile is
-    /// flushed here or by its doorbell.
-    pub(crate) fn flush_rings(self: &Arc<Self>) {
-        if !self.rings {
-            return;
+    /// In Error: tells a process with rings (their error flag, after which
+    /// it rings the doorbell for whatever it posts), then flushes what the
+    /// queues hold unless the engine's own flush is still to come and takes
+    /// them, in order behind what it holds (`flush_stragglers`). The flag
+    /// goes first, so an entry posted meanwhile is flushed here, by its
+    /// doorbell or by that flush.
+    pub(crate) fn flush_queues(self: &Arc<Self>) {
+        if self.rings {
+            self.sq.lock().set_flag(crate::ffi::ib::abi::RING_ERROR, true);
+            if let Some(rq) = self.rq.lock().as_ref() {
+                rq.set_error(true);
+            }
         }
-        self.sq.lock().set_flag(crate::ffi::ib::abi::RING_ERROR, true);
-        if let Some(rq) = self.rq.lock().as_ref() {
-            rq.set_error(true);
-        }
-        loop {
-            let sqe = self.sq.lock().pop();
-            let Some(sqe) = sqe else { break };
-            self.flush_sqe(&sqe);
-        }
-        self.flush_recv();
+        self.flush_stragglers(&mut self.stream.lock());
     }
 
     /// `destroy_qp`: the rings go now, in process context and while their
@@ -840,8 +833,7 @@ impl Qp {
             let now_err = st.0 == QpState::Err;
             drop(st);
             if now_err {
-                self.flush_rings();
-                self.flush_stragglers(&mut self.stream.lock());
+                self.flush_queues();
             }
             if matches!(e, Event::LocalTerminate(_) | Event::TerminateReceived(_) | Event::ConnectionLost) {
                 // Completions waiting for acknowledgements will not get

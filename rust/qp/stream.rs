@@ -101,13 +101,11 @@ impl Qp {
         self.enter(QpState::Err);
         // Asked for by the ULP (or the QP's teardown): not a fatal error.
         self.quiet_end.store(true, Ordering::Release);
-        let had_engine = self.with_engine(|e, h| e.on_connection_lost(h)).is_some();
-        if !had_engine {
-            // Never connected: flush the queues ourselves.
-            self.flush_stragglers(&mut self.stream.lock());
-        }
+        // The engine flushes what it holds; `flush_queues` then what is
+        // left on the queues (all of them if it never connected).
+        self.with_engine(|e, h| e.on_connection_lost(h));
         self.stream.lock().dead = true;
-        self.flush_rings();
+        self.flush_queues();
         self.drain_order();
         self.end_stream_out();
     }

@@ -73,7 +73,7 @@ pub(crate) mod harness {
         }
     }
 
-    fn params(initiator: bool) -> StreamParams {
+    pub(crate) fn params(initiator: bool) -> StreamParams {
         let framing = Framing { crc: false, markers_tx: false, markers_rx: false };
         negotiated(framing, MAX_IRD as u16, MAX_ORD as u16, Some(RtrMode::Zero(Rtr::Write)), initiator)
     }

@@ -26,13 +26,21 @@ mod tests {
     };
 
     use crate::{
-        ffi::consumer::{
-            cq::{RawWc, WC_RECV, WC_SUCCESS, WC_WR_FLUSH_ERR},
-            mr::KPd,
-            qp::*,
+        device::Rsiw,
+        ffi::{
+            consumer::{
+                cq::{KCq, RawWc, WC_RECV, WC_SUCCESS, WC_WR_FLUSH_ERR},
+                flush::post_reg_mr,
+                mr::{KMr, KPd},
+                qp::*,
+            },
+            net::socket::TcpSocket,
         },
         qp::QpState,
-        selftest::atomic::harness::{connect, fast_reg, with_device, End, ALL_RIGHTS},
+        selftest::{
+            atomic::harness::{connect, fast_reg, params, with_device, End, ALL_RIGHTS},
+            util::EMSS,
+        },
     };
 
     /// `assert!` outside a `#[test]` fn would BUG the kernel: report.
@@ -215,6 +223,49 @@ mod tests {
         drop(local);
         drop(remote);
         Ok(())
+    }
+
+    /// A memory registration left on the send queue when the stream
+    /// ends is flushed with the WRs around it, in order, not carried out
+    /// (the engine's flush takes the queue's rest through the host, which
+    /// carries local operations out when it hands WRs to a live stream).
+    #[test]
+    fn a_registration_left_on_the_queue_is_flushed_not_carried_out() -> Result {
+        with_device(c"rsiw_ord2", |dev| {
+            let pd = KPd::alloc(dev, false)?;
+            let lkey = pd.local_dma_lkey();
+            let cq = KCq::create(dev, 16)?;
+            let qp = KQp::create(&pd, &cq, &cq, 8)?;
+            qp.modify(QpState::Init)?;
+            // The responder's end of a connection whose initiator (a bare
+            // socket) never sends its RTR: the engine takes no WR, what is
+            // posted stays on the send queue.
+            let (_initiator, sock) = TcpSocket::loopback_pair()?;
+            qp.qp::<Rsiw>().attach(sock, &params(false), EMSS, &[])?;
+            let buf = KVec::from_elem(0u8, 64, GFP_KERNEL)?;
+            let mut mem = KVec::from_elem(0u8, 4096, GFP_KERNEL)?;
+            let mr = KMr::alloc(&pd, 4)?;
+            check!(mr.map_buf(dev, &mut mem, 4096)? == 1);
+            mr.update_key(0x44);
+            let stag = mr.keys().0;
+            qp.post(1, WR_SEND, &[Seg::of(&buf, lkey)], None, true)?;
+            post_reg_mr(&qp, 2, &mr, ALL_RIGHTS)?;
+            qp.post(3, WR_SEND, &[Seg::of(&buf, lkey)], None, true)?;
+            check!(cq.poll_one(100).is_none());
+            qp.modify(QpState::Err)?;
+            for id in 1..=3u64 {
+                let wc = cq.poll_one(2000).ok_or(ETIMEDOUT)?;
+                if wc.wr_id != id || wc.status != WC_WR_FLUSH_ERR {
+                    pr_err!("rsiw kunit: completion {}: {:?}\n", id, wc);
+                    return Err(EIO);
+                }
+            }
+            check!(cq.poll_one(50).is_none());
+            let table = dev.device::<Rsiw>().data().stags();
+            check!(table.get(stag).is_some_and(|m| !m.is_valid(stag)));
+            drop(qp);
+            Ok(())
+        })
     }
 
     /// Rounds end the stream from the QP's side and from the peer's, after

@@ -98,7 +98,7 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
             ));
         }
         self.rtr_to_send = None;
-        while let Some(wr) = host.sq_next() {
+        while let Some(wr) = host.sq_flush_next() {
             host.complete(Completion::new(
                 WorkQueue::Send,
                 wr.wr_id,

@@ -18,6 +18,14 @@ use super::Qp;
 pub trait Host: StagTable {
     /// Takes the next send work request off the send queue.
     fn sq_next(&mut self) -> Option<SendWr>;
+    /// Takes the next send work request off the send queue to flush it
+    /// (the stream has ended: it must not be carried out). By default
+    /// [`Host::sq_next`]; a host that carries out some requests itself
+    /// inside `sq_next` (local memory registration and invalidation, say)
+    /// completes those as flushed here instead.
+    fn sq_flush_next(&mut self) -> Option<SendWr> {
+        self.sq_next()
+    }
     /// The receive queue's head, if any.
     fn rq_peek(&self) -> Option<RecvWr>;
     /// Removes the receive queue's head.
