@@ -517,27 +517,19 @@ impl Qp {
         match self.ib_state() {
             QpState::Reset => return Err(EINVAL),
             QpState::Err => {
-                // Completes now with a flush error, behind everything posted
-                // before: unless the engine still owes flushes (the QP shows
-                // Error before the engine hears of it, or the FPDU in flight
-                // holds the flush back), it queues behind those and their
-                // flush completes it. Under the stream lock, which every
-                // flush holds.
-                let mut st = self.stream.lock();
-                if st.engine.as_deref().is_some_and(|e| !e.send_flushed()) {
-                    self.sq.lock().push(sqe)?;
-                    drop(st);
-                    self.kick();
-                } else {
-                    self.flush_stragglers(&mut st);
-                    self.flush_sqe(&sqe);
-                }
+                // Completes with a flush error behind every older WR: the
+                // TX work flushes what is queued on a failed QP once the
+                // engine owes no flush of its own (`flush_queues`), or the
+                // engine's own flush takes it. Never here: a consumer may
+                // post from its completion handler, which can run under
+                // this QP's stream lock (a flush's completions).
+                self.sq.lock().push(sqe)?;
+                self.kick();
                 return Ok(());
             }
             _ => {}
         }
         self.sq.lock().push(sqe)?;
-        self.catch_up_with_error();
         self.kick();
         Ok(())
     }
@@ -547,20 +539,6 @@ impl Qp {
         if self.ib_state() == QpState::Reset || self.rings {
             return Err(EINVAL);
         }
-        if self.ib_state() == QpState::Err {
-            // As `post_send`: in order behind what is still to be flushed.
-            let mut st = self.stream.lock();
-            if st.engine.as_deref().is_some_and(|e| !e.recv_flushed()) {
-                let mut guard = self.rq.lock();
-                Option::as_mut(&mut *guard).ok_or(EINVAL)?.push(rqe)?;
-            } else {
-                self.flush_stragglers(&mut st);
-                self.links.recv_cq().map(|cq| {
-                    cq.push(self.wc(rqe.wr_id, WcOpcode::Recv, WcStatus::WrFlushErr, 0))
-                });
-            }
-            return Ok(());
-        }
         {
             let mut guard = self.rq.lock();
             let rq = Option::as_mut(&mut *guard).ok_or(EINVAL)?; // QPs with an SRQ post there
@@ -568,25 +546,19 @@ impl Qp {
         }
         // A message may be waiting for this buffer: nothing to do here, the
         // engine retries on the next FPDU (iWARP has no RNR: a Send without
-        // a posted receive already failed the stream).
-        self.catch_up_with_error();
+        // a posted receive already failed the stream). On a failed QP the
+        // TX work flushes it, as for `post_send`.
+        if self.ib_state() == QpState::Err {
+            self.kick();
+        }
         Ok(())
     }
 
-    /// A WR was just queued on a QP that was not in Error when the post
-    /// looked: if it is now, the flush that came with the change may have
-    /// missed the WR, which then completes here.
-    fn catch_up_with_error(&self) {
-        if self.ib_state() == QpState::Err {
-            self.flush_stragglers(&mut self.stream.lock());
-        }
-    }
-
-    /// Completes with flush errors, in posting order, what is left on the
-    /// queues of a QP in Error once the engine (if any) has flushed what it
-    /// took: requests posted while the stream was failing, after the
-    /// engine's flush but before the QP showed Error. Under the stream lock
-    /// (`st`), which every flush holds, so none comes in between.
+    /// Completes with flush errors, in posting order, what is on the
+    /// queues of a QP in Error once the engine (if any) owes no flush of
+    /// its own: WRs posted to the failed QP, or while it was failing.
+    /// Under the stream lock (`st`), which every flush holds, so none
+    /// comes in between.
     fn flush_stragglers(&self, st: &mut StreamState) {
         let engine = st.engine.as_deref();
         if engine.is_none_or(|e| e.send_flushed()) {

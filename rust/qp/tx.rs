@@ -76,6 +76,11 @@ impl Qp {
         if self.close_expired.swap(false, Ordering::AcqRel) {
             self.close_timed_out();
         }
+        if self.ib_state() == QpState::Err {
+            // What was posted to the failed QP, or while it failed: flushed
+            // here, in order behind the engine's own flushes.
+            self.flush_queues();
+        }
         // A process's send ring: no doorbell needed while this runs.
         if self.rings {
             let _p = Probe::start(Phase::TxRingFlags);
