@@ -10,9 +10,10 @@
  * the data listener only after that same handshake. A client that gets to
  * its rdma_connect() before the server has listened meets no listener: TCP
  * refuses the SYN, the client sees RDMA_CM_EVENT_REJECTED (-ECONNREFUSED)
- * and its error path then crashes inside librdmacm (it acks an event of an
- * id it already tore down). The race is perftest's and is the same on every
- * device; a server whose vCPU stalls ~100 ms on a loaded CI host loses it
+ * and its error path then crashes inside librdmacm (as its source reads,
+ * it destroys the event channel while ids on it are still in use). The
+ * race is perftest's and is the same on every device; a server whose vCPU
+ * stalls ~100 ms on a loaded CI host loses it
  * (seen once in CI: the client's data connect refused 130 ms after the
  * control connection came up, where ~50 ms is the usual gap). The delay
  * gives the server time to listen; nothing else of the run changes.
