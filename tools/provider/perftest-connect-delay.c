@@ -10,8 +10,9 @@
  * the data listener only after that same handshake. A client that gets to
  * its rdma_connect() before the server has listened meets no listener: TCP
  * refuses the SYN, the client sees RDMA_CM_EVENT_REJECTED (-ECONNREFUSED)
- * and its error path then crashes inside librdmacm (as its source reads,
- * it destroys the event channel while ids on it are still in use). The
+ * and the retry that follows crashes inside librdmacm while tearing the
+ * refused connection down (perftest's own bug, fixed upstream in 3d9d8d0,
+ * "Fix crashes and logical flaws in RDMA CM connection retry"). The
  * race is perftest's and is the same on every device; a server whose vCPU
  * stalls ~100 ms on a loaded CI host loses it
  * (seen once in CI: the client's data connect refused 130 ms after the
