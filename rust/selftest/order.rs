@@ -29,7 +29,7 @@ mod tests {
         device::Rsiw,
         ffi::{
             consumer::{
-                cq::{KCq, RawWc, WC_RECV, WC_SUCCESS, WC_WR_FLUSH_ERR},
+                cq::{KCq, RawWc, NEXT_COMP, REPOST_WR_ID, WC_RECV, WC_SUCCESS, WC_WR_FLUSH_ERR},
                 flush::post_reg_mr,
                 mr::{KMr, KPd},
                 qp::*,
@@ -264,6 +264,42 @@ mod tests {
             let table = dev.device::<Rsiw>().data().stags();
             check!(table.get(stag).is_some_and(|m| !m.is_valid(stag)));
             drop(qp);
+            Ok(())
+        })
+    }
+
+    /// A consumer that reposts a receive from its completion handler
+    /// while its QP fails: the handler runs as the engine flushes, under
+    /// the QP's stream lock, and its post must neither wait for that lock
+    /// nor complete ahead of the older receives.
+    #[test]
+    fn a_handler_reposting_on_a_flush_completion_neither_blocks_nor_jumps_the_queue() -> Result {
+        with_device(c"rsiw_ord3", |dev| {
+            let pd = KPd::alloc(dev, false)?;
+            let lkey = pd.local_dma_lkey();
+            let (a, b) = connect(dev, &pd, 16)?;
+            let mut buf = KVec::from_elem(0u8, 8 * 4, GFP_KERNEL)?;
+            let base = buf.as_mut_ptr() as u64;
+            for i in 0..4u64 {
+                a.qp.post_recv(i, Seg { addr: base + 8 * i, len: 8, lkey })?;
+            }
+            {
+                let _hook = a.cq.repost_from_handler(&a.qp);
+                check!(a.cq.req_notify(NEXT_COMP) == 0);
+                a.qp.modify(QpState::Err)?;
+                for id in [0, 1, 2, 3, REPOST_WR_ID] {
+                    let wc = a.cq.poll_one(2000).ok_or(ETIMEDOUT)?;
+                    if (wc.wr_id, wc.status, wc.opcode) != (id, WC_WR_FLUSH_ERR, WC_RECV) {
+                        pr_err!("rsiw kunit: expected receive {:#x} flushed: {:?}\n", id, wc);
+                        return Err(EIO);
+                    }
+                }
+            }
+            check!(a.cq.seen().reposted() == Some(0));
+            check!(a.cq.poll_one(50).is_none());
+            drop(a);
+            drop(b);
+            drop(buf);
             Ok(())
         })
     }

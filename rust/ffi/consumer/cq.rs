@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //! Kernel consumers' CQ verbs for the self-tests.
 
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, Ordering};
 
 use core::ptr;
 
@@ -33,7 +33,28 @@ pub(crate) struct Seen {
     pub(crate) comp: AtomicU32,
     pub(crate) cq_err: AtomicU32,
     pub(crate) wrong_cq: AtomicU32,
+    /// A QP the completion handler posts one receive to, as a consumer
+    /// reposting from its handler does (`KCq::repost_from_handler`); the
+    /// first handler call takes it.
+    repost: AtomicPtr<sys::ib_qp>,
+    /// Handler calls that may be using `repost` (its guard waits for them).
+    repost_busy: AtomicU32,
+    /// What that post returned, plus one (0: no post yet).
+    reposted: AtomicI32,
 }
+
+impl Seen {
+    /// What the handler's post returned (`None`: it has not posted).
+    pub(crate) fn reposted(&self) -> Option<i32> {
+        match self.reposted.load(Ordering::SeqCst) {
+            0 => None,
+            v => Some(v - 1),
+        }
+    }
+}
+
+/// The `wr_id` of the receive the handler posts.
+pub(crate) const REPOST_WR_ID: u64 = 0x5245_504f_5354; // "REPOST"
 
 /// An `ib_wc` as raw numbers.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -61,6 +82,38 @@ unsafe extern "C" fn on_comp(cq: *mut sys::ib_cq, ctx: *mut c_void) {
     let seen = unsafe { &*ctx.cast::<Seen>() };
     seen.comp.fetch_add(1, Ordering::Relaxed);
     let _ = cq;
+    // Counted busy before the pointer is taken: a guard that clears it
+    // afterwards waits for this call.
+    seen.repost_busy.fetch_add(1, Ordering::SeqCst);
+    let qp = seen.repost.swap(ptr::null_mut(), Ordering::SeqCst);
+    if !qp.is_null() {
+        let mut wr = sys::ib_recv_wr::default();
+        wr.__bindgen_anon_1.wr_id = REPOST_WR_ID;
+        let mut bad: *const sys::ib_recv_wr = ptr::null();
+        // SAFETY: the `Repost` guard that set `qp` borrows its `KQp` and,
+        // when dropped, waits for this call (`repost_busy`) before the
+        // borrow ends; a zero-length receive has no SGE to read.
+        let rc = unsafe { sys::rsiw_ib_post_recv(qp, &wr, &mut bad) };
+        seen.reposted.store(rc + 1, Ordering::SeqCst);
+    }
+    seen.repost_busy.fetch_sub(1, Ordering::SeqCst);
+}
+
+/// While alive, the CQ's completion handler posts one zero-length receive
+/// (`REPOST_WR_ID`) to a QP from inside its first call
+/// ([`KCq::repost_from_handler`]).
+pub(crate) struct Repost<'a> {
+    seen: &'a Seen,
+    _qp: core::marker::PhantomData<&'a super::qp::KQp>,
+}
+
+impl Drop for Repost<'_> {
+    fn drop(&mut self) {
+        self.seen.repost.store(ptr::null_mut(), Ordering::SeqCst);
+        while self.seen.repost_busy.load(Ordering::SeqCst) != 0 {
+            core::hint::spin_loop();
+        }
+    }
 }
 
 unsafe extern "C" fn on_event(ev: *mut sys::ib_event, ctx: *mut c_void) {
@@ -179,6 +232,14 @@ impl KCq {
             kernel::time::delay::fsleep(kernel::time::Delta::from_millis(1));
         }
         None
+    }
+
+    /// Has the completion handler post one receive to `qp` from inside
+    /// its next call, as a consumer reposting from its handler does;
+    /// until the guard is dropped.
+    pub(crate) fn repost_from_handler<'a>(&'a self, qp: &'a super::qp::KQp) -> Repost<'a> {
+        self.seen.repost.store(qp.raw(), Ordering::SeqCst);
+        Repost { seen: &self.seen, _qp: core::marker::PhantomData }
     }
 
     /// `ib_req_notify_cq`.
