@@ -29,8 +29,8 @@ mod tests {
         device::Rsiw,
         ffi::{
             consumer::{
-                cq::{KCq, RawWc, NEXT_COMP, REPOST_WR_ID, WC_RECV, WC_SUCCESS, WC_WR_FLUSH_ERR},
-                flush::post_reg_mr,
+                cq::{KCq, RawWc, NEXT_COMP, REPOST_WR_ID, WC_RECV, WC_SEND, WC_SUCCESS, WC_WR_FLUSH_ERR},
+                flush::{post_reg_mr, WC_REG_MR},
                 mr::{KMr, KPd},
                 qp::*,
             },
@@ -225,6 +225,20 @@ mod tests {
         Ok(())
     }
 
+    /// The next completions on `cq` are exactly these (`wr_id`, opcode),
+    /// in this order, each `IB_WC_WR_FLUSH_ERR`; nothing follows them.
+    fn expect_flushes(cq: &KCq, want: &[(u64, u32)]) -> Result {
+        for &(id, opcode) in want {
+            let wc = cq.poll_one(2000).ok_or(ETIMEDOUT)?;
+            if (wc.wr_id, wc.status, wc.opcode) != (id, WC_WR_FLUSH_ERR, opcode) {
+                pr_err!("rsiw kunit: expected {:#x} (opcode {}) flushed: {:?}\n", id, opcode, wc);
+                return Err(EIO);
+            }
+        }
+        check!(cq.poll_one(50).is_none());
+        Ok(())
+    }
+
     /// A memory registration left on the send queue when the stream
     /// ends is flushed with the WRs around it, in order, not carried out
     /// (the engine's flush takes the queue's rest through the host, which
@@ -253,14 +267,7 @@ mod tests {
             qp.post(3, WR_SEND, &[Seg::of(&buf, lkey)], None, true)?;
             check!(cq.poll_one(100).is_none());
             qp.modify(QpState::Err)?;
-            for id in 1..=3u64 {
-                let wc = cq.poll_one(2000).ok_or(ETIMEDOUT)?;
-                if wc.wr_id != id || wc.status != WC_WR_FLUSH_ERR {
-                    pr_err!("rsiw kunit: completion {}: {:?}\n", id, wc);
-                    return Err(EIO);
-                }
-            }
-            check!(cq.poll_one(50).is_none());
+            expect_flushes(&cq, &[(1, WC_SEND), (2, WC_REG_MR), (3, WC_SEND)])?;
             let table = dev.device::<Rsiw>().data().stags();
             check!(table.get(stag).is_some_and(|m| !m.is_valid(stag)));
             drop(qp);
@@ -287,16 +294,10 @@ mod tests {
                 let _hook = a.cq.repost_from_handler(&a.qp);
                 check!(a.cq.req_notify(NEXT_COMP) == 0);
                 a.qp.modify(QpState::Err)?;
-                for id in [0, 1, 2, 3, REPOST_WR_ID] {
-                    let wc = a.cq.poll_one(2000).ok_or(ETIMEDOUT)?;
-                    if (wc.wr_id, wc.status, wc.opcode) != (id, WC_WR_FLUSH_ERR, WC_RECV) {
-                        pr_err!("rsiw kunit: expected receive {:#x} flushed: {:?}\n", id, wc);
-                        return Err(EIO);
-                    }
-                }
+                let recv = |id| (id, WC_RECV);
+                expect_flushes(&a.cq, &[recv(0), recv(1), recv(2), recv(3), recv(REPOST_WR_ID)])?;
             }
             check!(a.cq.seen().reposted() == Some(0));
-            check!(a.cq.poll_one(50).is_none());
             drop(a);
             drop(b);
             drop(buf);

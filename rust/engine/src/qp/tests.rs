@@ -1153,6 +1153,18 @@ fn commit_statuses() {
     assert_eq!(p.b.state(), State::Rts);
 }
 
+/// The DDP/RDMAP header of [`undefined_opcode_fpdu`].
+const UNDEFINED_OPCODE_HDR: [u8; 18] = [0x41, 0x4F, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0];
+
+/// A valid FPDU (CRC on, no markers) with an undefined RDMAP opcode: the
+/// receiver fails the stream with a Terminate.
+fn undefined_opcode_fpdu() -> Vec<u8> {
+    let mut t = MpaTx::new(true, false);
+    let mut fpdu = [0u8; 64];
+    let m = t.write(&SoftCrc32c, &UNDEFINED_OPCODE_HDR, &[], &mut fpdu).unwrap();
+    fpdu[..m].to_vec()
+}
+
 #[test]
 fn incoming_garbage_terminates_and_flushes() {
     let mut p = pair();
@@ -1177,12 +1189,7 @@ fn incoming_garbage_terminates_and_flushes() {
     let mut buf = vec![0u8; 4096];
     let n = p.a.tx(&mut p.ha, &SoftCrc32c, &mut buf);
     assert!(n > 0);
-    // A valid FPDU with an undefined opcode.
-    let mut t = MpaTx::new(true, false);
-    let mut fpdu = [0u8; 64];
-    let hdr = [0x41u8, 0x4F, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0];
-    let m = t.write(&SoftCrc32c, &hdr, &[], &mut fpdu).unwrap();
-    p.a.rx(&mut p.ha, &SoftCrc32c, &fpdu[..m]);
+    p.a.rx(&mut p.ha, &SoftCrc32c, &undefined_opcode_fpdu());
     assert_eq!(p.a.state(), State::Terminate);
     assert!(p
         .ha
@@ -1212,7 +1219,7 @@ fn incoming_garbage_terminates_and_flushes() {
             })
             .unwrap();
     assert_eq!(t.error, rdmape::UNEXPECTED_OPCODE);
-    assert_eq!(t.ddp.unwrap().header.as_bytes(), &hdr);
+    assert_eq!(t.ddp.unwrap().header.as_bytes(), &UNDEFINED_OPCODE_HDR);
     assert_eq!(p.hb.cq.last().map(|c| c.status), Some(Status::Flushed));
     // Posting to a failed QP: flush completes it at once.
     post_a(
@@ -1384,50 +1391,35 @@ fn graceful_close_and_connection_lost() {
 /// for the send side only once the FPDU in flight is out.
 #[test]
 fn flushed_once_the_stream_ended_and_the_fpdu_in_flight_is_out() {
+    // A signaled Send of `len` octets from offset 0 of `stag`.
+    let send = |wr_id, len, stag| {
+        wr(
+            wr_id,
+            SendOp::Send { invalidate: None },
+            len,
+            Local {
+                stag,
+                to: 0,
+                handle: 0,
+            },
+        )
+    };
     let mut p = pair();
     assert!(!p.a.send_flushed() && !p.a.recv_flushed());
     let src = p.ha.mr(0, 4000, RW());
     p.ha.post_recv(8);
-    post_a(
-        &mut p,
-        wr(
-            1,
-            SendOp::Send { invalidate: None },
-            4000,
-            Local {
-                stag: src,
-                to: 0,
-                handle: 0,
-            },
-        ),
-    );
+    post_a(&mut p, send(1, 4000, src));
     // Part of the first FPDU goes out: the Send is the FPDU in flight.
     let mut buf = vec![0u8; 100];
     assert_eq!(p.a.tx(&mut p.ha, &SoftCrc32c, &mut buf), 100);
-    // A valid FPDU with an undefined opcode fails the stream.
-    let mut t = MpaTx::new(true, false);
-    let mut fpdu = [0u8; 64];
-    let hdr = [0x41u8, 0x4F, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0];
-    let m = t.write(&SoftCrc32c, &hdr, &[], &mut fpdu).unwrap();
-    p.a.rx(&mut p.ha, &SoftCrc32c, &fpdu[..m]);
+    // A protocol error from the peer fails the stream.
+    p.a.rx(&mut p.ha, &SoftCrc32c, &undefined_opcode_fpdu());
     assert_eq!(p.a.state(), State::Terminate);
     assert!(p.a.recv_flushed() && !p.a.send_flushed());
     assert_eq!(p.ha.cq.len(), 1);
     assert_eq!((p.ha.cq[0].opcode, p.ha.cq[0].status), (CompOp::Recv, Status::Flushed));
     // A Send posted meanwhile queues behind the one in flight.
-    post_a(
-        &mut p,
-        wr(
-            2,
-            SendOp::Send { invalidate: None },
-            10,
-            Local {
-                stag: src,
-                to: 0,
-                handle: 0,
-            },
-        ),
-    );
+    post_a(&mut p, send(2, 10, src));
     let mut rest = vec![0u8; 8192];
     p.a.tx(&mut p.ha, &SoftCrc32c, &mut rest);
     assert!(p.a.send_flushed());
@@ -1437,19 +1429,7 @@ fn flushed_once_the_stream_ended_and_the_fpdu_in_flight_is_out() {
     // A lost connection sends nothing more: flushed at once.
     let mut p = pair();
     let src = p.ha.mr(0, 4000, RW());
-    post_a(
-        &mut p,
-        wr(
-            3,
-            SendOp::Send { invalidate: None },
-            4000,
-            Local {
-                stag: src,
-                to: 0,
-                handle: 0,
-            },
-        ),
-    );
+    post_a(&mut p, send(3, 4000, src));
     assert_eq!(p.a.tx(&mut p.ha, &SoftCrc32c, &mut buf), 100);
     p.a.on_connection_lost(&mut p.ha);
     assert!(p.a.recv_flushed() && p.a.send_flushed());
