@@ -554,29 +554,6 @@ impl Qp {
         Ok(())
     }
 
-    /// Completes with flush errors, in posting order, what is on the
-    /// queues of a QP in Error once the engine (if any) owes no flush of
-    /// its own: WRs posted to the failed QP, or while it was failing.
-    /// Under the stream lock (`st`), which every flush holds, so none
-    /// comes in between.
-    fn flush_stragglers(&self, st: &mut StreamState) {
-        let engine = st.engine.as_deref();
-        if engine.is_none_or(|e| e.send_flushed()) {
-            // Completions held for page releases come first.
-            st.host.order.drain(|wc| {
-                let _ = self.links.send_cq().push(wc);
-            });
-            loop {
-                let sqe = self.sq.lock().pop();
-                let Some(sqe) = sqe else { break };
-                self.flush_sqe(&sqe);
-            }
-        }
-        if engine.is_none_or(|e| e.recv_flushed()) {
-            self.flush_recv();
-        }
-    }
-
     /// A completion of this QP; one in error is counted and traced
     /// (`rsiw_wr_error`).
     fn wc(&self, wr_id: u64, opcode: WcOpcode, status: WcStatus, byte_len: u32) -> Completion {
@@ -628,11 +605,14 @@ impl Qp {
     }
 
     /// In Error: tells a process with rings (their error flag, after which
-    /// it rings the doorbell for whatever it posts), then flushes what the
-    /// queues hold unless the engine's own flush is still to come and takes
-    /// them, in order behind what it holds (`flush_stragglers`). The flag
-    /// goes first, so an entry posted meanwhile is flushed here, by its
-    /// doorbell or by that flush.
+    /// it rings the doorbell for whatever it posts), then completes with
+    /// flush errors, in posting order, what the queues hold: WRs posted to
+    /// the failed QP, or while it was failing. Each queue only once the
+    /// engine (if any) owes no flush of its own; until then that flush
+    /// takes them, behind what it holds. Under the stream lock, which
+    /// every flush holds, so none comes in between. The flag goes first,
+    /// so an entry posted meanwhile is flushed here, by its doorbell or by
+    /// that flush.
     pub(crate) fn flush_queues(self: &Arc<Self>) {
         if self.rings {
             self.sq.lock().set_flag(crate::ffi::ib::abi::RING_ERROR, true);
@@ -640,7 +620,21 @@ impl Qp {
                 rq.set_error(true);
             }
         }
-        self.flush_stragglers(&mut self.stream.lock());
+        let mut st = self.stream.lock();
+        let st = &mut *st;
+        let engine = st.engine.as_deref();
+        if engine.is_none_or(|e| e.send_flushed()) {
+            // Completions held for page releases come first.
+            self.drain_order_of(&mut st.host);
+            loop {
+                let sqe = self.sq.lock().pop();
+                let Some(sqe) = sqe else { break };
+                self.flush_sqe(&sqe);
+            }
+        }
+        if engine.is_none_or(|e| e.recv_flushed()) {
+            self.flush_recv();
+        }
     }
 
     /// `destroy_qp`: the rings go now, in process context and while their

@@ -101,12 +101,13 @@ impl Qp {
         self.enter(QpState::Err);
         // Asked for by the ULP (or the QP's teardown): not a fatal error.
         self.quiet_end.store(true, Ordering::Release);
-        // The engine flushes what it holds; `flush_queues` then what is
-        // left on the queues (all of them if it never connected).
+        // The engine flushes what it holds; `flush_queues` then delivers
+        // the completions held for page releases and flushes what is left
+        // on the queues (all of them if it never connected): the engine,
+        // its connection lost, owes no flush after this.
         self.with_engine(|e, h| e.on_connection_lost(h));
         self.stream.lock().dead = true;
         self.flush_queues();
-        self.drain_order();
         self.end_stream_out();
     }
 

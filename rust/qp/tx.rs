@@ -311,10 +311,13 @@ impl Qp {
     /// The stream is over: deliver every waiting send completion (a flush
     /// error for what the peer had not acknowledged).
     pub(crate) fn drain_order(&self) {
-        let mut st = self.stream.lock();
-        let qp = self;
-        st.host.order.drain(|wc| {
-            let _ = qp.links.send_cq().push(wc);
+        self.drain_order_of(&mut self.stream.lock().host);
+    }
+
+    /// [`Self::drain_order`] under the stream lock the caller holds.
+    pub(super) fn drain_order_of(&self, host: &mut HostState) {
+        host.order.drain(|wc| {
+            let _ = self.links.send_cq().push(wc);
         });
     }
 }
