@@ -13,6 +13,11 @@
 //!   its destination (the placement copy, fused with the CRC);
 //! * `rx poll+copy`: [`Rx::poll`] (CRC ahead over each FPDU) and the
 //!   caller's copy of each payload range, a second pass over the octets;
+//! * `rx poll`: [`Rx::poll`] alone, the payload not copied: the engine's
+//!   parsing and CRC without the placement;
+//! * `rx whole`: [`Rx::whole`] per FPDU (markers off), the receive fast
+//!   path of the QP for an FPDU that lies whole in its input: one CRC call
+//!   over the FPDU and the header checks, the payload not copied;
 //! * `tx+rx`: `tx` then `rx`, as one iteration.
 //!
 //! Every case and reference uses the same CRC32c function, `HwCrc`
@@ -105,6 +110,34 @@ fn parse_poll(crc: &HwCrc, rx: &mut Rx, wire: &[u8], dst: &mut [u8]) -> usize {
             }
             off += step.consumed;
         }
+    }
+    fpdus
+}
+
+/// Checks every FPDU of a marker-less `wire` with [`Rx::whole`] (one CRC
+/// call over the FPDU, as the QP's receive does for an FPDU that lies
+/// whole in an skb) without placing the payload; returns payload octets.
+fn parse_whole(crc: &HwCrc, rx: &mut Rx, wire: &[u8]) -> usize {
+    let mut off = 0;
+    let mut payload = 0;
+    while off < wire.len() {
+        let (r, n) = rx.whole(crc, &wire[off..]).unwrap().unwrap();
+        payload += r.len() - DDP_HDR;
+        off += n;
+    }
+    payload
+}
+
+/// [`parse_poll`] without the copy: the engine's parsing and CRC alone.
+fn parse_poll_only(crc: &HwCrc, rx: &mut Rx, wire: &[u8]) -> usize {
+    let mut fpdus = 0;
+    let mut off = 0;
+    while off < wire.len() {
+        let step = rx.poll(crc, &wire[off..]).unwrap();
+        if let Some(Event::Complete) = step.event {
+            fpdus += 1;
+        }
+        off += step.consumed;
     }
     fpdus
 }
@@ -301,6 +334,24 @@ fn main() {
                     black_box(parse_poll(crc, &mut rx, black_box(wire), &mut dst));
                 }),
             ));
+            cases.push(case(
+                &format!("rx poll{sfx}"),
+                size,
+                Box::new(move || {
+                    let mut rx = rx_for(markers);
+                    black_box(parse_poll_only(crc, &mut rx, black_box(wire)));
+                }),
+            ));
+            if !markers {
+                cases.push(case(
+                    "rx whole",
+                    size,
+                    Box::new(move || {
+                        let mut rx = rx_for(false);
+                        black_box(parse_whole(crc, &mut rx, black_box(wire)));
+                    }),
+                ));
+            }
             let mut out = vec![0u8; size * 2];
             let mut dst = vec![0u8; size];
             cases.push(case(
