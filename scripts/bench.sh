@@ -148,7 +148,7 @@ if [ "${1:-}" = --compare ]; then
 	envs=()
 	for v in ${!BENCH_@}; do envs+=("$v=${!v}"); done
 	[ ${#envs[@]} = 0 ] || log "guest overrides: ${envs[*]}"
-	scripts/vm-run.sh --quiet --mem 4G --timeout "$limit" --out "$out/vm" --append "log_buf_len=16M kunit.enable=0" \
+	scripts/vm-run.sh --quiet --mem 4G --timeout "$limit" --out "$out/vm" --append "log_buf_len=16M kunit.enable=0${RSIW_BENCH_APPEND:+ $RSIW_BENCH_APPEND}" \
 		-- env "${envs[@]}" tools/vmtest/bench-compare.sh $quick &
 	vm=$!
 	# Progress lines as the guest writes them (its output file is shared).
