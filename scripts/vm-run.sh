@@ -33,6 +33,8 @@
 #                       --out if it has the size (a second boot on the
 #                       same NVDIMM)
 #   --quiet             do not echo the guest console
+#   --plugin SPEC       load a QEMU TCG plugin (QEMU's -plugin SPEC, e.g.
+#                       tools/qemu-plugin/insncount.so,out=FILE)
 #
 # The command runs with the working directory of the caller (the same path
 # in the guest), HOME=/tmp, and RSIW_VM_OUT pointing at the shared output
@@ -55,6 +57,7 @@ nvdimm=""
 nvdimm_keep=0
 quiet=0
 shares=()
+plugin_args=()
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--timeout) timeout_s=$2; shift 2 ;;
@@ -67,6 +70,7 @@ while [ $# -gt 0 ]; do
 	--nvdimm) nvdimm=$2; shift 2 ;;
 	--nvdimm-keep) nvdimm_keep=1; shift ;;
 	--quiet) quiet=1; shift ;;
+	--plugin) plugin_args+=(-plugin "$2"); shift 2 ;;
 	--) shift; break ;;
 	*) die "unknown option $1 (see the header of $0)" ;;
 	esac
@@ -199,7 +203,7 @@ qemu=(qemu-system-x86_64 -machine "$machine" -accel "$accel" -cpu "$cpu" -smp "$
 	-fsdev "local,id=out,path=$out,security_model=none"
 	-device virtio-9p-pci,fsdev=out,mount_tag=rsiwout
 	-device virtio-rng-pci
-	"${net_args[@]}" "${nvdimm_args[@]}")
+	"${net_args[@]}" "${nvdimm_args[@]}" "${plugin_args[@]}")
 
 log "booting $(basename "$kdir") ($accel), timeout ${timeout_s}s, output in $out"
 start=$(date +%s)

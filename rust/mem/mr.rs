@@ -56,7 +56,7 @@ use kernel::{
 use crate::{
     engine::ddp::{self, Access, Region},
     ffi::{
-        mem::pages::{access as ib, KernelMemory, MrPages, Word},
+        mem::pages::{access as ib, KernelMemory, MrPages, SpanAt, Word},
         net::zcopy::Segments,
     },
 };
@@ -429,7 +429,9 @@ impl Mr {
     fn copy_pinned(&self, stag: u32, as_: Option<(u32, u32)>, to: u64, mut c: CopyDir<'_>) -> Result<(), MrError> {
         let len = c.len();
         let irqs_off = local_interrupt_disable();
-        let span = {
+        // Filled in place under the lock (see `span_at`).
+        let mut span = SpanAt::new();
+        {
             let st = self.state.lock_with(&irqs_off);
             let off = self.checks(&st, stag, as_, to, len as u64)?;
             // Where the copy starts: a DMA MR's address, or the offset in
@@ -439,16 +441,15 @@ impl Mr {
                 _ => st.first_offset.checked_add(off).ok_or(MrError::Bounds)?,
             };
             let located = match &st.mem {
-                Memory::Kernel(k) => k.span_at(pos, len),
-                Memory::Pages(p) => p.span_at(pos, len),
+                Memory::Kernel(k) => k.span_at(pos, len, &mut span),
+                Memory::Pages(p) => p.span_at(pos, len, &mut span),
                 Memory::None => return Err(MrError::InvalidStag),
             };
             match located {
-                Ok(span) => {
+                Ok(()) => {
                     // Under the lock: whoever ends the registration takes
                     // the lock after this and waits for the pin.
                     self.in_flight.fetch_add(1, Ordering::Relaxed);
-                    span
                 }
                 Err(e) if e == E2BIG => {
                     let res = match (&st.mem, &mut c) {
@@ -462,7 +463,7 @@ impl Mr {
                 }
                 Err(_) => return Err(MrError::Bounds),
             }
-        };
+        }
         let res = match &mut c {
             CopyDir::To(src) => span.write(src),
             CopyDir::From(dst) => span.read(dst),

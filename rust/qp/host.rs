@@ -6,23 +6,56 @@
 use super::*;
 use crate::prof::{Phase, Probe};
 
+/// An engine event as the QP keeps it: the engine's [`Event`], the peer's
+/// Terminate by its error alone. (An `Event` carries the whole Terminate,
+/// over a hundred octets, and a list of events is made, and cleared, on
+/// every engine call.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum QpEvent {
+    ConnectRequest,
+    Established,
+    Ready,
+    Rejected,
+    NegotiationFailed(TermError),
+    LocalTerminate(TermError),
+    TerminateReceived(TermError),
+    ConnectionLost,
+    Closed,
+}
+
+impl From<Event> for QpEvent {
+    fn from(e: Event) -> Self {
+        match e {
+            Event::ConnectRequest => QpEvent::ConnectRequest,
+            Event::Established => QpEvent::Established,
+            Event::Ready => QpEvent::Ready,
+            Event::Rejected => QpEvent::Rejected,
+            Event::NegotiationFailed(t) => QpEvent::NegotiationFailed(t),
+            Event::LocalTerminate(t) => QpEvent::LocalTerminate(t),
+            Event::TerminateReceived(t) => QpEvent::TerminateReceived(t.error),
+            Event::ConnectionLost => QpEvent::ConnectionLost,
+            Event::Closed => QpEvent::Closed,
+        }
+    }
+}
+
 /// Engine events collected during one engine call.
 #[derive(Default)]
 pub(crate) struct Events {
-    pub(super) list: [Option<Event>; 8],
+    pub(super) list: [Option<QpEvent>; 8],
     pub(super) n: usize,
 }
 
 impl Events {
     pub(crate) fn push(&mut self, e: Event) {
         if let Some(slot) = self.list.get_mut(self.n) {
-            *slot = Some(e);
+            *slot = Some(e.into());
             self.n += 1;
         }
     }
 
-    pub(crate) fn iter(&self) -> impl Iterator<Item = &Event> {
-        self.list.iter().flatten()
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &QpEvent> {
+        self.list[..self.n].iter().flatten()
     }
 }
 
@@ -124,7 +157,14 @@ impl Host for QpHost<'_> {
     fn sq_next(&mut self) -> Option<SendWr> {
         let _p = Probe::start(Phase::SqNext);
         loop {
-            let sqe = self.qp.sq.lock().pop()?;
+            // Into the current entry's place: the engine asks for the next
+            // WR once it is done with the current one's local data, and an
+            // entry is a few hundred octets (see `SendQueue::pop_into`).
+            if !self.qp.sq.lock().pop_into(&mut self.st.cur.sqe) {
+                return None;
+            }
+            let sqe = self.st.cur.sqe.as_ref()?;
+            let (wr_id, signaled) = (sqe.wr_id, sqe.signaled);
             match sqe.kind {
                 SqeKind::Wire(mut wr) => {
                     let mut handle = self.st.next_handle & !MASKED_HANDLE;
@@ -136,21 +176,23 @@ impl Host for QpHost<'_> {
                     if self.qp.sig_all {
                         wr.flags = wr.flags.with(crate::engine::qp::Flags::SIGNALED);
                     }
-                    self.st.cur.handle = handle;
-                    self.st.cur.sqe = Some(sqe);
-                    QpStats::add(&self.qp.stats.tx_msgs, 1);
                     if let Some(stag) = sqe.inv_local {
-                        self.st.cur.read_invs.add(sqe.wr_id, stag);
+                        self.st.cur.read_invs.add(wr_id, stag);
                     }
+                    self.st.cur.handle = handle;
+                    QpStats::add(&self.qp.stats.tx_msgs, 1);
                     return Some(wr);
                 }
                 SqeKind::RegMr { stag, req } => {
+                    // No WR's local data is here now.
+                    self.st.cur.handle = NO_HANDLE;
                     let res = self.stags().get(stag).map(|mr| mr.fast_register(self.qp.pd, &req));
-                    self.local_done(&sqe, WcOpcode::RegMr, matches!(res, Some(Ok(()))));
+                    self.local_done(wr_id, signaled, WcOpcode::RegMr, matches!(res, Some(Ok(()))));
                 }
                 SqeKind::LocalInv { stag } => {
+                    self.st.cur.handle = NO_HANDLE;
                     let res = self.stags().invalidate(stag, self.qp.pd);
-                    self.local_done(&sqe, WcOpcode::LocalInv, res.is_ok());
+                    self.local_done(wr_id, signaled, WcOpcode::LocalInv, res.is_ok());
                 }
             }
         }
@@ -158,20 +200,22 @@ impl Host for QpHost<'_> {
 
     fn sq_flush_next(&mut self) -> Option<SendWr> {
         loop {
-            let sqe = self.qp.sq.lock().pop()?;
+            if !self.qp.sq.lock().pop_into(&mut self.st.cur.sqe) {
+                return None;
+            }
+            let sqe = self.st.cur.sqe.as_ref()?;
             let op = match sqe.kind {
-                SqeKind::Wire(wr) => {
-                    // Only its completion is left, whose opcode (a masked
-                    // atomic's too) `complete` reads from it.
-                    self.st.cur.sqe = Some(sqe);
-                    return Some(wr);
-                }
+                // Only its completion is left, whose opcode (a masked
+                // atomic's too) `complete` reads from the entry.
+                SqeKind::Wire(wr) => return Some(wr),
                 // Flushed, not carried out: no registration or
                 // invalidation happens after the QP failed.
                 SqeKind::RegMr { .. } => WcOpcode::RegMr,
                 SqeKind::LocalInv { .. } => WcOpcode::LocalInv,
             };
-            self.send_wc(self.qp.wc(sqe.wr_id, op, WcStatus::WrFlushErr, 0));
+            let wr_id = sqe.wr_id;
+            self.st.cur.handle = NO_HANDLE;
+            self.send_wc(self.qp.wc(wr_id, op, WcStatus::WrFlushErr, 0));
         }
     }
 
@@ -218,7 +262,7 @@ impl Host for QpHost<'_> {
                 // completion is best effort (the verbs leave it undefined).
                 let masked = match placed {
                     Some(m) if c.status != Status::Flushed => m,
-                    _ => self.st.cur.sqe.is_some_and(|s| s.masked && c.wr_id == s.wr_id),
+                    _ => self.st.cur.sqe.as_ref().is_some_and(|s| s.masked && c.wr_id == s.wr_id),
                 };
                 (self.qp.links.send_cq(), send_opcode(c.opcode, masked))
             }
@@ -231,7 +275,7 @@ impl Host for QpHost<'_> {
         // A process's ring entry that failed its checks: a local QP
         // operation error, whatever the engine made of it.
         let bad = match c.queue {
-            WorkQueue::Send => self.st.cur.sqe.is_some_and(|s| s.invalid && s.wr_id == c.wr_id),
+            WorkQueue::Send => self.st.cur.sqe.as_ref().is_some_and(|s| s.invalid && s.wr_id == c.wr_id),
             WorkQueue::Recv => self.st.recv_bad.take_if(|id| *id == c.wr_id).is_some(),
         };
         if bad && status != WcStatus::WrFlushErr {
@@ -284,7 +328,8 @@ impl Host for QpHost<'_> {
 
     fn read_source(&mut self, wr: &Local, offset: u32, dst: &mut [u8]) -> Result<(), TermError> {
         let _p = Probe::start(Phase::ReadSource);
-        let sqe = match self.st.cur.sqe {
+        // By reference: an entry is a few hundred octets.
+        let sqe = match &self.st.cur.sqe {
             Some(s) if self.st.cur.handle == wr.handle => s,
             _ => return Err(error::rdmap::LOCAL_CATA),
         };
@@ -301,7 +346,8 @@ impl Host for QpHost<'_> {
 
     fn check_source(&mut self, wr: &Local, len: u32) -> Result<(), TermError> {
         let _p = Probe::start(Phase::CheckSource);
-        let sqe = match self.st.cur.sqe {
+        // By reference: an entry is a few hundred octets.
+        let sqe = match &self.st.cur.sqe {
             Some(s) if self.st.cur.handle == wr.handle => s,
             _ => return Err(error::rdmap::LOCAL_CATA),
         };
@@ -363,12 +409,12 @@ impl Host for QpHost<'_> {
 }
 
 impl QpHost<'_> {
-    pub(crate) fn local_done(&mut self, sqe: &Sqe, op: WcOpcode, ok: bool) {
-        if ok && !(sqe.signaled || self.qp.sig_all) {
+    pub(crate) fn local_done(&mut self, wr_id: u64, signaled: bool, op: WcOpcode, ok: bool) {
+        if ok && !(signaled || self.qp.sig_all) {
             return;
         }
         let status = if ok { WcStatus::Success } else { WcStatus::LocProtErr };
-        self.send_wc(self.qp.wc(sqe.wr_id, op, status, 0));
+        self.send_wc(self.qp.wc(wr_id, op, status, 0));
     }
 
     /// A send-queue completion: delivered now, or after the peer has
@@ -389,7 +435,7 @@ impl QpHost<'_> {
         crc: Option<u32>,
     ) -> Option<Result<Option<u32>, TermError>> {
         let qp = self.qp;
-        let sqe = match self.st.cur.sqe {
+        let sqe = match &self.st.cur.sqe {
             Some(s) if self.st.cur.handle == local.handle => s,
             _ => return Some(Err(error::rdmap::LOCAL_CATA)),
         };

@@ -210,6 +210,9 @@ impl ZeroCopyTx {
 /// Handle bit marking a masked atomic (`Local::handle` travels with the
 /// request to `write_atomic_result`).
 const MASKED_HANDLE: u64 = 1 << 63;
+/// The handle of no WR: the current entry is a local one (a registration
+/// or an invalidation), whose data no engine call may read.
+const NO_HANDLE: u64 = u64::MAX;
 
 /// State that only changes under the engine lock.
 struct StreamState {
@@ -747,9 +750,9 @@ impl Qp {
             let mut st = self.ib_state.lock();
             let was_failed = st.1.failed;
             match e {
-                Event::Ready | Event::Established => st.1.ready = true,
-                Event::Closed => st.1.closed = true,
-                Event::LocalTerminate(err) => {
+                QpEvent::Ready | QpEvent::Established => st.1.ready = true,
+                QpEvent::Closed => st.1.closed = true,
+                QpEvent::LocalTerminate(err) => {
                     if crate::ffi::runtime::ratelimited() {
                         pr_warn!(
                             "qp {}: protocol error, sending Terminate (layer {:?} type {:#x} code {:#04x})\n",
@@ -767,41 +770,40 @@ impl Qp {
                     st.1.terminate_sent = Some(*err);
                     self.set_state(&mut st.0, QpState::Err);
                 }
-                Event::TerminateReceived(t) => {
+                QpEvent::TerminateReceived(t) => {
                     if crate::ffi::runtime::ratelimited() {
                         pr_warn!(
                             "qp {}: peer sent Terminate (layer {:?} type {:#x} code {:#04x})\n",
-                            self.qpn, t.error.layer, t.error.etype, t.error.code
+                            self.qpn, t.layer, t.etype, t.code
                         );
                     }
                     self.links.device().counters().add(HwCounter::TerminateReceived, 1);
                     QpStats::add(&self.stats.terminate_received, 1);
-                    let e = t.error;
-                    crate::ffi::trace::terminate(self.qpn, false, e.layer as u8, e.etype, e.code);
+                    crate::ffi::trace::terminate(self.qpn, false, t.layer as u8, t.etype, t.code);
                     st.1.failed = true;
-                    st.1.terminate_received = Some(t.error);
+                    st.1.terminate_received = Some(*t);
                     self.set_state(&mut st.0, QpState::Err);
                 }
-                Event::ConnectionLost | Event::NegotiationFailed(_) | Event::Rejected => {
+                QpEvent::ConnectionLost | QpEvent::NegotiationFailed(_) | QpEvent::Rejected => {
                     st.1.failed = true;
                     self.set_state(&mut st.0, QpState::Err);
                 }
-                Event::ConnectRequest => {}
+                QpEvent::ConnectRequest => {}
             }
             // A graceful close by the peer (its FIN) is no error of the
             // QP: the WRs are flushed, the iw_cm sees a disconnect. And one
             // QP_FATAL per failure: a reset after a Terminate is the same
             // failure.
-            let graceful = matches!(e, Event::ConnectionLost) && self.quiet_end.load(Ordering::Acquire);
+            let graceful = matches!(e, QpEvent::ConnectionLost) && self.quiet_end.load(Ordering::Acquire);
             let fatal = !was_failed
                 && !graceful
-                && matches!(e, Event::LocalTerminate(_) | Event::TerminateReceived(_) | Event::ConnectionLost);
+                && matches!(e, QpEvent::LocalTerminate(_) | QpEvent::TerminateReceived(_) | QpEvent::ConnectionLost);
             let now_err = st.0 == QpState::Err;
             drop(st);
             if now_err {
                 self.flush_queues();
             }
-            if matches!(e, Event::LocalTerminate(_) | Event::TerminateReceived(_) | Event::ConnectionLost) {
+            if matches!(e, QpEvent::LocalTerminate(_) | QpEvent::TerminateReceived(_) | QpEvent::ConnectionLost) {
                 // Completions waiting for acknowledgements will not get
                 // them; the engine's flushes queued behind them.
                 self.drain_order();
@@ -811,12 +813,12 @@ impl Qp {
                 // TX sends what is left (the Terminate) and then closes.
                 self.kick();
             }
-            if matches!(e, Event::Closed | Event::ConnectionLost) {
+            if matches!(e, QpEvent::Closed | QpEvent::ConnectionLost) {
                 // The stream is over: our FIN follows what is still queued.
                 self.fin_pending.store(true, Ordering::Release);
                 self.kick();
             }
-            if matches!(e, Event::Ready) {
+            if matches!(e, QpEvent::Ready) {
                 // WRs posted while the responder waited for the RTR are on
                 // the SQ, which the engine cannot see: send them now.
                 self.kick();
@@ -825,16 +827,16 @@ impl Qp {
             if let Some(sink) = sink {
                 match e {
                     // Passive side: the initiator's RTR arrived.
-                    Event::Ready => sink.established(),
-                    Event::Closed => sink.closed(),
+                    QpEvent::Ready => sink.established(),
+                    QpEvent::Closed => sink.closed(),
                     // The TCP connection is gone (FIN or reset): as siw,
                     // DISCONNECT then CLOSE, so rdma_cm reports
                     // DISCONNECTED without waiting for the ULP.
-                    Event::ConnectionLost => {
+                    QpEvent::ConnectionLost => {
                         sink.disconnected();
                         sink.closed();
                     }
-                    e if fatal || matches!(e, Event::NegotiationFailed(_)) => sink.disconnected(),
+                    e if fatal || matches!(e, QpEvent::NegotiationFailed(_)) => sink.disconnected(),
                     _ => {}
                 }
             }

@@ -58,6 +58,24 @@ impl Sqe {
         }
     }
 
+    /// Makes this entry a new one of no data (as [`Self::new`]) without
+    /// clearing its SGE and inline arrays, which are read only up to
+    /// `num_sge` and `inline_len`: an entry is a few hundred octets, and a
+    /// slot that is refilled for every message should not be cleared and
+    /// moved whole each time. The first SGE is cleared, as the conversions
+    /// read it whatever the count.
+    pub(crate) fn reset(&mut self, wr_id: u64, signaled: bool) {
+        self.wr_id = wr_id;
+        self.signaled = signaled;
+        self.kind = SqeKind::LocalInv { stag: 0 };
+        self.sges[0] = Sge::default();
+        self.num_sge = 0;
+        self.inline_len = 0;
+        self.masked = false;
+        self.inv_local = None;
+        self.invalid = false;
+    }
+
     pub(crate) fn sges(&self) -> &[Sge] {
         &self.sges[..usize::from(self.num_sge).min(MAX_SGE)]
     }
@@ -129,18 +147,29 @@ impl SendQueue {
     }
 
     pub(crate) fn pop(&mut self) -> Option<Sqe> {
+        let mut sqe = None;
+        self.pop_into(&mut sqe);
+        sqe
+    }
+
+    /// Takes the next entry into `dst` (false, and `dst` untouched, if
+    /// there is none). A process's entry is converted in place, into the
+    /// entry `dst` already holds if any (see [`Sqe::reset`]).
+    pub(crate) fn pop_into(&mut self, dst: &mut Option<Sqe>) -> bool {
         if let Some(u) = self.user.as_mut() {
-            return Some(match u.ring.take()? {
-                Entry::Posted(e) => super::verbs::convert_user_send(&e, u.max_sge, u.max_inline),
-                Entry::Broken => super::verbs::invalid_sqe(0),
-            });
+            match u.ring.take() {
+                None => return false,
+                Some(Entry::Posted(e)) => super::verbs::convert_user_send_into(&e, u.max_sge, u.max_inline, dst),
+                Some(Entry::Broken) => *dst = Some(super::verbs::invalid_sqe(0)),
+            }
+            return true;
         }
         if self.count == 0 {
-            return None;
+            return false;
         }
-        let sqe = self.ring[self.head].take();
+        *dst = self.ring[self.head].take();
         self.head = (self.head + 1) % self.ring.len();
         self.count -= 1;
-        sqe
+        dst.is_some()
     }
 }

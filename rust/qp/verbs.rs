@@ -187,7 +187,8 @@ fn convert_send(wr: &SendWrRef<'_, Rsiw>) -> Result<Sqe> {
     }
     let opcode = wr.opcode();
     if opcode == WrOpcode::Flush {
-        return flush_op(wr, sqe, f, len);
+        flush_op(wr, &mut sqe, f, len)?;
+        return Ok(sqe);
     }
     if flags.inline && len > 0 {
         if len as usize > MAX_INLINE {
@@ -217,7 +218,8 @@ fn convert_send(wr: &SendWrRef<'_, Rsiw>) -> Result<Sqe> {
         invalidate: wr.invalidate_rkey(),
         atomic: wr.atomic(),
     };
-    finish_send(sqe, opcode, f, len, &fields)
+    finish_send(&mut sqe, opcode, f, len, &fields)?;
+    Ok(sqe)
 }
 
 /// What a send WR's operation needs beyond its SGEs and flags, from a
@@ -234,7 +236,7 @@ struct OpFields {
 /// The rest of a send WR's conversion, the same for kernel WRs and ring
 /// entries: `sqe` holds the SGEs (or the inline data), `f` the flags,
 /// `len` the data length; the opcode and `x` make the operation.
-fn finish_send(mut sqe: Sqe, opcode: WrOpcode, f: Flags, mut len: u32, x: &OpFields) -> Result<Sqe> {
+fn finish_send(sqe: &mut Sqe, opcode: WrOpcode, f: Flags, mut len: u32, x: &OpFields) -> Result {
     let local = Local { stag: sqe.sges[0].lkey, to: sqe.sges[0].addr, handle: 0 };
     let remote = || x.remote.ok_or(EINVAL);
     let op = match opcode {
@@ -262,7 +264,7 @@ fn finish_send(mut sqe: Sqe, opcode: WrOpcode, f: Flags, mut len: u32, x: &OpFie
         WrOpcode::LocalInv => {
             sqe.kind = SqeKind::LocalInv { stag: x.invalidate.ok_or(EINVAL)? };
             sqe.num_sge = 0;
-            return Ok(sqe);
+            return Ok(());
         }
         WrOpcode::AtomicFetchAdd
         | WrOpcode::AtomicCmpSwap
@@ -283,7 +285,7 @@ fn finish_send(mut sqe: Sqe, opcode: WrOpcode, f: Flags, mut len: u32, x: &OpFie
         _ => return Err(EOPNOTSUPP),
     };
     sqe.kind = SqeKind::Wire(SendWr { wr_id: sqe.wr_id, flags: f, op, len, local });
-    Ok(sqe)
+    Ok(())
 }
 
 /// `IB_WR_FLUSH` as an RDMA Commit of one region. The kernel's send WR has
@@ -292,7 +294,7 @@ fn finish_send(mut sqe: Sqe, opcode: WrOpcode, f: Flags, mut len: u32, x: &OpFie
 /// lengths add up to the range's length (the SGEs name no local data and
 /// are not used). Placement type and selectivity have no place in the WR
 /// nor on the wire: the responder's registration decides (draft 3.1).
-fn flush_op(wr: &SendWrRef<'_, Rsiw>, sqe: Sqe, f: Flags, len: u32) -> Result<Sqe> {
+fn flush_op(wr: &SendWrRef<'_, Rsiw>, sqe: &mut Sqe, f: Flags, len: u32) -> Result {
     if wr.flags().inline {
         return Err(EINVAL); // a flush carries no data
     }
@@ -302,12 +304,12 @@ fn flush_op(wr: &SendWrRef<'_, Rsiw>, sqe: Sqe, f: Flags, len: u32) -> Result<Sq
 
 /// A flush, from a kernel WR or a ring entry: an RDMA Commit of `region`,
 /// no local data.
-fn commit_sqe(mut sqe: Sqe, f: Flags, region: Region) -> Result<Sqe> {
+fn commit_sqe(sqe: &mut Sqe, f: Flags, region: Region) -> Result {
     let request = RequestRepr::new(0, &[region]).ok_or(EINVAL)?;
     sqe.num_sge = 0;
     let local = Local { stag: 0, to: 0, handle: 0 };
     sqe.kind = SqeKind::Wire(SendWr { wr_id: sqe.wr_id, flags: f, op: SendOp::Commit { request }, len: 0, local });
-    Ok(sqe)
+    Ok(())
 }
 
 /// An atomic WR as the RFC 7306 request (section 5.1: FetchAdd's Compare
@@ -338,8 +340,28 @@ fn imm8(imm_be: u32) -> [u8; 8] {
 /// length within the QP's, lengths that add up, a known opcode with its
 /// fields. One that fails them is `invalid` (see [`Sqe::invalid`]); the
 /// keys are checked when the WR runs, as for every WR.
+/// Converts a process's ring entry into `dst`, in place (see
+/// [`Sqe::reset`]); an entry that fails its checks becomes an invalid one
+/// (see [`invalid_sqe`]).
+pub(super) fn convert_user_send_into(e: &rsiw_sqe, max_sge: usize, max_inline: usize, dst: &mut Option<Sqe>) {
+    let signaled = e.flags & abi::SQE_SIGNALED != 0;
+    let sqe = match dst {
+        Some(s) => {
+            s.reset(e.wr_id, signaled);
+            s
+        }
+        None => dst.insert(Sqe::new(e.wr_id, signaled)),
+    };
+    if user_send(e, max_sge, max_inline, sqe).is_err() {
+        *sqe = invalid_sqe(e.wr_id);
+    }
+}
+
+#[cfg(rsiw_kunit)]
 pub(super) fn convert_user_send(e: &rsiw_sqe, max_sge: usize, max_inline: usize) -> Sqe {
-    user_send(e, max_sge, max_inline).unwrap_or_else(|_| invalid_sqe(e.wr_id))
+    let mut s = None;
+    convert_user_send_into(e, max_sge, max_inline, &mut s);
+    s.unwrap_or_else(|| invalid_sqe(e.wr_id))
 }
 
 /// What an entry that failed its checks becomes: a signaled one-octet Send
@@ -354,7 +376,9 @@ pub(super) fn invalid_sqe(wr_id: u64) -> Sqe {
     }
 }
 
-fn user_send(e: &rsiw_sqe, max_sge: usize, max_inline: usize) -> Result<Sqe> {
+/// The conversion of [`convert_user_send_into`], into `sqe` (reset for
+/// the entry).
+fn user_send(e: &rsiw_sqe, max_sge: usize, max_inline: usize, sqe: &mut Sqe) -> Result {
     let mut f = Flags::NONE;
     let signaled = e.flags & abi::SQE_SIGNALED != 0;
     if signaled {
@@ -366,7 +390,6 @@ fn user_send(e: &rsiw_sqe, max_sge: usize, max_inline: usize) -> Result<Sqe> {
     if e.flags & abi::SQE_FENCE != 0 {
         f = f.with(Flags::FENCE);
     }
-    let mut sqe = Sqe::new(e.wr_id, signaled);
     let inline = e.flags & abi::SQE_INLINE != 0;
     let mut len: u32 = 0;
     if inline {

@@ -13,7 +13,7 @@
 //! released, under an in-flight pin the end of a registration waits for
 //! (see [`WordAt`]).
 
-use core::ptr;
+use core::{mem::MaybeUninit, ptr};
 
 use kernel::{
     ffi::{c_int, c_void},
@@ -199,12 +199,14 @@ impl MrPages {
     /// for a copy after the MR's lock is released (see [`SpanAt`]):
     /// `EFAULT` unless they lie inside the pages, `E2BIG` if they span more
     /// than [`SPAN_PIECES`] pages (the caller copies under its lock then).
-    pub(crate) fn span_at(&self, pos: u64, len: usize) -> Result<SpanAt> {
-        let mut span = SpanAt::empty(self.kind, len);
+    /// The caller's `span` is filled in place: it is a few hundred
+    /// octets, and the copy of a small message should not move it around.
+    pub(crate) fn span_at(&self, pos: u64, len: usize, span: &mut SpanAt) -> Result {
+        span.reset(self.kind, len);
         let mut fits = true;
         self.walk(pos, len, |entry, off, n| fits &= span.push(entry, off, n))?;
         if fits {
-            Ok(span)
+            Ok(())
         } else {
             Err(E2BIG)
         }
@@ -319,11 +321,11 @@ impl KernelMemory {
     }
 
     /// Locates `len` octets at `addr` for a copy (see [`MrPages::span_at`]).
-    pub(crate) fn span_at(&self, addr: u64, len: usize) -> Result<SpanAt> {
+    pub(crate) fn span_at(&self, addr: u64, len: usize, span: &mut SpanAt) -> Result {
         let addr = Self::check(addr, len)?;
-        let mut span = SpanAt::empty(PagesKind::VirtDma, len);
+        span.reset(PagesKind::VirtDma, len);
         span.push(addr, 0, len);
-        Ok(span)
+        Ok(())
     }
 
     /// Locates the 8-octet word at `addr`; `EINVAL` unless `addr` is
@@ -389,23 +391,39 @@ pub(crate) const SPAN_PIECES: usize = 17;
 /// registration waits for the pins to drain. Not `Send`.
 pub(crate) struct SpanAt {
     kind: PagesKind,
-    /// `(entry, offset, count)` per page, as [`MrPages::walk`] gives them.
-    pieces: [(usize, usize, usize); SPAN_PIECES],
+    /// `(entry, offset, count)` per page, as [`MrPages::walk`] gives them;
+    /// the first `n` are set. Left uninitialised beyond them: a span is
+    /// made for every copy, most of one or two pieces, and clearing all of
+    /// them was the larger part of a small copy's cost.
+    pieces: [MaybeUninit<(usize, usize, usize)>; SPAN_PIECES],
     n: usize,
     len: usize,
     _not_send: core::marker::PhantomData<*mut u8>,
 }
 
 impl SpanAt {
-    fn empty(kind: PagesKind, len: usize) -> Self {
-        Self { kind, pieces: [(0, 0, 0); SPAN_PIECES], n: 0, len, _not_send: core::marker::PhantomData }
+    /// A span of nothing, for [`MrPages::span_at`] to fill.
+    pub(crate) fn new() -> Self {
+        Self {
+            kind: PagesKind::VirtDma,
+            pieces: [const { MaybeUninit::uninit() }; SPAN_PIECES],
+            n: 0,
+            len: 0,
+            _not_send: core::marker::PhantomData,
+        }
+    }
+
+    fn reset(&mut self, kind: PagesKind, len: usize) {
+        self.kind = kind;
+        self.n = 0;
+        self.len = len;
     }
 
     /// Appends a piece; false if there is no room.
     fn push(&mut self, entry: usize, off: usize, n: usize) -> bool {
         match self.pieces.get_mut(self.n) {
             Some(p) => {
-                *p = (entry, off, n);
+                p.write((entry, off, n));
                 self.n += 1;
                 true
             }
@@ -414,7 +432,10 @@ impl SpanAt {
     }
 
     fn pieces(&self) -> &[(usize, usize, usize)] {
-        self.pieces.get(..self.n).unwrap_or(&[])
+        let set = self.pieces.get(..self.n).unwrap_or(&[]);
+        // SAFETY: `push` wrote every piece below `n` (and `n` never exceeds
+        // the array); `MaybeUninit<T>` has the layout of `T`.
+        unsafe { &*(core::ptr::from_ref(set) as *const [(usize, usize, usize)]) }
     }
 
     /// Copies `src` (exactly the span's length) into the span.
@@ -620,7 +641,8 @@ mod tests {
             src.push((i * 7 + 3) as u8, GFP_KERNEL)?;
         }
         // 1000 octets from 100 on: 5 blocks, the first and last partly.
-        let span = pages.span_at(100, 1000)?;
+        let mut span = SpanAt::new();
+        pages.span_at(100, 1000, &mut span)?;
         span.write(&src)?;
         let mut back = KVec::from_elem(0u8, 1000, GFP_KERNEL)?;
         pages.read(100, &mut back)?;
@@ -634,11 +656,18 @@ mod tests {
         // The span's length exactly.
         assert_eq!(span.write(&src[..999]), Err(EINVAL));
         // SPAN_PIECES blocks fit, one octet more is one block too many.
-        assert!(pages.span_at(0, SPAN_PIECES * 256).is_ok());
-        assert_eq!(pages.span_at(0, SPAN_PIECES * 256 + 1).err(), Some(E2BIG));
-        assert_eq!(pages.span_at(255, SPAN_PIECES * 256 - 254).err(), Some(E2BIG));
+        let mut s = SpanAt::new();
+        assert!(pages.span_at(0, SPAN_PIECES * 256, &mut s).is_ok());
+        assert_eq!(pages.span_at(0, SPAN_PIECES * 256 + 1, &mut s).err(), Some(E2BIG));
+        assert_eq!(pages.span_at(255, SPAN_PIECES * 256 - 254, &mut s).err(), Some(E2BIG));
         // Outside the list.
-        assert_eq!(pages.span_at(20 * 256 - 10, 11).err(), Some(EFAULT));
+        assert_eq!(pages.span_at(20 * 256 - 10, 11, &mut s).err(), Some(EFAULT));
+        // A span filled again holds only its new pieces: 10 octets at 300.
+        pages.span_at(300, 10, &mut s)?;
+        s.write(&src[..10])?;
+        let mut ten = [0u8; 10];
+        pages.read(300, &mut ten)?;
+        assert!(ten[..] == src[..10]);
         Ok(())
     }
 }

@@ -1,0 +1,70 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Diagnostic (not a test): the guest instructions (and, with the plugin's
+# mem=on, kernel data pages) a 64-byte perftest latency message costs, for
+# rsiw and for Linux siw in one boot, counted by the insncount QEMU plugin
+# (tools/qemu-plugin). Two namespaces joined by veth. For each driver and
+# each iteration count in ITERS, one window around one perftest run (the
+# client's process, the connection, ITERS round trips, the teardown; the
+# server is started and listening before the window opens): the
+# difference of two windows is the cost of the extra messages alone.
+#   make -C tools/qemu-plugin
+#   scripts/vm-run.sh --plugin tools/qemu-plugin/insncount.so,out=FILE --append kunit.enable=0 \
+#       -- tools/vmtest/insncount.sh TREE [ITERS...]
+#   tools/qemu-plugin/insncount.py FILE OUTDIR/insncount-manifest.txt OUTDIR/kallsyms
+# TREE holds rsiw.ko and tools/provider (outside /tmp: the guest hides it).
+# INSN_TOOL (default ib_send_lat) is the perftest latency tool;
+# INSN_EVENTS=1 makes both ends sleep on completion events (-e) rather
+# than busy-poll, as qperf's rc_lat does. INSN_MTU sets the veth MTU.
+set -u
+. "$(dirname "$0")/lib.sh"
+tree=$1
+shift
+iters=${*:-1000 3000}
+tool=${INSN_TOOL:-ib_send_lat}
+ev=
+[ "${INSN_EVENTS:-0}" = 1 ] && ev=-e
+A=10.98.0.1 B=10.98.0.2
+ina() { ip netns exec bA "$@"; }
+inb() { ip netns exec bB "$@"; }
+mark=$RSIW_ROOT/tools/qemu-plugin/marker
+[ -f "$PERFTEST_SHIM" ] || { echo "insncount: no $PERFTEST_SHIM (make -C tools/provider)"; exit 1; }
+[ -x "$mark" ] || { echo "insncount: no $mark (make -C tools/qemu-plugin)"; exit 1; }
+bench_netns $A $B || { echo "insncount: no namespaces"; exit 1; }
+if [ -n "${INSN_MTU:-}" ]; then
+	ina ip link set bcA mtu "$INSN_MTU" && inb ip link set bcB mtu "$INSN_MTU" || exit 1
+fi
+modprobe siw || { echo "insncount: no siw"; exit 1; }
+insmod "$tree/rsiw.ko" || { echo "insncount: insmod failed"; exit 1; }
+cat /proc/kallsyms >"$RSIW_VM_OUT/kallsyms"
+man=$RSIW_VM_OUT/insncount-manifest.txt
+: >"$man"
+w=0
+rc=0
+for impl in rsiw siw; do
+	if [ $impl = rsiw ]; then export RDMAV_DRIVERS=$tree/tools/provider/librsiw; else unset RDMAV_DRIVERS; fi
+	ina rdma link add ${impl}0 type $impl netdev bcA && inb rdma link add ${impl}1 type $impl netdev bcB || exit 1
+	for n in $iters; do
+		ina timeout 120 $tool -R $ev -d ${impl}0 -s 64 -n "$n" >"$RSIW_VM_OUT/insn-$impl-$n-server.txt" 2>&1 &
+		s=$!
+		wait_for 30 listening 18515 bA
+		sleep 0.5
+		"$mark" start
+		inb env LD_PRELOAD="$PERFTEST_SHIM" timeout 120 $tool -R $ev -d ${impl}1 --source_ip $B -s 64 -n "$n" $A \
+			>"$RSIW_VM_OUT/insn-$impl-$n.txt" 2>&1
+		crc=$?
+		wait $s
+		src=$?
+		"$mark" stop
+		w=$((w + 1))
+		lat=$(awk '$1 == 64 { v = $6 } END { print v }' "$RSIW_VM_OUT/insn-$impl-$n.txt")
+		echo "$w $impl $n ${lat:-?}" >>"$man"
+		echo "insncount: window $w: $impl, $n iterations, client $crc server $src, t_avg ${lat:-?} us"
+		[ $crc = 0 ] && [ $src = 0 ] || rc=1
+	done
+	rdma link delete ${impl}0
+	rdma link delete ${impl}1
+done
+rmmod rsiw
+exit $rc
