@@ -64,6 +64,11 @@ use crate::{
 /// Largest STag index (24 bits).
 pub(crate) const MAX_STAG_INDEX: u32 = 0x00FF_FFFF;
 
+/// Copies of at most this many octets run under the MR's lock (see
+/// `Mr::copy_pinned`): a small message's copy is cheaper than locating
+/// its span and pinning the MR around a copy outside the lock.
+pub(crate) const LOCKED_COPY_MAX: usize = 512;
+
 /// The index part of an STag.
 pub(crate) const fn stag_index(stag: u32) -> u32 {
     stag >> 8
@@ -425,7 +430,8 @@ impl Mr {
     /// A copy at `to` through `stag`: checked under the MR's lock, then run
     /// on the located span after the lock is released (under an in-flight
     /// pin, local interrupts off), or under the lock for a span longer
-    /// than [`crate::ffi::mem::pages::SPAN_PIECES`] pages.
+    /// than [`crate::ffi::mem::pages::SPAN_PIECES`] pages or a copy of at
+    /// most [`LOCKED_COPY_MAX`] octets.
     fn copy_pinned(&self, stag: u32, as_: Option<(u32, u32)>, to: u64, mut c: CopyDir<'_>) -> Result<(), MrError> {
         let len = c.len();
         let irqs_off = local_interrupt_disable();
@@ -440,7 +446,10 @@ impl Mr {
                 Memory::Kernel(_) => to,
                 _ => st.first_offset.checked_add(off).ok_or(MrError::Bounds)?,
             };
+            // A small copy is done under the lock: locating its span and
+            // pinning the MR would cost more than the copy.
             let located = match &st.mem {
+                _ if len <= LOCKED_COPY_MAX => Err(E2BIG),
                 Memory::Kernel(k) => k.span_at(pos, len, &mut span),
                 Memory::Pages(p) => p.span_at(pos, len, &mut span),
                 Memory::None => return Err(MrError::InvalidStag),

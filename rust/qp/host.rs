@@ -135,14 +135,22 @@ impl QpHost<'_> {
         }
     }
 
-    pub(crate) fn claim(&mut self) -> Option<Rqe> {
+    /// Takes the receive WR for the message being received off the RQ or
+    /// SRQ, unless one is taken already; whether there is one
+    /// (`st.claimed`). A process's ring entry is read and checked once,
+    /// into its place.
+    pub(crate) fn claim(&mut self) -> bool {
         if self.st.claimed.is_none() {
-            self.st.claimed = match self.qp.links.srq() {
-                Some(srq) => srq.pop(),
-                None => Option::as_mut(&mut *self.qp.rq.lock()).and_then(|rq| rq.pop()),
-            };
+            match self.qp.links.srq() {
+                Some(srq) => self.st.claimed = srq.pop(),
+                None => {
+                    if let Some(rq) = Option::as_mut(&mut *self.qp.rq.lock()) {
+                        rq.pop_into(&mut self.st.claimed);
+                    }
+                }
+            }
         }
-        self.st.claimed
+        self.st.claimed.is_some()
     }
 }
 
@@ -219,26 +227,31 @@ impl Host for QpHost<'_> {
         }
     }
 
-    fn rq_peek(&self) -> Option<RecvWr> {
+    fn rq_peek(&mut self) -> Option<RecvWr> {
         let _p = Probe::start(Phase::RqPeek);
-        // Peeking claims (an SRQ is shared: the WQE must be ours from the
-        // first segment on); `rq_peek` takes `&self`, so claim lazily via
-        // the queues' own state.
-        if let Some(r) = self.st.claimed {
-            return Some(RecvWr { wr_id: r.wr_id, len: r.len() });
+        let shared = self.qp.links.srq().is_some();
+        if shared && self.st.claimed.is_none() {
+            // An SRQ's head stays there for every QP on it until a message
+            // takes it (the first placement, or `rq_pop`).
+            return self.qp.links.srq().and_then(|srq| srq.peek()).map(|r| RecvWr { wr_id: r.wr_id, len: r.len() });
         }
-        let head = match self.qp.links.srq() {
-            Some(srq) => srq.peek().map(|r| (r.wr_id, r.len())),
-            None => self.qp.rq.lock().as_ref().and_then(|rq| rq.peek().map(|r| (r.wr_id, r.len()))),
-        };
-        head.map(|(wr_id, len)| RecvWr { wr_id, len })
+        // The QP's own RQ: taken at the first look, so that its entry is
+        // read and checked once (the engine's next `rq_pop` is this WR; a
+        // stream that fails flushes it through `rq_pop`).
+        if !self.claim() {
+            return None;
+        }
+        self.st.claimed.as_ref().map(|r| RecvWr { wr_id: r.wr_id, len: r.len() })
     }
 
     fn rq_pop(&mut self) -> Option<RecvWr> {
-        let r = self.claim()?;
+        if !self.claim() {
+            return None;
+        }
+        let (wr_id, len, bad) = self.st.claimed.as_ref().map(|r| (r.wr_id, r.len(), r.bad))?;
         self.st.claimed = None;
-        self.st.recv_bad = r.bad.then_some(r.wr_id);
-        Some(RecvWr { wr_id: r.wr_id, len: r.len() })
+        self.st.recv_bad = bad.then_some(wr_id);
+        Some(RecvWr { wr_id, len })
     }
 
     fn complete(&mut self, c: crate::engine::qp::Completion) {
@@ -385,7 +398,10 @@ impl Host for QpHost<'_> {
 
     fn place_recv(&mut self, _wr: &RecvWr, offset: u32, data: &[u8]) -> Result<(), TermError> {
         let _p = Probe::start(Phase::PlaceRecv);
-        let rqe = self.claim().ok_or(error::ddp::U_NO_BUFFER)?;
+        if !self.claim() {
+            return Err(error::ddp::U_NO_BUFFER);
+        }
+        let rqe = self.st.claimed.as_ref().ok_or(error::ddp::U_NO_BUFFER)?;
         self.scatter_gather(rqe.sges(), u64::from(offset), &mut [], Some(data))
     }
 

@@ -52,15 +52,26 @@ impl Rqe {
     /// A process's ring entry, checked as [`Rqe::new`] checks a WR: one
     /// with more than `max_sge` SGEs is `bad`.
     fn from_user(r: &rsiw_rqe, max_sge: usize) -> Self {
+        let mut rqe = Rqe::default();
+        rqe.set_from_user(r, max_sge);
+        rqe
+    }
+
+    /// [`Rqe::from_user`] into this WR, in place (SGEs past the entry's
+    /// count are left as they were: they are not read).
+    fn set_from_user(&mut self, r: &rsiw_rqe, max_sge: usize) {
         let n = r.num_sge as usize;
+        self.wr_id = r.wr_id;
         if n > max_sge.min(MAX_SGE) {
-            return Rqe { wr_id: r.wr_id, bad: true, ..Rqe::default() };
+            self.num_sge = 0;
+            self.bad = true;
+            return;
         }
-        let mut rqe = Rqe { wr_id: r.wr_id, num_sge: n as u8, ..Rqe::default() };
-        for (d, s) in rqe.sge.iter_mut().zip(&r.sge[..n]) {
+        for (d, s) in self.sge.iter_mut().zip(&r.sge[..n]) {
             *d = Sge { addr: s.addr, len: s.length, lkey: s.lkey };
         }
-        rqe
+        self.num_sge = n as u8;
+        self.bad = false;
     }
 
     pub(crate) fn sges(&self) -> &[Sge] {
@@ -159,6 +170,30 @@ impl RecvQueue {
             return r.peek().map(|e| Rqe::from_user(&e, self.max_sge));
         }
         (self.count > 0).then(|| self.ring[self.head])
+    }
+
+    /// Takes the head WR into `dst` (false, `dst` untouched, if there is
+    /// none): a process's entry is converted into its place.
+    pub(crate) fn pop_into(&mut self, dst: &mut Option<Rqe>) -> bool {
+        let Some(r) = self.user.as_mut() else {
+            let rqe = self.pop();
+            let some = rqe.is_some();
+            if some {
+                *dst = rqe;
+            }
+            return some;
+        };
+        match r.take() {
+            None => false,
+            Some(Entry::Posted(e)) => {
+                dst.get_or_insert_with(Rqe::default).set_from_user(&e, self.max_sge);
+                true
+            }
+            Some(Entry::Broken) => {
+                *dst = Some(Rqe { bad: true, ..Rqe::default() });
+                true
+            }
+        }
     }
 
     pub(crate) fn pop(&mut self) -> Option<Rqe> {

@@ -26,8 +26,9 @@ pub trait Host: StagTable {
     fn sq_flush_next(&mut self) -> Option<SendWr> {
         self.sq_next()
     }
-    /// The receive queue's head, if any.
-    fn rq_peek(&self) -> Option<RecvWr>;
+    /// The receive queue's head, if any. The host may take it off its
+    /// queue here, as long as the next [`Host::rq_pop`] gives this WR.
+    fn rq_peek(&mut self) -> Option<RecvWr>;
     /// Removes the receive queue's head.
     fn rq_pop(&mut self) -> Option<RecvWr>;
     /// Delivers a completion (the host must not lose it: a full CQ is its

@@ -105,7 +105,7 @@ impl Host for Mock {
     fn sq_next(&mut self) -> Option<SendWr> {
         self.sq.pop_front()
     }
-    fn rq_peek(&self) -> Option<RecvWr> {
+    fn rq_peek(&mut self) -> Option<RecvWr> {
         self.rq.front().copied()
     }
     fn rq_pop(&mut self) -> Option<RecvWr> {
