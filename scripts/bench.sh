@@ -51,6 +51,18 @@
 #            (or ib_read_bw, ib_send_bw): 64 KiB perftest bandwidth
 #            instead, PROFILE_ITERS messages (default 3000).
 #
+#   scripts/bench.sh --insncount [ITERS_A ITERS_B]
+#            the guest instructions a 64-byte ib_send_lat round trip costs,
+#            rsiw against siw in one boot, counted by the insncount QEMU
+#            plugin (tools/qemu-plugin): by place (user space, the kernel,
+#            each module), by kernel function, and rsiw's struct copies
+#            (calls of memcpy/memset); the difference of two runs of
+#            ITERS_A and ITERS_B round trips (default 1000 and 5000).
+#            INSN_EVENTS=1: both ends sleep on completion events (-e), as
+#            qperf's rc_lat does; INSN_MEM=1: also the kernel data pages
+#            touched (slower). The counts stay in
+#            $RSIW_CACHE/bench/insncount-DATE.
+#
 #   scripts/bench.sh --engine-cost
 #            the engine's instructions per 64-byte Send message (TX and RX,
 #            no CRC), counted by callgrind on the host: two runs of the
@@ -98,6 +110,28 @@ if [ "${1:-}" = --profile ]; then
 	cat "$out/output.log" 2>/dev/null || true
 	log "reports in $out"
 	exit "$rc"
+fi
+if [ "${1:-}" = --insncount ]; then
+	need_debs perftest rdmacm-utils iproute2 binutils
+	kdir=$(resolve_kdir)
+	make -s KDIR="$kdir" modules
+	make -s -C tools/provider
+	make -s -C tools/qemu-plugin
+	out="$RSIW_CACHE/bench/insncount-$(date +%Y%m%d-%H%M%S)"
+	mkdir -p "$out"
+	rc=0
+	scripts/vm-run.sh --quiet --timeout 1800 --out "$out" --append kunit.enable=0 \
+		--plugin "$RSIW_ROOT/tools/qemu-plugin/insncount.so,out=$out/counts.txt${INSN_MEM:+,mem=on}" \
+		-- env INSN_EVENTS="${INSN_EVENTS:-0}" tools/vmtest/insncount.sh "$RSIW_ROOT" "${2:-1000}" "${3:-5000}" || rc=$?
+	grep '^insncount:' "$out/output.log" || true
+	[ "$rc" = 0 ] || die "the guest run failed ($rc): $out/output.log"
+	# Rust symbols demangled when rustfilt is there (cargo install rustfilt).
+	demangle=cat
+	command -v rustfilt >/dev/null && demangle=rustfilt
+	python3 tools/qemu-plugin/insncount.py "$out/counts.txt" "$out/insncount-manifest.txt" "$out/kallsyms" 40 \
+		--sites rsiw.ko | $demangle | tee "$out/report.txt"
+	log "counts and report in $out"
+	exit 0
 fi
 if [ "${1:-}" = --engine-cost ]; then
 	need_debs valgrind

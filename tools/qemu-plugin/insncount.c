@@ -13,14 +13,23 @@
  *   nopl 0x31495352(%rax,%rax,1)  "RSI1": end it (append the counts to out=)
  * Each window appends to the output file:
  *   window N
- *   tb VADDR INSNS EXECS BYTES  one line per block address executed:
- *                             instructions run, entries, its length
+ *   tb VADDR INSNS EXECS BYTES PAUSES
+ *                             one line per block address executed:
+ *                             instructions run, entries, its length, and
+ *                             the `pause`s it ran (each ends TCG's run of
+ *                             the vCPU: spinning is dear under TCG)
+ *   op CLASS KERNEL USER      instructions of a class TCG runs slowly or
+ *                             that serialise (locked, fences, rdtsc, ...)
  *   pg PAGE ACCESSES          kernel data pages (mem=on only)
+ *   wp COUNT A1 .. A8         watch=ADDR only: how often a vCPU entered the
+ *                             kernel block at ADDR right after the blocks
+ *                             A1 (the last) .. A8, e.g. who reached
+ *                             queued_spin_lock_slowpath
  *   end N
  * tools/qemu-plugin/insncount.py turns two windows and the guest's
  * /proc/kallsyms into instructions per message by module and symbol.
  *
- *   qemu-system-x86_64 ... -plugin tools/qemu-plugin/insncount.so,out=FILE[,mem=on]
+ *   qemu-system-x86_64 ... -plugin tools/qemu-plugin/insncount.so,out=FILE[,mem=on][,watch=ADDR]
  *
  * Built against QEMU's plugin ABI (QEMU_PLUGIN_VERSION 1, QEMU 7.2 and
  * later keep it): only the calls below, declared here as qemu-plugin.h
@@ -51,6 +60,8 @@ typedef void (*qemu_plugin_vcpu_mem_cb_t)(unsigned int vcpu_index, qemu_plugin_m
 					  void *userdata);
 
 void qemu_plugin_register_vcpu_tb_trans_cb(qemu_plugin_id_t id, qemu_plugin_vcpu_tb_trans_cb_t cb);
+void qemu_plugin_register_vcpu_tb_exec_cb(struct qemu_plugin_tb *tb, qemu_plugin_vcpu_udata_cb_t cb,
+					  enum qemu_plugin_cb_flags flags, void *userdata);
 void qemu_plugin_register_vcpu_tb_exec_inline(struct qemu_plugin_tb *tb, enum qemu_plugin_op op, void *ptr,
 					      uint64_t imm);
 void qemu_plugin_register_vcpu_insn_exec_cb(struct qemu_plugin_insn *insn, qemu_plugin_vcpu_udata_cb_t cb,
@@ -70,11 +81,18 @@ __attribute__((visibility("default"))) int qemu_plugin_version = 1;
 /* One translated block: its address, size and execution count. A block
  * translated again (after a flush) gets a new record; the dump sums by
  * address. */
+/* Instructions TCG runs slowly or that serialise the vCPUs, counted per
+ * block at translation (see classify()). */
+enum cls { C_LOCK, C_XCHG, C_FENCE, C_PAUSE, C_TSC, C_CPUID, C_MSR, C_IRQFLAG, C_HLT, C_PORT, C_CR, C_N };
+static const char *const cls_name[C_N] = { "lock", "xchg", "fence", "pause", "rdtsc", "cpuid", "msr", "cli/sti/popf",
+					    "hlt", "in/out", "cr/invlpg" };
+
 struct rec {
 	uint64_t vaddr;
 	uint64_t execs;
 	uint32_t insns;
 	uint32_t bytes;
+	uint8_t cls[C_N];
 	struct rec *next;
 };
 
@@ -99,6 +117,52 @@ static struct pg *pages[MAX_VCPUS];
 static bool kernel_addr(uint64_t a)
 {
 	return a >> 63;
+}
+
+/* watch=ADDR: the kernel blocks each vCPU ran last before entering the
+ * block at ADDR (e.g. queued_spin_lock_slowpath: who contends), counted
+ * by path. */
+#define PATH 8
+#define W_SLOTS 4096
+static uint64_t watch;
+static struct {
+	uint64_t last[PATH];
+	unsigned at;
+} trail[MAX_VCPUS];
+static struct wpath {
+	uint64_t path[PATH];
+	uint64_t n;
+} wpaths[W_SLOTS];
+static pthread_mutex_t wlock = PTHREAD_MUTEX_INITIALIZER;
+
+static void tb_watch(unsigned int vcpu, void *u)
+{
+	uint64_t va = (uintptr_t)u;
+	if (vcpu >= MAX_VCPUS)
+		return;
+	if (va == watch && window_open) {
+		uint64_t p[PATH];
+		for (int i = 0; i < PATH; i++)
+			p[i] = trail[vcpu].last[(trail[vcpu].at - 1 - i) % PATH];
+		uint64_t h = 0;
+		for (int i = 0; i < PATH; i++)
+			h = (h ^ p[i]) * 0x100000001b3ull;
+		pthread_mutex_lock(&wlock);
+		for (unsigned i = 0; i < W_SLOTS; i++) {
+			struct wpath *w = &wpaths[(h + i) % W_SLOTS];
+			if (w->n && !memcmp(w->path, p, sizeof(p))) {
+				w->n++;
+				break;
+			}
+			if (!w->n) {
+				memcpy(w->path, p, sizeof(p));
+				w->n = 1;
+				break;
+			}
+		}
+		pthread_mutex_unlock(&wlock);
+	}
+	trail[vcpu].last[trail[vcpu].at++ % PATH] = va;
 }
 
 static void mem_access(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vaddr, void *u)
@@ -130,6 +194,7 @@ struct snap {
 	uint64_t execs;
 	uint32_t insns;
 	uint32_t bytes;
+	const uint8_t *cls;
 };
 
 static int cmp_snap(const void *a, const void *b)
@@ -146,6 +211,9 @@ static void window_start(void)
 	for (int v = 0; v < MAX_VCPUS; v++)
 		if (pages[v])
 			memset(pages[v], 0, sizeof(struct pg) * PG_SLOTS);
+	pthread_mutex_lock(&wlock);
+	memset(wpaths, 0, sizeof(wpaths));
+	pthread_mutex_unlock(&wlock);
 	window_open = 1;
 	pthread_mutex_unlock(&lock);
 }
@@ -163,25 +231,33 @@ static void window_end(void)
 	for (struct rec *r = recs; r && v && n < total; r = r->next) {
 		uint64_t e = r->execs;
 		if (e)
-			v[n++] = (struct snap){ r->vaddr, e, r->insns, r->bytes };
+			v[n++] = (struct snap){ r->vaddr, e, r->insns, r->bytes, r->cls };
 	}
 	windows++;
 	if (v && out) {
+		/* Notable instructions run, kernel and user. */
+		uint64_t kc[C_N] = { 0 }, uc[C_N] = { 0 };
+		for (size_t i = 0; i < n; i++)
+			for (int c = 0; c < C_N; c++)
+				(kernel_addr(v[i].vaddr) ? kc : uc)[c] += v[i].execs * v[i].cls[c];
 		qsort(v, n, sizeof(*v), cmp_snap);
 		fprintf(out, "window %d\n", windows);
+		for (int c = 0; c < C_N; c++)
+			fprintf(out, "op %s %llu %llu\n", cls_name[c], (unsigned long long)kc[c], (unsigned long long)uc[c]);
 		for (size_t i = 0; i < n;) {
-			uint64_t execs = 0, insns = 0;
+			uint64_t execs = 0, insns = 0, pauses = 0;
 			uint32_t bytes = 0;
 			size_t j = i;
 			/* The same address translated twice: sum the instructions. */
 			for (; j < n && v[j].vaddr == v[i].vaddr; j++) {
 				execs += v[j].execs;
 				insns += v[j].execs * v[j].insns;
+				pauses += v[j].execs * v[j].cls[C_PAUSE];
 				if (v[j].bytes > bytes)
 					bytes = v[j].bytes;
 			}
-			fprintf(out, "tb %llx %llu %llu %u\n", (unsigned long long)v[i].vaddr,
-				(unsigned long long)insns, (unsigned long long)execs, bytes);
+			fprintf(out, "tb %llx %llu %llu %u %llu\n", (unsigned long long)v[i].vaddr,
+				(unsigned long long)insns, (unsigned long long)execs, bytes, (unsigned long long)pauses);
 			i = j;
 		}
 		for (int c = 0; c < MAX_VCPUS; c++) {
@@ -192,6 +268,16 @@ static void window_end(void)
 					fprintf(out, "pg %llx %llu\n", (unsigned long long)(pages[c][s].page - 1),
 						(unsigned long long)pages[c][s].n);
 		}
+		pthread_mutex_lock(&wlock);
+		for (unsigned w = 0; w < W_SLOTS; w++) {
+			if (!wpaths[w].n)
+				continue;
+			fprintf(out, "wp %llu", (unsigned long long)wpaths[w].n);
+			for (int i = 0; i < PATH; i++)
+				fprintf(out, " %llx", (unsigned long long)wpaths[w].path[i]);
+			fprintf(out, "\n");
+		}
+		pthread_mutex_unlock(&wlock);
 		fprintf(out, "end %d\n", windows);
 		fflush(out);
 	}
@@ -206,6 +292,52 @@ static void marker(unsigned int vcpu, void *u)
 		window_start();
 	else
 		window_end();
+}
+
+/* The class of one x86 instruction, from its bytes (prefixes skipped);
+ * C_N: none of them. */
+static int classify(const uint8_t *d, size_t n)
+{
+	size_t i = 0;
+	bool lock = false;
+	for (; i < n; i++) {
+		uint8_t b = d[i];
+		if (b == 0xf0)
+			lock = true;
+		else if (!(b == 0x66 || b == 0x67 || b == 0xf2 || b == 0xf3 || b == 0x2e || b == 0x3e || b == 0x26 ||
+			   b == 0x64 || b == 0x65 || b == 0x36 || (b & 0xf0) == 0x40))
+			break;
+	}
+	if (lock)
+		return C_LOCK;
+	if (i >= n)
+		return C_N;
+	uint8_t op = d[i], op2 = i + 1 < n ? d[i + 1] : 0, op3 = i + 2 < n ? d[i + 2] : 0;
+	if ((op == 0x86 || op == 0x87) && i + 1 < n && (op2 >> 6) != 3)
+		return C_XCHG; /* xchg with memory: locked */
+	if (op == 0x90 && i > 0 && d[i - 1] == 0xf3)
+		return C_PAUSE;
+	if (op == 0xf4)
+		return C_HLT;
+	if (op == 0xfa || op == 0xfb || op == 0x9d)
+		return C_IRQFLAG;
+	if ((op >= 0xe4 && op <= 0xe7) || (op >= 0xec && op <= 0xef))
+		return C_PORT;
+	if (op != 0x0f)
+		return C_N;
+	if (op2 == 0x31 || (op2 == 0x01 && op3 == 0xf9))
+		return C_TSC;
+	if (op2 == 0xa2)
+		return C_CPUID;
+	if (op2 == 0x30 || op2 == 0x32)
+		return C_MSR;
+	if (op2 == 0xae && (op3 == 0xf0 || op3 == 0xe8 || op3 == 0xf8))
+		return C_FENCE;
+	if (op2 == 0x22 || (op2 == 0x01 && (op3 >> 3 & 7) == 7 && (op3 >> 6) != 3))
+		return C_CR;
+	if (op2 == 0xb0 || op2 == 0xb1 || op2 == 0xc0 || op2 == 0xc1 || op2 == 0xc7)
+		return C_N; /* cmpxchg/xadd without lock: plain */
+	return C_N;
 }
 
 static const uint8_t magic[7] = { 0x0f, 0x1f, 0x84, 0x00, 'R', 'S', 'I' };
@@ -229,8 +361,13 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 	recs = r;
 	pthread_mutex_unlock(&lock);
 	qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64, &r->execs, 1);
+	if (watch && kernel_addr(va))
+		qemu_plugin_register_vcpu_tb_exec_cb(tb, tb_watch, QEMU_PLUGIN_CB_NO_REGS, (void *)(uintptr_t)va);
 	for (size_t i = 0; i < n; i++) {
 		struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
+		int c = classify(qemu_plugin_insn_data(insn), qemu_plugin_insn_size(insn));
+		if (c < C_N && r->cls[c] < 255)
+			r->cls[c]++;
 		if (qemu_plugin_insn_size(insn) == 8) {
 			const uint8_t *d = qemu_plugin_insn_data(insn);
 			if (!memcmp(d, magic, sizeof(magic)) && (d[7] == '0' || d[7] == '1'))
@@ -262,6 +399,8 @@ __attribute__((visibility("default"))) int qemu_plugin_install(qemu_plugin_id_t 
 			path = argv[i] + 4;
 		else if (!strcmp(argv[i], "mem=on"))
 			mem_on = true;
+		else if (!strncmp(argv[i], "watch=", 6))
+			watch = strtoull(argv[i] + 6, NULL, 16);
 		else {
 			fprintf(stderr, "insncount: unknown argument %s\n", argv[i]);
 			return -1;

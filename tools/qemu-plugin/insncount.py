@@ -31,10 +31,16 @@ def read_windows(path):
             if not p:
                 continue
             if p[0] == "window":
-                cur = {"tb": {}, "pg": {}}
+                cur = {"tb": {}, "pg": {}, "op": {}}
                 wins[int(p[1])] = cur
             elif p[0] == "tb" and cur is not None:
                 cur["tb"][int(p[1], 16)] = (int(p[2]), int(p[3]), int(p[4]) if len(p) > 4 else 0)
+                if len(p) > 5 and int(p[5]):
+                    cur.setdefault("pause", {})[int(p[1], 16)] = int(p[5])
+            elif p[0] == "wp" and cur is not None:
+                cur.setdefault("wp", []).append((int(p[1]), [int(x, 16) for x in p[2:]]))
+            elif p[0] == "op" and cur is not None:
+                cur["op"][p[1]] = (int(p[2]), int(p[3]))
             elif p[0] == "pg" and cur is not None:
                 a = int(p[1], 16)
                 cur["pg"][a] = cur["pg"].get(a, 0) + int(p[2])
@@ -157,8 +163,32 @@ def main():
             if m != "user" and abs(v) / d >= 50:
                 print(f"     {m:<16} {v / d:>10,.0f}")
         print(f"   kernel code pages run every round trip: {len(code_pages)}")
+        spins = collections.Counter()
+        for addr in set(a.get("pause", {})) | set(b.get("pause", {})):
+            spins[res(addr)] += (b.get("pause", {}).get(addr, 0) - a.get("pause", {}).get(addr, 0)) / d
+        spins = [(k, v) for k, v in spins.most_common(6) if v >= 0.05]
+        if spins:
+            print("   `pause` (spin-wait) per round trip by function: " +
+                  ", ".join(f"{sym} [{mod}] {v:.1f}" for (sym, mod), v in spins))
+        ops = [(k, (b["op"][k][0] - a["op"].get(k, (0, 0))[0]) / d, (b["op"][k][1] - a["op"].get(k, (0, 0))[1]) / d)
+               for k in b["op"]]
+        if ops:
+            print("   notable instructions per round trip (kernel/user): " +
+                  ", ".join(f"{k} {kv:.1f}/{uv:.1f}" for k, kv, uv in ops if abs(kv) >= 0.05 or abs(uv) >= 0.05))
         if a["pg"] or b["pg"]:
             print(f"   kernel data pages touched every round trip: {len(data_pages)}")
+        paths = collections.Counter()
+        for n, path in b.get("wp", []):
+            names = []
+            for x in path:
+                sym = res(x)[0]
+                if not names or names[-1] != sym:
+                    names.append(sym)
+            paths[" < ".join(names[:5])] += n
+        if paths:
+            print("   entries of the watched block (plugin watch=) in the longer window, by the blocks before:")
+            for p, n in paths.most_common(8):
+                print(f"     {n:6}  {p}")
         print(f"   top {top} kernel functions, instructions per round trip:")
         for (sym, mod), v in by_sym.most_common(top):
             if mod == "user":

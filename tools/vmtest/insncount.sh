@@ -16,7 +16,9 @@
 # TREE holds rsiw.ko and tools/provider (outside /tmp: the guest hides it).
 # INSN_TOOL (default ib_send_lat) is the perftest latency tool;
 # INSN_EVENTS=1 makes both ends sleep on completion events (-e) rather
-# than busy-poll, as qperf's rc_lat does. INSN_MTU sets the veth MTU.
+# than busy-poll, as qperf's rc_lat does. INSN_TOOL=qperf: qperf -cm1
+# rc_lat itself, ITERS then being seconds per run and the round trips
+# qperf's count of messages sent. INSN_MTU sets the veth MTU.
 set -u
 . "$(dirname "$0")/lib.sh"
 tree=$1
@@ -29,13 +31,16 @@ A=10.98.0.1 B=10.98.0.2
 ina() { ip netns exec bA "$@"; }
 inb() { ip netns exec bB "$@"; }
 mark=$RSIW_ROOT/tools/qemu-plugin/marker
-[ -f "$PERFTEST_SHIM" ] || { echo "insncount: no $PERFTEST_SHIM (make -C tools/provider)"; exit 1; }
+[ "$tool" = qperf ] || [ -f "$PERFTEST_SHIM" ] || { echo "insncount: no $PERFTEST_SHIM (make -C tools/provider)"; exit 1; }
 [ -x "$mark" ] || { echo "insncount: no $mark (make -C tools/qemu-plugin)"; exit 1; }
 bench_netns $A $B || { echo "insncount: no namespaces"; exit 1; }
 if [ -n "${INSN_MTU:-}" ]; then
 	ina ip link set bcA mtu "$INSN_MTU" && inb ip link set bcB mtu "$INSN_MTU" || exit 1
 fi
 modprobe siw || { echo "insncount: no siw"; exit 1; }
+# Fixed user-space addresses: the same object at the same place in every
+# run (the guest's own setting; the host's is untouched).
+sysctl -qw kernel.randomize_va_space=0
 insmod "$tree/rsiw.ko" || { echo "insncount: insmod failed"; exit 1; }
 cat /proc/kallsyms >"$RSIW_VM_OUT/kallsyms"
 man=$RSIW_VM_OUT/insncount-manifest.txt
@@ -45,6 +50,29 @@ rc=0
 for impl in rsiw siw; do
 	if [ $impl = rsiw ]; then export RDMAV_DRIVERS=$tree/tools/provider/librsiw; else unset RDMAV_DRIVERS; fi
 	ina rdma link add ${impl}0 type $impl netdev bcA && inb rdma link add ${impl}1 type $impl netdev bcB || exit 1
+	if [ "$tool" = qperf ]; then
+		ina qperf >/dev/null 2>&1 &
+		qs=$!
+		sleep 1
+		for t in $iters; do
+			"$mark" start
+			inb qperf -t "$t" -vv -cm1 -m 64 $A rc_lat >"$RSIW_VM_OUT/insn-$impl-$t.txt" 2>&1
+			crc=$?
+			"$mark" stop
+			w=$((w + 1))
+			n=$(awk '$1 == "loc_send_msgs" { gsub(",", "", $3); print $3 }' "$RSIW_VM_OUT/insn-$impl-$t.txt")
+			lat=$(awk '$1 == "latency" { v = $3; if ($4 == "ms") v *= 1000; if ($4 == "ns") v /= 1000; print v }' \
+				"$RSIW_VM_OUT/insn-$impl-$t.txt")
+			echo "$w $impl ${n:-0} ${lat:-?}" >>"$man"
+			echo "insncount: window $w: $impl, qperf ${t} s, ${n:-?} messages, client $crc, latency ${lat:-?} us"
+			[ $crc = 0 ] && [ -n "$n" ] || rc=1
+		done
+		kill $qs
+		wait $qs 2>/dev/null
+		rdma link delete ${impl}0
+		rdma link delete ${impl}1
+		continue
+	fi
 	for n in $iters; do
 		ina timeout 120 $tool -R $ev -d ${impl}0 -s 64 -n "$n" >"$RSIW_VM_OUT/insn-$impl-$n-server.txt" 2>&1 &
 		s=$!
@@ -52,7 +80,13 @@ for impl in rsiw siw; do
 		sleep 0.5
 		"$mark" start
 		inb env LD_PRELOAD="$PERFTEST_SHIM" timeout 120 $tool -R $ev -d ${impl}1 --source_ip $B -s 64 -n "$n" $A \
-			>"$RSIW_VM_OUT/insn-$impl-$n.txt" 2>&1
+			>"$RSIW_VM_OUT/insn-$impl-$n.txt" 2>&1 &
+		c=$!
+		# The processes' mappings (no address randomisation here), for
+		# insncount.py to name user-space code by object.
+		sleep 1
+		for p in $(pgrep -x "$tool"); do cat /proc/$p/maps; done >"$RSIW_VM_OUT/maps-$impl-$n.txt" 2>/dev/null
+		wait $c
 		crc=$?
 		wait $s
 		src=$?
