@@ -49,7 +49,7 @@ impl Host for H {
     fn sq_next(&mut self) -> Option<SendWr> {
         (!self.sq.is_empty()).then(|| self.sq.remove(0))
     }
-    fn rq_peek(&self) -> Option<RecvWr> {
+    fn rq_peek(&mut self) -> Option<RecvWr> {
         self.rq.first().copied()
     }
     fn rq_pop(&mut self) -> Option<RecvWr> {
