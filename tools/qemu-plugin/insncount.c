@@ -18,6 +18,7 @@
  *                             instructions run, entries, its length, and
  *                             the `pause`s it ran (each ends TCG's run of
  *                             the vCPU: spinning is dear under TCG)
+ *   tr KERNEL USER            blocks translated in the window
  *   op CLASS KERNEL USER      instructions of a class TCG runs slowly or
  *                             that serialise (locked, fences, rdtsc, ...)
  *   pg PAGE ACCESSES          kernel data pages (mem=on only)
@@ -102,6 +103,10 @@ static FILE *out;
 static bool mem_on;
 static volatile int window_open;
 static int windows;
+/* Blocks translated while a window is open, kernel and user: code run
+ * for the first time, or again after its translation was dropped (a
+ * write to its page, a full code buffer). */
+static uint64_t trans_k, trans_u;
 
 /* Kernel data pages touched in the window: per vCPU open addressing, so
  * the callback takes no lock. */
@@ -214,6 +219,7 @@ static void window_start(void)
 	pthread_mutex_lock(&wlock);
 	memset(wpaths, 0, sizeof(wpaths));
 	pthread_mutex_unlock(&wlock);
+	trans_k = trans_u = 0;
 	window_open = 1;
 	pthread_mutex_unlock(&lock);
 }
@@ -242,6 +248,7 @@ static void window_end(void)
 				(kernel_addr(v[i].vaddr) ? kc : uc)[c] += v[i].execs * v[i].cls[c];
 		qsort(v, n, sizeof(*v), cmp_snap);
 		fprintf(out, "window %d\n", windows);
+		fprintf(out, "tr %llu %llu\n", (unsigned long long)trans_k, (unsigned long long)trans_u);
 		for (int c = 0; c < C_N; c++)
 			fprintf(out, "op %s %llu %llu\n", cls_name[c], (unsigned long long)kc[c], (unsigned long long)uc[c]);
 		for (size_t i = 0; i < n;) {
@@ -359,6 +366,8 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 	pthread_mutex_lock(&lock);
 	r->next = recs;
 	recs = r;
+	if (window_open)
+		(kernel_addr(va) ? &trans_k : &trans_u)[0]++;
 	pthread_mutex_unlock(&lock);
 	qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64, &r->execs, 1);
 	if (watch && kernel_addr(va))

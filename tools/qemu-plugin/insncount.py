@@ -37,6 +37,8 @@ def read_windows(path):
                 cur["tb"][int(p[1], 16)] = (int(p[2]), int(p[3]), int(p[4]) if len(p) > 4 else 0)
                 if len(p) > 5 and int(p[5]):
                     cur.setdefault("pause", {})[int(p[1], 16)] = int(p[5])
+            elif p[0] == "tr" and cur is not None:
+                cur["tr"] = (int(p[1]), int(p[2]))
             elif p[0] == "wp" and cur is not None:
                 cur.setdefault("wp", []).append((int(p[1]), [int(x, 16) for x in p[2:]]))
             elif p[0] == "op" and cur is not None:
@@ -163,6 +165,9 @@ def main():
             if m != "user" and abs(v) / d >= 50:
                 print(f"     {m:<16} {v / d:>10,.0f}")
         print(f"   kernel code pages run every round trip: {len(code_pages)}")
+        if "tr" in a and "tr" in b:
+            print(f"   blocks translated per round trip: kernel {(b['tr'][0] - a['tr'][0]) / d:.2f}, "
+                  f"user {(b['tr'][1] - a['tr'][1]) / d:.2f} (code run anew or translated again)")
         spins = collections.Counter()
         for addr in set(a.get("pause", {})) | set(b.get("pause", {})):
             spins[res(addr)] += (b.get("pause", {}).get(addr, 0) - a.get("pause", {}).get(addr, 0)) / d
