@@ -20,7 +20,9 @@
  *                             the vCPU: spinning is dear under TCG)
  *   tr KERNEL USER            blocks translated in the window
  *   op CLASS KERNEL USER      instructions of a class TCG runs slowly or
- *                             that serialise (locked, fences, rdtsc, ...)
+ *                             that serialise (locked, fences, rdtsc, ...),
+ *                             and returns and indirect branches (TCG looks
+ *                             their target up where it chains a direct one)
  *   pg PAGE ACCESSES          kernel data pages (mem=on only)
  *   wp COUNT A1 .. A8         watch=ADDR only: how often a vCPU entered the
  *                             kernel block at ADDR right after the blocks
@@ -84,9 +86,9 @@ __attribute__((visibility("default"))) int qemu_plugin_version = 1;
  * address. */
 /* Instructions TCG runs slowly or that serialise the vCPUs, counted per
  * block at translation (see classify()). */
-enum cls { C_LOCK, C_XCHG, C_FENCE, C_PAUSE, C_TSC, C_CPUID, C_MSR, C_IRQFLAG, C_HLT, C_PORT, C_CR, C_N };
+enum cls { C_LOCK, C_XCHG, C_FENCE, C_PAUSE, C_TSC, C_CPUID, C_MSR, C_IRQFLAG, C_HLT, C_PORT, C_CR, C_RET, C_IND, C_N };
 static const char *const cls_name[C_N] = { "lock", "xchg", "fence", "pause", "rdtsc", "cpuid", "msr", "cli/sti/popf",
-					    "hlt", "in/out", "cr/invlpg" };
+					    "hlt", "in/out", "cr/invlpg", "ret", "indirect-call/jmp" };
 
 struct rec {
 	uint64_t vaddr;
@@ -330,6 +332,12 @@ static int classify(const uint8_t *d, size_t n)
 		return C_IRQFLAG;
 	if ((op >= 0xe4 && op <= 0xe7) || (op >= 0xec && op <= 0xef))
 		return C_PORT;
+	/* Returns and indirect branches: TCG looks their target block up
+	 * (a helper call) where a direct branch is chained. */
+	if (op == 0xc3 || op == 0xc2)
+		return C_RET;
+	if (op == 0xff && i + 1 < n && ((op2 >> 3 & 7) == 2 || (op2 >> 3 & 7) == 4))
+		return C_IND;
 	if (op != 0x0f)
 		return C_N;
 	if (op2 == 0x31 || (op2 == 0x01 && op3 == 0xf9))
