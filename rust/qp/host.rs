@@ -229,11 +229,10 @@ impl Host for QpHost<'_> {
 
     fn rq_peek(&mut self) -> Option<RecvWr> {
         let _p = Probe::start(Phase::RqPeek);
-        let shared = self.qp.links.srq().is_some();
-        if shared && self.st.claimed.is_none() {
+        if let Some(srq) = self.qp.links.srq().filter(|_| self.st.claimed.is_none()) {
             // An SRQ's head stays there for every QP on it until a message
             // takes it (the first placement, or `rq_pop`).
-            return self.qp.links.srq().and_then(|srq| srq.peek()).map(|r| RecvWr { wr_id: r.wr_id, len: r.len() });
+            return srq.peek().map(|r| RecvWr { wr_id: r.wr_id, len: r.len() });
         }
         // The QP's own RQ: taken at the first look, so that its entry is
         // read and checked once (the engine's next `rq_pop` is this WR; a

@@ -175,41 +175,27 @@ impl RecvQueue {
     /// Takes the head WR into `dst` (false, `dst` untouched, if there is
     /// none): a process's entry is converted into its place.
     pub(crate) fn pop_into(&mut self, dst: &mut Option<Rqe>) -> bool {
-        let Some(r) = self.user.as_mut() else {
-            let rqe = self.pop();
-            let some = rqe.is_some();
-            if some {
-                *dst = rqe;
+        if let Some(r) = self.user.as_mut() {
+            match r.take() {
+                None => return false,
+                Some(Entry::Posted(e)) => dst.get_or_insert_with(Rqe::default).set_from_user(&e, self.max_sge),
+                Some(Entry::Broken) => *dst = Some(Rqe { bad: true, ..Rqe::default() }),
             }
-            return some;
-        };
-        match r.take() {
-            None => false,
-            Some(Entry::Posted(e)) => {
-                dst.get_or_insert_with(Rqe::default).set_from_user(&e, self.max_sge);
-                true
-            }
-            Some(Entry::Broken) => {
-                *dst = Some(Rqe { bad: true, ..Rqe::default() });
-                true
-            }
+            return true;
         }
+        if self.count == 0 {
+            return false;
+        }
+        *dst = Some(self.ring[self.head]);
+        self.head = (self.head + 1) % self.ring.len();
+        self.count -= 1;
+        true
     }
 
     pub(crate) fn pop(&mut self) -> Option<Rqe> {
-        if let Some(r) = self.user.as_mut() {
-            return match r.take()? {
-                Entry::Posted(e) => Some(Rqe::from_user(&e, self.max_sge)),
-                Entry::Broken => Some(Rqe { bad: true, ..Rqe::default() }),
-            };
-        }
-        if self.count == 0 {
-            return None;
-        }
-        let rqe = self.ring[self.head];
-        self.head = (self.head + 1) % self.ring.len();
-        self.count -= 1;
-        Some(rqe)
+        let mut rqe = None;
+        self.pop_into(&mut rqe);
+        rqe
     }
 }
 

@@ -335,14 +335,12 @@ fn imm8(imm_be: u32) -> [u8; 8] {
     [b[0], b[1], b[2], b[3], 0, 0, 0, 0]
 }
 
-/// A process's send ring entry as a send queue entry, with the checks a
-/// posted WR gets (`convert_send`, `Qp::post_send`): SGE count and inline
-/// length within the QP's, lengths that add up, a known opcode with its
-/// fields. One that fails them is `invalid` (see [`Sqe::invalid`]); the
+/// A process's send ring entry as a send queue entry, into `dst` in place
+/// (see [`Sqe::reset`]), with the checks a posted WR gets
+/// (`convert_send`, `Qp::post_send`): SGE count and inline length within
+/// the QP's, lengths that add up, a known opcode with its fields. One that
+/// fails them is `invalid` (see [`Sqe::invalid`], [`invalid_sqe`]); the
 /// keys are checked when the WR runs, as for every WR.
-/// Converts a process's ring entry into `dst`, in place (see
-/// [`Sqe::reset`]); an entry that fails its checks becomes an invalid one
-/// (see [`invalid_sqe`]).
 pub(super) fn convert_user_send_into(e: &rsiw_sqe, max_sge: usize, max_inline: usize, dst: &mut Option<Sqe>) {
     let signaled = e.flags & abi::SQE_SIGNALED != 0;
     let sqe = match dst {
@@ -357,6 +355,7 @@ pub(super) fn convert_user_send_into(e: &rsiw_sqe, max_sge: usize, max_inline: u
     }
 }
 
+/// [`convert_user_send_into`] into a new entry (the tests').
 #[cfg(rsiw_kunit)]
 pub(super) fn convert_user_send(e: &rsiw_sqe, max_sge: usize, max_inline: usize) -> Sqe {
     let mut s = None;
