@@ -60,9 +60,8 @@ for impl in rsiw siw; do
 			crc=$?
 			"$mark" stop
 			w=$((w + 1))
-			n=$(awk '$1 == "loc_send_msgs" { gsub(",", "", $3); print $3 }' "$RSIW_VM_OUT/insn-$impl-$t.txt")
-			lat=$(awk '$1 == "latency" { v = $3; if ($4 == "ms") v *= 1000; if ($4 == "ns") v /= 1000; print v }' \
-				"$RSIW_VM_OUT/insn-$impl-$t.txt")
+			n=$(qperf_msgs <"$RSIW_VM_OUT/insn-$impl-$t.txt")
+			lat=$(qperf_us <"$RSIW_VM_OUT/insn-$impl-$t.txt")
 			echo "$w $impl ${n:-0} ${lat:-?}" >>"$man"
 			echo "insncount: window $w: $impl, qperf ${t} s, ${n:-?} messages, client $crc, latency ${lat:-?} us"
 			[ $crc = 0 ] && [ -n "$n" ] || rc=1

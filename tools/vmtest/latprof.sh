@@ -70,7 +70,7 @@ pt() {
 	echo "$v"
 }
 lat() {
-	inb qperf -t "$secs" -m 64 "$@" 2>&1 | awk '/latency/ { v = $3; if ($4 == "ms") v *= 1000; if ($4 == "ns") v /= 1000; print v }'
+	inb qperf -t "$secs" -m 64 "$@" 2>&1 | qperf_us
 }
 unit=us
 [ -n "$qpb" ] && unit=MB/s

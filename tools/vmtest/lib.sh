@@ -75,6 +75,16 @@ bench_netns() {
 		ip -n bB link set lo up && ip -n bB link set bcB up
 }
 
+# qperf_us: the latency in qperf's output (on stdin), in µs.
+qperf_us() {
+	awk '$1 == "latency" { v = $3; if ($4 == "ms") v *= 1000; if ($4 == "ns") v /= 1000; print v }'
+}
+
+# qperf_msgs: the messages qperf sent, from its -vv output on stdin.
+qperf_msgs() {
+	awk '$1 == "loc_send_msgs" { gsub(",", "", $3); print $3 }'
+}
+
 # local_veth IF0 ADDR0 IF1 ADDR1: a veth pair in this namespace, ADDRn/24
 # on IFn, both up. A connection between the two local addresses runs over
 # lo, so accept_local is on and rp_filter off (rdma_cm resolves the peer

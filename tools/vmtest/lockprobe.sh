@@ -36,11 +36,11 @@ for impl in rsiw siw; do
 	echo '!stacktrace' > $T/events/lock/contention_begin/trigger
 	kill $qs
 	wait $qs 2>/dev/null
-	msgs=$(awk '$1 == "loc_send_msgs" { gsub(",", "", $3); print $3 }' <<<"$out")
-	lat=$(awk '$1 == "latency" { print $3, $4 }' <<<"$out")
+	msgs=$(qperf_msgs <<<"$out")
+	lat=$(qperf_us <<<"$out")
 	cp $T/trace "$RSIW_VM_OUT/lockprobe-$impl.txt"
 	n=$(grep -c 'contention_begin:' "$RSIW_VM_OUT/lockprobe-$impl.txt")
-	echo "lockprobe: $impl: ${msgs:-?} messages, latency ${lat:-?}, $n contentions"
+	echo "lockprobe: $impl: ${msgs:-?} messages, latency ${lat:-?} us, $n contentions"
 	# The stack after each event: its first 6 frames, counted.
 	awk '/contention_begin:/ { if (s != "") print s; s = ""; k = 0; f = $0; sub(/.*flags=/, "", f); s = "[" f "]"; next }
 		/^ *=> / { if (k < 6) { sub(/^ *=> /, ""); s = s " < " $0 }; k++ }
