@@ -63,6 +63,18 @@
 #            touched (slower). The counts stay in
 #            $RSIW_CACHE/bench/insncount-DATE.
 #
+#   scripts/bench.sh --stamp [OLD_TREE [ROUNDS [SECONDS]]]
+#            the host time of each phase of a 64-byte qperf -cm1 rc_lat
+#            message (doorbell system call, tcp_sendmsg, the packet on the
+#            veth, the peer's TCP receive, its completion event, its
+#            process woken, its next post), timed by the stamp QEMU plugin
+#            (tools/qemu-plugin/stamp.c) as the guest runs untraced: this
+#            tree (B) against OLD_TREE (A, default this tree), Linux siw
+#            and TCP, rounds interleaved in one boot (tools/vmtest/lat-ab.sh,
+#            ROUNDS default 7, SECONDS per run default 3). Prints
+#            lat-ab's latencies, then the median host µs of each step per
+#            driver. The stamps stay in $RSIW_CACHE/bench/stamp-DATE.
+#
 #   scripts/bench.sh --engine-cost
 #            the engine's instructions per 64-byte Send message (TX and RX,
 #            no CRC), counted by callgrind on the host: two runs of the
@@ -131,6 +143,43 @@ if [ "${1:-}" = --insncount ]; then
 	python3 tools/qemu-plugin/insncount.py "$out/counts.txt" "$out/insncount-manifest.txt" "$out/kallsyms" 40 \
 		--sites rsiw.ko | $demangle | tee "$out/report.txt"
 	log "counts and report in $out"
+	exit 0
+fi
+if [ "${1:-}" = --stamp ]; then
+	need_debs qperf rdmacm-utils iproute2 binutils
+	kdir=$(resolve_kdir)
+	make -s KDIR="$kdir" modules
+	make -s -C tools/provider
+	make -s -C tools/qemu-plugin
+	old=$(realpath "${2:-$RSIW_ROOT}")
+	out="$RSIW_CACHE/bench/stamp-$(date +%Y%m%d-%H%M%S)"
+	mkdir -p "$out"
+	# The phases' first instructions in the kernel image (the guest runs
+	# it unrandomised): function entries, and the instruction after
+	# ib_uverbs_event_read's call of schedule() (the process woken).
+	sym() { awk -v s="$1" '$3 == s { print $1; exit }' "$kdir/System.map"; }
+	names="post_send kernel_sendmsg tcp_sendmsg veth_xmit tcp_v4_rcv comp_handler event_wake"
+	at=
+	for f in ib_uverbs_post_send kernel_sendmsg tcp_sendmsg veth_xmit tcp_v4_rcv ib_uverbs_comp_handler; do
+		a=$(sym "$f")
+		[ -n "$a" ] || die "no $f in $kdir/System.map"
+		at="$at,at=$a"
+	done
+	start=$(sym ib_uverbs_event_read)
+	end=$(awk -v s="$start" '$1 > s { print $1; exit }' <(sort "$kdir/System.map"))
+	wake=$(objdump -d --no-show-raw-insn --start-address=0x"$start" --stop-address=0x"$end" "$kdir/vmlinux" |
+		awk '/call.*<schedule>/ { getline; sub(":", "", $1); print $1; exit }')
+	[ -n "$wake" ] || die "no call of schedule() in ib_uverbs_event_read"
+	at="$at,at=$wake"
+	rc=0
+	scripts/vm-run.sh --quiet --timeout 3600 --out "$out" --append kunit.enable=0 \
+		--plugin "$RSIW_ROOT/tools/qemu-plugin/stamp.so,out=$out/stamps.txt$at" \
+		-- env LAT_STAMP=1 tools/vmtest/lat-ab.sh "$old" "$RSIW_ROOT" "${3:-7}" "${4:-3}" || rc=$?
+	grep '^lat-ab:' "$out/output.log" || true
+	[ "$rc" = 0 ] || die "the guest run failed ($rc): $out/output.log"
+	# shellcheck disable=SC2086 # the names are words
+	python3 tools/qemu-plugin/stamp.py "$out/stamps.txt" "$out/stamp-manifest.txt" $names | tee "$out/report.txt"
+	log "stamps and report in $out"
 	exit 0
 fi
 if [ "${1:-}" = --engine-cost ]; then

@@ -13,6 +13,10 @@
 # (`make -C tools/provider`), outside /tmp (the guest hides it).
 # LAT_PIN=1: the server on vCPU 0, the client on vCPU 1 (taskset), so a
 # message wakes a process on the other vCPU rather than switching to it.
+# LAT_STAMP=1: each run inside a window of the QEMU plugins'
+# markers (tools/qemu-plugin), its number and implementation in
+# OUT/stamp-manifest.txt, for tools/qemu-plugin/stamp.py (the host time of
+# each phase of a message, scripts/bench.sh --stamp).
 # AB_TEST=rc_rdma_write_bw|rc_rdma_read_bw|rc_bw (AB_SIZE, default 64K):
 # a bandwidth A/B instead (MB/s; qperf -cm1 of that test, tcp_bw beside
 # it; siw is left out: it refuses the receive-only QPs qperf's bandwidth
@@ -46,14 +50,29 @@ server() {
 	sleep 1
 }
 
+mark=
+if [ "${LAT_STAMP:-0}" = 1 ]; then
+	mark=$RSIW_ROOT/tools/qemu-plugin/marker
+	[ -x "$mark" ] || { echo "lat-ab: no $mark (make -C tools/qemu-plugin)"; exit 1; }
+	: >"$OUT/stamp-manifest.txt"
+	# Fixed user-space addresses, as insncount.sh (the guest's setting).
+	sysctl -qw kernel.randomize_va_space=0
+fi
+
 # run IMPL: one qperf figure in µs or MB/s (empty on failure).
 run() {
 	local out tcp=tcp_lat
 	[ $unit = us ] || tcp=tcp_bw
+	if [ -n "$mark" ]; then
+		# (in a command substitution: the window's number from the file)
+		echo "$(($(wc -l <"$OUT/stamp-manifest.txt") + 1)) $impl" >>"$OUT/stamp-manifest.txt"
+		"$mark" start
+	fi
 	case $1 in
 	tcp) out=$(inb $pin_b qperf -t "$secs" -m "$size" $ADDR_A $tcp 2>&1) ;;
 	*) out=$(inb $pin_b qperf -t "$secs" -cm1 -m "$size" $ADDR_A "$test" 2>&1) ;;
 	esac
+	[ -z "$mark" ] || "$mark" stop
 	echo "$out" | awk '/latency/ { v = $3; if ($4 == "ms") v *= 1000; if ($4 == "ns") v /= 1000; print v }
 		$1 == "bw" { v = $3; if ($4 == "GB/sec") v *= 1000; if ($4 == "KB/sec") v /= 1000; print v }'
 }
