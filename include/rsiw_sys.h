@@ -81,10 +81,6 @@ void rsiw_sk_callback_write_lock(struct sock *sk);
 void rsiw_sk_callback_write_unlock(struct sock *sk);
 void rsiw_sk_callback_read_lock(struct sock *sk);
 void rsiw_sk_callback_read_unlock(struct sock *sk);
-/* spin_lock_bh and its pair, for a lock no hard interrupt takes. */
-void rsiw_spin_lock_bh(spinlock_t *l);
-void rsiw_spin_unlock_bh(spinlock_t *l);
-int rsiw_spin_trylock_bh(spinlock_t *l);
 /* The net namespace a socket lives in. */
 struct net *rsiw_sock_net(struct sock *sk);
 /* The connection's current MSS (tcp_sk(sk)->mss_cache). */

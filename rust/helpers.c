@@ -182,21 +182,6 @@ void rsiw_sk_callback_read_unlock(struct sock *sk)
 	read_unlock_bh(&sk->sk_callback_lock);
 }
 
-void rsiw_spin_lock_bh(spinlock_t *l)
-{
-	spin_lock_bh(l);
-}
-
-void rsiw_spin_unlock_bh(spinlock_t *l)
-{
-	spin_unlock_bh(l);
-}
-
-int rsiw_spin_trylock_bh(spinlock_t *l)
-{
-	return spin_trylock_bh(l);
-}
-
 struct net *rsiw_sock_net(struct sock *sk)
 {
 	return sock_net(sk);

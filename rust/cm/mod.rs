@@ -35,9 +35,9 @@ pub(crate) mod wildcard;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use kernel::{
-    impl_has_hr_timer, impl_has_work, new_mutex, new_spinlock_irq, new_work,
+    impl_has_hr_timer, impl_has_work, new_mutex, new_work,
     prelude::*,
-    sync::{Arc, ArcBorrow, Mutex, SpinLockIrq},
+    sync::{Arc, ArcBorrow, Mutex},
     time::{
         delay::fsleep,
         hrtimer::{
@@ -64,6 +64,7 @@ use crate::{
     ffi::{
         crc::ModuleCrc32c,
         net::socket::{ListenOpts, Net, SockAddr, SockRx, SocketEvents, TcpSocket, TcpState},
+        sync::{new_spinlock_irq, SpinLockIrq},
         trace,
     },
 };

@@ -10,13 +10,15 @@
 //! (`ib_req_notify_cq`), for the next completion or, when armed for
 //! solicited only, the next solicited or unsuccessful one.
 
-use kernel::{
-    prelude::*,
-    sync::{new_spinlock_irq, SpinLockIrq},
-};
+use kernel::prelude::*;
 
 pub(crate) use crate::ffi::ib::{Arm, Completion, CqNotifier, WcOpcode, WcStatus};
-use crate::{ffi::ib::abi, ffi::ib::rsiw_cqe, ring::CompletionRing};
+use crate::{
+    ffi::ib::abi,
+    ffi::ib::rsiw_cqe,
+    ffi::sync::{new_spinlock_irq, SpinLockIrq},
+    ring::CompletionRing,
+};
 
 mod verbs;
 

@@ -23,7 +23,9 @@
 //! (`crate::mem::mr`, `Mr::with_word`), so the table is the only point where
 //! atomics serialise and distinct words of one MR proceed in parallel.
 
-use kernel::{new_spinlock_irq, prelude::*, sync::SpinLockIrq};
+use kernel::prelude::*;
+
+use crate::ffi::sync::{new_spinlock_irq, SpinLockIrq};
 
 /// Locks in the table (a power of two).
 pub(crate) const LOCKS: usize = 1024;

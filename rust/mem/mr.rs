@@ -49,7 +49,7 @@ use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{
     interrupt::local_interrupt_disable,
     prelude::*,
-    sync::{new_spinlock_irq, Arc, SpinLockIrq},
+    sync::Arc,
     xarray::{AllocKind, XArray},
 };
 
@@ -58,6 +58,7 @@ use crate::{
     ffi::{
         mem::pages::{access as ib, KernelMemory, MrPages, SpanAt, Word},
         net::zcopy::Segments,
+        sync::{new_spinlock_irq, SpinLockIrq},
     },
 };
 
@@ -438,7 +439,7 @@ impl Mr {
         // Filled in place under the lock (see `span_at`).
         let mut span = SpanAt::new();
         {
-            let st = self.state.lock_with(&irqs_off);
+            let st = self.state.lock();
             let off = self.checks(&st, stag, as_, to, len as u64)?;
             // Where the copy starts: a DMA MR's address, or the offset in
             // the page list.
@@ -540,7 +541,7 @@ impl Mr {
     ) -> Result<R, MrError> {
         let irqs_off = local_interrupt_disable();
         let word = {
-            let st = self.state.lock_with(&irqs_off);
+            let st = self.state.lock();
             let off = self.check_all(&st, stag, pd, to, 8, need)?;
             let word = match &st.mem {
                 Memory::Kernel(k) => k.word_at(to),

@@ -30,12 +30,12 @@ pub(crate) use self::host::*;
 pub(crate) use self::table::*;
 pub(crate) use self::stats::QpStats;
 
-use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 use kernel::{
-    impl_has_hr_timer, new_mutex, new_spinlock_irq, new_work,
+    impl_has_hr_timer, new_mutex, new_work,
     prelude::*,
-    sync::{Arc, ArcBorrow, Mutex, SpinLockIrq},
+    sync::{Arc, ArcBorrow, Mutex},
     time::{
         hrtimer::{
             ArcHrTimerHandle, HrTimer, HrTimerCallback, HrTimerCallbackContext, HrTimerPointer,
@@ -74,7 +74,7 @@ use crate::{
             socket::{SockRx, SocketEvents, TcpSocket, TcpState},
             zcopy::{Batch, LiteralPage, Notif, Segments, ZcOwner},
         },
-        sync::{new_spinlock_bh, SpinLockBh},
+        sync::{new_spinlock_bh, new_spinlock_irq, SpinLockBh, SpinLockIrq},
     },
     mem::mr::{FastReg, Mr, MrCache, MrError},
 };
@@ -259,6 +259,23 @@ pub(crate) struct QpInit {
     pub(crate) rq_ring: Option<crate::ring::WqRing<crate::ffi::ib::rsiw_rqe>>,
 }
 
+/// Every QP state, indexed by [`state_index`] (`Qp::state_now`).
+const STATES: [QpState; 7] =
+    [QpState::Reset, QpState::Init, QpState::Rtr, QpState::Rts, QpState::Sqd, QpState::Sqe, QpState::Err];
+
+/// `s`'s index in [`STATES`].
+const fn state_index(s: QpState) -> u8 {
+    match s {
+        QpState::Reset => 0,
+        QpState::Init => 1,
+        QpState::Rtr => 2,
+        QpState::Rts => 3,
+        QpState::Sqd => 4,
+        QpState::Sqe => 5,
+        QpState::Err => 6,
+    }
+}
+
 /// One RC queue pair.
 #[pin_data]
 pub(crate) struct Qp {
@@ -284,6 +301,9 @@ pub(crate) struct Qp {
     stream: SpinLockBh<StreamState>,
     #[pin]
     ib_state: SpinLockIrq<(QpState, StreamStatus)>,
+    /// `ib_state`'s state, stored under its lock: read without it by the
+    /// paths that only look (a doorbell, a TX run).
+    state_now: AtomicU8,
     /// The TCP connection; only process context touches it.
     #[pin]
     sock: Mutex<Option<TcpSocket>>,
@@ -318,6 +338,9 @@ pub(crate) struct Qp {
     zc_live: AtomicU32,
     /// Torn down: a late page release only drops its reference.
     zc_detached: AtomicBool,
+    /// The stream may send by page reference (`ZeroCopyTx::min` is set):
+    /// a TX round of a copying stream skips the zero-copy state's lock.
+    zc_on: AtomicBool,
     /// The TX work waits for page releases (too many batches out).
     zc_stalled: AtomicBool,
     /// What `rdma resource show qp -dd` reports.
@@ -421,6 +444,7 @@ impl Qp {
                 // back INIT (siw's IDLE does; rdma-core's test_query_rc_qp
                 // expects INIT of a RNIC). RESET is reached from Error only.
                 ib_state <- new_spinlock_irq!((QpState::Init, StreamStatus::default()), "rsiw_qp_state"),
+                state_now: AtomicU8::new(state_index(QpState::Init)),
                 sock <- new_mutex!(None, "rsiw_qp_sock"),
                 cm <- new_spinlock_irq!(None, "rsiw_qp_cm"),
                 tx_work <- new_work!("rsiw_qp_tx"),
@@ -435,6 +459,7 @@ impl Qp {
                 zc_deferred: AtomicU64::new(0),
                 zc_live: AtomicU32::new(0),
                 zc_detached: AtomicBool::new(false),
+                zc_on: AtomicBool::new(false),
                 zc_stalled: AtomicBool::new(false),
                 stats: QpStats::new(),
                 sq_seen: AtomicU32::new(0),
@@ -471,8 +496,9 @@ impl Qp {
         self.ib_state.lock().1
     }
 
+    /// The QP's state: a snapshot, as it was when taken under the lock.
     pub(crate) fn ib_state(&self) -> QpState {
-        self.ib_state.lock().0
+        STATES.get(usize::from(self.state_now.load(Ordering::Acquire))).copied().unwrap_or(QpState::Err)
     }
 
     /// Changes the state held in `cur` (under `ib_state`'s lock) to
@@ -481,6 +507,7 @@ impl Qp {
         if *cur != new {
             crate::ffi::trace::qp_state(self.qpn, *cur, new);
             *cur = new;
+            self.state_now.store(state_index(new), Ordering::Release);
         }
     }
 

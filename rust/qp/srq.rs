@@ -7,10 +7,7 @@
 //! `ENOMEM` when it is full. An SRQ's ring is behind an irq-safe spinlock:
 //! `post` runs in the consumer's context, `pop` in the QP's RX softirq.
 
-use kernel::{
-    prelude::*,
-    sync::{new_spinlock_irq, SpinLockIrq},
-};
+use kernel::prelude::*;
 
 pub(crate) use crate::ffi::ib::{Sge, SrqAttr};
 use crate::{
@@ -19,6 +16,7 @@ use crate::{
         abi, rsiw_create_srq_req, rsiw_create_srq_resp, rsiw_rqe, RecvWrRef, SrqAttrMask, SrqNotifier, SrqOps,
         SrqSlot, Udata,
     },
+    ffi::sync::{new_spinlock_irq, SpinLockIrq},
     ring::{Entry, WqRing},
 };
 

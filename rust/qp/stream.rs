@@ -51,6 +51,7 @@ impl Qp {
             zc.batch.clear();
             zc.refs.clear();
         }
+        self.zc_on.store(zc_min.is_some(), Ordering::Release);
         self.stream.lock().engine = Some(engine);
         self.enter(QpState::Rts);
         // Hook first, then read what arrived before: nothing is lost.

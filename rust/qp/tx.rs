@@ -127,6 +127,9 @@ impl Qp {
 
     /// One TX round: zero-copy if the stream sends by reference.
     pub(crate) fn tx_round(self: &Arc<Self>) -> TxRound {
+        if !self.zc_on.load(Ordering::Acquire) {
+            return self.tx_round_copy();
+        }
         let mut zc = self.zc.lock();
         // Octets a copying round left unsent go first (a zero-copy round
         // falls back to copying when it has no page for its headers).
@@ -149,18 +152,17 @@ impl Qp {
         let mut events = Events::default();
         let mut failed_out = false;
         let mut drained = false;
-        // The buffer comes with the first copying round, allocated here in
-        // process context: a connected QP that never copies holds none, one
-        // that never fills `TX_BUF_SMALL` holds no more (see `TX_BUF`).
-        let want = {
-            let st = self.stream.lock();
-            let want = if st.tx_grow { TX_BUF } else { TX_BUF_SMALL };
-            (st.tx.len() < want && st.tx_off >= st.tx_len).then_some(want)
-        };
-        let fresh = want.and_then(|n| self.memcg.charge(|| KVec::from_elem(0u8, n, GFP_KERNEL_ACCOUNT)).ok());
-        let taken = {
-            let mut st = self.stream.lock();
-            let st = &mut *st;
+        // The buffer comes with the first copying round, allocated in
+        // process context with the lock dropped: a connected QP that never
+        // copies holds none, one that never fills `TX_BUF_SMALL` holds no
+        // more (see `TX_BUF`). Once it has the size it needs, a round
+        // takes the stream's lock once before its send.
+        let mut st = self.stream.lock();
+        let want = if st.tx_grow { TX_BUF } else { TX_BUF_SMALL };
+        if st.tx.len() < want && st.tx_off >= st.tx_len {
+            drop(st);
+            let fresh = self.memcg.charge(|| KVec::from_elem(0u8, want, GFP_KERNEL_ACCOUNT)).ok();
+            st = self.stream.lock();
             if let Some(buf) = fresh {
                 // Unless a round in between (the other context) has put
                 // octets in the old one.
@@ -168,6 +170,9 @@ impl Qp {
                     st.tx = buf;
                 }
             }
+        }
+        let taken = {
+            let st = &mut *st;
             if st.dead {
                 None
             } else if st.tx_off < st.tx_len {
@@ -210,6 +215,7 @@ impl Qp {
                 None
             }
         };
+        drop(st);
         drop(pre);
         self.handle_events(&events);
         if failed_out {

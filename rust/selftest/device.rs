@@ -48,12 +48,12 @@ mod tests {
 #[kunit_tests(rsiw_socket)]
 mod socket_tests {
     use kernel::{
-        new_spinlock_irq,
         prelude::*,
-        sync::{Arc, SpinLockIrq},
+        sync::Arc,
         time::{delay::fsleep, Delta},
     };
 
+    use crate::ffi::sync::{new_spinlock_irq, SpinLockIrq};
     use crate::ffi::net::socket::{Net, SockAddr, SockRx, SocketEvents, TcpSocket, TcpState};
 
     /// Collects what arrives and the last TCP state seen. The callbacks

@@ -244,9 +244,17 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
     /// Starts the next FPDU; `false` if there is nothing to send now.
     fn plan<H: Host + ?Sized>(&mut self, host: &mut H) -> bool {
         let mut hdr = [0u8; TX_HDR];
+        self.plan_in(host, &mut hdr)
+    }
+
+    /// [`Self::plan`] with the header built in `hdr`, all zeros. A step
+    /// that only sets up the next one (a message to segment, a refused
+    /// WR) looks again with the same `hdr`, which it has not written:
+    /// one cleared buffer per FPDU, not one per step.
+    fn plan_in<H: Host + ?Sized>(&mut self, host: &mut H, hdr: &mut [u8; TX_HDR]) -> bool {
         if let (Some(t), false) = (self.term, self.term_sent) {
             let msn = self.next_msn(qn::TERMINATE);
-            let Some(n) = t.emit_segment(msn, &mut hdr) else {
+            let Some(n) = t.emit_segment(msn, hdr) else {
                 return false;
             };
             self.txs.msg = None;
@@ -259,7 +267,7 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
         if let Some(k) = self.rtr_to_send.take() {
             let n = match k {
                 Rtr::Write => ddp_header(
-                    &mut hdr,
+                    hdr,
                     &DdpRepr {
                         last: true,
                         ulp_ctrl: Control::new(Opcode::Write).to_byte(),
@@ -268,7 +276,7 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
                 ),
                 Rtr::Send => {
                     let msn = self.next_msn(qn::SEND);
-                    ddp_header(&mut hdr, &untagged(Opcode::Send, 0, qn::SEND, msn))
+                    ddp_header(hdr, &untagged(Opcode::Send, 0, qn::SEND, msn))
                 }
                 Rtr::Read => {
                     let r = OutboundRequest::Read {
@@ -291,7 +299,7 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
                     }
                     let msn = self.next_msn(qn::READ_REQUEST);
                     let d = ddp_header(
-                        &mut hdr,
+                        hdr,
                         &untagged(Opcode::ReadRequest, 0, qn::READ_REQUEST, msn),
                     );
                     let rr = ReadRequestRepr {
@@ -325,9 +333,9 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
             };
             let Some((repr, range)) = seg else {
                 self.txs.msg = None;
-                return self.plan(host);
+                return self.plan_in(host, hdr);
             };
-            let n = ddp_header(&mut hdr, &repr);
+            let n = ddp_header(hdr, &repr);
             let off = u32::try_from(range.start).unwrap_or(u32::MAX);
             let src = match src {
                 Src::Local { local, offset } => Src::Local {
@@ -351,9 +359,9 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
         }
         // Responses before new send queue work.
         if let (Some(&front), Some(&aux)) = (self.irq.front(), self.irq_aux.front()) {
-            return self.plan_response(host, front, aux, &mut hdr);
+            return self.plan_response(host, front, aux, hdr);
         }
-        self.plan_sq(host, &mut hdr)
+        self.plan_sq(host, hdr)
     }
 
     fn plan_response<H: Host + ?Sized>(
@@ -367,11 +375,11 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
             (InboundRequest::Read(plan), _) => match plan.segments(self.mulpdu) {
                 Ok(s) => {
                     self.txs.msg = Some(Msg::Resp(s, plan.src_stag, plan.src_to));
-                    self.plan(host)
+                    self.plan_in(host, hdr)
                 }
                 Err(e) => {
                     self.fail(host, e, None);
-                    self.plan(host)
+                    self.plan_in(host, hdr)
                 }
             },
             (InboundRequest::Atomic { request_id }, IrqAux::Atomic { original }) => {
@@ -402,7 +410,7 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
             _ => {
                 // IRQ and its results out of step: cannot happen.
                 self.fail(host, error::rdmap::LOCAL_CATA, None);
-                self.plan(host)
+                self.plan_in(host, hdr)
             }
         }
     }
@@ -448,7 +456,7 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
         let ctrl = |op| Control::new(op).to_byte();
         // A WR refused before any of it went out: it completes with the
         // error, and the stream ends (verbs: the QP goes to Error).
-        let local_err = |qp: &mut Self, host: &mut H, e: TermError| {
+        let local_err = |qp: &mut Self, host: &mut H, hdr: &mut [u8; TX_HDR], e: TermError| {
             qp.cur = None;
             host.complete(Completion::new(
                 WorkQueue::Send,
@@ -458,19 +466,19 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
                 0,
             ));
             qp.fail(host, error::rdmap::LOCAL_CATA, None);
-            qp.plan(host)
+            qp.plan_in(host, hdr)
         };
         // Send and Write: the WR's local data, segmented.
-        let local_msg = |qp: &mut Self, host: &mut H, s: Result<Segmenter, TermError>| match s {
+        let local_msg = |qp: &mut Self, host: &mut H, hdr: &mut [u8; TX_HDR], s: Result<Segmenter, TermError>| match s {
             Ok(s) => {
                 let src = Src::Local {
                     local: wr.local,
                     offset: 0,
                 };
                 qp.txs.msg = Some(Msg::Sq(s, src));
-                qp.plan(host)
+                qp.plan_in(host, hdr)
             }
-            Err(e) => local_err(qp, host, e),
+            Err(e) => local_err(qp, host, hdr, e),
         };
         let credit = |qp: &mut Self, r: OutboundRequest, opcode: CompOp| -> bool {
             let aux = OrqAux {
@@ -491,7 +499,7 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
         };
         if sends_local && wr.len > 0 {
             if let Err(e) = host.check_source(&wr.local, wr.len) {
-                return local_err(self, host, e);
+                return local_err(self, host, hdr, e);
             }
         }
         match wr.op {
@@ -511,7 +519,7 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
                     wr.len,
                     self.mulpdu,
                 );
-                local_msg(self, host, s)
+                local_msg(self, host, hdr, s)
             }
             SendOp::Write { remote } | SendOp::WriteImm { remote, .. } if !c_imm_phase => {
                 let s = Segmenter::tagged(
@@ -521,7 +529,7 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
                     wr.len,
                     self.mulpdu,
                 );
-                local_msg(self, host, s)
+                local_msg(self, host, hdr, s)
             }
             SendOp::Immediate { data } | SendOp::WriteImm { data, .. } => {
                 let op = if se {
@@ -546,7 +554,7 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
                     len: wr.len,
                 };
                 if !credit(self, r, CompOp::Read) {
-                    return local_err(self, host, error::rdmap::LOCAL_CATA);
+                    return local_err(self, host, hdr, error::rdmap::LOCAL_CATA);
                 }
                 let msn = self.next_msn(qn::READ_REQUEST);
                 let d = ddp_header(
@@ -582,7 +590,7 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
                     OutboundRequest::Atomic { request_id },
                     sq_opcode(&wr.op),
                 ) {
-                    return local_err(self, host, error::rdmap::LOCAL_CATA);
+                    return local_err(self, host, hdr, error::rdmap::LOCAL_CATA);
                 }
                 let msn = self.next_msn(qn::READ_REQUEST);
                 let d = ddp_header(
@@ -610,10 +618,10 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
                 let request_id = self.next_req_id;
                 self.next_req_id = self.next_req_id.wrapping_add(1);
                 let Some(r) = commitw::RequestRepr::new(request_id, request.regions()) else {
-                    return local_err(self, host, error::rdmap::LOCAL_CATA);
+                    return local_err(self, host, hdr, error::rdmap::LOCAL_CATA);
                 };
                 if !credit(self, OutboundRequest::Commit { request_id }, CompOp::Commit) {
-                    return local_err(self, host, error::rdmap::LOCAL_CATA);
+                    return local_err(self, host, hdr, error::rdmap::LOCAL_CATA);
                 }
                 let msn = self.next_msn(qn::READ_REQUEST);
                 let d = ddp_header(
