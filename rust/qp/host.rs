@@ -80,6 +80,29 @@ pub(crate) fn local_source_err(_: MrError) -> TermError {
     error::rdmap::PROT_UNSPECIFIED
 }
 
+/// Reads `buf.len()` octets of a send WR's source from its SGEs, each one
+/// checked as the source check checks it (its MR's state, key, PD and
+/// bounds), under the MR's lock once.
+fn gather(qp: &Qp, mrs: &MrCache, sges: &[Sge], buf: &mut [u8]) -> Result<(), TermError> {
+    let stags = qp.links.device().stags();
+    let mut done = 0;
+    for sge in sges {
+        if done == buf.len() {
+            break;
+        }
+        let n = (sge.len as usize).min(buf.len() - done);
+        let dst = &mut buf[done..done + n];
+        mrs.with(sge.lkey, || stags.get(sge.lkey), |mr| mr.copy_from_as(sge.lkey, Some((qp.pd, 0)), sge.addr, dst))
+            .map_err(local_source_err)?;
+        done += n;
+    }
+    if done == buf.len() {
+        Ok(())
+    } else {
+        Err(error::rdmap::PROT_UNSPECIFIED)
+    }
+}
+
 impl QpHost<'_> {
     pub(crate) fn stags(&self) -> &crate::mem::mr::StagTable {
         self.qp.links.device().stags()
@@ -369,6 +392,20 @@ impl Host for QpHost<'_> {
         }
         if sqe.inline_len > 0 {
             return Ok(()); // copied at post time
+        }
+        if len as usize <= MAX_INLINE {
+            // A small message: its source read now, with its checks under
+            // one MR lock (not one for the checks and one for the read),
+            // into the entry's unused inline buffer. From here on the WR
+            // is an inline one (read from there, never sent by reference).
+            let (qp, st) = (self.qp, &mut *self.st);
+            let Some(Sqe { sges, num_sge, inline, inline_len, .. }) = st.cur.sqe.as_mut() else {
+                return Err(error::rdmap::LOCAL_CATA);
+            };
+            let sges = sges.get(..usize::from(*num_sge)).unwrap_or(&[]);
+            gather(qp, &st.mrs, sges, &mut inline[..len as usize])?;
+            *inline_len = len as u16;
+            return Ok(());
         }
         let mut left = u64::from(len);
         for sge in sqe.sges() {
