@@ -24,12 +24,17 @@
 //! assert under lockdep only.
 //!
 //! A `spinlock_t` begins with its `raw_spinlock_t` (`rlock`) except under
-//! PREEMPT_RT, where it is a sleeping lock these backends do not support.
+//! PREEMPT_RT, where it is a sleeping lock these backends do not support
+//! (refused at build time, as are kernels that inline the `_bh` forms).
 
 use kernel::{bindings, sync::lock::Backend};
 
 #[cfg(CONFIG_PREEMPT_RT)]
 compile_error!("rsiw's spinlock backends call the raw spinlock functions: PREEMPT_RT is not supported");
+// Architectures that inline these (ARCH_INLINE_SPIN_*, not x86) export
+// no function to call.
+#[cfg(any(CONFIG_INLINE_SPIN_LOCK_BH, CONFIG_INLINE_SPIN_UNLOCK_BH, CONFIG_INLINE_SPIN_TRYLOCK_BH))]
+compile_error!("rsiw's SpinLockBh calls _raw_spin_lock_bh and its pair, which this kernel inlines");
 
 /// `spinlock_t`'s `raw_spinlock_t`, its first member.
 fn raw(ptr: *mut bindings::spinlock_t) -> *mut bindings::raw_spinlock_t {
