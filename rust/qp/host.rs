@@ -196,17 +196,19 @@ impl Host for QpHost<'_> {
             }
             let sqe = self.st.cur.sqe.as_ref()?;
             let (wr_id, signaled) = (sqe.wr_id, sqe.signaled);
-            match sqe.kind {
-                SqeKind::Wire(mut wr) => {
+            match &sqe.kind {
+                SqeKind::Wire(w) => {
                     let mut handle = self.st.next_handle & !MASKED_HANDLE;
                     self.st.next_handle = handle.wrapping_add(1);
                     if sqe.masked {
                         handle |= MASKED_HANDLE;
                     }
-                    wr.local.handle = handle;
-                    if self.qp.sig_all {
-                        wr.flags = wr.flags.with(crate::engine::qp::Flags::SIGNALED);
-                    }
+                    let flags = match self.qp.sig_all {
+                        true => w.flags.with(crate::engine::qp::Flags::SIGNALED),
+                        false => w.flags,
+                    };
+                    // Built in the return value: one copy of the WR.
+                    let wr = SendWr { local: Local { handle, ..w.local }, flags, ..*w };
                     if let Some(stag) = sqe.inv_local {
                         self.st.cur.read_invs.add(wr_id, stag);
                     }
@@ -214,13 +216,13 @@ impl Host for QpHost<'_> {
                     QpStats::add(&self.qp.stats.tx_msgs, 1);
                     return Some(wr);
                 }
-                SqeKind::RegMr { stag, req } => {
+                &SqeKind::RegMr { stag, ref req } => {
                     // No WR's local data is here now.
                     self.st.cur.handle = NO_HANDLE;
                     let res = self.stags().get(stag).map(|mr| mr.fast_register(self.qp.pd, &req));
                     self.local_done(wr_id, signaled, WcOpcode::RegMr, matches!(res, Some(Ok(()))));
                 }
-                SqeKind::LocalInv { stag } => {
+                &SqeKind::LocalInv { stag } => {
                     self.st.cur.handle = NO_HANDLE;
                     let res = self.stags().invalidate(stag, self.qp.pd);
                     self.local_done(wr_id, signaled, WcOpcode::LocalInv, res.is_ok());

@@ -71,7 +71,7 @@ enum Phase {
 struct Cur {
     start: u32,
     ulpdu_len: u16,
-    hdr: [u8; TX_HDR],
+    /// The header's length (its octets are [`FpduEncoder::hdr`]'s first).
     hdr_len: usize,
     src: Src,
     payload_len: usize,
@@ -96,6 +96,10 @@ pub struct FpduEncoder {
     ref_min: Option<usize>,
     pos: u32,
     cur: Option<Cur>,
+    /// The header of the FPDU in progress, in its first `Cur::hdr_len`
+    /// octets; the rest is stale and never read. Kept here rather than in
+    /// `Cur`, so starting an FPDU does not clear it.
+    hdr: [u8; TX_HDR],
 }
 
 /// Result of [`FpduEncoder::write`].
@@ -118,6 +122,7 @@ impl FpduEncoder {
             ref_min: None,
             pos: 0,
             cur: None,
+            hdr: [0; TX_HDR],
         }
     }
 
@@ -157,11 +162,12 @@ impl FpduEncoder {
         ) else {
             return false;
         };
-        // Built in place: no copy of the whole `Cur` (about 190 octets).
-        let cur = self.cur.insert(Cur {
+        if let Some(d) = self.hdr.get_mut(..hdr.len()) {
+            d.copy_from_slice(hdr);
+        }
+        self.cur = Some(Cur {
             start: self.pos,
             ulpdu_len,
-            hdr: [0u8; TX_HDR],
             hdr_len: hdr.len(),
             src,
             payload_len,
@@ -171,9 +177,6 @@ impl FpduEncoder {
             mpos: 0,
             crc: 0,
         });
-        if let Some(d) = cur.hdr.get_mut(..hdr.len()) {
-            d.copy_from_slice(hdr);
-        }
         true
     }
 
@@ -205,6 +208,7 @@ impl FpduEncoder {
         let crc_on = self.crc_on;
         let markers_on = self.markers;
         let ref_min = self.ref_min;
+        let hdr = &self.hdr;
         let Some(cur) = self.cur.as_mut() else {
             return res;
         };
@@ -219,7 +223,7 @@ impl FpduEncoder {
             if !offer && out.literal_room() >= total {
                 let d = out.reserve(total);
                 if d.len() == total {
-                    res.error = Self::encode_whole(host, crc, crc_on, cur, d);
+                    res.error = Self::encode_whole(host, crc, crc_on, cur, hdr, d);
                     self.pos = self.pos.wrapping_add(total as u32);
                     self.cur = None;
                     res.len = total;
@@ -279,7 +283,7 @@ impl FpduEncoder {
                 Phase::Hdr => {
                     let d = out.reserve((cur.hdr_len - cur.off).min(room));
                     n = d.len();
-                    if let Some(s) = cur.hdr.get(cur.off..cur.off + n) {
+                    if let Some(s) = hdr.get(cur.off..cur.off + n) {
                         d.copy_from_slice(s);
                         if crc_on {
                             cur.crc = crc.append(cur.crc, d);
@@ -392,6 +396,7 @@ impl FpduEncoder {
         crc: &C,
         crc_on: bool,
         cur: &Cur,
+        hdr: &[u8; TX_HDR],
         d: &mut [u8],
     ) -> Option<TermError> {
         let mut error = None;
@@ -401,7 +406,7 @@ impl FpduEncoder {
             l.copy_from_slice(&cur.ulpdu_len.to_be_bytes());
         }
         let hdr_end = HEADER_LEN + cur.hdr_len;
-        if let (Some(h), Some(s)) = (covered.get_mut(HEADER_LEN..hdr_end), cur.hdr.get(..cur.hdr_len)) {
+        if let (Some(h), Some(s)) = (covered.get_mut(HEADER_LEN..hdr_end), hdr.get(..cur.hdr_len)) {
             h.copy_from_slice(s);
         }
         if let Some(p) = covered.get_mut(hdr_end..body_end).filter(|p| !p.is_empty()) {
