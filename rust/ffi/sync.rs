@@ -41,6 +41,32 @@ fn raw(ptr: *mut bindings::spinlock_t) -> *mut bindings::raw_spinlock_t {
     ptr.cast()
 }
 
+/// Both backends' `init`: a `spinlock_t` with its lockdep class.
+///
+/// # Safety
+///
+/// `ptr` valid for writes, `name` and `key` valid for reads as long as
+/// the lock lives.
+unsafe fn init(ptr: *mut bindings::spinlock_t, name: *const kernel::ffi::c_char, key: *mut bindings::lock_class_key) {
+    // SAFETY: the caller's contract.
+    unsafe { bindings::__spin_lock_init(ptr, name, key) }
+}
+
+/// Both backends' `assert_is_held`: lockdep's check, nothing without
+/// lockdep (no call of an empty helper).
+///
+/// # Safety
+///
+/// `ptr` is an initialised lock.
+#[inline]
+unsafe fn assert_held(_ptr: *mut bindings::spinlock_t) {
+    // SAFETY: the caller's contract.
+    #[cfg(CONFIG_LOCKDEP)]
+    unsafe {
+        bindings::spin_assert_is_held(_ptr)
+    }
+}
+
 /// The backend of [`SpinLockIrq`].
 pub(crate) struct SpinLockIrqBackend;
 
@@ -55,9 +81,8 @@ unsafe impl Backend for SpinLockIrqBackend {
     type GuardState = ();
 
     unsafe fn init(ptr: *mut Self::State, name: *const kernel::ffi::c_char, key: *mut bindings::lock_class_key) {
-        // SAFETY: the caller's contract: `ptr` valid for writes, `name`
-        // and `key` valid for reads as long as the lock lives.
-        unsafe { bindings::__spin_lock_init(ptr, name, key) }
+        // SAFETY: the caller's contract, passed on.
+        unsafe { init(ptr, name, key) }
     }
 
     #[inline]
@@ -80,12 +105,9 @@ unsafe impl Backend for SpinLockIrqBackend {
     }
 
     #[inline]
-    unsafe fn assert_is_held(_ptr: *mut Self::State) {
-        // SAFETY: `ptr` is an initialised lock.
-        #[cfg(CONFIG_LOCKDEP)]
-        unsafe {
-            bindings::spin_assert_is_held(_ptr)
-        }
+    unsafe fn assert_is_held(ptr: *mut Self::State) {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { assert_held(ptr) }
     }
 }
 
@@ -111,9 +133,8 @@ unsafe impl Backend for SpinLockBhBackend {
     type GuardState = ();
 
     unsafe fn init(ptr: *mut Self::State, name: *const kernel::ffi::c_char, key: *mut bindings::lock_class_key) {
-        // SAFETY: the caller's contract: `ptr` valid for writes, `name`
-        // and `key` valid for reads as long as the lock lives.
-        unsafe { bindings::__spin_lock_init(ptr, name, key) }
+        // SAFETY: the caller's contract, passed on.
+        unsafe { init(ptr, name, key) }
     }
 
     #[inline]
@@ -136,12 +157,9 @@ unsafe impl Backend for SpinLockBhBackend {
     }
 
     #[inline]
-    unsafe fn assert_is_held(_ptr: *mut Self::State) {
-        // SAFETY: `ptr` is an initialised lock.
-        #[cfg(CONFIG_LOCKDEP)]
-        unsafe {
-            bindings::spin_assert_is_held(_ptr)
-        }
+    unsafe fn assert_is_held(ptr: *mut Self::State) {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { assert_held(ptr) }
     }
 }
 

@@ -6,7 +6,7 @@
 
 use super::plan::{Out, SliceOut, TxPlan};
 use super::{
-    seq_lt, sq_opcode, CompOp, Completion, CurWqe, Event, Host, IrqAux, Local, OrqAux, Qp, Remote, SendOp,
+    seq_lt, sq_opcode, CompOp, Completion, CurWqe, Event, Host, IrqAux, Local, OrqAux, Qp, SendOp,
     StartupSlot, State, Status, WorkQueue,
 };
 use crate::crc::Crc32c;
@@ -14,7 +14,7 @@ use crate::ddp::Segmenter;
 use crate::error::{self, TermError};
 use crate::mpa::negotiate::RtrMode;
 use crate::rdmap::{InboundRequest, OutboundRequest};
-use crate::wire::atomic::{self as atomicw, AtomicOp};
+use crate::wire::atomic as atomicw;
 use crate::wire::commit as commitw;
 use crate::wire::ddp::{Model, Repr as DdpRepr, Segment};
 use crate::wire::immediate;
@@ -448,24 +448,20 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
     }
 
     fn plan_sq<H: Host + ?Sized>(&mut self, host: &mut H, hdr: &mut [u8; TX_HDR]) -> bool {
-        // The WR (about 200 octets, for a Commit's regions) stays in
-        // `cur`, moved there once from the SQ: planning copies out its
-        // small fields and its operation without a Commit's regions.
         if self.cur.is_none() && !self.take_sq_wr(host) {
             return false;
         }
+        // The WR (about 200 octets, for a Commit's regions) is copied
+        // once out of `cur`: the closures below take the QP itself.
         let Some(c) = self.cur.as_ref() else {
             return false;
         };
-        let (c_seq, c_started, c_imm_phase) = (c.seq, c.started, c.imm_phase);
-        let (wr_id, flags, len, local) = (c.wr.wr_id, c.wr.flags, c.wr.len, c.wr.local);
-        let comp_op = sq_opcode(&c.wr.op);
-        let op = OpView::of(&c.wr.op);
+        let (wr, c_seq, c_started, c_imm_phase) = (c.wr, c.seq, c.started, c.imm_phase);
         let needs_credit = matches!(
-            op,
-            OpView::Read { .. } | OpView::Atomic { .. } | OpView::Commit
+            wr.op,
+            SendOp::Read { .. } | SendOp::Atomic { .. } | SendOp::Commit { .. }
         );
-        if !c_started && flags.contains(super::Flags::FENCE) && !self.orq.is_empty() {
+        if !c_started && wr.flags.contains(super::Flags::FENCE) && !self.orq.is_empty() {
             return false;
         }
         if !c_started && needs_credit && self.orq.is_full() {
@@ -474,7 +470,7 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
         if let Some(cc) = self.cur.as_mut() {
             cc.started = true;
         }
-        let se = flags.contains(super::Flags::SOLICITED);
+        let se = wr.flags.contains(super::Flags::SOLICITED);
         let ctrl = |op| Control::new(op).to_byte();
         // A WR refused before any of it went out: it completes with the
         // error, and the stream ends (verbs: the QP goes to Error).
@@ -482,8 +478,8 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
             qp.cur = None;
             host.complete(Completion::new(
                 WorkQueue::Send,
-                wr_id,
-                comp_op,
+                wr.wr_id,
+                sq_opcode(&wr.op),
                 Status::LocalError(e),
                 0,
             ));
@@ -493,7 +489,10 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
         // Send and Write: the WR's local data, segmented.
         let local_msg = |qp: &mut Self, host: &mut H, hdr: &mut [u8; TX_HDR], s: Result<Segmenter, TermError>| match s {
             Ok(s) => {
-                let src = Src::Local { local, offset: 0 };
+                let src = Src::Local {
+                    local: wr.local,
+                    offset: 0,
+                };
                 qp.txs.msg = Some(Msg::Sq(s, src));
                 qp.plan_in(host, hdr)
             }
@@ -502,27 +501,27 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
         let credit = |qp: &mut Self, r: OutboundRequest, opcode: CompOp| -> bool {
             let aux = OrqAux {
                 seq: c_seq,
-                wr_id,
-                local,
-                signaled: flags.contains(super::Flags::SIGNALED),
+                wr_id: wr.wr_id,
+                local: wr.local,
+                signaled: wr.flags.contains(super::Flags::SIGNALED),
                 opcode,
-                len,
+                len: wr.len,
                 internal: false,
             };
             qp.orq.try_issue(r) && qp.orq_aux.push(aux).is_ok()
         };
-        let sends_local = match op {
-            OpView::Send { .. } => true,
-            OpView::Write { .. } | OpView::WriteImm { .. } => !c_imm_phase,
+        let sends_local = match wr.op {
+            SendOp::Send { .. } => true,
+            SendOp::Write { .. } | SendOp::WriteImm { .. } => !c_imm_phase,
             _ => false,
         };
-        if sends_local && len > 0 {
-            if let Err(e) = host.check_source(&local, len) {
+        if sends_local && wr.len > 0 {
+            if let Err(e) = host.check_source(&wr.local, wr.len) {
                 return local_err(self, host, hdr, e);
             }
         }
-        match op {
-            OpView::Send { invalidate } => {
+        match wr.op {
+            SendOp::Send { invalidate } => {
                 let op = match (invalidate.is_some(), se) {
                     (false, false) => Opcode::Send,
                     (false, true) => Opcode::SendSe,
@@ -535,22 +534,22 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
                     invalidate.unwrap_or(0),
                     qn::SEND,
                     msn,
-                    len,
+                    wr.len,
                     self.mulpdu,
                 );
                 local_msg(self, host, hdr, s)
             }
-            OpView::Write { remote } | OpView::WriteImm { remote, .. } if !c_imm_phase => {
+            SendOp::Write { remote } | SendOp::WriteImm { remote, .. } if !c_imm_phase => {
                 let s = Segmenter::tagged(
                     ctrl(Opcode::Write),
                     remote.stag,
                     remote.to,
-                    len,
+                    wr.len,
                     self.mulpdu,
                 );
                 local_msg(self, host, hdr, s)
             }
-            OpView::Immediate { data } | OpView::WriteImm { data, .. } => {
+            SendOp::Immediate { data } | SendOp::WriteImm { data, .. } => {
                 let op = if se {
                     Opcode::ImmediateDataSe
                 } else {
@@ -566,11 +565,11 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
                 self.enc
                     .start(hdr.get(..d + r.buffer_len()).unwrap_or(&[]), Src::None, 0)
             }
-            OpView::Read { remote } => {
+            SendOp::Read { remote } => {
                 let r = OutboundRequest::Read {
-                    sink_stag: local.stag,
-                    sink_to: local.to,
-                    len,
+                    sink_stag: wr.local.stag,
+                    sink_to: wr.local.to,
+                    len: wr.len,
                 };
                 if !credit(self, r, CompOp::Read) {
                     return local_err(self, host, hdr, error::rdmap::LOCAL_CATA);
@@ -581,9 +580,9 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
                     &untagged(Opcode::ReadRequest, 0, qn::READ_REQUEST, msn),
                 );
                 let rr = ReadRequestRepr {
-                    sink_stag: local.stag,
-                    sink_to: local.to,
-                    size: len,
+                    sink_stag: wr.local.stag,
+                    sink_to: wr.local.to,
+                    size: wr.len,
                     src_stag: remote.stag,
                     src_to: remote.to,
                 };
@@ -594,7 +593,7 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
                 self.enc
                     .start(hdr.get(..d + rr.buffer_len()).unwrap_or(&[]), Src::None, 0)
             }
-            OpView::Atomic {
+            SendOp::Atomic {
                 op,
                 remote,
                 add_swap,
@@ -607,7 +606,7 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
                 if !credit(
                     self,
                     OutboundRequest::Atomic { request_id },
-                    comp_op,
+                    sq_opcode(&wr.op),
                 ) {
                     return local_err(self, host, hdr, error::rdmap::LOCAL_CATA);
                 }
@@ -633,14 +632,10 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
                 self.enc
                     .start(hdr.get(..d + r.buffer_len()).unwrap_or(&[]), Src::None, 0)
             }
-            OpView::Commit => {
+            SendOp::Commit { request } => {
                 let request_id = self.next_req_id;
                 self.next_req_id = self.next_req_id.wrapping_add(1);
-                let repr = self.cur.as_ref().and_then(|c| match &c.wr.op {
-                    SendOp::Commit { request } => commitw::RequestRepr::new(request_id, request.regions()),
-                    _ => None,
-                });
-                let Some(r) = repr else {
+                let Some(r) = commitw::RequestRepr::new(request_id, request.regions()) else {
                     return local_err(self, host, hdr, error::rdmap::LOCAL_CATA);
                 };
                 if !credit(self, OutboundRequest::Commit { request_id }, CompOp::Commit) {
@@ -658,7 +653,7 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
                 self.enc
                     .start(hdr.get(..d + r.buffer_len()).unwrap_or(&[]), Src::None, 0)
             }
-            OpView::Write { .. } => false,
+            SendOp::Write { .. } => false,
         }
     }
 
@@ -720,62 +715,3 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
     }
 }
 
-/// A send WR's operation as planning reads it: [`SendOp`] without a
-/// Commit's regions (read from the WR in `cur` where needed), so taking
-/// it out of the WR copies tens of octets, not the whole WR.
-#[derive(Clone, Copy)]
-enum OpView {
-    Send {
-        invalidate: Option<u32>,
-    },
-    Write {
-        remote: Remote,
-    },
-    Read {
-        remote: Remote,
-    },
-    Atomic {
-        op: AtomicOp,
-        remote: Remote,
-        add_swap: u64,
-        add_swap_mask: u64,
-        compare: u64,
-        compare_mask: u64,
-    },
-    Immediate {
-        data: [u8; 8],
-    },
-    WriteImm {
-        remote: Remote,
-        data: [u8; 8],
-    },
-    Commit,
-}
-
-impl OpView {
-    fn of(op: &SendOp) -> Self {
-        match *op {
-            SendOp::Send { invalidate } => OpView::Send { invalidate },
-            SendOp::Write { remote } => OpView::Write { remote },
-            SendOp::Read { remote } => OpView::Read { remote },
-            SendOp::Atomic {
-                op,
-                remote,
-                add_swap,
-                add_swap_mask,
-                compare,
-                compare_mask,
-            } => OpView::Atomic {
-                op,
-                remote,
-                add_swap,
-                add_swap_mask,
-                compare,
-                compare_mask,
-            },
-            SendOp::Immediate { data } => OpView::Immediate { data },
-            SendOp::WriteImm { remote, data } => OpView::WriteImm { remote, data },
-            SendOp::Commit { .. } => OpView::Commit,
-        }
-    }
-}
