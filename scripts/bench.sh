@@ -123,14 +123,20 @@ if [ "${1:-}" = --profile ]; then
 	log "reports in $out"
 	exit "$rc"
 fi
-if [ "${1:-}" = --insncount ]; then
-	need_debs perftest rdmacm-utils iproute2 binutils
+# plugin_run NAME: builds what a QEMU-plugin run boots (the module, the
+# provider, the plugins) and sets kdir and out (a new
+# $RSIW_CACHE/bench/NAME-DATE).
+plugin_run() {
 	kdir=$(resolve_kdir)
 	make -s KDIR="$kdir" modules
 	make -s -C tools/provider
 	make -s -C tools/qemu-plugin
-	out="$RSIW_CACHE/bench/insncount-$(date +%Y%m%d-%H%M%S)"
+	out="$RSIW_CACHE/bench/$1-$(date +%Y%m%d-%H%M%S)"
 	mkdir -p "$out"
+}
+if [ "${1:-}" = --insncount ]; then
+	need_debs perftest rdmacm-utils iproute2 binutils
+	plugin_run insncount
 	rc=0
 	scripts/vm-run.sh --quiet --timeout 1800 --out "$out" --append kunit.enable=0 \
 		--plugin "$RSIW_ROOT/tools/qemu-plugin/insncount.so,out=$out/counts.txt${INSN_MEM:+,mem=on}" \
@@ -147,16 +153,13 @@ if [ "${1:-}" = --insncount ]; then
 fi
 if [ "${1:-}" = --stamp ]; then
 	need_debs qperf rdmacm-utils iproute2 binutils
-	kdir=$(resolve_kdir)
-	make -s KDIR="$kdir" modules
-	make -s -C tools/provider
-	make -s -C tools/qemu-plugin
+	plugin_run stamp
 	old=$(realpath "${2:-$RSIW_ROOT}")
-	out="$RSIW_CACHE/bench/stamp-$(date +%Y%m%d-%H%M%S)"
-	mkdir -p "$out"
 	# The phases' first instructions in the kernel image (the guest runs
 	# it unrandomised): function entries, and the instruction after
-	# ib_uverbs_event_read's call of schedule() (the process woken).
+	# ib_uverbs_event_read's call of schedule() (the process woken). The
+	# awk reads all of objdump's output: an early exit would kill objdump
+	# with SIGPIPE, which pipefail turns into the script's silent end.
 	sym() { awk -v s="$1" '$3 == s { print $1; exit }' "$kdir/System.map"; }
 	names="post_send kernel_sendmsg tcp_sendmsg veth_xmit tcp_v4_rcv comp_handler event_wake"
 	at=
@@ -168,7 +171,7 @@ if [ "${1:-}" = --stamp ]; then
 	start=$(sym ib_uverbs_event_read)
 	end=$(awk -v s="$start" '$1 > s { print $1; exit }' <(sort "$kdir/System.map"))
 	wake=$(objdump -d --no-show-raw-insn --start-address=0x"$start" --stop-address=0x"$end" "$kdir/vmlinux" |
-		awk '/call.*<schedule>/ { getline; sub(":", "", $1); print $1; exit }')
+		awk '/call.*<schedule>/ && !done { getline; sub(":", "", $1); print $1; done = 1 }')
 	[ -n "$wake" ] || die "no call of schedule() in ib_uverbs_event_read"
 	at="$at,at=$wake"
 	rc=0

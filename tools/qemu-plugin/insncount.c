@@ -35,8 +35,8 @@
  *   qemu-system-x86_64 ... -plugin tools/qemu-plugin/insncount.so,out=FILE[,mem=on][,watch=ADDR]
  *
  * Built against QEMU's plugin ABI (QEMU_PLUGIN_VERSION 1, QEMU 7.2 and
- * later keep it): only the calls below, declared here as qemu-plugin.h
- * declares them, so no QEMU source tree is needed. The counts are plain
+ * later keep it): only the calls qemu-plugin-abi.h declares, as
+ * qemu-plugin.h declares them, so no QEMU source tree is needed. The counts are plain
  * (not atomic) increments from both vCPUs' threads: two vCPUs running the
  * same block at once can lose an increment, far below the differences
  * this is used for.
@@ -48,36 +48,7 @@
 #include <string.h>
 #include <pthread.h>
 
-typedef uint64_t qemu_plugin_id_t;
-typedef struct qemu_info_t qemu_info_t;
-struct qemu_plugin_tb;
-struct qemu_plugin_insn;
-typedef uint32_t qemu_plugin_meminfo_t;
-enum qemu_plugin_cb_flags { QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_CB_R_REGS, QEMU_PLUGIN_CB_RW_REGS };
-enum qemu_plugin_mem_rw { QEMU_PLUGIN_MEM_R = 1, QEMU_PLUGIN_MEM_W, QEMU_PLUGIN_MEM_RW };
-enum qemu_plugin_op { QEMU_PLUGIN_INLINE_ADD_U64 };
-typedef void (*qemu_plugin_vcpu_tb_trans_cb_t)(qemu_plugin_id_t id, struct qemu_plugin_tb *tb);
-typedef void (*qemu_plugin_vcpu_udata_cb_t)(unsigned int vcpu_index, void *userdata);
-typedef void (*qemu_plugin_udata_cb_t)(qemu_plugin_id_t id, void *userdata);
-typedef void (*qemu_plugin_vcpu_mem_cb_t)(unsigned int vcpu_index, qemu_plugin_meminfo_t info, uint64_t vaddr,
-					  void *userdata);
-
-void qemu_plugin_register_vcpu_tb_trans_cb(qemu_plugin_id_t id, qemu_plugin_vcpu_tb_trans_cb_t cb);
-void qemu_plugin_register_vcpu_tb_exec_cb(struct qemu_plugin_tb *tb, qemu_plugin_vcpu_udata_cb_t cb,
-					  enum qemu_plugin_cb_flags flags, void *userdata);
-void qemu_plugin_register_vcpu_tb_exec_inline(struct qemu_plugin_tb *tb, enum qemu_plugin_op op, void *ptr,
-					      uint64_t imm);
-void qemu_plugin_register_vcpu_insn_exec_cb(struct qemu_plugin_insn *insn, qemu_plugin_vcpu_udata_cb_t cb,
-					    enum qemu_plugin_cb_flags flags, void *userdata);
-void qemu_plugin_register_vcpu_mem_cb(struct qemu_plugin_insn *insn, qemu_plugin_vcpu_mem_cb_t cb,
-				      enum qemu_plugin_cb_flags flags, enum qemu_plugin_mem_rw rw, void *userdata);
-void qemu_plugin_register_atexit_cb(qemu_plugin_id_t id, qemu_plugin_udata_cb_t cb, void *userdata);
-size_t qemu_plugin_tb_n_insns(const struct qemu_plugin_tb *tb);
-uint64_t qemu_plugin_tb_vaddr(const struct qemu_plugin_tb *tb);
-struct qemu_plugin_insn *qemu_plugin_tb_get_insn(const struct qemu_plugin_tb *tb, size_t idx);
-const void *qemu_plugin_insn_data(const struct qemu_plugin_insn *insn);
-size_t qemu_plugin_insn_size(const struct qemu_plugin_insn *insn);
-uint64_t qemu_plugin_insn_vaddr(const struct qemu_plugin_insn *insn);
+#include "qemu-plugin-abi.h"
 
 __attribute__((visibility("default"))) int qemu_plugin_version = 1;
 
@@ -355,8 +326,6 @@ static int classify(const uint8_t *d, size_t n)
 	return C_N;
 }
 
-static const uint8_t magic[7] = { 0x0f, 0x1f, 0x84, 0x00, 'R', 'S', 'I' };
-
 static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
 	(void)id;
@@ -387,7 +356,7 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 			r->cls[c]++;
 		if (qemu_plugin_insn_size(insn) == 8) {
 			const uint8_t *d = qemu_plugin_insn_data(insn);
-			if (!memcmp(d, magic, sizeof(magic)) && (d[7] == '0' || d[7] == '1'))
+			if (!memcmp(d, marker_magic, sizeof(marker_magic)) && (d[7] == '0' || d[7] == '1'))
 				qemu_plugin_register_vcpu_insn_exec_cb(insn, marker, QEMU_PLUGIN_CB_NO_REGS,
 								       (void *)(uintptr_t)d[7]);
 		}

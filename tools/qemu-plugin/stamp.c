@@ -18,7 +18,8 @@
  *   end N
  * tools/qemu-plugin/stamp.py turns the windows into the time of each
  * phase per message. Built like insncount.so, against QEMU's plugin ABI
- * version 1 (QEMU 7.2 and later), with no QEMU source tree.
+ * version 1 (QEMU 7.2 and later) as qemu-plugin-abi.h declares it, with
+ * no QEMU source tree.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -28,24 +29,7 @@
 #include <time.h>
 #include <pthread.h>
 
-typedef uint64_t qemu_plugin_id_t;
-typedef struct qemu_info_t qemu_info_t;
-struct qemu_plugin_tb;
-struct qemu_plugin_insn;
-enum qemu_plugin_cb_flags { QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_CB_R_REGS, QEMU_PLUGIN_CB_RW_REGS };
-typedef void (*qemu_plugin_vcpu_tb_trans_cb_t)(qemu_plugin_id_t id, struct qemu_plugin_tb *tb);
-typedef void (*qemu_plugin_vcpu_udata_cb_t)(unsigned int vcpu_index, void *userdata);
-typedef void (*qemu_plugin_udata_cb_t)(qemu_plugin_id_t id, void *userdata);
-
-void qemu_plugin_register_vcpu_tb_trans_cb(qemu_plugin_id_t id, qemu_plugin_vcpu_tb_trans_cb_t cb);
-void qemu_plugin_register_vcpu_insn_exec_cb(struct qemu_plugin_insn *insn, qemu_plugin_vcpu_udata_cb_t cb,
-					    enum qemu_plugin_cb_flags flags, void *userdata);
-void qemu_plugin_register_atexit_cb(qemu_plugin_id_t id, qemu_plugin_udata_cb_t cb, void *userdata);
-size_t qemu_plugin_tb_n_insns(const struct qemu_plugin_tb *tb);
-struct qemu_plugin_insn *qemu_plugin_tb_get_insn(const struct qemu_plugin_tb *tb, size_t idx);
-const void *qemu_plugin_insn_data(const struct qemu_plugin_insn *insn);
-size_t qemu_plugin_insn_size(const struct qemu_plugin_insn *insn);
-uint64_t qemu_plugin_insn_vaddr(const struct qemu_plugin_insn *insn);
+#include "qemu-plugin-abi.h"
 
 __attribute__((visibility("default"))) int qemu_plugin_version = 1;
 
@@ -112,8 +96,6 @@ static void marker(unsigned int vcpu, void *u)
 	pthread_mutex_unlock(&lock);
 }
 
-static const uint8_t magic[7] = { 0x0f, 0x1f, 0x84, 0x00, 'R', 'S', 'I' };
-
 static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
 	(void)id;
@@ -127,7 +109,7 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 								       (void *)(uintptr_t)k);
 		if (qemu_plugin_insn_size(insn) == 8) {
 			const uint8_t *d = qemu_plugin_insn_data(insn);
-			if (!memcmp(d, magic, sizeof(magic)) && (d[7] == '0' || d[7] == '1'))
+			if (!memcmp(d, marker_magic, sizeof(marker_magic)) && (d[7] == '0' || d[7] == '1'))
 				qemu_plugin_register_vcpu_insn_exec_cb(insn, marker, QEMU_PLUGIN_CB_NO_REGS,
 								       (void *)(uintptr_t)d[7]);
 		}
