@@ -435,10 +435,9 @@ impl Mr {
     /// most [`LOCKED_COPY_MAX`] octets.
     fn copy_pinned(&self, stag: u32, as_: Option<(u32, u32)>, to: u64, mut c: CopyDir<'_>) -> Result<(), MrError> {
         let len = c.len();
-        let irqs_off = local_interrupt_disable();
         // Filled in place under the lock (see `span_at`).
         let mut span = SpanAt::new();
-        {
+        let irqs_off = {
             let st = self.state.lock();
             let off = self.checks(&st, stag, as_, to, len as u64)?;
             // Where the copy starts: a DMA MR's address, or the offset in
@@ -457,9 +456,15 @@ impl Mr {
             };
             match located {
                 Ok(()) => {
+                    // Interrupts stay off from here until the pin is
+                    // dropped: disabled again inside the lock's own
+                    // disabling, which the unlock undoes (they nest), so a
+                    // copy under the lock does not pay for it.
+                    let irqs_off = local_interrupt_disable();
                     // Under the lock: whoever ends the registration takes
                     // the lock after this and waits for the pin.
                     self.in_flight.fetch_add(1, Ordering::Relaxed);
+                    irqs_off
                 }
                 Err(e) if e == E2BIG => {
                     let res = match (&st.mem, &mut c) {
@@ -473,7 +478,7 @@ impl Mr {
                 }
                 Err(_) => return Err(MrError::Bounds),
             }
-        }
+        };
         let res = match &mut c {
             CopyDir::To(src) => span.write(src),
             CopyDir::From(dst) => span.read(dst),

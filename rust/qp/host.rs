@@ -191,8 +191,12 @@ impl Host for QpHost<'_> {
             // Into the current entry's place: the engine asks for the next
             // WR once it is done with the current one's local data, and an
             // entry is a few hundred octets (see `SendQueue::pop_into`).
-            if !self.qp.sq.lock().pop_into(&mut self.st.cur.sqe) {
-                return None;
+            {
+                let mut sq = self.qp.sq.lock();
+                if !sq.take_for_tx(&mut self.st.cur.sqe) {
+                    return None;
+                }
+                self.st.sq_drained = sq.drained();
             }
             let sqe = self.st.cur.sqe.as_ref()?;
             let (wr_id, signaled) = (sqe.wr_id, sqe.signaled);
@@ -213,7 +217,7 @@ impl Host for QpHost<'_> {
                         self.st.cur.read_invs.add(wr_id, stag);
                     }
                     self.st.cur.handle = handle;
-                    QpStats::add(&self.qp.stats.tx_msgs, 1);
+                    QpStats::bump(&self.qp.stats.tx_msgs, 1);
                     return Some(wr);
                 }
                 &SqeKind::RegMr { stag, ref req } => {
@@ -229,6 +233,12 @@ impl Host for QpHost<'_> {
                 }
             }
         }
+    }
+
+    fn sq_drained(&mut self) -> bool {
+        // What was posted after the look is the doorbell's or, for a
+        // process's ring with `RSIW_RING_SQ_ACTIVE`, `Qp::ring_idle`'s.
+        core::mem::take(&mut self.st.sq_drained)
     }
 
     fn sq_flush_next(&mut self) -> Option<SendWr> {
@@ -320,7 +330,7 @@ impl Host for QpHost<'_> {
         }
         let mut wc = self.qp.wc(c.wr_id, opcode, status, c.byte_len);
         if c.queue == WorkQueue::Recv && wc.status == WcStatus::Success {
-            QpStats::add(&self.qp.stats.rx_msgs, 1);
+            QpStats::bump(&self.qp.stats.rx_msgs, 1);
         }
         wc.imm = c.imm.map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
         wc.invalidated = c.invalidated;

@@ -170,6 +170,9 @@ struct HostState {
     order: SendOrder,
     /// The MRs of the stream's last two STags (`QpHost::with_mr`).
     mrs: MrCache,
+    /// The send queue had nothing after the WR `sq_next` took last
+    /// (`Host::sq_drained`).
+    sq_drained: bool,
 }
 
 /// Zero-copy TX state; only the TX work touches it.
@@ -345,9 +348,6 @@ pub(crate) struct Qp {
     zc_stalled: AtomicBool,
     /// What `rdma resource show qp -dd` reports.
     stats: QpStats,
-    /// The send ring's producer index the TX work saw when it last
-    /// stopped (`Qp::ring_idle`).
-    sq_seen: AtomicU32,
     /// Bounds a graceful close: armed by `close`, cancelled by `detach`.
     #[pin]
     close_timer: HrTimer<Qp>,
@@ -392,6 +392,8 @@ impl Qp {
                 ring,
                 max_sge: init.max_send_sge as usize,
                 max_inline: init.max_inline as usize,
+                active: false,
+                stopped_at: 0,
             }),
             None => SendQueue::new(init.max_send_wr as usize)?,
         };
@@ -420,6 +422,7 @@ impl Qp {
                 atomic_done: None,
                 order: SendOrder::new(2 * init.max_send_wr as usize + MAX_ORD + 8),
                 mrs: MrCache::default(),
+                sq_drained: false,
             },
             tx: KVec::new(),
             tx_off: 0,
@@ -462,7 +465,6 @@ impl Qp {
                 zc_on: AtomicBool::new(false),
                 zc_stalled: AtomicBool::new(false),
                 stats: QpStats::new(),
-                sq_seen: AtomicU32::new(0),
                 close_timer <- HrTimer::new(),
                 close_handle <- new_spinlock_irq!(None, "rsiw_qp_close"),
                 close_expired: AtomicBool::new(false),
@@ -764,11 +766,13 @@ impl Qp {
     }
 
     fn rx_chunk(self: &Arc<Self>, chunk: &[u8]) -> usize {
-        // The engine consumes every byte it is given.
-        let n = self.with_engine(|e, h| e.rx(h, &ModuleCrc32c, chunk));
-        if let Some(n) = n {
-            QpStats::add(&self.stats.rx_bytes, n as u64);
-        }
+        // The engine consumes every byte it is given. Counted under the
+        // stream lock, as every write of `rx_bytes` is.
+        let n = self.with_engine(|e, h| {
+            let n = e.rx(h, &ModuleCrc32c, chunk);
+            QpStats::bump(&h.qp.stats.rx_bytes, n as u64);
+            n
+        });
         n.unwrap_or(chunk.len())
     }
 

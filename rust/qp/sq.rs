@@ -86,6 +86,12 @@ pub(crate) struct UserSq {
     pub(super) ring: WqRing<rsiw_sqe>,
     pub(super) max_sge: usize,
     pub(super) max_inline: usize,
+    /// `RSIW_RING_SQ_ACTIVE` is set: by the TX run's first look at the
+    /// ring ([`SendQueue::take_for_tx`]), cleared when the run stops
+    /// ([`SendQueue::tx_stopped`]).
+    pub(super) active: bool,
+    /// The producer index as the last TX run to stop read it.
+    pub(super) stopped_at: u32,
 }
 
 /// The send queue: a fixed ring, or a process's ring (`user`).
@@ -122,15 +128,45 @@ impl SendQueue {
         }
     }
 
-    /// The producer index of a process's ring (0 for a kernel queue).
-    pub(crate) fn producer(&self) -> u32 {
-        self.user.as_ref().map_or(0, |u| u.ring.producer())
+    /// A TX run stops: a process's ring loses `RSIW_RING_SQ_ACTIVE` (a
+    /// post from now on rings the doorbell). Whether the run must go again:
+    /// the producer index, read behind a full barrier after that, is one
+    /// no take has read (an entry posted without a doorbell while the flag
+    /// was set) and no earlier stop has gone again for. `false` for a
+    /// kernel queue.
+    pub(crate) fn tx_stopped(&mut self) -> bool {
+        let Some(u) = self.user.as_mut() else {
+            return false;
+        };
+        u.ring.set_flag(crate::ffi::ib::abi::RING_SQ_ACTIVE, false);
+        u.ring.fence();
+        u.active = false;
+        let prod = u.ring.producer();
+        let last = core::mem::replace(&mut u.stopped_at, prod);
+        prod != u.ring.seen() && last != prod
     }
 
-    /// The producer index of a process's ring as the TX path last read
-    /// it taking entries (0 for a kernel queue).
-    pub(crate) fn producer_seen(&self) -> u32 {
-        self.user.as_ref().map_or(0, |u| u.ring.seen())
+    /// [`Self::pop_into`] for the TX run. A process's ring gets
+    /// `RSIW_RING_SQ_ACTIVE` first, behind a full barrier before the
+    /// producer index is read: a post that finds the flag needs no
+    /// doorbell, as the run looks at the ring again before it stops
+    /// ([`Self::tx_stopped`]). Only a run that looks at the ring sets it.
+    pub(crate) fn take_for_tx(&mut self, dst: &mut Option<Sqe>) -> bool {
+        if let Some(u) = self.user.as_mut().filter(|u| !u.active) {
+            u.ring.set_flag(crate::ffi::ib::abi::RING_SQ_ACTIVE, true);
+            u.ring.fence();
+            u.active = true;
+        }
+        self.pop_into(dst)
+    }
+
+    /// Whether the last entry taken was the last one posted when it was
+    /// taken.
+    pub(crate) fn drained(&self) -> bool {
+        match &self.user {
+            Some(u) => u.ring.drained(),
+            None => self.count == 0,
+        }
     }
 
     pub(crate) fn push(&mut self, sqe: Sqe) -> Result {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 //! Per-QP statistics (`rdma resource show qp -dd`): relaxed atomics
-//! bumped where the QP already does the work, read only when asked.
+//! bumped where the QP already does the work, read only when asked. The
+//! message path's counters have one writer at a time ([`QpStats::bump`]);
+//! the others may be bumped from anywhere ([`QpStats::add`]).
 
 use core::sync::atomic::{AtomicU64, Ordering};
 
@@ -12,16 +14,19 @@ use crate::ffi::ib::ResAttrs;
 /// What a QP counts over its lifetime (every stream it had).
 pub(crate) struct QpStats {
     /// Octets of the iWARP stream handed to TCP (FPDUs with their MPA
-    /// framing, Terminates).
+    /// framing, Terminates). Written by the TX run (one at a time).
     pub(crate) tx_bytes: AtomicU64,
     /// Octets of the stream taken from TCP after the MPA exchange.
+    /// Written under the stream lock.
     pub(crate) rx_bytes: AtomicU64,
     /// Send WRs that went on the wire (Send, Write, Read, atomics,
-    /// Commit), signaled or not.
+    /// Commit), signaled or not. Written under the stream lock.
     pub(crate) tx_msgs: AtomicU64,
-    /// Receive WRs completed successfully (Sends received).
+    /// Receive WRs completed successfully (Sends received). Written
+    /// under the stream lock.
     pub(crate) rx_msgs: AtomicU64,
-    /// Payload octets sent by page reference (zero-copy).
+    /// Payload octets sent by page reference (zero-copy). Written by the
+    /// TX run.
     pub(crate) tx_zcopy_bytes: AtomicU64,
     /// Work completions with an error status (flushes included).
     pub(crate) wr_errors: AtomicU64,
@@ -45,6 +50,13 @@ impl QpStats {
 
     pub(crate) fn add(c: &AtomicU64, n: u64) {
         c.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// [`Self::add`] for a counter whose writers are serialized (the
+    /// stream lock, or the one TX run): a load and a store, no locked
+    /// instruction on the message path. Readers still see whole values.
+    pub(crate) fn bump(c: &AtomicU64, n: u64) {
+        c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
     }
 
     fn get(c: &AtomicU64) -> u64 {

@@ -316,7 +316,7 @@ impl Qp {
             let mut host = QpHost { qp: self, st: &mut st.host, events: &mut events, zc: None };
             let n = engine.rx(&mut host, &ModuleCrc32c, chunk);
             wants_tx |= engine.wants_tx();
-            QpStats::add(&self.stats.rx_bytes, n as u64);
+            QpStats::bump(&self.stats.rx_bytes, n as u64);
             n
         });
         let _p = Probe::start(Phase::RxAfter);

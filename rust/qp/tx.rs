@@ -73,7 +73,9 @@ impl Qp {
     /// run (`tx_running`).
     fn tx_rounds(self: &Arc<Self>) {
         let _p = Probe::start(Phase::TxRun);
-        if self.close_expired.swap(false, Ordering::AcqRel) {
+        // Read first: the swap is a locked instruction, and the flag is
+        // almost never set.
+        if self.close_expired.load(Ordering::Relaxed) && self.close_expired.swap(false, Ordering::AcqRel) {
             self.close_timed_out();
         }
         if self.ib_state() == QpState::Err {
@@ -81,11 +83,9 @@ impl Qp {
             // here, in order behind the engine's own flushes.
             self.flush_queues();
         }
-        // A process's send ring: no doorbell needed while this runs.
-        if self.rings {
-            let _p = Probe::start(Phase::TxRingFlags);
-            self.sq.lock().set_flag(crate::ffi::ib::abi::RING_SQ_ACTIVE, true);
-        }
+        // A process's send ring gets `RSIW_RING_SQ_ACTIVE` (no doorbell
+        // needed while this runs) at the run's first look at it
+        // (`SendQueue::take_for_tx`), under the lock that look takes.
         for _ in 0..64 {
             match self.tx_round() {
                 TxRound::More => continue,
@@ -114,13 +114,8 @@ impl Qp {
             return;
         }
         let _p = Probe::start(Phase::TxRingFlags);
-        let (prod, seen) = {
-            let sq = self.sq.lock();
-            sq.set_flag(crate::ffi::ib::abi::RING_SQ_ACTIVE, false);
-            (sq.producer(), sq.producer_seen())
-        };
-        let last = self.sq_seen.swap(prod, Ordering::AcqRel);
-        if prod != seen && last != prod {
+        let again = self.sq.lock().tx_stopped();
+        if again {
             self.kick();
         }
     }
@@ -237,7 +232,7 @@ impl Qp {
         let _p = Probe::start(Phase::TxPostSend);
         let lost = match sent {
             Ok(n) => {
-                QpStats::add(&self.stats.tx_bytes, n as u64);
+                QpStats::bump(&self.stats.tx_bytes, n as u64);
                 off += n;
                 false
             }
@@ -278,7 +273,7 @@ impl Qp {
     /// Everything the engine produced has left: the FIN, if the stream's
     /// end asked for one.
     fn fin_if_pending(&self) {
-        if self.fin_pending.swap(false, Ordering::AcqRel) {
+        if self.fin_pending.load(Ordering::Relaxed) && self.fin_pending.swap(false, Ordering::AcqRel) {
             self.shutdown_sock();
         }
     }
@@ -419,7 +414,7 @@ impl Qp {
                         }
                         Piece::Host(l) => {
                             zc.ref_octets += l as u64;
-                            QpStats::add(&self.stats.tx_zcopy_bytes, l as u64);
+                            QpStats::bump(&self.stats.tx_zcopy_bytes, l as u64);
                             self.links.device().counters().add(HwCounter::TxZcopyOctets, l as u64);
                             zc.refs.move_front(l, zc.batch.segments())
                         }
@@ -465,7 +460,7 @@ impl Qp {
             None => Err(ENOTCONN),
         };
         if let Ok(n) = sent {
-            QpStats::add(&self.stats.tx_bytes, n as u64);
+            QpStats::bump(&self.stats.tx_bytes, n as u64);
         }
         let lost = matches!(sent, Err(e) if e != EAGAIN);
         if lost {

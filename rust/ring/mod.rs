@@ -119,6 +119,12 @@ impl<T: UserAbi> WqRing<T> {
         self.seen
     }
 
+    /// Whether the last [`Self::take`] left nothing the process had
+    /// posted by then.
+    pub(crate) fn drained(&self) -> bool {
+        self.seen == self.cons
+    }
+
     /// The process's producer index, as it is now.
     pub(crate) fn producer(&self) -> u32 {
         self.mem.load(abi::PRODUCER)

@@ -18,6 +18,14 @@ use super::Qp;
 pub trait Host: StagTable {
     /// Takes the next send work request off the send queue.
     fn sq_next(&mut self) -> Option<SendWr>;
+    /// Asked right after [`Host::sq_next`] gave a WR: whether the send
+    /// queue was empty after it when it was taken. `true` spares the
+    /// engine another look at the queue in the same [`Qp::tx`] call (the
+    /// host must then see to it that a WR posted meanwhile gets a later
+    /// call). By default `false`: the engine asks again.
+    fn sq_drained(&mut self) -> bool {
+        false
+    }
     /// Takes the next send work request off the send queue to flush it
     /// (the stream has ended: it must not be carried out). By default
     /// [`Host::sq_next`]; a host that carries out some requests itself

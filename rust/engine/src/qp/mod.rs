@@ -296,6 +296,10 @@ pub struct Qp<const ORD: usize, const IRD: usize, S: StartupSlot = Startup> {
     pub(crate) tx_gated: bool,
     /// Initiator p2p: the RTR message still has to go out.
     pub(crate) rtr_to_send: Option<Rtr>,
+    /// The host said the send queue was empty after the WR it gave last
+    /// ([`Host::sq_drained`]): no further look at it in this [`Qp::tx`]
+    /// call.
+    pub(crate) sq_dry: bool,
 
     // ---- transmit ----
     pub(crate) enc: FpduEncoder,
@@ -345,6 +349,7 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
             mulpdu: 0,
             tx_gated: false,
             rtr_to_send: None,
+            sq_dry: false,
             enc: FpduEncoder::new(false, false),
             tx: Tx::new(false, false),
             txs: tx::TxState::default(),

@@ -51,6 +51,10 @@ struct Mock {
     refs: VecDeque<u8>,
     /// Octets taken by reference.
     ref_octets: usize,
+    /// Report a send queue left empty by `sq_next` (`Host::sq_drained`).
+    drain_hint: bool,
+    /// Calls of `sq_next`.
+    sq_looks: usize,
 }
 
 const PD: u32 = 7;
@@ -103,7 +107,11 @@ impl Mock {
 
 impl Host for Mock {
     fn sq_next(&mut self) -> Option<SendWr> {
+        self.sq_looks += 1;
         self.sq.pop_front()
+    }
+    fn sq_drained(&mut self) -> bool {
+        self.drain_hint && self.sq.is_empty()
     }
     fn rq_peek(&mut self) -> Option<RecvWr> {
         self.rq.front().copied()
@@ -430,6 +438,38 @@ fn send_recv_every_framing_and_rtr() {
                 assert_eq!(p.ha.rbufs[0], p.hb.mrs[0].data);
             }
         }
+    }
+}
+
+/// A host that says the send queue is empty after the WR it gave
+/// (`Host::sq_drained`) is not asked again in that `tx` call, and the next
+/// call takes what was posted since; without the hint the engine looks
+/// once more. Both messages arrive, in order.
+#[test]
+fn drained_send_queue_is_looked_at_again_in_the_next_call() {
+    for hint in [false, true] {
+        let mut p = pair();
+        p.ha.drain_hint = hint;
+        let src = p.ha.mr(0, 64, RW());
+        let local = Local { stag: src, to: 0, handle: 0 };
+        let r1 = p.hb.post_recv(64);
+        let r2 = p.hb.post_recv(64);
+        post_a(&mut p, wr(1, SendOp::Send { invalidate: None }, 64, local));
+        let mut buf = vec![0u8; 4096];
+        let looks = p.ha.sq_looks;
+        let n = p.a.tx(&mut p.ha, &SoftCrc32c, &mut buf);
+        assert!(n > 64);
+        assert_eq!(p.ha.sq_looks - looks, if hint { 1 } else { 2 }, "hint {hint}");
+        post_a(&mut p, wr(2, SendOp::Send { invalidate: None }, 32, local));
+        let m = p.a.tx(&mut p.ha, &SoftCrc32c, &mut buf[n..]);
+        assert!(m > 32, "the WR posted after the first call goes in the second");
+        assert_eq!(p.b.rx(&mut p.hb, &SoftCrc32c, &buf[..n + m]), n + m);
+        p.pump();
+        let got: Vec<_> = p.hb.cq.iter().map(|c| (c.wr_id, c.byte_len, c.status)).collect();
+        assert_eq!(got, [(r1, 64, Status::Success), (r2, 32, Status::Success)]);
+        assert_eq!(&p.hb.rbufs[0][..], &p.ha.mrs[0].data[..]);
+        assert_eq!(&p.hb.rbufs[1][..32], &p.ha.mrs[0].data[..32]);
+        assert_eq!(p.ha.cq.iter().map(|c| c.wr_id).collect::<Vec<_>>(), [1, 2]);
     }
 }
 
@@ -1605,9 +1645,11 @@ proptest! {
         ops in proptest::collection::vec((0u8..5, 0u32..3000), 1..12),
         chunks in proptest::collection::vec(1usize..2000, 1..4),
         crc: bool, markers: bool,
-        decline in 0usize..4, min in 0usize..500,
+        decline in 0usize..4, min in 0usize..500, drain: bool,
     ) {
         let mut p = pair_with(crc, markers, Some(RtrSet::one(Rtr::Write)), 600, chunks);
+        p.ha.drain_hint = drain;
+        p.hb.drain_hint = drain;
         p.ha.by_ref = Some(decline);
         p.hb.by_ref = Some(decline);
         p.a.set_tx_ref_min(Some(min));
@@ -1626,9 +1668,11 @@ proptest! {
     fn random_workload_keeps_order(
         ops in proptest::collection::vec((0u8..5, 0u32..3000), 1..12),
         chunks in proptest::collection::vec(1usize..2000, 1..4),
-        crc: bool, markers: bool,
+        crc: bool, markers: bool, drain: bool,
     ) {
         let mut p = pair_with(crc, markers, Some(RtrSet::one(Rtr::Write)), 600, chunks);
+        p.ha.drain_hint = drain;
+        p.hb.drain_hint = drain;
         run_workload(&mut p, &ops)?;
     }
 

@@ -117,6 +117,7 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
         out: &mut O,
     ) -> usize {
         let mut at = 0;
+        self.sq_dry = false;
         // The MPA startup's octets first.
         let src = self.startup.get().transmit();
         if !src.is_empty() {
@@ -261,12 +262,13 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
     /// Makes the SQ's next WR the current one (`cur`), if the stream may
     /// start one; whether it did.
     fn take_sq_wr<H: Host + ?Sized>(&mut self, host: &mut H) -> bool {
-        if self.state != State::Rts || self.tx_gated || self.held.is_full() {
+        if self.state != State::Rts || self.tx_gated || self.held.is_full() || self.sq_dry {
             return false;
         }
         let Some(wr) = host.sq_next() else {
             return false;
         };
+        self.sq_dry = host.sq_drained();
         let seq = self.next_seq;
         self.next_seq = self.next_seq.wrapping_add(1);
         self.cur = Some(CurWqe {
