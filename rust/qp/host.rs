@@ -211,14 +211,15 @@ impl Host for QpHost<'_> {
                         true => w.flags.with(crate::engine::qp::Flags::SIGNALED),
                         false => w.flags,
                     };
-                    // Built in the return value: one copy of the WR.
-                    let wr = SendWr { local: Local { handle, ..w.local }, flags, ..*w };
                     if let Some(stag) = sqe.inv_local {
                         self.st.cur.read_invs.add(wr_id, stag);
                     }
                     self.st.cur.handle = handle;
                     QpStats::bump(&self.qp.stats.tx_msgs, 1);
-                    return Some(wr);
+                    // Built in the return value, after every call: one
+                    // copy of the WR, not one onto the stack and another
+                    // into the return value.
+                    return Some(SendWr { local: Local { handle, ..w.local }, flags, ..*w });
                 }
                 &SqeKind::RegMr { stag, ref req } => {
                     // No WR's local data is here now.
