@@ -23,7 +23,8 @@ pub(crate) enum Phase {
     Doorbell,
     /// The TX rounds a doorbell runs in the caller's context.
     TxRun,
-    /// Setting and clearing the ring's "TX running" flag.
+    /// A run's stop: clearing the ring's "TX running" flag (set inside
+    /// [`Phase::SqNext`], by the run's first look at the ring).
     TxRingFlags,
     /// A copying round up to the engine call (buffer, stream lock).
     TxPreEngine,

@@ -94,6 +94,15 @@ pub(crate) struct UserSq {
     pub(super) stopped_at: u32,
 }
 
+impl UserSq {
+    /// Sets or clears a flag of the ring, behind a full barrier before
+    /// the next load (a flag store, then a producer index load).
+    fn set_flag(&self, flag: u32, on: bool) {
+        self.ring.set_flag(flag, on);
+        self.ring.fence();
+    }
+}
+
 /// The send queue: a fixed ring, or a process's ring (`user`).
 pub(crate) struct SendQueue {
     pub(super) ring: KVVec<Option<Sqe>>,
@@ -123,8 +132,7 @@ impl SendQueue {
     /// Sets or clears a flag of a process's ring.
     pub(crate) fn set_flag(&self, flag: u32, on: bool) {
         if let Some(u) = &self.user {
-            u.ring.set_flag(flag, on);
-            u.ring.fence();
+            u.set_flag(flag, on);
         }
     }
 
@@ -138,8 +146,7 @@ impl SendQueue {
         let Some(u) = self.user.as_mut() else {
             return false;
         };
-        u.ring.set_flag(crate::ffi::ib::abi::RING_SQ_ACTIVE, false);
-        u.ring.fence();
+        u.set_flag(crate::ffi::ib::abi::RING_SQ_ACTIVE, false);
         u.active = false;
         let prod = u.ring.producer();
         let last = core::mem::replace(&mut u.stopped_at, prod);
@@ -153,8 +160,7 @@ impl SendQueue {
     /// ([`Self::tx_stopped`]). Only a run that looks at the ring sets it.
     pub(crate) fn take_for_tx(&mut self, dst: &mut Option<Sqe>) -> bool {
         if let Some(u) = self.user.as_mut().filter(|u| !u.active) {
-            u.ring.set_flag(crate::ffi::ib::abi::RING_SQ_ACTIVE, true);
-            u.ring.fence();
+            u.set_flag(crate::ffi::ib::abi::RING_SQ_ACTIVE, true);
             u.active = true;
         }
         self.pop_into(dst)
