@@ -186,6 +186,11 @@ impl crate::ddp::StagTable for QpHost<'_> {
 
 impl Host for QpHost<'_> {
     fn sq_next(&mut self) -> Option<SendWr> {
+        let mut wr = SendWr::EMPTY;
+        self.sq_next_into(&mut wr).then_some(wr)
+    }
+
+    fn sq_next_into(&mut self, out: &mut SendWr) -> bool {
         let _p = Probe::start(Phase::SqNext);
         loop {
             // Into the current entry's place: the engine asks for the next
@@ -194,11 +199,13 @@ impl Host for QpHost<'_> {
             {
                 let mut sq = self.qp.sq.lock();
                 if !sq.take_for_tx(&mut self.st.cur.sqe) {
-                    return None;
+                    return false;
                 }
                 self.st.sq_drained = sq.drained();
             }
-            let sqe = self.st.cur.sqe.as_ref()?;
+            let Some(sqe) = self.st.cur.sqe.as_ref() else {
+                return false;
+            };
             let (wr_id, signaled) = (sqe.wr_id, sqe.signaled);
             match &sqe.kind {
                 SqeKind::Wire(w) => {
@@ -216,10 +223,10 @@ impl Host for QpHost<'_> {
                     }
                     self.st.cur.handle = handle;
                     QpStats::bump(&self.qp.stats.tx_msgs, 1);
-                    // Built in the return value, after every call: one
-                    // copy of the WR, not one onto the stack and another
-                    // into the return value.
-                    return Some(SendWr { local: Local { handle, ..w.local }, flags, ..*w });
+                    // Built in the engine's place for it, after every
+                    // call: the WR's one copy on its way to the engine.
+                    *out = SendWr { local: Local { handle, ..w.local }, flags, ..*w };
+                    return true;
                 }
                 &SqeKind::RegMr { stag, ref req } => {
                     // No WR's local data is here now.

@@ -63,7 +63,11 @@ impl Qp {
     /// Ends a TX run; a run refused meanwhile is queued again.
     fn tx_release(self: &Arc<Self>) {
         self.tx_running.store(false, Ordering::SeqCst);
-        if self.tx_missed.swap(false, Ordering::SeqCst) {
+        // Read before the swap (a locked instruction): a note is rare.
+        // All `SeqCst`: either this load sees the note of a run refused
+        // meanwhile, or that run's load sees `tx_running` clear and it
+        // runs itself (`tx_acquire`).
+        if self.tx_missed.load(Ordering::SeqCst) && self.tx_missed.swap(false, Ordering::SeqCst) {
             self.kick();
         }
     }

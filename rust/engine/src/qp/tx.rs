@@ -6,7 +6,7 @@
 
 use super::plan::{Out, SliceOut, TxPlan};
 use super::{
-    seq_lt, sq_opcode, CompOp, Completion, CurWqe, Event, Host, IrqAux, Local, OrqAux, Qp, SendOp,
+    seq_lt, sq_opcode, CompOp, Completion, CurWqe, Event, Host, IrqAux, Local, OrqAux, Qp, SendOp, SendWr,
     StartupSlot, State, Status, WorkQueue,
 };
 use crate::crc::Crc32c;
@@ -265,19 +265,22 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
         if self.state != State::Rts || self.tx_gated || self.held.is_full() || self.sq_dry {
             return false;
         }
-        let Some(wr) = host.sq_next() else {
-            return false;
-        };
-        self.sq_dry = host.sq_drained();
+        // The host writes the WR into its place here, not through a
+        // return value and a move (two copies of it).
         let seq = self.next_seq;
-        self.next_seq = self.next_seq.wrapping_add(1);
-        self.cur = Some(CurWqe {
-            wr,
+        let c = self.cur.insert(CurWqe {
+            wr: SendWr::EMPTY,
             seq,
             imm_phase: false,
             started: false,
             error: None,
         });
+        if !host.sq_next_into(&mut c.wr) {
+            self.cur = None;
+            return false;
+        }
+        self.sq_dry = host.sq_drained();
+        self.next_seq = seq.wrapping_add(1);
         true
     }
 
@@ -490,11 +493,21 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
         };
         // Send and Write: the WR's local data, segmented.
         let local_msg = |qp: &mut Self, host: &mut H, hdr: &mut [u8; TX_HDR], s: Result<Segmenter, TermError>| match s {
-            Ok(s) => {
+            Ok(mut s) => {
                 let src = Src::Local {
                     local: wr.local,
                     offset: 0,
                 };
+                if s.segment_count() == 1 {
+                    // A message of one FPDU (every small one) starts here:
+                    // not kept in `txs.msg` for another pass of `plan_in`
+                    // to take its only segment.
+                    if let Some((repr, range)) = s.next() {
+                        let n = ddp_header(hdr, &repr);
+                        qp.txs.done = Done::Sq { last: true };
+                        return qp.enc.start(hdr.get(..n).unwrap_or(&[]), src, range.len());
+                    }
+                }
                 qp.txs.msg = Some(Msg::Sq(s, src));
                 qp.plan_in(host, hdr)
             }

@@ -130,6 +130,18 @@ pub struct SendWr {
     pub local: Local,
 }
 
+impl SendWr {
+    /// A zero-length unsignaled Send: a place for [`Host::sq_next_into`]
+    /// to fill, cheap to write (no Commit regions).
+    pub const EMPTY: SendWr = SendWr {
+        wr_id: 0,
+        flags: Flags::NONE,
+        op: SendOp::Send { invalidate: None },
+        len: 0,
+        local: Local { stag: 0, to: 0, handle: 0 },
+    };
+}
+
 /// A receive queue entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct RecvWr {
