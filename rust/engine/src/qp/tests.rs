@@ -55,6 +55,10 @@ struct Mock {
     drain_hint: bool,
     /// Calls of `sq_next`.
     sq_looks: usize,
+    /// Answer `sq_next_into` in place (as rsiw does), and leave a poison
+    /// WR in the engine's slot when there is none: the engine must drop
+    /// it. `false`: the trait's default, through `sq_next`.
+    in_place: bool,
 }
 
 const PD: u32 = 7;
@@ -112,6 +116,40 @@ impl Host for Mock {
     }
     fn sq_drained(&mut self) -> bool {
         self.drain_hint && self.sq.is_empty()
+    }
+    fn sq_next_into(&mut self, wr: &mut SendWr) -> bool {
+        if !self.in_place {
+            return match self.sq_next() {
+                Some(w) => {
+                    *wr = w;
+                    true
+                }
+                None => false,
+            };
+        }
+        self.sq_looks += 1;
+        match self.sq.pop_front() {
+            Some(w) => {
+                wr.wr_id = w.wr_id;
+                wr.flags = w.flags;
+                wr.op = w.op;
+                wr.len = w.len;
+                wr.local = w.local;
+                true
+            }
+            None => {
+                // Outside the contract, to show the engine keeps nothing
+                // of a slot the host said it did not fill.
+                *wr = SendWr {
+                    wr_id: 0xDEAD,
+                    flags: Flags::SIGNALED,
+                    op: SendOp::Send { invalidate: None },
+                    len: 1,
+                    local: Local::default(),
+                };
+                false
+            }
+        }
     }
     fn rq_peek(&mut self) -> Option<RecvWr> {
         self.rq.front().copied()
@@ -1645,11 +1683,13 @@ proptest! {
         ops in proptest::collection::vec((0u8..5, 0u32..3000), 1..12),
         chunks in proptest::collection::vec(1usize..2000, 1..4),
         crc: bool, markers: bool,
-        decline in 0usize..4, min in 0usize..500, drain: bool,
+        decline in 0usize..4, min in 0usize..500, drain: bool, in_place: bool,
     ) {
         let mut p = pair_with(crc, markers, Some(RtrSet::one(Rtr::Write)), 600, chunks);
         p.ha.drain_hint = drain;
         p.hb.drain_hint = drain;
+        p.ha.in_place = in_place;
+        p.hb.in_place = in_place;
         p.ha.by_ref = Some(decline);
         p.hb.by_ref = Some(decline);
         p.a.set_tx_ref_min(Some(min));
@@ -1668,11 +1708,13 @@ proptest! {
     fn random_workload_keeps_order(
         ops in proptest::collection::vec((0u8..5, 0u32..3000), 1..12),
         chunks in proptest::collection::vec(1usize..2000, 1..4),
-        crc: bool, markers: bool, drain: bool,
+        crc: bool, markers: bool, drain: bool, in_place: bool,
     ) {
         let mut p = pair_with(crc, markers, Some(RtrSet::one(Rtr::Write)), 600, chunks);
         p.ha.drain_hint = drain;
         p.hb.drain_hint = drain;
+        p.ha.in_place = in_place;
+        p.hb.in_place = in_place;
         run_workload(&mut p, &ops)?;
     }
 
