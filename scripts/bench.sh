@@ -75,6 +75,19 @@
 #            lat-ab's latencies, then the median host µs of each step per
 #            driver. The stamps stay in $RSIW_CACHE/bench/stamp-DATE.
 #
+#   scripts/bench.sh --jcmiss [OLD_TREE [ROUNDS [SECONDS]]]
+#            how often QEMU looks up the next translated block in its
+#            global table (a miss of the per-vCPU jump cache) per 64-byte
+#            qperf -cm1 rc_lat round trip: this tree (B) against OLD_TREE
+#            (A, default this tree), Linux siw and TCP, rounds interleaved
+#            in one boot (tools/vmtest/lat-ab.sh with LAT_WIN=1, ROUNDS
+#            default 3, SECONDS per run default 12), counted on the host
+#            with perf uprobes on QEMU's qht_lookup_custom and cpu_exec
+#            (root, linux-perf; no other QEMU may run meanwhile: the count
+#            is system-wide). The probes slow QEMU several times, so the
+#            latencies printed beside the counts are not the drivers'. The
+#            counts stay in $RSIW_CACHE/bench/jcmiss-DATE.
+#
 #   scripts/bench.sh --engine-cost
 #            the engine's instructions per 64-byte Send message (TX and RX,
 #            no CRC), counted by callgrind on the host: two runs of the
@@ -183,6 +196,36 @@ if [ "${1:-}" = --stamp ]; then
 	# shellcheck disable=SC2086 # the names are words
 	python3 tools/qemu-plugin/stamp.py "$out/stamps.txt" "$out/stamp-manifest.txt" $names | tee "$out/report.txt"
 	log "stamps and report in $out"
+	exit 0
+fi
+if [ "${1:-}" = --jcmiss ]; then
+	need_debs qperf rdmacm-utils iproute2 linux-perf
+	kdir=$(resolve_kdir)
+	make -s KDIR="$kdir" modules
+	make -s -C tools/provider
+	out="$RSIW_CACHE/bench/jcmiss-$(date +%Y%m%d-%H%M%S)"
+	mkdir -p "$out"
+	old=$(realpath "${2:-$RSIW_ROOT}")
+	qemu=$(command -v qemu-system-x86_64) || die "no qemu-system-x86_64"
+	pgrep -f qemu-system >/dev/null && die "another QEMU runs: the count would include it"
+	perf probe -q -d 'probe_qemu:*' 2>/dev/null || true
+	perf probe -q -x "$qemu" qht_lookup_custom && perf probe -q -x "$qemu" cpu_exec ||
+		die "perf cannot place uprobes on $qemu"
+	rc=0
+	scripts/vm-run.sh --quiet --timeout 3600 --out "$out" --append kunit.enable=0 \
+		-- env LAT_WIN=1 tools/vmtest/lat-ab.sh "$old" "$RSIW_ROOT" "${3:-3}" "${4:-12}" &
+	vm=$!
+	date +%s.%N >"$out/perf-start"
+	perf stat -a -x, -I 500 -e probe_qemu:qht_lookup_custom -e probe_qemu:cpu_exec -o "$out/perf.csv" &
+	ps=$!
+	wait "$vm" || rc=$?
+	kill -INT "$ps" 2>/dev/null || true
+	wait "$ps" 2>/dev/null || true
+	perf probe -q -d 'probe_qemu:*' || true
+	grep '^lat-ab:' "$out/output.log" || true
+	[ "$rc" = 0 ] || die "the guest run failed ($rc): $out/output.log"
+	python3 tools/bench/jcmiss.py "$out" | tee "$out/report.txt"
+	log "counts and report in $out"
 	exit 0
 fi
 if [ "${1:-}" = --engine-cost ]; then

@@ -17,6 +17,9 @@
 # markers (tools/qemu-plugin), its number and implementation in
 # OUT/stamp-manifest.txt, for tools/qemu-plugin/stamp.py (the host time of
 # each phase of a message, scripts/bench.sh --stamp).
+# LAT_WIN=1: each run's guest wall-clock start and stop, its
+# implementation and figure in OUT/win.txt (scripts/bench.sh --jcmiss
+# counts QEMU's block lookups on the host meanwhile).
 # AB_TEST=rc_rdma_write_bw|rc_rdma_read_bw|rc_bw (AB_SIZE, default 64K):
 # a bandwidth A/B instead (MB/s; qperf -cm1 of that test, tcp_bw beside
 # it; siw is left out: it refuses the receive-only QPs qperf's bandwidth
@@ -61,8 +64,9 @@ fi
 
 # run IMPL: one qperf figure in µs or MB/s (empty on failure).
 run() {
-	local out tcp=tcp_lat
+	local out v t0 tcp=tcp_lat
 	[ $unit = us ] || tcp=tcp_bw
+	t0=$(date +%s.%N)
 	if [ -n "$mark" ]; then
 		# (in a command substitution: the window's number from the file)
 		echo "$(($(wc -l <"$OUT/stamp-manifest.txt") + 1)) $impl" >>"$OUT/stamp-manifest.txt"
@@ -73,8 +77,10 @@ run() {
 	*) out=$(inb $pin_b qperf -t "$secs" -cm1 -m "$size" $ADDR_A "$test" 2>&1) ;;
 	esac
 	[ -z "$mark" ] || "$mark" stop
-	echo "$out" | awk '/latency/ { v = $3; if ($4 == "ms") v *= 1000; if ($4 == "ns") v /= 1000; print v }
-		$1 == "bw" { v = $3; if ($4 == "GB/sec") v *= 1000; if ($4 == "KB/sec") v /= 1000; print v }'
+	v=$(echo "$out" | awk '/latency/ { v = $3; if ($4 == "ms") v *= 1000; if ($4 == "ns") v /= 1000; print v }
+		$1 == "bw" { v = $3; if ($4 == "GB/sec") v *= 1000; if ($4 == "KB/sec") v /= 1000; print v }')
+	[ "${LAT_WIN:-0}" != 1 ] || echo "$impl $t0 $(date +%s.%N) ${v:-failed}" >>"$OUT/win.txt"
+	echo "$v"
 }
 
 up() {
