@@ -119,15 +119,20 @@ if [ "${1:-}" = --vm-atomics ]; then
 	cat "$out/output.log" 2>/dev/null || true
 	exit "$rc"
 fi
+# guest_build NAME: builds what a benchmark guest runs (the module, the
+# provider) and sets kdir and out (a new $RSIW_CACHE/bench/NAME-DATE).
+guest_build() {
+	kdir=$(resolve_kdir)
+	make -s KDIR="$kdir" modules
+	make -s -C tools/provider
+	out="$RSIW_CACHE/bench/$1-$(date +%Y%m%d-%H%M%S)"
+	mkdir -p "$out"
+}
 if [ "${1:-}" = --profile ]; then
 	secs=${2:-4}
 	# The guest runs the host's programs (read-only root).
 	need_debs linux-perf qperf perftest rdmacm-utils iproute2
-	kdir=$(resolve_kdir)
-	make -s KDIR="$kdir" modules
-	make -s -C tools/provider
-	out="$RSIW_CACHE/bench/profile-$(date +%Y%m%d-%H%M%S)"
-	mkdir -p "$out"
+	guest_build profile
 	rc=0
 	scripts/vm-run.sh --quiet --timeout 1800 --out "$out" --append kunit.enable=0 \
 		-- env PROFILE_TEST="${PROFILE_TEST:-rc_lat}" PROFILE_ITERS="${PROFILE_ITERS:-3000}" \
@@ -140,12 +145,8 @@ fi
 # provider, the plugins) and sets kdir and out (a new
 # $RSIW_CACHE/bench/NAME-DATE).
 plugin_run() {
-	kdir=$(resolve_kdir)
-	make -s KDIR="$kdir" modules
-	make -s -C tools/provider
+	guest_build "$1"
 	make -s -C tools/qemu-plugin
-	out="$RSIW_CACHE/bench/$1-$(date +%Y%m%d-%H%M%S)"
-	mkdir -p "$out"
 }
 if [ "${1:-}" = --insncount ]; then
 	need_debs perftest rdmacm-utils iproute2 binutils
@@ -200,11 +201,7 @@ if [ "${1:-}" = --stamp ]; then
 fi
 if [ "${1:-}" = --jcmiss ]; then
 	need_debs qperf rdmacm-utils iproute2 linux-perf
-	kdir=$(resolve_kdir)
-	make -s KDIR="$kdir" modules
-	make -s -C tools/provider
-	out="$RSIW_CACHE/bench/jcmiss-$(date +%Y%m%d-%H%M%S)"
-	mkdir -p "$out"
+	guest_build jcmiss
 	old=$(realpath "${2:-$RSIW_ROOT}")
 	qemu=$(command -v qemu-system-x86_64) || die "no qemu-system-x86_64"
 	pgrep -f qemu-system >/dev/null && die "another QEMU runs: the count would include it"
