@@ -35,7 +35,8 @@
 #            connected QPs; MTU 1500 and 9000, rsiw MPA CRC off and on,
 #            3 interleaved rounds (--quick: MTU 1500, 1 round, small
 #            counts; BENCH_ROUNDS, BENCH_MTUS, BENCH_CRC, BENCH_BW,
-#            BENCH_FIO and BENCH_ITERS set here are passed to the guest
+#            BENCH_FIO, BENCH_ITERS and BENCH_QTIME (qperf seconds per
+#            test, default 3, --quick 1) set here are passed to the guest
 #            script). Writes DIR/results.md, results.csv and a PNG per
 #            metric (default DIR: $RSIW_CACHE/bench/compare-DATE). Builds
 #            the module, provider and tools/bench if needed; installs fio
@@ -60,7 +61,11 @@
 #            ITERS_A and ITERS_B round trips (default 1000 and 5000).
 #            INSN_EVENTS=1: both ends sleep on completion events (-e), as
 #            qperf's rc_lat does; INSN_MEM=1: also the kernel data pages
-#            touched (slower). The counts stay in
+#            touched (slower); INSN_XPAGE=1: also the block entries from
+#            a block on another page, which TCG cannot chain (slower);
+#            INSN_WATCH=ADDR: who enters the kernel block at ADDR (e.g.
+#            queued_spin_lock_slowpath); INSN_TOOL=qperf: count qperf
+#            -cm1 rc_lat (ITERS in seconds) instead. The counts stay in
 #            $RSIW_CACHE/bench/insncount-DATE.
 #
 #   scripts/bench.sh --stamp [OLD_TREE [ROUNDS [SECONDS]]]
@@ -84,7 +89,10 @@
 #            default 3, SECONDS per run default 12), counted on the host
 #            with perf uprobes on QEMU's qht_lookup_custom and cpu_exec
 #            (root, linux-perf; no other QEMU may run meanwhile: the count
-#            is system-wide). The probes slow QEMU several times, so the
+#            is system-wide). JCMISS_PROBES="F ..." probes other functions
+#            QEMU exports instead (nm -D), e.g. tlb_set_page_with_attrs, a
+#            fill of the softmmu TLB (a guest page walk); frequent ones
+#            slow the guest many times more. The probes slow QEMU several times, so the
 #            latencies printed beside the counts are not the drivers'. The
 #            counts stay in $RSIW_CACHE/bench/jcmiss-DATE.
 #
@@ -153,8 +161,8 @@ if [ "${1:-}" = --insncount ]; then
 	plugin_run insncount
 	rc=0
 	scripts/vm-run.sh --quiet --timeout 1800 --out "$out" --append kunit.enable=0 \
-		--plugin "$RSIW_ROOT/tools/qemu-plugin/insncount.so,out=$out/counts.txt${INSN_MEM:+,mem=on}" \
-		-- env INSN_EVENTS="${INSN_EVENTS:-0}" tools/vmtest/insncount.sh "$RSIW_ROOT" "${2:-1000}" "${3:-5000}" || rc=$?
+		--plugin "$RSIW_ROOT/tools/qemu-plugin/insncount.so,out=$out/counts.txt${INSN_MEM:+,mem=on}${INSN_XPAGE:+,xpage=on}${INSN_WATCH:+,watch=$INSN_WATCH}" \
+		-- env INSN_EVENTS="${INSN_EVENTS:-0}" INSN_TOOL="${INSN_TOOL:-ib_send_lat}" tools/vmtest/insncount.sh "$RSIW_ROOT" "${2:-1000}" "${3:-5000}" || rc=$?
 	grep '^insncount:' "$out/output.log" || true
 	[ "$rc" = 0 ] || die "the guest run failed ($rc): $out/output.log"
 	# Rust symbols demangled when rustfilt is there (cargo install rustfilt).
@@ -206,14 +214,17 @@ if [ "${1:-}" = --jcmiss ]; then
 	qemu=$(command -v qemu-system-x86_64) || die "no qemu-system-x86_64"
 	pgrep -f qemu-system >/dev/null && die "another QEMU runs: the count would include it"
 	perf probe -q -d 'probe_qemu:*' 2>/dev/null || true
-	perf probe -q -x "$qemu" qht_lookup_custom && perf probe -q -x "$qemu" cpu_exec ||
-		die "perf cannot place uprobes on $qemu"
+	evs=()
+	for f in ${JCMISS_PROBES:-qht_lookup_custom cpu_exec}; do
+		perf probe -q -x "$qemu" "$f" || die "perf cannot place a uprobe on $qemu's $f"
+		evs+=(-e "probe_qemu:$f")
+	done
 	rc=0
 	scripts/vm-run.sh --quiet --timeout 3600 --out "$out" --append kunit.enable=0 \
 		-- env LAT_WIN=1 tools/vmtest/lat-ab.sh "$old" "$RSIW_ROOT" "${3:-3}" "${4:-12}" &
 	vm=$!
 	date +%s.%N >"$out/perf-start"
-	perf stat -a -x, -I 500 -e probe_qemu:qht_lookup_custom -e probe_qemu:cpu_exec -o "$out/perf.csv" &
+	perf stat -a -x, -I 500 "${evs[@]}" -o "$out/perf.csv" &
 	ps=$!
 	wait "$vm" || rc=$?
 	kill -INT "$ps" 2>/dev/null || true

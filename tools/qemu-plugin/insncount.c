@@ -28,11 +28,18 @@
  *                             kernel block at ADDR right after the blocks
  *                             A1 (the last) .. A8, e.g. who reached
  *                             queued_spin_lock_slowpath
+ *   xp VADDR ENTRIES          xpage=on only: how often the vCPU entered the
+ *                             block at VADDR from a block that starts on
+ *                             another page. TCG chains a direct branch
+ *                             only within its block's first page, so each
+ *                             such entry went through the lookup of the
+ *                             next block (helper, jump cache), as every
+ *                             return and indirect branch does
  *   end N
  * tools/qemu-plugin/insncount.py turns two windows and the guest's
  * /proc/kallsyms into instructions per message by module and symbol.
  *
- *   qemu-system-x86_64 ... -plugin tools/qemu-plugin/insncount.so,out=FILE[,mem=on][,watch=ADDR]
+ *   qemu-system-x86_64 ... -plugin tools/qemu-plugin/insncount.so,out=FILE[,mem=on][,watch=ADDR][,xpage=on]
  *
  * Built against QEMU's plugin ABI (QEMU_PLUGIN_VERSION 1, QEMU 7.2 and
  * later keep it): only the calls qemu-plugin-abi.h declares, as
@@ -64,6 +71,7 @@ static const char *const cls_name[C_N] = { "lock", "xchg", "fence", "pause", "rd
 struct rec {
 	uint64_t vaddr;
 	uint64_t execs;
+	uint64_t xin; /* entries from a block starting on another page */
 	uint32_t insns;
 	uint32_t bytes;
 	uint8_t cls[C_N];
@@ -74,6 +82,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct rec *recs;
 static FILE *out;
 static bool mem_on;
+static bool xpage_on;
 static volatile int window_open;
 static int windows;
 /* Blocks translated while a window is open, kernel and user: code run
@@ -143,6 +152,19 @@ static void tb_watch(unsigned int vcpu, void *u)
 	trail[vcpu].last[trail[vcpu].at++ % PATH] = va;
 }
 
+/* xpage=on: the start page of the block each vCPU ran last. */
+static uint64_t last_page[MAX_VCPUS];
+
+static void tb_xpage(unsigned int vcpu, void *u)
+{
+	struct rec *r = u;
+	if (vcpu >= MAX_VCPUS)
+		return;
+	if (r->vaddr >> 12 != last_page[vcpu])
+		r->xin++;
+	last_page[vcpu] = r->vaddr >> 12;
+}
+
 static void mem_access(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vaddr, void *u)
 {
 	(void)info;
@@ -170,6 +192,7 @@ static void mem_access(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t v
 struct snap {
 	uint64_t vaddr;
 	uint64_t execs;
+	uint64_t xin;
 	uint32_t insns;
 	uint32_t bytes;
 	const uint8_t *cls;
@@ -185,7 +208,7 @@ static void window_start(void)
 {
 	pthread_mutex_lock(&lock);
 	for (struct rec *r = recs; r; r = r->next)
-		r->execs = 0;
+		r->execs = r->xin = 0;
 	for (int v = 0; v < MAX_VCPUS; v++)
 		if (pages[v])
 			memset(pages[v], 0, sizeof(struct pg) * PG_SLOTS);
@@ -210,7 +233,7 @@ static void window_end(void)
 	for (struct rec *r = recs; r && v && n < total; r = r->next) {
 		uint64_t e = r->execs;
 		if (e)
-			v[n++] = (struct snap){ r->vaddr, e, r->insns, r->bytes, r->cls };
+			v[n++] = (struct snap){ r->vaddr, e, r->xin, r->insns, r->bytes, r->cls };
 	}
 	windows++;
 	if (v && out) {
@@ -225,7 +248,7 @@ static void window_end(void)
 		for (int c = 0; c < C_N; c++)
 			fprintf(out, "op %s %llu %llu\n", cls_name[c], (unsigned long long)kc[c], (unsigned long long)uc[c]);
 		for (size_t i = 0; i < n;) {
-			uint64_t execs = 0, insns = 0, pauses = 0;
+			uint64_t execs = 0, insns = 0, pauses = 0, xin = 0;
 			uint32_t bytes = 0;
 			size_t j = i;
 			/* The same address translated twice: sum the instructions. */
@@ -233,11 +256,14 @@ static void window_end(void)
 				execs += v[j].execs;
 				insns += v[j].execs * v[j].insns;
 				pauses += v[j].execs * v[j].cls[C_PAUSE];
+				xin += v[j].xin;
 				if (v[j].bytes > bytes)
 					bytes = v[j].bytes;
 			}
 			fprintf(out, "tb %llx %llu %llu %u %llu\n", (unsigned long long)v[i].vaddr,
 				(unsigned long long)insns, (unsigned long long)execs, bytes, (unsigned long long)pauses);
+			if (xin)
+				fprintf(out, "xp %llx %llu\n", (unsigned long long)v[i].vaddr, (unsigned long long)xin);
 			i = j;
 		}
 		for (int c = 0; c < MAX_VCPUS; c++) {
@@ -347,6 +373,8 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 		(kernel_addr(va) ? &trans_k : &trans_u)[0]++;
 	pthread_mutex_unlock(&lock);
 	qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64, &r->execs, 1);
+	if (xpage_on)
+		qemu_plugin_register_vcpu_tb_exec_cb(tb, tb_xpage, QEMU_PLUGIN_CB_NO_REGS, r);
 	if (watch && kernel_addr(va))
 		qemu_plugin_register_vcpu_tb_exec_cb(tb, tb_watch, QEMU_PLUGIN_CB_NO_REGS, (void *)(uintptr_t)va);
 	for (size_t i = 0; i < n; i++) {
@@ -385,6 +413,8 @@ __attribute__((visibility("default"))) int qemu_plugin_install(qemu_plugin_id_t 
 			path = argv[i] + 4;
 		else if (!strcmp(argv[i], "mem=on"))
 			mem_on = true;
+		else if (!strcmp(argv[i], "xpage=on"))
+			xpage_on = true;
 		else if (!strncmp(argv[i], "watch=", 6))
 			watch = strtoull(argv[i] + 6, NULL, 16);
 		else {

@@ -37,6 +37,8 @@ def read_windows(path):
                 cur["tb"][int(p[1], 16)] = (int(p[2]), int(p[3]), int(p[4]) if len(p) > 4 else 0)
                 if len(p) > 5 and int(p[5]):
                     cur.setdefault("pause", {})[int(p[1], 16)] = int(p[5])
+            elif p[0] == "xp" and cur is not None:
+                cur.setdefault("xp", {})[int(p[1], 16)] = int(p[2])
             elif p[0] == "tr" and cur is not None:
                 cur["tr"] = (int(p[1]), int(p[2]))
             elif p[0] == "wp" and cur is not None:
@@ -168,6 +170,13 @@ def main():
         if "tr" in a and "tr" in b:
             print(f"   blocks translated per round trip: kernel {(b['tr'][0] - a['tr'][0]) / d:.2f}, "
                   f"user {(b['tr'][1] - a['tr'][1]) / d:.2f} (code run anew or translated again)")
+        if "xp" in a or "xp" in b:
+            xp = collections.Counter()
+            for addr in set(a.get("xp", {})) | set(b.get("xp", {})):
+                xp[res(addr)[1]] += b.get("xp", {}).get(addr, 0) - a.get("xp", {}).get(addr, 0)
+            tot = sum(xp.values())
+            print(f"   block entries from another page (lookups, not chained) per round trip: {tot / d:,.0f}: " +
+                  ", ".join(f"{m} {v / d:,.0f}" for m, v in xp.most_common() if abs(v) / d >= 1))
         spins = collections.Counter()
         for addr in set(a.get("pause", {})) | set(b.get("pause", {})):
             spins[res(addr)] += (b.get("pause", {}).get(addr, 0) - a.get("pause", {}).get(addr, 0)) / d

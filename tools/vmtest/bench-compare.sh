@@ -46,7 +46,7 @@ if [ $quick = 1 ]; then
 	qpb_ops=${BENCH_QPB:-read:1 read:16}
 	fio_jobs=${BENCH_FIO:-randread seqwrite}
 	iters=${BENCH_ITERS:-300}  # perftest: N and 2N messages of 64 KiB
-	qtime=1             # qperf seconds per test
+	qtime=${BENCH_QTIME:-1}  # qperf seconds per test
 	fio_time=2          # fio seconds per job
 	scale_qps=${BENCH_SCALE_QPS:-1 16}
 	scale_time=1
@@ -59,7 +59,7 @@ else
 	qpb_ops=${BENCH_QPB:-send:4 write:4 read:1 read:16}
 	fio_jobs=${BENCH_FIO:-randread seqread seqwrite}
 	iters=${BENCH_ITERS:-1500}
-	qtime=3
+	qtime=${BENCH_QTIME:-3}
 	fio_time=5
 	scale_qps=${BENCH_SCALE_QPS:-1 4 16 64}
 	scale_time=3
