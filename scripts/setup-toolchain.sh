@@ -20,6 +20,8 @@ APT_PACKAGES=(
 	nvme-cli ndctl
 	# rdma-core's own test suite (tools/vmtest/rdmacore.sh runs it from the package)
 	python3-pyverbs
+	# libfabric's verbs provider and fi_pingpong (tools/vmtest/userspace.sh)
+	libfabric-bin
 	# reads the cores of crashed guest processes (tools/vmtest/userspace.sh)
 	gdb
 	# a private rdma-core 55 with ibv_wr_flush (scripts/build-rdma-core.sh)

@@ -34,7 +34,11 @@ pub(crate) const DEFAULT_LIMITS: Limits = Limits {
     max_sge: 6,
     max_sge_rd: 1,
     max_cq: 32 * 1024,
-    max_cqe: 64 * 1024,
+    // libfabric's RDM endpoint over verbs (ofi_rxm, what MPI's OFI layers
+    // use) asks for a CQ of (tx + rx size) x universe size: 262 144 at its
+    // defaults (512 + 512, 256). A user CQ ring entry is 32 octets, so the
+    // largest ring is 32 MiB, charged to the caller's memory cgroup.
+    max_cqe: 1 << 20,
     max_mr: 256 * 1024,
     max_pd: 16 * 1024,
     max_srq: 4 * 1024,

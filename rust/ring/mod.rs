@@ -18,7 +18,13 @@ use kernel::prelude::*;
 use crate::ffi::ib::{abi, rsiw_ring_info, SharedRing, Udata, UserAbi};
 
 /// Most entries a ring may have (the device's largest queue, rounded up).
-const MAX_ENTRIES: u32 = 1 << 16;
+const MAX_ENTRIES: u32 = 1 << 20;
+const _: () = {
+    let l = crate::device::DEFAULT_LIMITS;
+    assert!(l.max_cqe.next_power_of_two() <= MAX_ENTRIES);
+    assert!(l.max_qp_wr.next_power_of_two() <= MAX_ENTRIES);
+    assert!(l.max_srq_wr.next_power_of_two() <= MAX_ENTRIES);
+};
 
 /// The ring's entry count for a queue of `depth`: the next power of two
 /// (at least 1).

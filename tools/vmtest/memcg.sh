@@ -6,7 +6,8 @@
 # receive rings, the send-order ring, CQ rings, MR page lists, the QP and
 # MR objects, a connected QP's engine and buffers) with
 # GFP_KERNEL_ACCOUNT. An unprivileged process in a cgroup v2 with a small
-# memory.max creates CQs of max_cqe entries, QPs of max_qp_wr WRs and MRs
+# memory.max creates CQs of 65 536 entries (2 MiB each; max_cqe's 1 Mi
+# would take half the default limit at once), QPs of max_qp_wr WRs and MRs
 # in a loop (rsiw-uvfuzz --exhaust) until the limit stops it: a verb
 # fails with ENOMEM or the cgroup's OOM killer ends it. Checks: it was
 # stopped, the charge was visible while it grew (memory.stat "kernel"
@@ -58,7 +59,7 @@ memevent() { awk -v k="$1" '$1 == k { print $2 }' $cg/uvfuzz/memory.events; }
 # pinning is not what is measured here), holding what it got 5 s.
 ulimit -l unlimited
 bash -c "echo \$\$ >$cg/uvfuzz/cgroup.procs && exec setpriv --reuid=65534 --regid=65534 --clear-groups -- \
-	$bin/rsiw-uvfuzz --exhaust -d rsiw0 -w 5" >"$OUT/memcg-exhaust.txt" 2>&1 &
+	$bin/rsiw-uvfuzz --exhaust -d rsiw0 -C 65536 -w 5" >"$OUT/memcg-exhaust.txt" 2>&1 &
 pid=$!
 # Bounded: 240 s for the loop and the hold.
 ended() { ! kill -0 $pid 2>/dev/null || grep -q '^exhaust: holding' "$OUT/memcg-exhaust.txt"; }
