@@ -20,8 +20,9 @@ APT_PACKAGES=(
 	nvme-cli ndctl
 	# rdma-core's own test suite (tools/vmtest/rdmacore.sh runs it from the package)
 	python3-pyverbs
-	# libfabric's verbs provider and fi_pingpong (tools/vmtest/userspace.sh)
-	libfabric-bin
+	# libfabric's verbs provider and fi_pingpong, Open MPI and mpi4py
+	# (tools/vmtest/userspace.sh)
+	libfabric-bin openmpi-bin python3-mpi4py
 	# reads the cores of crashed guest processes (tools/vmtest/userspace.sh)
 	gdb
 	# a private rdma-core 55 with ibv_wr_flush (scripts/build-rdma-core.sh)

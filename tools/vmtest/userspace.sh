@@ -199,6 +199,24 @@ check "rcopy: the copy is the file" cmp "$rc_dir/src" "$rc_dir/dst"
 kill $server 2>/dev/null
 wait $server 2>/dev/null
 rm -rf "$rc_dir"
+
+# --- Open MPI (Debian 12's 4.1) over libfabric's RDM endpoint on rsiw:
+# its OFI MTL (pml cm) with only verbs;ofi_rxm allowed, so it cannot fall
+# back to its TCP or shared-memory transports; two ranks in namespace bA,
+# both on rsiw2 (their connections loop back through it), every payload
+# checked (tools/vmtest/mpi-pingpong.py, through mpi4py) ---
+for run in "1000 64" "100 65536"; do
+	read -r n size <<<"$run"
+	e0=$(cm_est rsiw2)
+	check "mpirun -np 2, OFI MTL over verbs;ofi_rxm on rsiw2: $n round trips of $size octets" \
+		to "$OUT/mpi-$size.txt" ina env HOME=/tmp OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+		timeout 300 mpirun -np 2 --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "verbs;ofi_rxm" \
+		-x RDMAV_DRIVERS "$RSIW_ROOT/tools/vmtest/mpi-pingpong.py" $n $size
+	expect_eq "mpi-pingpong, $size octets: both ranks done, no payload wrong" 2 \
+		"$(grep -c "round trips of $size octets, 0 bad" "$OUT/mpi-$size.txt")"
+	echo "# mpi-pingpong $size B: $(sed -n 's/.*0 bad, //p' "$OUT/mpi-$size.txt" | head -1)"
+	check "mpi-pingpong, $size octets: over rsiw2 (its cm_established moved)" test "$(cm_est rsiw2)" -gt "$e0"
+done
 check "rdma link delete rsiw2" rdma link delete rsiw2
 check "rdma link delete rsiw3" rdma link delete rsiw3
 check "rmmod rsiw" rmmod rsiw
