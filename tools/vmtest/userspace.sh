@@ -4,7 +4,9 @@
 # Unchanged rdma-core applications over rsiw, through its provider
 # (tools/provider): two rsiw devices on the ends of a veth pair, one
 # program on each (rdma_cm picks the device by address; traffic between
-# two local addresses goes over lo).
+# two local addresses goes over lo). Then middleware, on two more devices
+# in two network namespaces joined by veth: libfabric's verbs provider,
+# librdmacm's rsockets and Open MPI over libfabric.
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -126,6 +128,7 @@ rm -f "$OUT"/core.qperf.*
 
 check "rdma link delete rsiw0" rdma link delete rsiw0
 check "rdma link delete rsiw1" rdma link delete rsiw1
+
 # --- libfabric's verbs provider (Debian 12's libfabric 1.17), what MPI
 # libraries and other middleware reach RDMA through: its connected (MSG)
 # endpoint, and its reliable datagram (RDM) endpoint, ofi_rxm over verbs
