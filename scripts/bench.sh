@@ -89,12 +89,13 @@
 #            default 3, SECONDS per run default 12), counted on the host
 #            with perf uprobes on QEMU's qht_lookup_custom and cpu_exec
 #            (root, linux-perf; no other QEMU may run meanwhile: the count
-#            is system-wide). JCMISS_PROBES="F ..." probes other functions
-#            QEMU exports instead (nm -D), e.g. tlb_set_page_with_attrs, a
-#            fill of the softmmu TLB (a guest page walk); frequent ones
-#            slow the guest many times more. The probes slow QEMU several times, so the
-#            latencies printed beside the counts are not the drivers'. The
-#            counts stay in $RSIW_CACHE/bench/jcmiss-DATE.
+#            is system-wide). The probes slow QEMU several times, so the
+#            latencies printed beside the counts are not the drivers'.
+#            JCMISS_PROBES="F ..." probes other functions QEMU exports
+#            instead (nm -D), e.g. tlb_set_page_with_attrs, a fill of the
+#            softmmu TLB (a guest page walk); frequent ones slow the guest
+#            many times more. The counts stay in
+#            $RSIW_CACHE/bench/jcmiss-DATE.
 #
 #   scripts/bench.sh --engine-cost
 #            the engine's instructions per 64-byte Send message (TX and RX,

@@ -61,6 +61,24 @@ listening() {
 	fi | grep -q .
 }
 
+# not_listening PORT [NETNS]: no TCP listener on PORT (yet, or any more).
+not_listening() { ! listening "$@"; }
+
+# counter DEV NAME: a port counter of rsiw device DEV as `rdma statistic
+# show link` prints it.
+counter() {
+	rdma statistic show link "$1/1" | awk -v n="$2" '{ for (i = 1; i < NF; i++) if ($i == n) { print $(i + 1); exit } }'
+}
+
+# mpi_pingpong NETNS N SIZE: tools/vmtest/mpi-pingpong.py in two Open MPI
+# ranks in NETNS, as root, through libfabric's RDM endpoint only (the OFI
+# MTL with verbs;ofi_rxm: no TCP or shared-memory fallback).
+mpi_pingpong() {
+	ip netns exec "$1" env HOME=/tmp OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+		timeout 300 mpirun -np 2 --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "verbs;ofi_rxm" \
+		-x RDMAV_DRIVERS "$RSIW_ROOT/tools/vmtest/mpi-pingpong.py" "$2" "$3"
+}
+
 # bench_netns ADDR_A ADDR_B: namespaces bA and bB joined by veth bcA
 # (ADDR_A/24, in bA) and bcB (ADDR_B/24, in bB), loopback up, RDMA
 # devices shared across namespaces: what the benchmarks and profiles use,

@@ -27,8 +27,6 @@ check "rdma link add rsiw0 on rsp1" in1 rdma link add rsiw0 type rsiw netdev rsp
 check "rsiw0 port ACTIVE" wait_for 10 port_active rsiw0
 check "server listens" start_server n1 10.97.1.1 $port "$OUT/logattack-server.txt"
 
-# counter NAME: rsiw0's hw counter NAME.
-counter() { cat "/sys/class/infiniband/rsiw0/ports/1/hw_counters/$1"; }
 lines0=$(dmesg | wc -l)
 t0=$(date +%s)
 in2 timeout 1200 python3 "$RSIW_ROOT/tools/stress/fpdu-attack.py" 10.97.1.1 $port "$count" 8 \
@@ -58,9 +56,9 @@ dmesg | tail -n +$((lines0 + 1)) | sed 's/^\[[ 0-9.]*\] //; s/qp [0-9]*/qp N/; s
 check "the kernel log stays rate-limited: $((lines1 - lines0)) lines in $secs s for $count bad FPDUs" \
 	[ $((lines1 - lines0)) -le $((20 + 3 * secs)) ]
 rdma statistic show link rsiw0/1 | sed 's/^/# /'
-expect_eq "rx_protocol_errors counts each bad DDP version once" $((count - half)) "$(counter rx_protocol_errors)"
-expect_eq "rx_crc_errors counts each bad CRC once" $half "$(counter rx_crc_errors)"
-expect_eq "terminate_sent: one per connection" $count "$(counter terminate_sent)"
+expect_eq "rx_protocol_errors counts each bad DDP version once" $((count - half)) "$(counter rsiw0 rx_protocol_errors)"
+expect_eq "rx_crc_errors counts each bad CRC once" $half "$(counter rsiw0 rx_crc_errors)"
+expect_eq "terminate_sent: one per connection" $count "$(counter rsiw0 terminate_sent)"
 stop_server_rc() {
 	kill -TERM "$server"
 	wait_for 60 bash -c "! kill -0 $server 2>/dev/null"

@@ -30,22 +30,18 @@ ina() { ip netns exec bA "$@"; }
 inb() { ip netns exec bB "$@"; }
 insmod "$RSIW_ROOT/rsiw.ko" || exit 1
 modprobe siw || exit 1
-fi_listening() { ina ss -Hltn "sport = :47592" | grep -q .; }
-fi_free() { ! fi_listening; }
 res=$OUT/middleware-ab.txt
 : >"$res"
 fpp() { # IMPL KIND PROV
-	wait_for 30 fi_free
+	wait_for 30 not_listening 47592 bA
 	ina timeout 120 fi_pingpong -p "$3" -e "$2" -d "${1}0" -I $fcount -S $fsize -c >/dev/null 2>&1 &
 	local s=$!
-	wait_for 30 fi_listening
+	wait_for 30 listening 47592 bA
 	inb timeout 120 fi_pingpong -p "$3" -e "$2" -d "${1}1" -I $fcount -S $fsize -c $A | awk -v l=$flabel '$1 == l { print $7 }'
 	wait $s
 }
 mpi() { # SIZE N
-	ina env HOME=/tmp OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 300 mpirun -np 2 \
-		--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "verbs;ofi_rxm" -x RDMAV_DRIVERS \
-		"$RSIW_ROOT/tools/vmtest/mpi-pingpong.py" "$2" "$1" | sed -n 's/.*rank 0: .* 0 bad, \([0-9.]*\) us.*/\1/p'
+	mpi_pingpong bA "$2" "$1" | sed -n 's/.*rank 0: .* 0 bad, \([0-9.]*\) us.*/\1/p'
 }
 for r in $(seq "$rounds"); do
 	for d in rsiw siw; do

@@ -20,11 +20,6 @@ b=10.98.0.2
 local_veth rsiwo0 $a rsiwo1 $b
 
 
-# counter DEV NAME: a port counter as `rdma statistic show link` prints it.
-counter() {
-	rdma statistic show link "$1/1" | awk -v n="$2" '{ for (i = 1; i < NF; i++) if ($i == n) { print $(i + 1); exit } }'
-}
-
 # snapshot: every counter of both devices into the array named by $1.
 declare -A before after
 snapshot() {

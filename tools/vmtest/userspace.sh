@@ -19,8 +19,8 @@ local_veth rsiwu0 $a rsiwu1 $b
 # refused.
 # The previous server's listener is gone (an iWARP listener is a kernel
 # socket the CM closes after the process has exited: a client started
-# while it lingers could reach it instead of the next server's).
-not_listening() { ! listening "$1"; }
+# while it lingers could reach it instead of the next server's): lib.sh's
+# `not_listening`.
 
 # A user-space crash leaves its core in $OUT (and fails check_dmesg_clean).
 ulimit -c unlimited
@@ -144,9 +144,6 @@ ina() { ip netns exec bA "$@"; }
 inb() { ip netns exec bB "$@"; }
 check "rdma link add rsiw2 on bcA (namespace bA)" ina rdma link add rsiw2 type rsiw netdev bcA
 check "rdma link add rsiw3 on bcB (namespace bB)" inb rdma link add rsiw3 type rsiw netdev bcB
-cm_est() { rdma statistic show link "$1/1" | awk '{ for (i = 1; i < NF; i++) if ($i == "cm_established") print $(i + 1) }'; }
-fi_listening() { ina ss -Hltn "sport = :47592" | grep -q .; }
-fi_free() { ! fi_listening; }
 to "$OUT/fi_info.txt" ina fi_info -p verbs -d rsiw2
 check "fi_info: libfabric's verbs provider offers rsiw2 as an iWARP MSG endpoint" \
 	grep -q 'protocol: FI_PROTO_IWARP' "$OUT/fi_info.txt"
@@ -155,11 +152,11 @@ check "fi_info: and as an RDM endpoint through ofi_rxm" \
 for ep in "msg verbs 64 1000" "msg verbs 65536 100" "rdm verbs;ofi_rxm 64 1000" "rdm verbs;ofi_rxm 65536 100"; do
 	read -r kind prov size n <<<"$ep"
 	f="$OUT/fi_pingpong-$kind-$size"
-	e0=$(cm_est rsiw2) e1=$(cm_est rsiw3)
-	wait_for 30 fi_free
+	e0=$(counter rsiw2 cm_established) e1=$(counter rsiw3 cm_established)
+	wait_for 30 not_listening 47592 bA
 	ina timeout 120 fi_pingpong -p "$prov" -e $kind -d rsiw2 -I $n -S $size -c >"$f-server.txt" 2>&1 &
 	server=$!
-	wait_for 30 fi_listening
+	wait_for 30 listening 47592 bA
 	check "fi_pingpong -e $kind ($prov): $n messages of $size octets, each checked" \
 		to "$f-client.txt" inb timeout 120 fi_pingpong -p "$prov" -e $kind -d rsiw3 -I $n -S $size -c 10.95.0.1
 	wait $server
@@ -171,18 +168,17 @@ for ep in "msg verbs 64 1000" "msg verbs 65536 100" "rdm verbs;ofi_rxm 64 1000" 
 	expect_eq "fi_pingpong -e $kind, $size octets: every message acknowledged" \
 		"=$(echo "$row" | awk '{print $2}')" "$(echo "$row" | awk '{print $3}')"
 	check "fi_pingpong -e $kind, $size octets: over rsiw2 and rsiw3 (cm_established moved on both)" \
-		test "$(cm_est rsiw2)" -gt "$e0" -a "$(cm_est rsiw3)" -gt "$e1"
+		test "$(counter rsiw2 cm_established)" -gt "$e0" -a "$(counter rsiw3 cm_established)" -gt "$e1"
 done
 
 # --- librdmacm's rsockets (a socket API over RDMA Sends on iWARP):
 # rstream and riostream, 1 000 transfers of 4 KiB, each verified (-T v),
 # and rcopy, a 4 MiB file copied and compared ---
-rs_listening() { ina ss -Hltn "sport = :$1" | grep -q .; }
 for t in rstream riostream; do
-	wait_for 30 bash -c "! ip netns exec bA ss -Hltn 'sport = :7471' | grep -q ."
+	wait_for 30 not_listening 7471 bA
 	ina timeout 120 $t -b 10.95.0.1 -T v -S 4096 -C 1000 >"$OUT/$t-server.txt" 2>&1 &
 	server=$!
-	wait_for 30 rs_listening 7471
+	wait_for 30 listening 7471 bA
 	check "$t -T v: 1000 transfers of 4 KiB over rsockets, verified" \
 		to "$OUT/$t-client.txt" inb timeout 120 $t -s 10.95.0.1 -T v -S 4096 -C 1000
 	wait $server
@@ -195,7 +191,7 @@ rc_dir=$(mktemp -d)
 head -c 4194304 /dev/urandom >"$rc_dir/src"
 ina timeout 120 rcopy >"$OUT/rcopy-server.txt" 2>&1 &
 server=$!
-wait_for 30 rs_listening 7427
+wait_for 30 listening 7427 bA
 check "rcopy: a 4 MiB file over rsockets" \
 	to "$OUT/rcopy-client.txt" inb timeout 120 rcopy "$rc_dir/src" "10.95.0.1:$rc_dir/dst"
 check "rcopy: the copy is the file" cmp "$rc_dir/src" "$rc_dir/dst"
@@ -210,15 +206,13 @@ rm -rf "$rc_dir"
 # checked (tools/vmtest/mpi-pingpong.py, through mpi4py) ---
 for run in "1000 64" "100 65536"; do
 	read -r n size <<<"$run"
-	e0=$(cm_est rsiw2)
+	e0=$(counter rsiw2 cm_established)
 	check "mpirun -np 2, OFI MTL over verbs;ofi_rxm on rsiw2: $n round trips of $size octets" \
-		to "$OUT/mpi-$size.txt" ina env HOME=/tmp OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-		timeout 300 mpirun -np 2 --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "verbs;ofi_rxm" \
-		-x RDMAV_DRIVERS "$RSIW_ROOT/tools/vmtest/mpi-pingpong.py" $n $size
+		to "$OUT/mpi-$size.txt" mpi_pingpong bA $n $size
 	expect_eq "mpi-pingpong, $size octets: both ranks done, no payload wrong" 2 \
 		"$(grep -c "round trips of $size octets, 0 bad" "$OUT/mpi-$size.txt")"
 	echo "# mpi-pingpong $size B: $(sed -n 's/.*0 bad, //p' "$OUT/mpi-$size.txt" | head -1)"
-	check "mpi-pingpong, $size octets: over rsiw2 (its cm_established moved)" test "$(cm_est rsiw2)" -gt "$e0"
+	check "mpi-pingpong, $size octets: over rsiw2 (its cm_established moved)" test "$(counter rsiw2 cm_established)" -gt "$e0"
 done
 check "rdma link delete rsiw2" rdma link delete rsiw2
 check "rdma link delete rsiw3" rdma link delete rsiw3
