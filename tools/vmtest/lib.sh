@@ -70,12 +70,13 @@ counter() {
 	rdma statistic show link "$1/1" | awk -v n="$2" '{ for (i = 1; i < NF; i++) if ($i == n) { print $(i + 1); exit } }'
 }
 
-# mpi_pingpong NETNS N SIZE: tools/vmtest/mpi-pingpong.py in two Open MPI
-# ranks in NETNS, as root, through libfabric's RDM endpoint only (the OFI
-# MTL with verbs;ofi_rxm: no TCP or shared-memory fallback).
+# mpi_pingpong NETNS N SIZE [PROVIDER]: tools/vmtest/mpi-pingpong.py in two
+# Open MPI ranks in NETNS, as root, through libfabric's RDM endpoint only
+# (the OFI MTL with PROVIDER, by default verbs;ofi_rxm: no TCP or
+# shared-memory fallback).
 mpi_pingpong() {
 	ip netns exec "$1" env HOME=/tmp OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-		timeout 300 mpirun -np 2 --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "verbs;ofi_rxm" \
+		timeout 300 mpirun -np 2 --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "${4:-verbs;ofi_rxm}" \
 		-x RDMAV_DRIVERS "$RSIW_ROOT/tools/vmtest/mpi-pingpong.py" "$2" "$3"
 }
 

@@ -1,19 +1,22 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Middleware latency, rsiw beside Linux siw in one boot (a benchmark, not
-# a test): libfabric's fi_pingpong (MSG over verbs, RDM over
+# Middleware latency, rsiw beside Linux siw and plain TCP in one boot (a
+# benchmark, not a test): libfabric's fi_pingpong (MSG over verbs, RDM over
 # verbs;ofi_rxm, busy-polling, 64 octets) between two namespaces joined by
 # veth, and an Open MPI ping-pong (OFI MTL over verbs;ofi_rxm, two ranks
 # through one device, tools/vmtest/mpi-pingpong.py, 64 octets and 64 KiB),
 # ROUNDS interleaved rounds (default 3). One driver's devices at a time:
-# libfabric maps an address to the first iWARP device on its netdev.
+# libfabric maps an address to the first iWARP device on its netdev. The
+# TCP baseline is libfabric's own tcp provider in the same places (MSG:
+# tcp; RDM and MPI: tcp;ofi_rxm).
 #
 #   scripts/vm-run.sh --append kunit.enable=0 -- tools/vmtest/middleware-ab.sh [ROUNDS]
 #
 # MW_FI_SIZE=N: fi_pingpong's message size (default 64; 100 messages
 # instead of 1000 from 4 KiB on); MW_MPI=0: no MPI runs.
-# Prints "mw: ROUND IMPL TEST us" lines, then the medians per test.
+# Prints "mw: ROUND IMPL TEST us" lines, then the medians per test and
+# rsiw's ratios to siw and TCP (of the medians; above 1: rsiw slower).
 set -u
 . "$(dirname "$0")/lib.sh"
 export RDMAV_DRIVERS="$RSIW_ROOT/tools/provider/librsiw"
@@ -32,38 +35,59 @@ insmod "$RSIW_ROOT/rsiw.ko" || exit 1
 modprobe siw || exit 1
 res=$OUT/middleware-ab.txt
 : >"$res"
-fpp() { # IMPL KIND PROV
+# fpp DOMAIN_A DOMAIN_B KIND PROV [COUNT]: fi_pingpong's µs per message
+# over COUNT messages (default fcount).
+fpp() {
 	wait_for 30 not_listening 47592 bA
-	ina timeout 120 fi_pingpong -p "$3" -e "$2" -d "${1}0" -I $fcount -S $fsize -c >/dev/null 2>&1 &
+	ina timeout 120 fi_pingpong -p "$4" -e "$3" -d "$1" -I "${5:-$fcount}" -S $fsize -c >/dev/null 2>&1 &
 	local s=$!
 	wait_for 30 listening 47592 bA
-	inb timeout 120 fi_pingpong -p "$3" -e "$2" -d "${1}1" -I $fcount -S $fsize -c $A | awk -v l=$flabel '$1 == l { print $7 }'
+	inb timeout 120 fi_pingpong -p "$4" -e "$3" -d "$2" -I "${5:-$fcount}" -S $fsize -c $A | awk -v l=$flabel '$1 == l { print $7 }'
 	wait $s
 }
-mpi() { # SIZE N
-	mpi_pingpong bA "$2" "$1" | sed -n 's/.*rank 0: .* 0 bad, \([0-9.]*\) us.*/\1/p'
+# fpp_diff DOMAIN_A DOMAIN_B KIND PROV: µs per message from two runs of
+# fcount and 10 x fcount messages. fi_pingpong's own figure includes what
+# comes before the first message completes: ofi_rxm's RDM endpoint
+# connects at its first send (rdma_cm and MPA for verbs), half a second
+# or more under TCG, which the difference cancels.
+fpp_diff() {
+	local a b
+	a=$(fpp "$@" $fcount)
+	b=$(fpp "$@" $((fcount * 10)))
+	awk -v a="$a" -v b="$b" -v n=$fcount 'BEGIN { if (a > 0 && b > 0) printf "%.1f", (b * 10 * n - a * n) / (9 * n) }'
+}
+mpi() { # SIZE N PROV
+	mpi_pingpong bA "$2" "$1" "$3" | sed -n 's/.*rank 0: .* 0 bad, \([0-9.]*\) us.*/\1/p'
 }
 for r in $(seq "$rounds"); do
-	for d in rsiw siw; do
-		ina rdma link add ${d}0 type $d netdev bcA && inb rdma link add ${d}1 type $d netdev bcB || exit 1
-		for t in "fi_msg_$flabel msg verbs" "fi_rdm_$flabel rdm verbs;ofi_rxm"; do
-			read -r name kind prov <<<"$t"
-			echo "mw: $r $d $name $(fpp $d $kind "$prov")" | tee -a "$res"
-		done
-		if [ "${MW_MPI:-1}" = 1 ]; then
-			echo "mw: $r $d mpi_64 $(mpi 64 1000)" | tee -a "$res"
-			echo "mw: $r $d mpi_64k $(mpi 65536 100)" | tee -a "$res"
+	for d in rsiw siw tcp; do
+		if [ $d = tcp ]; then
+			da=bcA db=bcB msg=tcp rdm="tcp;ofi_rxm"
+		else
+			ina rdma link add ${d}0 type $d netdev bcA && inb rdma link add ${d}1 type $d netdev bcB || exit 1
+			da=${d}0 db=${d}1 msg=verbs rdm="verbs;ofi_rxm"
 		fi
-		rdma link del ${d}0 && rdma link del ${d}1
+		echo "mw: $r $d fi_msg_$flabel $(fpp_diff $da $db msg $msg)" | tee -a "$res"
+		echo "mw: $r $d fi_rdm_$flabel $(fpp_diff $da $db rdm "$rdm")" | tee -a "$res"
+		if [ "${MW_MPI:-1}" = 1 ]; then
+			echo "mw: $r $d mpi_64 $(mpi 64 3000 "$rdm")" | tee -a "$res"
+			echo "mw: $r $d mpi_64k $(mpi 65536 400 "$rdm")" | tee -a "$res"
+		fi
+		[ $d = tcp ] || { rdma link del ${d}0 && rdma link del ${d}1; }
 	done
 done
+# ratio A B: A / B to two places, or "-" if either is missing.
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", a / b; else printf "-" }'; }
 for t in fi_msg_$flabel fi_rdm_$flabel mpi_64 mpi_64k; do
-	for d in rsiw siw; do
+	declare -A med=([rsiw]= [siw]= [tcp]=)
+	for d in rsiw siw tcp; do
 		v=$(awk -v d=$d -v t=$t '$3 == d && $4 == t && $5 != "" { print $5 }' "$res" | sort -n |
 			awk '{ a[NR] = $1 } END { if (NR) print (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2) }')
 		[ -n "$v" ] || grep -q " $t " "$res" || continue
 		echo "mw: median $t $d ${v:-failed} us ($(awk -v d=$d -v t=$t '$3 == d && $4 == t { printf "%s ", $5 }' "$res"))"
+		med[$d]=$v
 	done
+	echo "mw: ratio $t rsiw/siw $(ratio "${med[rsiw]}" "${med[siw]}") rsiw/tcp $(ratio "${med[rsiw]}" "${med[tcp]}")"
 done
 check_dmesg_clean "dmesg clean"
 finish
