@@ -49,7 +49,9 @@ fpp() {
 # fcount and 10 x fcount messages. fi_pingpong's own figure includes what
 # comes before the first message completes: ofi_rxm's RDM endpoint
 # connects at its first send (rdma_cm and MPA for verbs), half a second
-# or more under TCG, which the difference cancels.
+# or more under TCG, which the difference cancels. The connection's time
+# varies by as much as 9 x fcount small messages take: an RDM figure can
+# come out negative, and only the median of several rounds means much.
 fpp_diff() {
 	local a b
 	a=$(fpp "$@" $fcount)
