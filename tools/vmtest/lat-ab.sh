@@ -112,7 +112,6 @@ done
 kill $qs 2>/dev/null
 wait $qs 2>/dev/null
 
-median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
 for impl in $impls; do
 	m[$impl]=$(echo "${all[$impl]:-}" | median)
 	echo "lat-ab: median $impl ${m[$impl]:-none} $unit (runs:${all[$impl]:-})"

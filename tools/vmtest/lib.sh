@@ -70,6 +70,10 @@ counter() {
 	rdma statistic show link "$1/1" | awk -v n="$2" '{ for (i = 1; i < NF; i++) if ($i == n) { print $(i + 1); exit } }'
 }
 
+# median: the median of the numbers on stdin (separated by spaces or
+# newlines; nothing if there are none).
+median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
+
 # mpi_pingpong NETNS N SIZE [PROVIDER]: tools/vmtest/mpi-pingpong.py in two
 # Open MPI ranks in NETNS, as root, through libfabric's RDM endpoint only
 # (the OFI MTL with PROVIDER, by default verbs;ofi_rxm: no TCP or

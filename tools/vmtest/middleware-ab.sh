@@ -83,8 +83,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", a 
 for t in fi_msg_$flabel fi_rdm_$flabel mpi_64 mpi_64k; do
 	declare -A med=([rsiw]= [siw]= [tcp]=)
 	for d in rsiw siw tcp; do
-		v=$(awk -v d=$d -v t=$t '$3 == d && $4 == t && $5 != "" { print $5 }' "$res" | sort -n |
-			awk '{ a[NR] = $1 } END { if (NR) print (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2) }')
+		v=$(awk -v d=$d -v t=$t '$3 == d && $4 == t && $5 != "" { print $5 }' "$res" | median)
 		[ -n "$v" ] || grep -q " $t " "$res" || continue
 		echo "mw: median $t $d ${v:-failed} us ($(awk -v d=$d -v t=$t '$3 == d && $4 == t { printf "%s ", $5 }' "$res"))"
 		med[$d]=$v
