@@ -88,6 +88,7 @@ for t in fi_msg_$flabel fi_rdm_$flabel mpi_64 mpi_64k; do
 		echo "mw: median $t $d ${v:-failed} us ($(awk -v d=$d -v t=$t '$3 == d && $4 == t { printf "%s ", $5 }' "$res"))"
 		med[$d]=$v
 	done
+	[ -n "${med[rsiw]}${med[siw]}${med[tcp]}" ] || continue # not run (MW_MPI=0)
 	echo "mw: ratio $t rsiw/siw $(ratio "${med[rsiw]}" "${med[siw]}") rsiw/tcp $(ratio "${med[rsiw]}" "${med[tcp]}")"
 done
 check_dmesg_clean "dmesg clean"
