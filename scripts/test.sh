@@ -160,6 +160,10 @@ vm_test nvmeof 3G kunit.enable=0 tools/vmtest/nvmeof.sh 64
 # rmmod rsiw under NVMe-oF I/O: bounded, devices and controller gone,
 # only the expected kernel messages.
 vm_test nvmeof-rmmod 3G kunit.enable=0 tools/vmtest/nvmeof-rmmod.sh
+# The other kernel ULP users of soft RNICs run: NFS over RDMA (nfsd's
+# svcrdma and the xprtrdma client, NFSv4.2 over rsiw), data compared on
+# both sides, with siw's and NFS/TCP's figures beside rsiw's.
+vm_test nfs 2G kunit.enable=0 tools/vmtest/nfs.sh 32
 # RDMA Commit into persistent memory: emulated pmem (RAM-backed below the
 # 2G), an fsdax namespace, the rsiw_flush suite with its pmem case.
 vm_test pmem 2G 'memmap=64M!1G kunit.filter_glob=rsiw_flush' tools/vmtest/pmem.sh

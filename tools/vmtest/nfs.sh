@@ -1,0 +1,164 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# NFS over RDMA through rsiw: the kernel's NFS server (nfsd with svcrdma)
+# exports a directory on an RDMA listener, and the kernel's NFS client
+# (xprtrdma) mounts it with proto=rdma over an rsiw device on a veth
+# interface (client and server in one guest, as in nvmeof.sh). Large
+# direct I/O (RDMA Read and Write chunks), buffered I/O after dropping the
+# caches, many small files (inline Sends) and metadata; data compared on
+# both sides; unmount, server stopped, modules unloaded; dmesg clean.
+# Then the same mount and the same transfer over Linux siw and over NFS's
+# own TCP transport, for their figures beside rsiw's (printed as "#" lines;
+# only rsiw's round is checked).
+#   nfs.sh [MIB [BASELINES]]   (default 32 MiB; BASELINES "siw tcp", " ": none)
+set -u
+. "$(dirname "$0")/lib.sh"
+
+mib=${1:-32}
+baselines=${2-siw tcp}
+ip=10.99.0.1
+exp=/tmp/nfs-export
+mnt=/mnt/nfs
+port=20049
+
+dmesg -C
+# nfs-utils keeps its export table and state under /var/lib/nfs: the
+# guest's own, since the root it sees is the host's, read-only.
+mount -t tmpfs tmpfs /var/lib/nfs
+touch /var/lib/nfs/etab /var/lib/nfs/rmtab
+mkdir -p /var/lib/nfs/v4recovery
+mkdir -p $exp $mnt
+head -c $((mib << 20)) /dev/urandom >/tmp/pattern
+ip link add veth0 type veth peer name veth1
+ip addr add $ip/24 dev veth0
+ip link set veth0 up
+ip link set veth1 up
+
+# nfs_server_up TRANSPORT: nfsd with NFSv4 only, listening on TCP (2049;
+# rpc.nfsd refuses NFSv4 without it) and with TRANSPORT rdma also on RDMA
+# (port 20049), exporting $exp as the NFSv4 root.
+nfs_server_up() {
+	local listen=(--tcp --rdma=$port)
+	[ "$1" = tcp ] && listen=(--tcp)
+	modprobe -a nfsd rpcrdma || return 1
+	mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd || return 1
+	pgrep -x rpcbind >/dev/null || rpcbind || return 1
+	exportfs -o rw,no_root_squash,insecure,fsid=0,no_subtree_check "*:$exp" || return 1
+	pgrep -x rpc.mountd >/dev/null || rpc.mountd -N 3 || return 1
+	# Grace period and lease at 10 s, the least nfsd takes: a new server
+	# refuses OPENs until its grace period ends, and without nfsdcld (no
+	# client tracking) /proc/fs/nfsd/v4_end_grace cannot end it early, so
+	# wait it out here, not inside the timed I/O.
+	rpc.nfsd -N 3 --no-udp "${listen[@]}" -G 10 -L 10 4 || return 1
+	wait_for 30 grep -qx Y /proc/fs/nfsd/v4_end_grace
+}
+
+nfs_server_down() {
+	rpc.nfsd 0
+	exportfs -ua
+	pkill -x rpc.mountd
+	pkill -x rpcbind
+	umount /proc/fs/nfsd
+	sleep 1
+	modprobe -r nfsd rpcrdma
+}
+
+# nfs_mount TRANSPORT
+nfs_mount() {
+	local opts=vers=4.2,proto=rdma,port=$port
+	[ "$1" = tcp ] && opts=vers=4.2,proto=tcp
+	wait_for 20 mount -t nfs4 -o "$opts" $ip:/ $mnt
+}
+
+rdma_qps() { rdma resource show qp link "$1" 2>/dev/null | grep -c "lqpn"; }
+mountstat() { awk -v m=" $mnt " 'index($0, m) { f = 1 } f && /xprt:/ { print; exit }' /proc/self/mountstats; }
+secs() { echo "$2 - $1" | bc -l; }
+
+# timed_io TAG: MIB through the mount by direct I/O, written then read
+# back; prints the rates and leaves the copy in /tmp/back.
+timed_io() {
+	local t0 t1 t2
+	rm -f $mnt/big /tmp/back
+	t0=$(date +%s.%N)
+	dd if=/tmp/pattern of=$mnt/big bs=1M oflag=direct status=none || return 1
+	t1=$(date +%s.%N)
+	dd if=$mnt/big of=/tmp/back bs=1M iflag=direct status=none || return 1
+	t2=$(date +%s.%N)
+	w=$(echo "$mib / $(secs "$t0" "$t1")" | bc -l | cut -c1-6)
+	r=$(echo "$mib / $(secs "$t1" "$t2")" | bc -l | cut -c1-6)
+	echo "# $1: direct write $w MiB/s, read $r MiB/s (${mib} MiB, 1 MiB I/Os, TCG guest)"
+}
+
+small_files() {
+	local i
+	mkdir -p $mnt/small || return 1
+	for i in $(seq 1 200); do echo "small file $i $RANDOM" >$mnt/small/f$i || return 1; done
+}
+
+same_tree() { (cd "$1" && find . -type f | sort | xargs md5sum) >/tmp/sum-a; (cd "$2" && find . -type f | sort | xargs md5sum) >/tmp/sum-b; cmp -s /tmp/sum-a /tmp/sum-b; }
+
+# --- rsiw: every step checked ---
+check "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
+check "rdma link add rsiw0 on veth0" rdma link add rsiw0 type rsiw netdev veth0
+check "nfsd with an RDMA listener (port $port), NFSv4 root exported" nfs_server_up rdma
+check "nfsd listens on rdma $port" grep -qx "rdma $port" /proc/fs/nfsd/portlist
+check "mount -t nfs4 -o proto=rdma over rsiw" nfs_mount rdma
+if ! mountpoint -q $mnt; then
+	# Nothing below could test NFS: it would write into the bare directory.
+	fail "NFS over rsiw: no mount, the remaining steps skipped"
+	echo "# rpc.nfsd portlist: $(cat /proc/fs/nfsd/portlist 2>&1 | tr '\n' ' ')"
+	dmesg | tail -20 | sed 's/^/#   /'
+	finish
+	exit
+fi
+check "the mount's transport is RDMA" bash -c "grep ' $mnt ' /proc/mounts | grep -q 'proto=rdma'"
+expect_eq "client's and server's connections are rsiw0's QPs (2)" 2 "$(rdma_qps rsiw0/1)"
+check "direct write and read of $mib MiB" timed_io rsiw
+check "data read back through NFS equals data written" cmp /tmp/pattern /tmp/back
+check "the server's file equals data written" cmp /tmp/pattern $exp/big
+check "200 small files created" small_files
+check "small files: the server holds what the client wrote" same_tree $mnt/small $exp/small
+check "buffered write of 8 MiB" dd if=/tmp/pattern of=$mnt/buffered bs=64k count=128 status=none conv=fsync
+sync
+echo 3 >/proc/sys/vm/drop_caches
+check "buffered read after dropping the caches" bash -c "head -c $((8 << 20)) /tmp/pattern | cmp - $mnt/buffered"
+check "rename, stat and remove" bash -c "mv $mnt/buffered $mnt/renamed && [ \$(stat -c %s $mnt/renamed) = $((8 << 20)) ] && rm $mnt/renamed && [ ! -e $exp/renamed ]"
+check "ls sees the server's own writes" bash -c "echo server >$exp/from-server && [ \"\$(cat $mnt/from-server)\" = server ]"
+xprt=$(mountstat)
+echo "# mountstats: $xprt"
+# "xprt: rdma PORT BINDS CONNECTS CONNECT_TIME IDLE SENDS RECVS ..."
+check "mountstats: an rdma transport that sent and received" bash -c "echo '$xprt' | awk '\$2 == \"rdma\" && \$8 > 0 && \$9 > 0 { ok = 1 } END { exit !ok }'"
+check "umount" umount $mnt
+nfs_server_down
+check "no rsiw0 QPs left after umount and nfsd stop" wait_for 20 bash -c "[ \$(rdma resource show qp link rsiw0/1 2>/dev/null | grep -c lqpn) = 0 ]"
+check "unload the NFS modules" modprobe -r nfsv4 nfs
+check "rdma link delete rsiw0" rdma link delete rsiw0
+check "rmmod rsiw" rmmod rsiw
+rm -rf ${exp:?}/*
+
+# --- the baselines: figures only ---
+for b in $baselines; do
+	ok=1
+	case $b in
+	siw) modprobe siw && rdma link add siw0 type siw netdev veth0 || ok=0 ;;
+	tcp) ;;
+	*) echo "# $b: unknown baseline"; continue ;;
+	esac
+	tr=rdma
+	[ $b = tcp ] && tr=tcp
+	if [ $ok = 1 ] && nfs_server_up $tr && nfs_mount $tr && timed_io "$b" && cmp -s /tmp/pattern /tmp/back; then
+		:
+	else
+		echo "# $b: the NFS round did not complete"
+	fi
+	umount $mnt 2>/dev/null
+	nfs_server_down
+	modprobe -r nfsv4 nfs
+	[ $b = siw ] && { rdma link delete siw0; modprobe -r siw; }
+	rm -rf ${exp:?}/*
+done
+
+dmesg >"$OUT/dmesg-nfs.txt"
+check_dmesg_clean "dmesg has no warnings, oopses or leaks"
+finish
