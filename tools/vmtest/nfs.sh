@@ -7,7 +7,9 @@
 # interface (client and server in one guest, as in nvmeof.sh). Large
 # direct I/O (RDMA Read and Write chunks), buffered I/O after dropping the
 # caches, many small files (inline Sends) and metadata; data compared on
-# both sides; unmount, server stopped, modules unloaded; dmesg clean.
+# both sides; unmount, server stopped, modules unloaded. Then `rmmod rsiw`
+# under a live mount and nfsd: bounded, and the mount works again once the
+# device is back. dmesg clean.
 # Then the same mount and the same transfer over Linux siw and over NFS's
 # own TCP transport, for their figures beside rsiw's (printed as "#" lines;
 # only rsiw's round is checked).
@@ -135,6 +137,26 @@ check "no rsiw0 QPs left after umount and nfsd stop" wait_for 20 bash -c "[ \$(r
 check "unload the NFS modules" modprobe -r nfsv4 nfs
 check "rdma link delete rsiw0" rdma link delete rsiw0
 check "rmmod rsiw" rmmod rsiw
+rm -rf ${exp:?}/*
+
+# --- rmmod rsiw under a live NFS mount: bounded, and the mount comes back
+# with the device (xprtrdma reconnects; the mount is a hard one) ---
+check "removal round: insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
+check "removal round: rdma link add rsiw0" rdma link add rsiw0 type rsiw netdev veth0
+check "removal round: nfsd and the mount again" nfs_server_up rdma
+check "removal round: mount over rsiw again" nfs_mount rdma
+check "removal round: I/O before the removal" dd if=/tmp/pattern of=$mnt/before bs=1M count=4 oflag=direct status=none
+check "rmmod rsiw with an NFS mount and nfsd on it (bounded)" timeout 120 rmmod rsiw
+check "module gone" bash -c '! grep -q "^rsiw " /proc/modules'
+check "insmod rsiw.ko under the orphaned mount" insmod "$RSIW_ROOT/rsiw.ko"
+check "rdma link add rsiw0 under the orphaned mount" rdma link add rsiw0 type rsiw netdev veth0
+check "the mount recovers: a write through it after the device is back" timeout 180 dd if=/tmp/pattern of=$mnt/after bs=1M count=4 oflag=direct status=none
+check "the server holds what was written after the recovery" bash -c "head -c $((4 << 20)) /tmp/pattern | cmp - $exp/after"
+check "removal round: umount" umount $mnt
+nfs_server_down
+modprobe -r nfsv4 nfs
+check "removal round: no rsiw0 QPs left" wait_for 20 bash -c "[ \$(rdma resource show qp link rsiw0/1 2>/dev/null | grep -c lqpn) = 0 ]"
+check "removal round: rmmod rsiw" bash -c "rdma link delete rsiw0 && rmmod rsiw"
 rm -rf ${exp:?}/*
 
 # --- the baselines: figures only ---
