@@ -3,7 +3,7 @@
 #
 # Interoperability with Linux siw: two guests joined by a virtual link run
 # NVMe over Fabrics, one over siw and one over rsiw, in both directions,
-# with MPA CRC off and on:
+# with MPA CRC off and on, and NFS over RDMA in both directions:
 #   scripts/interop.sh [OUTDIR]
 # Prints the guests' checks and ends with "interop: N passed, N failed".
 set -uo pipefail
@@ -16,17 +16,19 @@ failed=0
 port=$((46000 + RANDOM % 1000))
 tf=$RSIW_TIME_FACTOR # 4 on the debug kernel (lib.sh)
 
-# pair NAME TARGET_KIND HOST_KIND [crc]
+# pair NAME TARGET_KIND HOST_KIND [crc]: NVMe-oF; with NFS_PAIR=1, NFS
+# (interop-nfs.sh: the target is the server, the host the client).
 pair() {
-	local name=$1 tk=$2 hk=$3 crc=${4:-}
+	local name=$1 tk=$2 hk=$3 crc=${4:-} script=interop-nvmeof.sh tr=target hr=host
+	[ "${NFS_PAIR:-0}" = 1 ] && { script=interop-nfs.sh tr=server hr=client; }
 	port=$((port + 1))
 	log "== interop: $name (target over $tk, host over $hk)"
 	scripts/vm-run.sh --quiet --timeout $((540 * tf)) --mem 2G --append kunit.enable=0 --nic "listen:$port" --out "$out/$name-target" \
-		-- tools/vmtest/interop-nvmeof.sh target "$tk" $crc &
+		-- tools/vmtest/$script $tr "$tk" $crc &
 	local tpid=$!
 	# (vm-run.sh --nic connect: waits until the target's QEMU listens.)
 	scripts/vm-run.sh --quiet --timeout $((500 * tf)) --mem 2G --append kunit.enable=0 --nic "connect:$port" --out "$out/$name-host" \
-		-- tools/vmtest/interop-nvmeof.sh host "$hk" $crc
+		-- tools/vmtest/$script $hr "$hk" $crc
 	wait "$tpid"
 	local side
 	for side in target host; do
@@ -59,5 +61,7 @@ pair rsiw-target-siw-host rsiw siw
 # rsiw asks for MPA CRC (siw only uses it when asked).
 pair siw-target-rsiw-host-crc siw rsiw crc
 pair rsiw-target-siw-host-crc rsiw siw crc
+NFS_PAIR=1 pair nfs-siw-server-rsiw-client siw rsiw
+NFS_PAIR=1 pair nfs-rsiw-server-siw-client rsiw siw
 echo "interop: $passed passed, $failed failed"
 [ "$failed" = 0 ]

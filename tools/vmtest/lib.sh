@@ -217,3 +217,53 @@ nvmeof_over_rsiw() {
 	check "namespace appears" wait_for 10 bash -c 'ls /dev/nvme*n1 >/dev/null 2>&1'
 	dev=$(ls /dev/nvme*n1 2>/dev/null | head -1)
 }
+
+# NFS over RDMA (nfs.sh, interop-nfs.sh): NFSv4.2, RDMA on port 20049.
+NFS_RDMA_PORT=20049
+
+# nfs_server_up DIR TRANSPORT: nfsd with NFSv4 only, listening on TCP (2049;
+# rpc.nfsd refuses NFSv4 without it) and, with TRANSPORT rdma, on RDMA too,
+# exporting DIR as the NFSv4 root. nfs-utils keeps its export table and
+# state under /var/lib/nfs: the guest's own (its root is the host's,
+# read-only).
+nfs_server_up() {
+	local dir=$1 listen=(--tcp --rdma=$NFS_RDMA_PORT)
+	[ "$2" = tcp ] && listen=(--tcp)
+	if ! mountpoint -q /var/lib/nfs; then
+		mount -t tmpfs tmpfs /var/lib/nfs || return 1
+		touch /var/lib/nfs/etab /var/lib/nfs/rmtab
+		mkdir -p /var/lib/nfs/v4recovery
+	fi
+	mkdir -p "$dir"
+	modprobe -a nfsd rpcrdma || return 1
+	mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd || return 1
+	pgrep -x rpcbind >/dev/null || rpcbind || return 1
+	exportfs -o rw,no_root_squash,insecure,fsid=0,no_subtree_check "*:$dir" || return 1
+	pgrep -x rpc.mountd >/dev/null || rpc.mountd -N 3 || return 1
+	# Grace period and lease at 10 s, the least nfsd takes: a new server
+	# refuses OPENs until its grace period ends, and without nfsdcld (no
+	# client tracking) /proc/fs/nfsd/v4_end_grace cannot end it early, so
+	# wait it out here, not inside a timed transfer.
+	rpc.nfsd -N 3 --no-udp "${listen[@]}" -G 10 -L 10 4 || return 1
+	wait_for 30 grep -qx Y /proc/fs/nfsd/v4_end_grace
+}
+
+# nfs_server_down: undoes nfs_server_up (but the state directory).
+nfs_server_down() {
+	rpc.nfsd 0
+	exportfs -ua
+	pkill -x rpc.mountd
+	pkill -x rpcbind
+	umount /proc/fs/nfsd
+	sleep 1
+	modprobe -r nfsd rpcrdma
+}
+
+# nfs_mount ADDR MOUNTPOINT TRANSPORT [SECONDS]: mounts ADDR's NFSv4 root,
+# retrying for SECONDS (default 20) while the server comes up.
+nfs_mount() {
+	local opts=vers=4.2,proto=rdma,port=$NFS_RDMA_PORT
+	[ "$3" = tcp ] && opts=vers=4.2,proto=tcp
+	mkdir -p "$2"
+	wait_for "${4:-20}" mount -t nfs4 -o "$opts" "$1:/" "$2" 2>/dev/null
+}

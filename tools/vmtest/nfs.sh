@@ -22,56 +22,14 @@ baselines=${2-siw tcp}
 ip=10.99.0.1
 exp=/tmp/nfs-export
 mnt=/mnt/nfs
-port=20049
 
 dmesg -C
-# nfs-utils keeps its export table and state under /var/lib/nfs: the
-# guest's own, since the root it sees is the host's, read-only.
-mount -t tmpfs tmpfs /var/lib/nfs
-touch /var/lib/nfs/etab /var/lib/nfs/rmtab
-mkdir -p /var/lib/nfs/v4recovery
 mkdir -p $exp $mnt
 head -c $((mib << 20)) /dev/urandom >/tmp/pattern
 ip link add veth0 type veth peer name veth1
 ip addr add $ip/24 dev veth0
 ip link set veth0 up
 ip link set veth1 up
-
-# nfs_server_up TRANSPORT: nfsd with NFSv4 only, listening on TCP (2049;
-# rpc.nfsd refuses NFSv4 without it) and with TRANSPORT rdma also on RDMA
-# (port 20049), exporting $exp as the NFSv4 root.
-nfs_server_up() {
-	local listen=(--tcp --rdma=$port)
-	[ "$1" = tcp ] && listen=(--tcp)
-	modprobe -a nfsd rpcrdma || return 1
-	mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd || return 1
-	pgrep -x rpcbind >/dev/null || rpcbind || return 1
-	exportfs -o rw,no_root_squash,insecure,fsid=0,no_subtree_check "*:$exp" || return 1
-	pgrep -x rpc.mountd >/dev/null || rpc.mountd -N 3 || return 1
-	# Grace period and lease at 10 s, the least nfsd takes: a new server
-	# refuses OPENs until its grace period ends, and without nfsdcld (no
-	# client tracking) /proc/fs/nfsd/v4_end_grace cannot end it early, so
-	# wait it out here, not inside the timed I/O.
-	rpc.nfsd -N 3 --no-udp "${listen[@]}" -G 10 -L 10 4 || return 1
-	wait_for 30 grep -qx Y /proc/fs/nfsd/v4_end_grace
-}
-
-nfs_server_down() {
-	rpc.nfsd 0
-	exportfs -ua
-	pkill -x rpc.mountd
-	pkill -x rpcbind
-	umount /proc/fs/nfsd
-	sleep 1
-	modprobe -r nfsd rpcrdma
-}
-
-# nfs_mount TRANSPORT
-nfs_mount() {
-	local opts=vers=4.2,proto=rdma,port=$port
-	[ "$1" = tcp ] && opts=vers=4.2,proto=tcp
-	wait_for 20 mount -t nfs4 -o "$opts" $ip:/ $mnt
-}
 
 rdma_qps() { rdma resource show qp link "$1" 2>/dev/null | grep -c "lqpn"; }
 mountstat() { awk -v m=" $mnt " 'index($0, m) { f = 1 } f && /xprt:/ { print; exit }' /proc/self/mountstats; }
@@ -103,9 +61,9 @@ same_tree() { (cd "$1" && find . -type f | sort | xargs md5sum) >/tmp/sum-a; (cd
 # --- rsiw: every step checked ---
 check "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
 check "rdma link add rsiw0 on veth0" rdma link add rsiw0 type rsiw netdev veth0
-check "nfsd with an RDMA listener (port $port), NFSv4 root exported" nfs_server_up rdma
-check "nfsd listens on rdma $port" grep -qx "rdma $port" /proc/fs/nfsd/portlist
-check "mount -t nfs4 -o proto=rdma over rsiw" nfs_mount rdma
+check "nfsd with an RDMA listener (port $NFS_RDMA_PORT), NFSv4 root exported" nfs_server_up $exp rdma
+check "nfsd listens on rdma $NFS_RDMA_PORT" grep -qx "rdma $NFS_RDMA_PORT" /proc/fs/nfsd/portlist
+check "mount -t nfs4 -o proto=rdma over rsiw" nfs_mount $ip $mnt rdma
 if ! mountpoint -q $mnt; then
 	# Nothing below could test NFS: it would write into the bare directory.
 	fail "NFS over rsiw: no mount, the remaining steps skipped"
@@ -143,8 +101,8 @@ rm -rf ${exp:?}/*
 # with the device (xprtrdma reconnects; the mount is a hard one) ---
 check "removal round: insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
 check "removal round: rdma link add rsiw0" rdma link add rsiw0 type rsiw netdev veth0
-check "removal round: nfsd and the mount again" nfs_server_up rdma
-check "removal round: mount over rsiw again" nfs_mount rdma
+check "removal round: nfsd and the mount again" nfs_server_up $exp rdma
+check "removal round: mount over rsiw again" nfs_mount $ip $mnt rdma
 check "removal round: I/O before the removal" dd if=/tmp/pattern of=$mnt/before bs=1M count=4 oflag=direct status=none
 check "rmmod rsiw with an NFS mount and nfsd on it (bounded)" timeout 120 rmmod rsiw
 check "module gone" bash -c '! grep -q "^rsiw " /proc/modules'
@@ -169,7 +127,7 @@ for b in $baselines; do
 	esac
 	tr=rdma
 	[ $b = tcp ] && tr=tcp
-	if [ $ok = 1 ] && nfs_server_up $tr && nfs_mount $tr && timed_io "$b" && cmp -s /tmp/pattern /tmp/back; then
+	if [ $ok = 1 ] && nfs_server_up $exp $tr && nfs_mount $ip $mnt $tr && timed_io "$b" && cmp -s /tmp/pattern /tmp/back; then
 		:
 	else
 		echo "# $b: the NFS round did not complete"
