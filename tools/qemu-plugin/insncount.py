@@ -149,6 +149,7 @@ def main():
         by_sym = collections.Counter()
         by_mod = collections.Counter()
         code_pages = set()
+        hot_mod = collections.defaultdict(lambda: (set(), set()))
         for addr in set(a["tb"]) | set(b["tb"]):
             ia, ea, _ = a["tb"].get(addr, (0, 0, 0))
             ib, eb, _ = b["tb"].get(addr, (0, 0, 0))
@@ -158,6 +159,8 @@ def main():
             by_mod[mod] += di
             if addr >= 1 << 63 and eb - ea >= d:
                 code_pages.add(addr >> 12)
+                hot_mod[mod][0].add(addr >> 12)
+                hot_mod[mod][1].add(sym)
         data_pages = [p for p in set(a["pg"]) | set(b["pg"]) if b["pg"].get(p, 0) - a["pg"].get(p, 0) >= d]
         kern = sum(v for m, v in by_mod.items() if m != "user")
         summary[impl] = (kern / d, by_mod, d)
@@ -166,7 +169,9 @@ def main():
         for m, v in by_mod.most_common():
             if m != "user" and abs(v) / d >= 50:
                 print(f"     {m:<16} {v / d:>10,.0f}")
-        print(f"   kernel code pages run every round trip: {len(code_pages)}")
+        print(f"   kernel code pages run every round trip: {len(code_pages)} (" +
+              ", ".join(f"{m} {len(pg)} pages, {len(fn)} functions" for m, (pg, fn) in
+                        sorted(hot_mod.items(), key=lambda t: -len(t[1][0])) if m != "vmlinux") + ")")
         if "tr" in a and "tr" in b:
             print(f"   blocks translated per round trip: kernel {(b['tr'][0] - a['tr'][0]) / d:.2f}, "
                   f"user {(b['tr'][1] - a['tr'][1]) / d:.2f} (code run anew or translated again)")
