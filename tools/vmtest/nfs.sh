@@ -103,12 +103,12 @@ check "removal round: insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
 check "removal round: rdma link add rsiw0" rdma link add rsiw0 type rsiw netdev veth0
 check "removal round: nfsd and the mount again" nfs_server_up $exp rdma
 check "removal round: mount over rsiw again" nfs_mount $ip $mnt rdma
-check "removal round: I/O before the removal" dd if=/tmp/pattern of=$mnt/before bs=1M count=4 oflag=direct status=none
+check "removal round: I/O before the removal" bash -c "mountpoint -q $mnt && dd if=/tmp/pattern of=$mnt/before bs=1M count=4 oflag=direct status=none && cmp -n $((4 << 20)) /tmp/pattern $exp/before"
 check "rmmod rsiw with an NFS mount and nfsd on it (bounded)" timeout 120 rmmod rsiw
 check "module gone" bash -c '! grep -q "^rsiw " /proc/modules'
 check "insmod rsiw.ko under the orphaned mount" insmod "$RSIW_ROOT/rsiw.ko"
 check "rdma link add rsiw0 under the orphaned mount" rdma link add rsiw0 type rsiw netdev veth0
-check "the mount recovers: a write through it after the device is back" timeout 180 dd if=/tmp/pattern of=$mnt/after bs=1M count=4 oflag=direct status=none
+check "the mount recovers: a write through it after the device is back" bash -c "mountpoint -q $mnt && timeout 180 dd if=/tmp/pattern of=$mnt/after bs=1M count=4 oflag=direct status=none"
 check "the server holds what was written after the recovery" bash -c "head -c $((4 << 20)) /tmp/pattern | cmp - $exp/after"
 check "removal round: umount" umount $mnt
 nfs_server_down
