@@ -148,7 +148,6 @@ def main():
         a, b = wins[w1], wins[w2]
         by_sym = collections.Counter()
         by_mod = collections.Counter()
-        code_pages = set()
         hot_mod = collections.defaultdict(lambda: (set(), set()))
         for addr in set(a["tb"]) | set(b["tb"]):
             ia, ea, _ = a["tb"].get(addr, (0, 0, 0))
@@ -158,7 +157,6 @@ def main():
             by_sym[(sym, mod)] += di
             by_mod[mod] += di
             if addr >= 1 << 63 and eb - ea >= d:
-                code_pages.add(addr >> 12)
                 hot_mod[mod][0].add(addr >> 12)
                 hot_mod[mod][1].add(sym)
         data_pages = [p for p in set(a["pg"]) | set(b["pg"]) if b["pg"].get(p, 0) - a["pg"].get(p, 0) >= d]
@@ -169,6 +167,7 @@ def main():
         for m, v in by_mod.most_common():
             if m != "user" and abs(v) / d >= 50:
                 print(f"     {m:<16} {v / d:>10,.0f}")
+        code_pages = set().union(*(pg for pg, _ in hot_mod.values()))
         print(f"   kernel code pages run every round trip: {len(code_pages)} (" +
               ", ".join(f"{m} {len(pg)} pages, {len(fn)} functions" for m, (pg, fn) in
                         sorted(hot_mod.items(), key=lambda t: -len(t[1][0])) if m != "vmlinux") + ")")

@@ -42,7 +42,7 @@ else
 	limit=180
 	debug_kernel && limit=720
 	check "mount $server_ip:/ with proto=rdma over $kind" nfs_mount $server_ip $mnt rdma $limit
-	check "the mount's transport is RDMA" bash -c "grep ' $mnt ' /proc/mounts | grep -q 'proto=rdma'"
+	check "the mount's transport is RDMA" nfs_proto $mnt rdma
 	head -c $((mib << 20)) /dev/urandom >/tmp/pattern
 	check "write $mib MiB (direct I/O)" dd if=/tmp/pattern of=$mnt/big bs=1M oflag=direct status=none
 	check "read back $mib MiB (direct I/O)" dd if=$mnt/big of=/tmp/back bs=1M iflag=direct status=none

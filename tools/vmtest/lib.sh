@@ -259,6 +259,10 @@ nfs_server_down() {
 	modprobe -r nfsd rpcrdma
 }
 
+# nfs_proto MOUNTPOINT TRANSPORT: the NFS mount on MOUNTPOINT runs over
+# TRANSPORT (its proto= in /proc/mounts).
+nfs_proto() { grep " $1 " /proc/mounts | grep -q "proto=$2"; }
+
 # nfs_mount ADDR MOUNTPOINT TRANSPORT [SECONDS]: mounts ADDR's NFSv4 root,
 # retrying for SECONDS (default 20) while the server comes up.
 nfs_mount() {

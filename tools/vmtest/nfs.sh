@@ -32,6 +32,7 @@ ip link set veth0 up
 ip link set veth1 up
 
 rdma_qps() { rdma resource show qp link "$1" 2>/dev/null | grep -c "lqpn"; }
+no_qps() { [ "$(rdma_qps "$1")" = 0 ]; }
 mountstat() { awk -v m=" $mnt " 'index($0, m) { f = 1 } f && /xprt:/ { print; exit }' /proc/self/mountstats; }
 secs() { echo "$2 - $1" | bc -l; }
 
@@ -72,7 +73,7 @@ if ! mountpoint -q $mnt; then
 	finish
 	exit
 fi
-check "the mount's transport is RDMA" bash -c "grep ' $mnt ' /proc/mounts | grep -q 'proto=rdma'"
+check "the mount's transport is RDMA" nfs_proto $mnt rdma
 expect_eq "client's and server's connections are rsiw0's QPs (2)" 2 "$(rdma_qps rsiw0/1)"
 check "direct write and read of $mib MiB" timed_io rsiw
 check "data read back through NFS equals data written" cmp /tmp/pattern /tmp/back
@@ -91,7 +92,7 @@ echo "# mountstats: $xprt"
 check "mountstats: an rdma transport that sent and received" bash -c "echo '$xprt' | awk '\$2 == \"rdma\" && \$8 > 0 && \$9 > 0 { ok = 1 } END { exit !ok }'"
 check "umount" umount $mnt
 nfs_server_down
-check "no rsiw0 QPs left after umount and nfsd stop" wait_for 20 bash -c "[ \$(rdma resource show qp link rsiw0/1 2>/dev/null | grep -c lqpn) = 0 ]"
+check "no rsiw0 QPs left after umount and nfsd stop" wait_for 20 no_qps rsiw0/1
 check "unload the NFS modules" modprobe -r nfsv4 nfs
 check "rdma link delete rsiw0" rdma link delete rsiw0
 check "rmmod rsiw" rmmod rsiw
@@ -113,7 +114,7 @@ check "the server holds what was written after the recovery" bash -c "head -c $(
 check "removal round: umount" umount $mnt
 nfs_server_down
 modprobe -r nfsv4 nfs
-check "removal round: no rsiw0 QPs left" wait_for 20 bash -c "[ \$(rdma resource show qp link rsiw0/1 2>/dev/null | grep -c lqpn) = 0 ]"
+check "removal round: no rsiw0 QPs left" wait_for 20 no_qps rsiw0/1
 check "removal round: rmmod rsiw" bash -c "rdma link delete rsiw0 && rmmod rsiw"
 rm -rf ${exp:?}/*
 
