@@ -65,7 +65,10 @@
 #            a block on another page, which TCG cannot chain (slower);
 #            INSN_WATCH=ADDR: who enters the kernel block at ADDR (e.g.
 #            queued_spin_lock_slowpath); INSN_TOOL=qperf: count qperf
-#            -cm1 rc_lat (ITERS in seconds) instead. The counts stay in
+#            -cm1 rc_lat (ITERS in seconds) instead; INSN_SIZE: perftest's
+#            message size (default 64), INSN_MTU: the veth's MTU;
+#            INSN_HOT=FILE: also write rsiw's functions run every round
+#            trip to FILE (rust/hot-functions.txt). The counts stay in
 #            $RSIW_CACHE/bench/insncount-DATE.
 #
 #   scripts/bench.sh --stamp [OLD_TREE [ROUNDS [SECONDS]]]
@@ -163,14 +166,15 @@ if [ "${1:-}" = --insncount ]; then
 	rc=0
 	scripts/vm-run.sh --quiet --timeout 1800 --out "$out" --append kunit.enable=0 \
 		--plugin "$RSIW_ROOT/tools/qemu-plugin/insncount.so,out=$out/counts.txt${INSN_MEM:+,mem=on}${INSN_XPAGE:+,xpage=on}${INSN_WATCH:+,watch=$INSN_WATCH}" \
-		-- env INSN_EVENTS="${INSN_EVENTS:-0}" INSN_TOOL="${INSN_TOOL:-ib_send_lat}" tools/vmtest/insncount.sh "$RSIW_ROOT" "${2:-1000}" "${3:-5000}" || rc=$?
+		-- env INSN_EVENTS="${INSN_EVENTS:-0}" INSN_TOOL="${INSN_TOOL:-ib_send_lat}" INSN_SIZE="${INSN_SIZE:-64}" \
+		INSN_MTU="${INSN_MTU:-}" tools/vmtest/insncount.sh "$RSIW_ROOT" "${2:-1000}" "${3:-5000}" || rc=$?
 	grep '^insncount:' "$out/output.log" || true
 	[ "$rc" = 0 ] || die "the guest run failed ($rc): $out/output.log"
 	# Rust symbols demangled when rustfilt is there (cargo install rustfilt).
 	demangle=cat
 	command -v rustfilt >/dev/null && demangle=rustfilt
 	python3 tools/qemu-plugin/insncount.py "$out/counts.txt" "$out/insncount-manifest.txt" "$out/kallsyms" 40 \
-		--sites rsiw.ko | $demangle | tee "$out/report.txt"
+		--sites rsiw.ko ${INSN_HOT:+--hot "$INSN_HOT"} | $demangle | tee "$out/report.txt"
 	log "counts and report in $out"
 	exit 0
 fi

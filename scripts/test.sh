@@ -109,6 +109,15 @@ if has_kunit rsiw.ko; then
 else
 	record "production module without tests" 1 0
 fi
+# The message path's functions (rust/hot-functions.txt) packed at the head
+# of the module's text (Kbuild, scripts/hot-text.sh).
+if scripts/hot-text.sh --check "llvm-nm${LLVM:--19}" rust/hot-functions.txt rsiw.ko >"$logs/hot-text.log" 2>&1; then
+	record "hot functions first in rsiw.ko's text" 1 0
+else
+	log "FAILED: rsiw.ko's text does not start with rust/hot-functions.txt's functions:"
+	head -5 "$logs/hot-text.log" >&2
+	record "hot functions first in rsiw.ko's text" 0 1
+fi
 make -s KDIR="$kdir" test >>"$logs/module.log" 2>&1 || fatal "test module build" "$logs/module.log"
 has_kunit rsiw.ko || fatal "test module has KUnit suites" "$logs/module.log"
 grep -iE 'warning' "$logs/module.log" >&2 || true

@@ -15,6 +15,10 @@ trip on average. --sites: the module's calls of memcpy, memset and
 memmove (its struct copies and clears, sized where the size is a
 constant), each with how often it ran per round trip, read from the
 module's disassembly (objdump) and the blocks that contain the calls.
+--hot FILE: writes FILE, the list of the rsiw module's functions run every
+round trip, hottest first, demangled as `nm -C` prints them: the input of
+scripts/hot-text.sh (rust/hot-functions.txt; Documentation/performance.md,
+"The message path's code on fewer pages").
 """
 import bisect
 import collections
@@ -121,9 +125,35 @@ def mem_sites(ko, kallsyms, a, b, d):
     return sorted((o for o in out if o[0] >= 0.5), key=lambda o: -o[0])
 
 
+def demangle(names):
+    for tool in ("llvm-cxxfilt-19", "llvm-cxxfilt", "rustfilt"):
+        try:
+            out = subprocess.run([tool], input="\n".join(names) + "\n", capture_output=True, text=True,
+                                 check=True).stdout.splitlines()
+        except (OSError, subprocess.CalledProcessError):
+            continue
+        if len(out) == len(names):
+            return out
+    sys.exit("insncount.py --hot: no demangler (llvm-cxxfilt or rustfilt)")
+
+
+def write_hot(path, hot_ins, d):
+    names = [s for s, _ in hot_ins.most_common()]
+    with open(path, "w") as f:
+        f.write("# rsiw's functions run every 64-byte round trip, hottest first (instructions per round\n"
+                "# trip): tools/qemu-plugin/insncount.py --hot, read by scripts/hot-text.sh.\n")
+        for name, dem in zip(names, demangle(names)):
+            f.write(f"{dem}  # {hot_ins[name] / d:.0f}\n")
+    print(f"   {len(names)} hot rsiw functions written to {path}")
+
+
 def main():
     args = sys.argv[1:]
-    ko = None
+    ko = hot = None
+    if "--hot" in args:
+        i = args.index("--hot")
+        hot = args[i + 1]
+        del args[i:i + 2]
     if "--sites" in args:
         i = args.index("--sites")
         ko = args[i + 1]
@@ -149,6 +179,7 @@ def main():
         by_sym = collections.Counter()
         by_mod = collections.Counter()
         hot_mod = collections.defaultdict(lambda: (set(), set()))
+        hot_ins = collections.Counter()
         for addr in set(a["tb"]) | set(b["tb"]):
             ia, ea, _ = a["tb"].get(addr, (0, 0, 0))
             ib, eb, _ = b["tb"].get(addr, (0, 0, 0))
@@ -159,6 +190,8 @@ def main():
             if addr >= 1 << 63 and eb - ea >= d:
                 hot_mod[mod][0].add(addr >> 12)
                 hot_mod[mod][1].add(sym)
+                if hot and impl == "rsiw" and mod == "rsiw":
+                    hot_ins[sym] += di
         data_pages = [p for p in set(a["pg"]) | set(b["pg"]) if b["pg"].get(p, 0) - a["pg"].get(p, 0) >= d]
         kern = sum(v for m, v in by_mod.items() if m != "user")
         summary[impl] = (kern / d, by_mod, d)
@@ -212,6 +245,8 @@ def main():
             if mod == "user":
                 continue
             print(f"     {v / d:>8,.0f}  {sym} [{mod}]")
+        if hot_ins:
+            write_hot(hot, hot_ins, d)
         if ko and impl == "rsiw":
             print(f"   calls of memcpy/memset/memmove in {ko} per round trip (size in octets):")
             for n, callee, size, fn in mem_sites(ko, kallsyms, a, b, d):

@@ -18,13 +18,15 @@
 # INSN_EVENTS=1 makes both ends sleep on completion events (-e) rather
 # than busy-poll, as qperf's rc_lat does. INSN_TOOL=qperf: qperf -cm1
 # rc_lat itself, ITERS then being seconds per run and the round trips
-# qperf's count of messages sent. INSN_MTU sets the veth MTU.
+# qperf's count of messages sent. INSN_MTU sets the veth MTU, INSN_SIZE
+# perftest's message size (default 64).
 set -u
 . "$(dirname "$0")/lib.sh"
 tree=$1
 shift
 iters=${*:-1000 3000}
 tool=${INSN_TOOL:-ib_send_lat}
+size=${INSN_SIZE:-64}
 ev=
 [ "${INSN_EVENTS:-0}" = 1 ] && ev=-e
 A=10.98.0.1 B=10.98.0.2
@@ -73,12 +75,12 @@ for impl in rsiw siw; do
 		continue
 	fi
 	for n in $iters; do
-		ina timeout 120 $tool -R $ev -d ${impl}0 -s 64 -n "$n" >"$RSIW_VM_OUT/insn-$impl-$n-server.txt" 2>&1 &
+		ina timeout 120 $tool -R $ev -d ${impl}0 -s "$size" -n "$n" >"$RSIW_VM_OUT/insn-$impl-$n-server.txt" 2>&1 &
 		s=$!
 		wait_for 30 listening 18515 bA
 		sleep 0.5
 		"$mark" start
-		inb env LD_PRELOAD="$PERFTEST_SHIM" timeout 120 $tool -R $ev -d ${impl}1 --source_ip $B -s 64 -n "$n" $A \
+		inb env LD_PRELOAD="$PERFTEST_SHIM" timeout 120 $tool -R $ev -d ${impl}1 --source_ip $B -s "$size" -n "$n" $A \
 			>"$RSIW_VM_OUT/insn-$impl-$n.txt" 2>&1 &
 		c=$!
 		# The processes' mappings (no address randomisation here), for
