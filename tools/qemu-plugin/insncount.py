@@ -140,8 +140,8 @@ def demangle(names):
 def write_hot(path, hot_ins, d):
     names = [s for s, _ in hot_ins.most_common()]
     with open(path, "w") as f:
-        f.write("# rsiw's functions run every 64-byte round trip, hottest first (instructions per round\n"
-                "# trip): tools/qemu-plugin/insncount.py --hot, read by scripts/hot-text.sh.\n")
+        f.write("# rsiw's functions run every round trip of the counted runs, hottest first (instructions\n"
+                "# per round trip): tools/qemu-plugin/insncount.py --hot, read by scripts/hot-text.sh.\n")
         for name, dem in zip(names, demangle(names)):
             f.write(f"{dem}  # {hot_ins[name] / d:.0f}\n")
     print(f"   {len(names)} hot rsiw functions written to {path}")
