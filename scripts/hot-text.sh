@@ -27,14 +27,21 @@
 # among them; prints why not. A list that names a function the module no
 # longer has fails it: regenerate the list (insncount.py --hot) or edit it.
 set -eu
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+# list_names LIST: LIST's names, one per line, without comments and blanks.
+list_names() {
+	awk '{ sub(/(^|[ \t]+)#.*/, ""); sub(/^[ \t]+/, "") } $0 != ""' "$1"
+}
 if [ "$1" = --check ]; then
-	nm=$2 list=$3 ko=$4
+	nm=$2 ko=$4
+	list_names "$3" > "$tmp/list"
 	# Each function of .text: "offset<TAB>size<TAB>name", by offset.
 	"$nm" -f sysv -C --radix=d --defined-only "$ko" |
 		awk -F '|' '$4 ~ /FUNC/ && $7 ~ /^ *\.text *$/ { n = $1; sub(/ +$/, "", n); print $2 + 0 "\t" $5 + 0 "\t" n }' |
 		sort -n |
-		awk -F '\t' '
-			FNR == NR { sub(/(^|[ \t]+)#.*/, ""); sub(/^[ \t]+/, ""); if ($0 != "") { want[$0] = 1; n++ }; next }
+		awk -F '\t' -v list="$tmp/list" '
+			FILENAME == list { want[$0] = 1; n++; next }
 			{ i = m++; addr[i] = $1; size[i] = $2; name[i] = $3 }
 			END {
 				end = 0; found = 0
@@ -47,13 +54,12 @@ if [ "$1" = --check ]; then
 				for (w in want) if (!(w in seen)) { printf "hot-text: not at the head of .text (or not in the module): %s\n", w; bad = 1 }
 				if (bad) exit 1
 				printf "hot-text: the %d listed functions fill .text 0x0-0x%x (%d pages)\n", n, end, int((end + 4095) / 4096)
-			}' "$list" -
+			}' "$tmp/list" -
 	exit
 fi
-nm=$1 list=$2
+nm=$1
+list_names "$2" > "$tmp/list"
 shift 2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 for obj in "$@"; do
 	# The same symbol table twice, unsorted (-p), so line N of both is one
 	# symbol: mangled, and as LIST spells it.
@@ -64,10 +70,8 @@ for obj in "$@"; do
 		awk -F '\t' '{ split($1, r, " "); if (r[2] !~ /^[tTW]$/) next
 			d = $2; sub(/^[^ ]* [^ ]* /, "", d); print r[3] "\t" d }' >> "$tmp/syms"
 done
-awk -F '\t' -v verbose="${RSIW_HOT_TEXT_VERBOSE:-0}" '
-	FNR == NR { if (!($2 in sym)) sym[$2] = $1; next }
-	{ sub(/(^|[ \t]+)#.*/, ""); sub(/^[ \t]+/, "") }
-	$0 == "" { next }
+awk -F '\t' -v verbose="${RSIW_HOT_TEXT_VERBOSE:-0}" -v syms="$tmp/syms" '
+	FILENAME == syms { if (!($2 in sym)) sym[$2] = $1; next }
 	{ want++ }
 	$0 in sym && !($0 in done) { done[$0] = 1; out[n++] = sym[$0]; next }
 	{ missing[m++] = $0 }
@@ -82,4 +86,4 @@ awk -F '\t' -v verbose="${RSIW_HOT_TEXT_VERBOSE:-0}" '
 			printf "hot-text: %d of %d functions found\n", n, want > "/dev/stderr"
 			for (i = 0; i < m; i++) print "hot-text: not found: " missing[i] > "/dev/stderr"
 		}
-	}' "$tmp/syms" "$list"
+	}' "$tmp/syms" "$tmp/list"

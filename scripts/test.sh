@@ -111,7 +111,7 @@ else
 fi
 # The message path's functions (rust/hot-functions.txt) packed at the head
 # of the module's text (Kbuild, scripts/hot-text.sh).
-if scripts/hot-text.sh --check "llvm-nm${LLVM:--19}" rust/hot-functions.txt rsiw.ko >"$logs/hot-text.log" 2>&1; then
+if scripts/hot-text.sh --check "llvm-nm$RSIW_LLVM" rust/hot-functions.txt rsiw.ko >"$logs/hot-text.log" 2>&1; then
 	record "hot functions first in rsiw.ko's text" 1 0
 else
 	log "FAILED: rsiw.ko's text does not start with rust/hot-functions.txt's functions:"
