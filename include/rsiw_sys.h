@@ -180,7 +180,7 @@ unsigned char rsiw_sk_state(const struct sock *sk);
 void rsiw_sk_bind_dev_if(struct sock *sk, int ifindex);
 int rsiw_tcp_read_sock(struct sock *sk, read_descriptor_t *desc, sk_read_actor_t actor);
 int rsiw_sock_send_pages(struct socket *sock, struct bio_vec *bv, unsigned int n, size_t len,
-			 struct rsiw_zc_notif *notif);
+			 struct rsiw_zc_notif *notif, bool copy);
 
 /*
  * The port's hw counters (`rdma statistic show link rsiwN/1`, sysfs

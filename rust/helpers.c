@@ -639,16 +639,17 @@ bool rsiw_sk_local_route(struct sock *sk)
 }
 
 /*
- * Sends the pages by reference; the socket takes what fits now. With a
- * notification: MSG_ZEROCOPY; without (only rsiw's own literal pages,
- * never rewritten): MSG_SPLICE_PAGES.
+ * Sends the pages; the socket takes what fits now. With a notification:
+ * by reference, MSG_ZEROCOPY. With copy: TCP copies the octets into its
+ * own skbs before it returns (the pages may change once it has). Otherwise
+ * (only rsiw's own literal pages, never rewritten): MSG_SPLICE_PAGES.
  */
 int rsiw_sock_send_pages(struct socket *sock, struct bio_vec *bv, unsigned int n, size_t len,
-			 struct rsiw_zc_notif *notif)
+			 struct rsiw_zc_notif *notif, bool copy)
 {
 	struct msghdr msg = {
 		.msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL |
-			     (notif ? MSG_ZEROCOPY : MSG_SPLICE_PAGES),
+			     (notif ? MSG_ZEROCOPY : copy ? 0 : MSG_SPLICE_PAGES),
 	};
 
 	if (notif)

@@ -180,6 +180,14 @@ struct ZeroCopyTx {
     /// FPDU payloads of at least this many octets go by reference on this
     /// stream; `None`: the stream copies.
     min: Option<usize>,
+    /// TCP copies the payload it gets by reference (a route whose receiver
+    /// is in this host, see [`Qp::zcopy_mode`]): a batch's completions
+    /// are due once all of it is sent, no notification is involved.
+    tcp_copies: bool,
+    /// The send-order id of the batch TCP copies, until all of it is sent.
+    copy_batch: Option<u64>,
+    /// The stream's send order has its ring (see `Qp::attach`).
+    order_ring: bool,
     /// Where a round's literal octets go.
     lit: LiteralPage,
     /// Pages the engine's host referenced while filling a round.
@@ -341,9 +349,16 @@ pub(crate) struct Qp {
     zc_live: AtomicU32,
     /// Torn down: a late page release only drops its reference.
     zc_detached: AtomicBool,
-    /// The stream may send by page reference (`ZeroCopyTx::min` is set):
-    /// a TX round of a copying stream skips the zero-copy state's lock.
+    /// The next TX round sends by page reference (`ZeroCopyTx::min` is
+    /// set): a TX round of a copying stream skips the zero-copy state's
+    /// lock. On a stream whose pages TCP copies (`zc_copies`) the rounds
+    /// set and clear it: set by a copy round the buffer ended (bulk),
+    /// cleared by a round that referenced no pages (small messages keep
+    /// the copying round, which costs less than a batch of pages).
     zc_on: AtomicBool,
+    /// The stream sends payload from the pages for TCP to copy
+    /// (`ZeroCopyTx::tcp_copies`).
+    zc_copies: AtomicBool,
     /// The TX work waits for page releases (too many batches out).
     zc_stalled: AtomicBool,
     /// What `rdma resource show qp -dd` reports.
@@ -404,6 +419,9 @@ impl Qp {
         };
         let zc = ZeroCopyTx {
             min: None,
+            tcp_copies: false,
+            copy_batch: None,
+            order_ring: false,
             lit: LiteralPage::new(),
             refs: Segments::new(),
             batch: Batch::new(),
@@ -463,6 +481,7 @@ impl Qp {
                 zc_live: AtomicU32::new(0),
                 zc_detached: AtomicBool::new(false),
                 zc_on: AtomicBool::new(false),
+                zc_copies: AtomicBool::new(false),
                 zc_stalled: AtomicBool::new(false),
                 stats: QpStats::new(),
                 close_timer <- HrTimer::new(),

@@ -33,10 +33,12 @@ impl Qp {
             self.memcg.charge(|| KBox::new(Engine::new(QpConfig { pd: self.pd, emss }), GFP_KERNEL_ACCOUNT))?;
         // IRD/ORD clamped to the engine's queues (MAX_IRD, MAX_ORD).
         engine.establish_params(params);
-        let zc_min = self.zcopy_min(sock.local_route());
+        let (zc_min, tcp_copies) = self.zcopy_mode(sock.local_route());
         // A stream that sends by page reference holds its completions
-        // until TCP releases the pages: their ring comes with it.
-        if zc_min.is_some() {
+        // until TCP releases the pages: their ring comes with it. (One
+        // whose pages TCP copies gets it at its first round from the
+        // pages: most connections on such routes never make one.)
+        if zc_min.is_some() && !tcp_copies {
             let need = self.stream.lock().host.order.ring_needed();
             if let Some(cap) = need {
                 let ring = self.memcg.charge(|| SendOrder::alloc_ring(cap))?;
@@ -48,10 +50,15 @@ impl Qp {
         {
             let mut zc = self.zc.lock();
             zc.min = zc_min;
+            zc.tcp_copies = tcp_copies;
+            zc.order_ring = !tcp_copies;
+            zc.copy_batch = None;
             zc.batch.clear();
             zc.refs.clear();
         }
-        self.zc_on.store(zc_min.is_some(), Ordering::Release);
+        // A stream whose pages TCP copies starts on copying rounds.
+        self.zc_copies.store(zc_min.is_some() && tcp_copies, Ordering::Release);
+        self.zc_on.store(zc_min.is_some() && !tcp_copies, Ordering::Release);
         self.stream.lock().engine = Some(engine);
         self.enter(QpState::Rts);
         // Hook first, then read what arrived before: nothing is lost.

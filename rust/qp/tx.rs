@@ -193,8 +193,15 @@ impl Qp {
                     let mut host = QpHost { qp: self, st: &mut st.host, events: &mut events, zc: None };
                     let n = engine.tx(&mut host, &ModuleCrc32c, &mut st.tx);
                     // The buffer, not the engine, ended the round: bulk.
-                    if st.tx.len() < TX_BUF && (n == st.tx.len() || engine.wants_tx()) {
-                        st.tx_grow = true;
+                    // A stream whose pages TCP copies sends it from the
+                    // pages from the next round on; any other grows its
+                    // buffer.
+                    if n == st.tx.len() || engine.wants_tx() {
+                        if self.zc_copies.load(Ordering::Relaxed) {
+                            self.zc_on.store(true, Ordering::Relaxed);
+                        } else if st.tx.len() < TX_BUF {
+                            st.tx_grow = true;
+                        }
                     }
                     // Room was left and nothing is half sent: the engine
                     // had no more to give (another post meanwhile finds
@@ -282,20 +289,25 @@ impl Qp {
         }
     }
 
-    /// The FPDU payload size from which a new stream sends by reference
-    /// (`zcopy_min`, or the self-tests' override); `None`: copy. A
-    /// connection whose route stays in the host (loopback, veth) copies
-    /// unless `zcopy_local` is set: the stack copies every zero-copy skb
-    /// it delivers locally (`skb_orphan_frags_rx`), so the references
-    /// only add work (`scripts/bench.sh --vm-tx`, and the rsiw-copy rows
-    /// of `scripts/bench.sh --compare` over veth).
-    pub(crate) fn zcopy_min(&self, local: bool) -> Option<usize> {
-        let v = match self.zc_min_override.load(Ordering::Relaxed) {
-            u32::MAX if local && !crate::module_parameters::zcopy_local.value() => 0,
-            u32::MAX => crate::module_parameters::zcopy_min.value(),
-            v => v,
-        };
-        (v > 0).then_some(v as usize)
+    /// The FPDU payload size from which a new stream sends from the
+    /// registered pages (`zcopy_min`, or the self-tests' override; `None`:
+    /// through rsiw's own buffer), and whether TCP copies those pages. On
+    /// a route that stays in the host (loopback, veth) the stack copies
+    /// every zero-copy skb it delivers (`skb_orphan_frags_rx`), so there
+    /// TCP copies the pages as it takes them, which is the one copy on the
+    /// way out, and a WR completes once TCP has all of it; `zcopy_local`
+    /// sends by reference there too (`MSG_ZEROCOPY`, completions after
+    /// TCP's release), for tests of that path. The self-tests' override
+    /// always sends by reference.
+    pub(crate) fn zcopy_mode(&self, local: bool) -> (Option<usize>, bool) {
+        match self.zc_min_override.load(Ordering::Relaxed) {
+            u32::MAX => {
+                let min = crate::module_parameters::zcopy_min.value();
+                let copies = local && !crate::module_parameters::zcopy_local.value();
+                ((min > 0).then_some(min as usize), copies)
+            }
+            v => ((v > 0).then_some(v as usize), false),
+        }
     }
 
     /// Overrides `zcopy_min` for the next stream (`None`: the parameter).
@@ -376,7 +388,17 @@ impl Qp {
                 // No page for the headers or no lists now: copy this round.
                 return self.tx_round_copy();
             }
-            if zc.notif.is_none() {
+            if !zc.order_ring {
+                let need = self.stream.lock().host.order.ring_needed();
+                if let Some(cap) = need {
+                    match self.memcg.charge(|| SendOrder::alloc_ring(cap)) {
+                        Ok(ring) => self.stream.lock().host.order.set_ring(ring),
+                        Err(_) => return self.tx_round_copy(),
+                    }
+                }
+                zc.order_ring = true;
+            }
+            if zc.notif.is_none() && !zc.tcp_copies {
                 match self.links.qp_arc().map(Notif::new) {
                     Some(Ok(n)) => zc.notif = Some(n),
                     _ => return self.tx_round_copy(),
@@ -388,6 +410,7 @@ impl Qp {
             let st = &mut *st;
             if st.dead {
                 zc.batch.clear();
+                zc.copy_batch = None;
                 false
             } else if zc.batch.remaining() > 0 {
                 true
@@ -405,6 +428,13 @@ impl Qp {
                 };
                 if zc.refs.is_empty() {
                     st.host.order.no_batch();
+                    if zc.tcp_copies {
+                        // No payload large enough: back to copying rounds.
+                        self.zc_on.store(false, Ordering::Relaxed);
+                    }
+                } else if zc.tcp_copies {
+                    zc.copy_batch = Some(st.host.order.new_batch());
+                    zc.batch.set_copy();
                 } else if let Some(mut notif) = zc.notif.take() {
                     notif.set_token(st.host.order.new_batch());
                     self.zc_live.fetch_add(1, Ordering::AcqRel);
@@ -418,8 +448,10 @@ impl Qp {
                         }
                         Piece::Host(l) => {
                             zc.ref_octets += l as u64;
-                            QpStats::bump(&self.stats.tx_zcopy_bytes, l as u64);
-                            self.links.device().counters().add(HwCounter::TxZcopyOctets, l as u64);
+                            if !zc.tcp_copies {
+                                QpStats::bump(&self.stats.tx_zcopy_bytes, l as u64);
+                                self.links.device().counters().add(HwCounter::TxZcopyOctets, l as u64);
+                            }
                             zc.refs.move_front(l, zc.batch.segments())
                         }
                     };
@@ -468,9 +500,31 @@ impl Qp {
         }
         let lost = matches!(sent, Err(e) if e != EAGAIN);
         if lost {
+            // Its completions stay unreleased: the stream's end flushes them.
             zc.batch.clear();
+            zc.copy_batch = None;
+        }
+        if zc.batch.remaining() == 0 {
+            if let Some(id) = zc.copy_batch.take() {
+                // TCP has copied all of it: the pages are the consumer's again.
+                self.copied_out(id);
+            }
         }
         self.round_end(lost, zc.batch.remaining() > 0)
+    }
+}
+
+impl Qp {
+    /// TCP has copied all of batch `id` (sent on a route that stays in the
+    /// host): deliver the completions that waited for it, as a release of
+    /// its pages would ([`ZcOwner::released`]).
+    fn copied_out(&self, id: u64) {
+        let mut st = self.stream.lock();
+        if !self.zc_detached.load(Ordering::Acquire) {
+            st.host.order.released(id, |wc| {
+                let _ = self.links.send_cq().push(wc);
+            });
+        }
     }
 }
 

@@ -124,6 +124,68 @@ mod tests {
         Ok(())
     }
 
+    /// With the module's defaults (`zcopy_local` off) over loopback, a
+    /// route that stays in the host: bulk payload goes from the registered
+    /// pages for TCP to copy (rsiw makes no copy of its own), with no
+    /// notification, and each WR completes once TCP has all of it. The
+    /// source rewritten the moment each completes still arrives intact.
+    #[test]
+    fn local_route_tcp_copies_from_the_pages() -> Result {
+        check!(!crate::module_parameters::zcopy_local.value());
+        let ((refs, literal, _), [octets, batches, copied]) = rewrite_after_completion(None)?;
+        pr_info!("rsiw kunit: writes over loopback: {} octets from the pages, {} literal\n", refs, literal);
+        // All but each message's last FPDU, as above, and the stream's
+        // first round: a stream starts on rounds through rsiw's buffer and
+        // turns to the pages once a round fills it (1 KiB).
+        check!(refs >= 6 * (LEN as u64 - 1024) - 2048);
+        check!(literal < refs / 20);
+        // Not zero-copy: no notification was sent or released.
+        check!((octets, batches, copied) == (0, 0, 0));
+        Ok(())
+    }
+
+    /// Such a stream turns to the pages for bulk only: after a 64 KiB
+    /// Write, the first small Write's round references no pages and turns
+    /// the stream back to rounds through rsiw's buffer, where the rest go
+    /// (no more octets pass through the page rounds).
+    #[test]
+    fn local_route_small_writes_after_bulk_use_the_buffer() -> Result {
+        const BIG: usize = 64 * 1024;
+        let mut src = VVec::from_elem(0u8, BIG, GFP_KERNEL)?;
+        let mut dst = VVec::from_elem(0u8, BIG, GFP_KERNEL)?;
+        let dst_addr = dst.as_mut_ptr() as u64;
+        with_pair(
+            c"rsiw_kt_zc3",
+            true,
+            |_, _| {},
+            |p| {
+                let qp = p.a.qp::<crate::device::Rsiw>();
+                pattern(3, &mut src);
+                for round in 0..3u64 {
+                    p.a.post(round, WR_WRITE, &[Seg::of(&src, p.lkey)], Some((p.rkey, dst_addr)), true)?;
+                    let wc = p.cq_a.poll_one(10_000).ok_or(ETIMEDOUT)?;
+                    check!((wc.wr_id, wc.status) == (round, WC_SUCCESS));
+                }
+                check!(placed(&dst, &src));
+                let (refs0, lit0, _) = qp.zcopy_stats();
+                check!(refs0 > 0);
+                for i in 0..8u8 {
+                    src[..64].fill(i);
+                    p.a.post(10 + u64::from(i), WR_WRITE, &[Seg::of(&src[..64], p.lkey)], Some((p.rkey, dst_addr)), true)?;
+                    let wc = p.cq_a.poll_one(10_000).ok_or(ETIMEDOUT)?;
+                    check!((wc.wr_id, wc.status) == (10 + u64::from(i), WC_SUCCESS));
+                    check!(placed(&dst[..64], &src[..64]));
+                }
+                let (refs1, lit1, _) = qp.zcopy_stats();
+                check!(refs1 == refs0);
+                // One small FPDU (header, 64 octets, CRC) at most.
+                check!(lit1 - lit0 < 128);
+                check!(no_terminate(p));
+                Ok(())
+            },
+        )
+    }
+
     #[test]
     fn copying_tx_when_zero_copy_is_off() -> Result {
         let ((refs, literal, deferred), counters) = rewrite_after_completion(Some(0))?;

@@ -184,6 +184,7 @@ fi
 # rsiw_load IMPL: (re)load rsiw with the module parameters of variant IMPL
 # (rsiw-crc: MPA CRC requested; rsiw-crck: the same with the kernel's
 # crc32c() whatever the module measured at load, crc32c_impl=1; rsiw-copy: no zero-copy TX, zcopy_min=0;
+# rsiw-zcl: zero-copy TX over loopback and veth too, zcopy_local=1;
 # rsiw-seg1: one TCP segment per FPDU on local routes too,
 # fpdu_segs_local=1; rsiw-alt: the module and provider of another built
 # tree, BENCH_ALT, e.g. an older commit; the others: the defaults) unless it is loaded with them.
@@ -194,6 +195,7 @@ rsiw_load() {
 	rsiw-crc) want="mpa_crc=1" ;;
 	rsiw-crck) want="mpa_crc=1 crc32c_impl=1" ;;
 	rsiw-copy) want="zcopy_min=0" ;;
+	rsiw-zcl) want="zcopy_local=1" ;;
 	rsiw-seg1) want="fpdu_segs_local=1" ;;
 	rsiw-alt) want="alt" ;;
 	esac
@@ -590,7 +592,7 @@ memory() {
 # ------------------------------------------------------------ the rounds
 impls_for() { # the implementations of one round at MTU $1
 	# BENCH_IMPLS: a list of its own (rsiw, rsiw-crc, rsiw-crck, rsiw-cmds, rsiw-copy,
-	# rsiw-seg1, rsiw-alt with BENCH_ALT, rsiw-d16 (perftest -t 16),
+	# rsiw-zcl, rsiw-seg1, rsiw-alt with BENCH_ALT, rsiw-d16 (perftest -t 16),
 	# rsiw-mrs (scaling: an MR per connection), siw, tcp).
 	if [ -n "${BENCH_IMPLS:-}" ]; then
 		echo "$BENCH_IMPLS"
@@ -610,7 +612,7 @@ for r in $(seq 1 "$rounds"); do
 			progress "round $r/$rounds MTU $mtu: $impl"
 			crc=""
 			case $impl in
-			rsiw | rsiw-cmds | rsiw-copy | rsiw-seg1 | rsiw-alt | rsiw-d16) crc=off ;;
+			rsiw | rsiw-cmds | rsiw-copy | rsiw-zcl | rsiw-seg1 | rsiw-alt | rsiw-d16) crc=off ;;
 			rsiw-crc | rsiw-crck) crc=on ;;
 			esac
 			if [ -n "$crc" ]; then

@@ -470,16 +470,18 @@ impl TcpSocket {
     /// took. TCP takes its own page references. With a notification in the
     /// batch (`MSG_ZEROCOPY`), TCP reports when no skb refers to the pages
     /// any more, and a local receiver gets a copy (`skb_orphan_frags_rx`),
-    /// never the pages themselves.
+    /// never the pages themselves. A batch TCP copies
+    /// ([`super::zcopy::Batch::set_copy`]) is in TCP's own memory for what
+    /// the call took.
     pub(crate) fn send_pages(&self, batch: &mut super::zcopy::Batch) -> Result<usize> {
-        let (vecs, n, total, notif) = batch.bio_vecs();
+        let (vecs, n, total, notif, copy) = batch.bio_vecs();
         if total == 0 {
             return Ok(0);
         }
         // SAFETY: the socket is alive; the bio_vecs describe `total` octets
         // of pages the batch holds references on until they are sent; the
         // notification, if any, is the batch's and it holds a reference.
-        let ret = unsafe { sys::rsiw_sock_send_pages(self.sock.as_ptr(), vecs, n, total, notif) };
+        let ret = unsafe { sys::rsiw_sock_send_pages(self.sock.as_ptr(), vecs, n, total, notif, copy) };
         if ret < 0 {
             return Err(Error::from_errno(ret));
         }

@@ -3,7 +3,8 @@
 //! is sent from, the page a round's literal octets (headers, markers, pad,
 //! CRC, copied payload) are written to, and the batch of page segments
 //! handed to TCP by reference (`MSG_ZEROCOPY` with a notification, or
-//! `MSG_SPLICE_PAGES` for literal octets only).
+//! `MSG_SPLICE_PAGES` for literal octets only) or for TCP to copy (a
+//! route whose receiver is in this host: see [`Batch::set_copy`]).
 //!
 //! TCP takes its own page reference for every segment it splices and
 //! keeps it until the skb is freed, so a [`PageRef`] is only needed until
@@ -395,6 +396,8 @@ pub(crate) struct Batch {
     sent: usize,
     /// With the consumer's pages: tells when TCP is done with them.
     notif: Option<Notif>,
+    /// With the consumer's pages, for TCP to copy as it takes them.
+    copy: bool,
 }
 
 // SAFETY: the `bio_vec`s only name pages the segments hold references on;
@@ -406,7 +409,7 @@ unsafe impl Sync for Batch {}
 impl Batch {
     /// An empty batch that allocates nothing until [`Self::reserve_total`].
     pub(crate) const fn new() -> Self {
-        Self { segs: Segments::new(), vecs: KVec::new(), sent: 0, notif: None }
+        Self { segs: Segments::new(), vecs: KVec::new(), sent: 0, notif: None, copy: false }
     }
 
     /// Room for `n` segments in all (process context, no spinlock held).
@@ -434,6 +437,7 @@ impl Batch {
         self.vecs.clear();
         self.sent = 0;
         self.notif = None;
+        self.copy = false;
     }
 
     /// The batch carries the consumer's pages: `notif` reports when TCP
@@ -442,9 +446,19 @@ impl Batch {
         self.notif = Some(notif);
     }
 
+    /// The batch carries the consumer's pages and TCP copies them as it
+    /// takes them (no `MSG_SPLICE_PAGES`, no notification): once all of
+    /// the batch is sent, nothing refers to the pages. For a receiver in
+    /// this host, where the stack would copy a zero-copy skb anyway
+    /// (`skb_orphan_frags_rx`), this is the one copy on the way out,
+    /// instead of rsiw's into its buffer and then TCP's.
+    pub(crate) fn set_copy(&mut self) {
+        self.copy = true;
+    }
+
     /// The unsent octets as `bio_vec`s: (array, count, octets,
-    /// notification or null).
-    pub(super) fn bio_vecs(&mut self) -> (*mut sys::bio_vec, u32, usize, *mut sys::rsiw_zc_notif) {
+    /// notification or null, whether TCP copies them).
+    pub(super) fn bio_vecs(&mut self) -> (*mut sys::bio_vec, u32, usize, *mut sys::rsiw_zc_notif, bool) {
         self.vecs.clear();
         let mut skip = self.sent;
         let mut total = 0;
@@ -464,7 +478,7 @@ impl Batch {
             let _ = self.vecs.push_within_capacity(v);
         }
         let notif = self.notif.as_ref().map_or(core::ptr::null_mut(), |n| n.0.as_ptr());
-        (self.vecs.as_mut_ptr(), self.vecs.len() as u32, total, notif)
+        (self.vecs.as_mut_ptr(), self.vecs.len() as u32, total, notif, self.copy)
     }
 
     /// `n` more octets were sent; the batch is cleared once all are.
