@@ -59,7 +59,7 @@ macro_rules! rsiw_module {
                 },
                 zcopy_min: u32 {
                     default: 1024,
-                    description: "Send FPDU payloads of at least this many octets straight from the registered pages (MSG_ZEROCOPY with rsiw's notification; their WRs complete once TCP releases the pages) instead of copying them; 0: always copy",
+                    description: "Send FPDU payloads of at least this many octets straight from the registered pages instead of through rsiw's buffer: by reference (MSG_ZEROCOPY with rsiw's notification; their WRs complete once TCP releases the pages), or over loopback and veth routes for TCP to copy (their WRs complete once TCP has them); 0: always through rsiw's buffer",
                 },
                 fpdu_segs_local: u32 {
                     default: 16,
@@ -71,7 +71,7 @@ macro_rules! rsiw_module {
                 },
                 zcopy_local: bool {
                     default: false,
-                    description: "Send by reference (zcopy_min) also over loopback and veth routes, where the stack copies every zero-copy skb it delivers: for tests of the zero-copy path",
+                    description: "Send by reference (zcopy_min, MSG_ZEROCOPY) also over loopback and veth routes, where the stack copies every zero-copy skb it delivers (by default TCP copies the pages there): for tests of the zero-copy path",
                 },
                 $($kunit_params)*
             },

@@ -6,7 +6,7 @@
 
 RAW_CSV rows (tools/vmtest/bench-compare.sh): metric,config,impl,round,value,unit,extra
 with impl one of rsiw, rsiw-crc (rsiw with mpa_crc=1), rsiw-cmds (no rings),
-rsiw-copy (zcopy_min=0), rsiw-seg1 (fpdu_segs_local=1), siw, tcp. Writes
+rsiw-copy (zcopy_min=0), rsiw-zcl (zcopy_local=1), rsiw-seg1 (fpdu_segs_local=1), siw, tcp. Writes
 OUTDIR/results.md, OUTDIR/results.csv and OUTDIR/plot-METRIC.png (gnuplot).
 Figures per cell: the median over rounds, and the min-max spread.
 """
@@ -40,6 +40,7 @@ VARIANTS = [
     ("rsiw-crck", "rsiw CRC on, the kernel's crc32c() (crc32c_impl=1)"),
     ("rsiw-cmds", "rsiw on uverbs commands (no rings)"),
     ("rsiw-copy", "rsiw copying (zcopy_min=0)"),
+    ("rsiw-zcl", "rsiw zero-copy over veth too (zcopy_local=1)"),
     ("rsiw-seg1", "rsiw one-segment FPDUs (fpdu_segs_local=1)"),
     ("rsiw-alt", "rsiw of BENCH_ALT (another build)"),
     ("rsiw-d16", "rsiw, perftest -t 16"),
