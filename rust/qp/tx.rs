@@ -440,6 +440,8 @@ impl Qp {
                     self.zc_live.fetch_add(1, Ordering::AcqRel);
                     zc.batch.set_notif(notif);
                 }
+                // The referenced pages in plan order, taken off the front.
+                let mut refs = zc.refs.drain();
                 for i in 0..np {
                     let ok = match zc.pieces[i] {
                         Piece::Literal(l) => {
@@ -452,13 +454,13 @@ impl Qp {
                                 QpStats::bump(&self.stats.tx_zcopy_bytes, l as u64);
                                 self.links.device().counters().add(HwCounter::TxZcopyOctets, l as u64);
                             }
-                            zc.refs.move_front(l, zc.batch.segments())
+                            refs.move_front(l, zc.batch.segments())
                         }
                     };
                     broken |= !ok;
                 }
-                broken |= !zc.refs.is_empty();
-                zc.refs.clear();
+                broken |= !refs.is_empty();
+                drop(refs);
                 if n == 0 && engine.state() == EngineState::Error {
                     let mut host = QpHost { qp: self, st: &mut st.host, events: &mut events, zc: None };
                     engine.flush(&mut host);

@@ -166,25 +166,36 @@ impl Segments {
         self.list.is_empty()
     }
 
-    pub(crate) fn room(&self) -> usize {
-        self.list.capacity() - self.list.len()
-    }
-
     /// Drops the segments from `n` on (a declined offer rolls back).
     pub(crate) fn truncate(&mut self, n: usize) {
         self.list.truncate(n);
     }
 
-    /// Moves segments covering exactly `len` octets from the front of
-    /// `self` to `dst`; `false` if they do not (nothing is lost: the
-    /// caller fails the round).
+    /// Takes the segments out in order (the list keeps its room); what
+    /// the [`Drain`] does not move is dropped with it.
+    pub(crate) fn drain(&mut self) -> Drain<'_> {
+        Drain(self.list.drain_all())
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.list.clear();
+    }
+
+    /// Octets in all segments.
+    pub(crate) fn octets(&self) -> usize {
+        self.list.iter().map(Segment::len).sum()
+    }
+}
+
+/// The segments of a [`Segments`], taken off its front in order.
+pub(crate) struct Drain<'a>(kernel::alloc::kvec::DrainAll<'a, Segment>);
+
+impl Drain<'_> {
+    /// Moves segments covering exactly `len` octets to `dst`; `false` if
+    /// they do not (nothing is lost: the caller fails the round).
     pub(crate) fn move_front(&mut self, mut len: usize, dst: &mut Segments) -> bool {
         while len > 0 {
-            if self.list.is_empty() || dst.room() == 0 {
-                return false;
-            }
-            let seg = self.list.remove(0);
-            let Ok(seg) = seg else { return false };
+            let Some(seg) = self.0.next() else { return false };
             if seg.len() > len {
                 return false;
             }
@@ -196,13 +207,9 @@ impl Segments {
         true
     }
 
-    pub(crate) fn clear(&mut self) {
-        self.list.clear();
-    }
-
-    /// Octets in all segments.
-    pub(crate) fn octets(&self) -> usize {
-        self.list.iter().map(Segment::len).sum()
+    /// Whether every segment was moved.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.size_hint().0 == 0
     }
 }
 
