@@ -194,8 +194,9 @@ impl Qp {
                     let n = engine.tx(&mut host, &ModuleCrc32c, &mut st.tx);
                     // The buffer, not the engine, ended the round: bulk.
                     // A stream whose pages TCP copies sends it from the
-                    // pages from the next round on; any other grows its
-                    // buffer.
+                    // pages from the next round on (and grows its buffer
+                    // only for bulk that cannot go from them, above); any
+                    // other grows its buffer.
                     if n == st.tx.len() || engine.wants_tx() {
                         if self.zc_copies.load(Ordering::Relaxed) {
                             self.zc_on.store(true, Ordering::Relaxed);
@@ -429,8 +430,14 @@ impl Qp {
                 if zc.refs.is_empty() {
                     st.host.order.no_batch();
                     if zc.tcp_copies {
-                        // No payload large enough: back to copying rounds.
+                        // No payload went from the pages: back to copying
+                        // rounds. If that was bulk all the same (memory TCP
+                        // cannot take by page, e.g. slab), with a buffer
+                        // for it, not the literal page's few KiB a round.
                         self.zc_on.store(false, Ordering::Relaxed);
+                        if engine.wants_tx() {
+                            st.tx_grow = true;
+                        }
                     }
                 } else if zc.tcp_copies {
                     zc.copy_batch = Some(st.host.order.new_batch());
