@@ -354,14 +354,7 @@ impl ZcOwner for Qp {
         }
         let stalled = {
             let mut st = this.stream.lock();
-            // Checked under the lock `detach` sets it under: once `detach`
-            // returns, no completion reaches the (then freed) CQ.
-            if !this.zc_detached.load(Ordering::Acquire) {
-                let qp = &**this;
-                st.host.order.released(token, |wc| {
-                    let _ = qp.links.send_cq().push(wc);
-                });
-            }
+            this.release_batch(&mut st, token);
             this.zc_stalled.swap(false, Ordering::AcqRel)
         };
         this.zc_live.fetch_sub(1, Ordering::AcqRel);
@@ -516,7 +509,7 @@ impl Qp {
         if zc.batch.remaining() == 0 {
             if let Some(id) = zc.copy_batch.take() {
                 // TCP has copied all of it: the pages are the consumer's again.
-                self.copied_out(id);
+                self.release_batch(&mut self.stream.lock(), id);
             }
         }
         self.round_end(lost, zc.batch.remaining() > 0)
@@ -524,11 +517,12 @@ impl Qp {
 }
 
 impl Qp {
-    /// TCP has copied all of batch `id` (sent on a route that stays in the
-    /// host): deliver the completions that waited for it, as a release of
-    /// its pages would ([`ZcOwner::released`]).
-    fn copied_out(&self, id: u64) {
-        let mut st = self.stream.lock();
+    /// Batch `id` no longer needs its pages (TCP released them, or copied
+    /// all of it on a route that stays in the host): delivers the
+    /// completions that waited for it, under the stream lock the caller
+    /// holds. None once `detach` ran: it sets the flag under that lock, so
+    /// once it returns no completion reaches the (then freed) CQ.
+    fn release_batch(&self, st: &mut StreamState, id: u64) {
         if !self.zc_detached.load(Ordering::Acquire) {
             st.host.order.released(id, |wc| {
                 let _ = self.links.send_cq().push(wc);

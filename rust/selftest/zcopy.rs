@@ -52,6 +52,15 @@ mod tests {
         false
     }
 
+    /// A signaled RDMA Write of `src` to `dst` from A, and its successful
+    /// completion.
+    fn write_done(p: &Pair<'_>, wr_id: u64, src: &[u8], dst: u64) -> Result {
+        p.a.post(wr_id, WR_WRITE, &[Seg::of(src, p.lkey)], Some((p.rkey, dst)), true)?;
+        let wc = p.cq_a.poll_one(10_000).ok_or(ETIMEDOUT)?;
+        check!((wc.wr_id, wc.status, wc.opcode) == (wr_id, WC_SUCCESS, WC_RDMA_WRITE));
+        Ok(())
+    }
+
     fn no_terminate(p: &Pair<'_>) -> bool {
         let (sa, sb) = (p.a.qp::<crate::device::Rsiw>().stream_status(), p.b.qp::<crate::device::Rsiw>().stream_status());
         sa.terminate_sent.is_none() && sa.terminate_received.is_none() && sb.terminate_sent.is_none()
@@ -83,9 +92,7 @@ mod tests {
                 for round in 0..6u8 {
                     pattern(round.wrapping_mul(31).wrapping_add(1), &mut src);
                     want.copy_from_slice(&src);
-                    p.a.post(u64::from(round), WR_WRITE, &[Seg::of(&src, p.lkey)], Some((p.rkey, dst_addr)), true)?;
-                    let wc = p.cq_a.poll_one(10_000).ok_or(ETIMEDOUT)?;
-                    check!((wc.wr_id, wc.status, wc.opcode) == (u64::from(round), WC_SUCCESS, WC_RDMA_WRITE));
+                    write_done(p, u64::from(round), &src, dst_addr)?;
                     // The consumer owns the buffer again: reuse it at once.
                     src.fill(0xEE);
                     check!(placed(&dst, &want));
@@ -162,18 +169,14 @@ mod tests {
                 let qp = p.a.qp::<crate::device::Rsiw>();
                 pattern(3, &mut src);
                 for round in 0..3u64 {
-                    p.a.post(round, WR_WRITE, &[Seg::of(&src, p.lkey)], Some((p.rkey, dst_addr)), true)?;
-                    let wc = p.cq_a.poll_one(10_000).ok_or(ETIMEDOUT)?;
-                    check!((wc.wr_id, wc.status) == (round, WC_SUCCESS));
+                    write_done(p, round, &src, dst_addr)?;
                 }
                 check!(placed(&dst, &src));
                 let (refs0, lit0, _) = qp.zcopy_stats();
                 check!(refs0 > 0);
                 for i in 0..8u8 {
                     src[..64].fill(i);
-                    p.a.post(10 + u64::from(i), WR_WRITE, &[Seg::of(&src[..64], p.lkey)], Some((p.rkey, dst_addr)), true)?;
-                    let wc = p.cq_a.poll_one(10_000).ok_or(ETIMEDOUT)?;
-                    check!((wc.wr_id, wc.status) == (10 + u64::from(i), WC_SUCCESS));
+                    write_done(p, 10 + u64::from(i), &src[..64], dst_addr)?;
                     check!(placed(&dst[..64], &src[..64]));
                 }
                 let (refs1, lit1, _) = qp.zcopy_stats();
@@ -202,9 +205,7 @@ mod tests {
             |p| {
                 for round in 0..16u8 {
                     pattern(round.wrapping_mul(13), &mut src);
-                    p.a.post(u64::from(round), WR_WRITE, &[Seg::of(&src, p.lkey)], Some((p.rkey, dst_addr)), true)?;
-                    let wc = p.cq_a.poll_one(10_000).ok_or(ETIMEDOUT)?;
-                    check!((wc.wr_id, wc.status) == (u64::from(round), WC_SUCCESS));
+                    write_done(p, u64::from(round), &src, dst_addr)?;
                     check!(placed(&dst, &src));
                 }
                 let (refs, literal, _) = p.a.qp::<crate::device::Rsiw>().zcopy_stats();
