@@ -121,6 +121,10 @@ void rsiw_layout(size_t *out, size_t n);
 
 /* The QPs' transmit work (unbound, usable in memory reclaim: NVMe-oF). */
 struct workqueue_struct *rsiw_tx_wq_alloc(void);
+/* The QPs' RX work (bulk on local routes): unbound. */
+struct workqueue_struct *rsiw_rx_wq_alloc(void);
+/* The monotonic clock in units of 1024 ns, wrapping (short intervals). */
+u32 rsiw_clock_us(void);
 /* Rate limit for CM log messages driven by peers. */
 bool rsiw_cm_ratelimit(void);
 /* IPV6_V6ONLY on a kernel socket (iw_cm_id->afonly). */
@@ -177,6 +181,10 @@ int rsiw_zc_probe_skb(struct rsiw_zc_notif *notif, bool local);
 bool rsiw_sk_local_route(struct sock *sk);
 /* struct sock is opaque to bindgen (see rust/ffi/layout.rs): fields in C. */
 unsigned char rsiw_sk_state(const struct sock *sk);
+u32 rsiw_sk_rx_queued(const struct sock *sk);
+/* Whether the running task (in a socket callback: whoever sent, on a
+ * local route) is a process rather than a kernel thread. */
+bool rsiw_current_is_process(void);
 void rsiw_sk_bind_dev_if(struct sock *sk, int ifindex);
 int rsiw_tcp_read_sock(struct sock *sk, read_descriptor_t *desc, sk_read_actor_t actor);
 int rsiw_sock_send_pages(struct socket *sock, struct bio_vec *bv, unsigned int n, size_t len,
@@ -199,6 +207,7 @@ enum rsiw_hw_counter {
 	RSIW_HW_CM_TIMEOUTS,
 	RSIW_HW_CM_FAILURES,
 	RSIW_HW_CM_ESTABLISHED,
+	RSIW_HW_RX_WORK_OCTETS,
 	RSIW_HW_COUNTERS,
 };
 struct rdma_hw_stats *rsiw_alloc_hw_port_stats(void);

@@ -218,6 +218,23 @@ struct workqueue_struct *rsiw_tx_wq_alloc(void)
 	return alloc_workqueue("rsiw_tx", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
 }
 
+/* The monotonic clock in units of 1024 ns (short intervals, wrapping). */
+u32 rsiw_clock_us(void)
+{
+	return (u32)(ktime_get_ns() >> 10);
+}
+
+/*
+ * Normal priority on purpose: where every CPU is busy (processes
+ * busy-polling) the work then starts late, and the QP reads in the softirq
+ * again for a while (Qp::run_rx); a high-priority work would preempt a
+ * poller at once and make each message pay the hop.
+ */
+struct workqueue_struct *rsiw_rx_wq_alloc(void)
+{
+	return alloc_workqueue("rsiw_rx", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
+}
+
 static DEFINE_RATELIMIT_STATE(rsiw_cm_rs, 5 * HZ, 10);
 
 bool rsiw_cm_ratelimit(void)
@@ -605,6 +622,19 @@ unsigned char rsiw_sk_state(const struct sock *sk)
 	return READ_ONCE(sk->sk_state);
 }
 
+bool rsiw_current_is_process(void)
+{
+	return !(current->flags & PF_KTHREAD);
+}
+
+/* Octets TCP holds for the reader: received in order, not yet read. */
+u32 rsiw_sk_rx_queued(const struct sock *sk)
+{
+	const struct tcp_sock *tp = tcp_sk(sk);
+
+	return READ_ONCE(tp->rcv_nxt) - READ_ONCE(tp->copied_seq);
+}
+
 /*
  * tcp_read_sock() with its precondition checked where lockdep can: the
  * caller owns the socket (TCP's receive path under bh_lock_sock, or
@@ -671,6 +701,7 @@ static const struct rdma_stat_desc rsiw_hw_counter_descs[] = {
 	[RSIW_HW_CM_TIMEOUTS] = { .name = "cm_timeouts" },
 	[RSIW_HW_CM_FAILURES] = { .name = "cm_failures" },
 	[RSIW_HW_CM_ESTABLISHED] = { .name = "cm_established" },
+	[RSIW_HW_RX_WORK_OCTETS] = { .name = "rx_work_octets" },
 };
 static_assert(ARRAY_SIZE(rsiw_hw_counter_descs) == RSIW_HW_COUNTERS);
 

@@ -69,6 +69,10 @@ macro_rules! rsiw_module {
                     default: 0,
                     description: "MPA CRC32c implementation: 0 time the kernel's crc32c() and rsiw's slicing-by-16 table at load and use the faster (the table wins where the crc32 instruction is emulated, e.g. QEMU TCG), 1 crc32c(), 2 the table",
                 },
+                rx_offload_min: u32 {
+                    default: 32768,
+                    description: "On a route that stays in the host (loopback, veth), read a stream whose socket holds at least this many octets in a work item instead of the receive softirq, which there runs on the sender's CPU: placement moves to another CPU and a bulk stream uses two; 0: always in the softirq",
+                },
                 zcopy_local: bool {
                     default: false,
                     description: "Send by reference (zcopy_min, MSG_ZEROCOPY) also over loopback and veth routes, where the stack copies every zero-copy skb it delivers (by default TCP copies the pages there): for tests of the zero-copy path",

@@ -65,7 +65,9 @@
 #            a block on another page, which TCG cannot chain (slower);
 #            INSN_WATCH=ADDR: who enters the kernel block at ADDR (e.g.
 #            queued_spin_lock_slowpath); INSN_TOOL=qperf: count qperf
-#            -cm1 rc_lat (ITERS in seconds) instead; INSN_SIZE: perftest's
+#            -cm1 rc_lat (ITERS in seconds) instead; INSN_TOOL=qpbench:
+#            one rsiw-qpbench stream, INSN_QPB="send 4" (MODE DEPTH), of
+#            64 KiB messages (ITERS in seconds); INSN_SIZE: perftest's
 #            message size (default 64), INSN_MTU: the veth's MTU;
 #            INSN_HOT=FILE: also write rsiw's functions run every round
 #            trip to FILE (rust/hot-functions.txt). The counts stay in
@@ -159,6 +161,7 @@ fi
 plugin_run() {
 	guest_build "$1"
 	make -s -C tools/qemu-plugin
+	make -s -C tools/bench
 }
 if [ "${1:-}" = --insncount ]; then
 	need_debs perftest rdmacm-utils iproute2 binutils
@@ -167,7 +170,7 @@ if [ "${1:-}" = --insncount ]; then
 	scripts/vm-run.sh --quiet --timeout 1800 --out "$out" --append kunit.enable=0 \
 		--plugin "$RSIW_ROOT/tools/qemu-plugin/insncount.so,out=$out/counts.txt${INSN_MEM:+,mem=on}${INSN_XPAGE:+,xpage=on}${INSN_WATCH:+,watch=$INSN_WATCH}" \
 		-- env INSN_EVENTS="${INSN_EVENTS:-0}" INSN_TOOL="${INSN_TOOL:-ib_send_lat}" INSN_SIZE="${INSN_SIZE:-64}" \
-		INSN_MTU="${INSN_MTU:-}" tools/vmtest/insncount.sh "$RSIW_ROOT" "${2:-1000}" "${3:-5000}" || rc=$?
+		INSN_MTU="${INSN_MTU:-}" INSN_QPB="${INSN_QPB:-send 4}" tools/vmtest/insncount.sh "$RSIW_ROOT" "${2:-1000}" "${3:-5000}" || rc=$?
 	grep '^insncount:' "$out/output.log" || true
 	[ "$rc" = 0 ] || die "the guest run failed ($rc): $out/output.log"
 	# Rust symbols demangled when rustfilt is there (cargo install rustfilt).

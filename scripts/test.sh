@@ -126,6 +126,7 @@ record "module build" 1 0
 log "== userspace provider (tools/provider)"
 make -s -C tools/provider >"$logs/provider.log" 2>&1 || fatal "provider build" "$logs/provider.log"
 make -s -C tools/stress >>"$logs/provider.log" 2>&1 || fatal "rsiw-storm, rsiw-uvfuzz build" "$logs/provider.log"
+make -s -C tools/bench >>"$logs/provider.log" 2>&1 || fatal "rsiw-qpbench build" "$logs/provider.log"
 # rdma-core 55 in a private prefix (ibv_wr_flush) and the provider and
 # checks built against it.
 rc55=$(scripts/build-rdma-core.sh 2>>"$logs/provider.log") &&

@@ -43,10 +43,13 @@ pub(crate) enum HwCounter {
     CmFailures = 10,
     /// Connections handed to a QP after MPA (both sides count).
     CmEstablished = 11,
+    /// Octets of iWARP streams read by a QP's RX work instead of the
+    /// receive softirq (bulk on loopback and veth, `rx_offload_min`).
+    RxWorkOctets = 12,
 }
 
 impl HwCounter {
-    pub(crate) const COUNT: usize = 12;
+    pub(crate) const COUNT: usize = 13;
 
     /// What a Terminate this end sends for `err` counts as: a CRC error, or
     /// another protocol error in what the peer sent; nothing for this
@@ -79,6 +82,7 @@ const _: () = {
     assert!(HwCounter::CmTimeouts as usize == c::CM_TIMEOUTS);
     assert!(HwCounter::CmFailures as usize == c::CM_FAILURES);
     assert!(HwCounter::CmEstablished as usize == c::CM_ESTABLISHED);
+    assert!(HwCounter::RxWorkOctets as usize == c::RX_WORK_OCTETS);
 };
 
 /// The values, updated from any context.

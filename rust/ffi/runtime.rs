@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 //! Module-lifetime services: the workqueues of connection management and
-//! of the QPs' transmit work ([`Workqueues`]), a rate limit for log lines
+//! of the QPs' transmit and receive work ([`Workqueues`]), a rate limit for log lines
 //! a peer can provoke ([`ratelimited`]), a bounded wait ([`wait_ms`]),
 //! and [`global_mutex!`], a mutex around a module-global value.
 
@@ -18,6 +18,8 @@ static WQ: AtomicPtr<sys::workqueue_struct> = AtomicPtr::new(ptr::null_mut());
 /// it must make progress in memory reclaim (a storage ULP such as NVMe-oF
 /// sends through it).
 static TX_WQ: AtomicPtr<sys::workqueue_struct> = AtomicPtr::new(ptr::null_mut());
+/// The QPs' RX work (bulk streams on local routes).
+static RX_WQ: AtomicPtr<sys::workqueue_struct> = AtomicPtr::new(ptr::null_mut());
 
 /// The module's workqueues, from module init to module exit. Its owner
 /// drops it after every user is stopped (every device, and so every QP,
@@ -34,13 +36,20 @@ impl Workqueues {
         }
         // SAFETY: plain allocation call.
         let tx = unsafe { sys::rsiw_tx_wq_alloc() };
-        if tx.is_null() {
-            // SAFETY: just allocated, never used.
-            unsafe { sys::destroy_workqueue(wq) };
+        // SAFETY: plain allocation call.
+        let rx = unsafe { sys::rsiw_rx_wq_alloc() };
+        if tx.is_null() || rx.is_null() {
+            for q in [wq, tx, rx] {
+                if !q.is_null() {
+                    // SAFETY: just allocated, never used.
+                    unsafe { sys::destroy_workqueue(q) };
+                }
+            }
             return Err(ENOMEM);
         }
         WQ.store(wq, Ordering::Release);
         TX_WQ.store(tx, Ordering::Release);
+        RX_WQ.store(rx, Ordering::Release);
         Ok(Self(()))
     }
 }
@@ -53,7 +62,7 @@ impl Drop for Workqueues {
         if !wait_ms(10_000, || zcopy::live_notifs() == 0) {
             pr_err!("{} zero-copy notifications still held by the network stack\n", zcopy::live_notifs());
         }
-        for q in [&WQ, &TX_WQ] {
+        for q in [&WQ, &TX_WQ, &RX_WQ] {
             let wq = q.swap(ptr::null_mut(), Ordering::AcqRel);
             if !wq.is_null() {
                 // SAFETY: allocated in `new`; no enqueuer is left (the
@@ -102,6 +111,18 @@ pub(crate) fn cm_queue() -> Option<&'static Queue> {
 /// The QPs' transmit workqueue, while the module is loaded.
 pub(crate) fn tx_queue() -> Option<&'static Queue> {
     queue_of(&TX_WQ)
+}
+
+/// The QPs' receive workqueue, while the module is loaded.
+pub(crate) fn rx_queue() -> Option<&'static Queue> {
+    queue_of(&RX_WQ)
+}
+
+/// The monotonic clock in units of 1.024 µs, wrapping every 73 minutes:
+/// for intervals far shorter (compare with `wrapping_sub`).
+pub(crate) fn clock_us() -> u32 {
+    // SAFETY: plain call.
+    unsafe { sys::rsiw_clock_us() }
 }
 
 /// Rate limit for log lines a peer or a user can provoke.

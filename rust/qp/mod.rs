@@ -177,9 +177,9 @@ struct HostState {
 
 /// Zero-copy TX state; only the TX work touches it.
 struct ZeroCopyTx {
-    /// FPDU payloads of at least this many octets go by reference on this
-    /// stream; `None`: the stream copies.
-    min: Option<usize>,
+    /// FPDU payloads of at least `zcopy_min` octets go by reference on
+    /// this stream (the engine has the size); false: the stream copies.
+    from_pages: bool,
     /// TCP copies the payload it gets by reference (a route whose receiver
     /// is in this host, see [`Qp::zcopy_mode`]): a batch's completions
     /// are due once all of it is sent, no notification is involved.
@@ -323,6 +323,24 @@ pub(crate) struct Qp {
     cm: SpinLockIrq<Option<CmEventSink>>,
     #[pin]
     tx_work: Work<Qp>,
+    /// Reads a bulk stream's queued data in process context, off the
+    /// softirq of the CPU that received it (`rx_offload`).
+    #[pin]
+    rx_work: Work<Qp, 1>,
+    rx_work_queued: AtomicBool,
+    /// The RX work runs (its events included): `detach` waits it out.
+    rx_running: AtomicBool,
+    /// When the RX work was last queued (`clock_us`).
+    rx_queued_at: AtomicU32,
+    /// Until when (`clock_us`) `data_ready` reads everything itself: the
+    /// RX work started late, no CPU was free for it.
+    rx_inline_until: AtomicU32,
+    /// The stream's route stays in the host (loopback, veth): its receive
+    /// softirq runs on the sending CPU, and bulk reads go to `rx_work`.
+    rx_local: AtomicBool,
+    /// The self-tests' override: bulk goes to the RX work whoever sent it
+    /// (their senders are kernel threads) and however late it starts.
+    rx_work_forced: AtomicBool,
     tx_queued: AtomicBool,
     /// A TX run (the work item, or a process's doorbell inline) owns the
     /// transmit side.
@@ -349,7 +367,7 @@ pub(crate) struct Qp {
     zc_live: AtomicU32,
     /// Torn down: a late page release only drops its reference.
     zc_detached: AtomicBool,
-    /// The next TX round sends by page reference (`ZeroCopyTx::min` is
+    /// The next TX round sends by page reference (`ZeroCopyTx::from_pages` is
     /// set): a TX round of a copying stream skips the zero-copy state's
     /// lock. On a stream whose pages TCP copies (`zc_copies`) the rounds
     /// set and clear it: set by a copy round the buffer ended (bulk),
@@ -378,6 +396,7 @@ pub(crate) struct Qp {
 
 impl_has_work! {
     impl HasWork<Self> for Qp { self.tx_work }
+    impl HasWork<Self, 1> for Qp { self.rx_work }
 }
 
 impl_has_hr_timer! {
@@ -418,7 +437,7 @@ impl Qp {
             (false, None) => Some(RecvQueue::new(init.max_recv_wr as usize, init.max_recv_sge as usize)?),
         };
         let zc = ZeroCopyTx {
-            min: None,
+            from_pages: false,
             tcp_copies: false,
             copy_batch: None,
             order_ring: false,
@@ -469,6 +488,13 @@ impl Qp {
                 sock <- new_mutex!(None, "rsiw_qp_sock"),
                 cm <- new_spinlock_irq!(None, "rsiw_qp_cm"),
                 tx_work <- new_work!("rsiw_qp_tx"),
+                rx_work <- new_work!("rsiw_qp_rx"),
+                rx_work_queued: AtomicBool::new(false),
+                rx_running: AtomicBool::new(false),
+                rx_queued_at: AtomicU32::new(0),
+                rx_inline_until: AtomicU32::new(0),
+                rx_local: AtomicBool::new(false),
+                rx_work_forced: AtomicBool::new(false),
                 tx_queued: AtomicBool::new(false),
                 tx_running: AtomicBool::new(false),
                 tx_missed: AtomicBool::new(false),

@@ -77,6 +77,12 @@ fn state_name(s: QpState) -> &'static CStr {
 }
 
 impl Qp {
+    /// Octets of the stream read from TCP.
+    #[cfg(rsiw_kunit)]
+    pub(crate) fn rx_bytes(&self) -> u64 {
+        QpStats::get(&self.stats.rx_bytes)
+    }
+
     /// The QP's driver attributes for `rdma resource show qp -dd`.
     pub(crate) fn fill_res(&self, out: &mut ResAttrs<'_>) -> Result {
         let s = &self.stats;

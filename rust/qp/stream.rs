@@ -4,7 +4,14 @@
 
 use super::*;
 use crate::prof::{Phase, Probe};
-use crate::ffi::runtime::wait_ms;
+use crate::ffi::runtime::{clock_us, wait_ms};
+
+/// The RX work started this long after it was queued (`clock_us` units,
+/// about µs): no CPU was free for it, e.g. both busy-polling.
+const RX_WORK_LATE_US: u32 = 250;
+/// Then bulk is read in the softirq for this long before the work is
+/// tried again: a probe in a busy machine costs one late start.
+const RX_INLINE_HOLD_US: u32 = 50_000;
 
 impl Qp {
     /// Hands an established TCP connection to the QP after MPA
@@ -33,7 +40,9 @@ impl Qp {
             self.memcg.charge(|| KBox::new(Engine::new(QpConfig { pd: self.pd, emss }), GFP_KERNEL_ACCOUNT))?;
         // IRD/ORD clamped to the engine's queues (MAX_IRD, MAX_ORD).
         engine.establish_params(params);
-        let (zc_min, tcp_copies) = self.zcopy_mode(sock.local_route());
+        let local = sock.local_route();
+        self.rx_local.store(local, Ordering::Release);
+        let (zc_min, tcp_copies) = self.zcopy_mode(local);
         // A stream that sends by page reference holds its completions
         // until TCP releases the pages: their ring comes with it. (One
         // whose pages TCP copies gets it at its first round from the
@@ -49,7 +58,7 @@ impl Qp {
         self.zc_detached.store(false, Ordering::Release);
         {
             let mut zc = self.zc.lock();
-            zc.min = zc_min;
+            zc.from_pages = zc_min.is_some();
             zc.tcp_copies = tcp_copies;
             zc.order_ring = !tcp_copies;
             zc.copy_batch = None;
@@ -171,6 +180,10 @@ impl Qp {
         }
         // The TX work holds a reference and checks `dead`; wait it out.
         wait_ms(5000, || !self.tx_queued.load(Ordering::Acquire) && !self.tx_running.load(Ordering::Acquire));
+        // So does the RX work, which finds no socket now; an earlier run
+        // may still be delivering its events. No callback can queue it
+        // again: the socket is unhooked.
+        wait_ms(5000, || !self.rx_work_queued.load(Ordering::SeqCst) && !self.rx_running.load(Ordering::SeqCst));
         {
             // The unsent batch and the spare notification hold references
             // (the notification one on this QP).
@@ -262,6 +275,23 @@ impl CmQp for Qp {
 
 impl SocketEvents for Qp {
     fn data_ready(&self, rx: &SockRx<'_>) {
+        // A bulk stream on a local route, sent by a process's system call
+        // (a doorbell): read in the RX work, on another CPU than this
+        // softirq's, so the process gets back to posting; unless the work
+        // started late not long ago (no CPU free for it). Sent by a kernel
+        // thread (a TX work answering Reads), the thread has nothing to
+        // get back to: reading here costs no hop.
+        if self.rx_local.load(Ordering::Relaxed) {
+            let min = crate::module_parameters::rx_offload_min.value();
+            let forced = self.rx_work_forced.load(Ordering::Relaxed);
+            if min != 0 && rx.queued() >= min && (forced || rx.in_process() && !self.rx_work_held_off()) {
+                if let Some(this) = self.links.qp_arc() {
+                    if this.rx_offload() {
+                        return;
+                    }
+                }
+            }
+        }
         self.rx_queued(rx);
     }
 
@@ -315,19 +345,99 @@ impl Qp {
         let _p = Probe::start(Phase::RxCallback);
         let mut events = Events::default();
         let mut wants_tx = false;
-        rx.read(&mut |chunk| {
-            let mut st = self.stream.lock();
-            let st = &mut *st;
-            let Some(engine) = st.engine.as_deref_mut() else { return chunk.len() };
-            let _p = Probe::start(Phase::RxEngine);
-            let mut host = QpHost { qp: self, st: &mut st.host, events: &mut events, zc: None };
-            let n = engine.rx(&mut host, &ModuleCrc32c, chunk);
-            wants_tx |= engine.wants_tx();
-            QpStats::bump(&self.stats.rx_bytes, n as u64);
-            n
-        });
+        rx.read(&mut |chunk| self.rx_engine(&mut events, &mut wants_tx, chunk));
         let _p = Probe::start(Phase::RxAfter);
         self.after_callback(&events, wants_tx);
+    }
+
+    /// One chunk of the stream into the engine (under the socket's lock).
+    fn rx_engine(&self, events: &mut Events, wants_tx: &mut bool, chunk: &[u8]) -> usize {
+        let mut st = self.stream.lock();
+        let st = &mut *st;
+        let Some(engine) = st.engine.as_deref_mut() else { return chunk.len() };
+        let _p = Probe::start(Phase::RxEngine);
+        let mut host = QpHost { qp: self, st: &mut st.host, events, zc: None };
+        let n = engine.rx(&mut host, &ModuleCrc32c, chunk);
+        *wants_tx |= engine.wants_tx();
+        QpStats::bump(&self.stats.rx_bytes, n as u64);
+        n
+    }
+
+    /// Self-tests: bulk goes to the RX work also when a kernel thread sent
+    /// it (theirs always is), and also when it started late recently (a
+    /// test thread polling on one CPU and the TX work on the other leave
+    /// none free).
+    #[cfg(rsiw_kunit)]
+    pub(crate) fn force_rx_work(&self) {
+        self.rx_work_forced.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether `data_ready` reads bulk itself for now (the RX work started
+    /// late recently).
+    fn rx_work_held_off(&self) -> bool {
+        let until = self.rx_inline_until.load(Ordering::Relaxed);
+        until != 0 && (clock_us().wrapping_sub(until) as i32) < 0
+    }
+
+    /// Schedules the RX work (idempotent). False if it cannot run (the
+    /// module is going away): read in the callback then.
+    pub(crate) fn rx_offload(self: &Arc<Self>) -> bool {
+        if self.rx_work_queued.swap(true, Ordering::AcqRel) {
+            return true;
+        }
+        self.rx_queued_at.store(clock_us(), Ordering::Relaxed);
+        match crate::ffi::runtime::rx_queue() {
+            Some(q) => {
+                // Already queued (a race with the flag): it will run.
+                let _ = q.enqueue::<Arc<Qp>, 1>(self.clone());
+                true
+            }
+            None => {
+                self.rx_work_queued.store(false, Ordering::Release);
+                false
+            }
+        }
+    }
+
+    /// The RX work: reads what the socket holds in process context (the
+    /// socket owned: what arrives meanwhile waits in its backlog, which
+    /// `release_sock` then hands to TCP here).
+    fn run_rx(self: &Arc<Self>) {
+        // Running before no longer queued: `detach` never sees neither
+        // while a run is about to start.
+        self.rx_running.store(true, Ordering::SeqCst);
+        self.rx_work_queued.store(false, Ordering::SeqCst);
+        // Late: every CPU was busy (processes busy-polling on the others,
+        // say), and waiting for one costs more than reading in the
+        // softirq. Read there for a while, then try again. (Counting late
+        // starts in a row before holding off measured worse both ways:
+        // Documentation/performance.md, session 32.)
+        let now = clock_us();
+        if now.wrapping_sub(self.rx_queued_at.load(Ordering::Relaxed)) > RX_WORK_LATE_US {
+            self.rx_inline_until.store(now.wrapping_add(RX_INLINE_HOLD_US), Ordering::Relaxed);
+        }
+        self.rx_read();
+        self.rx_running.store(false, Ordering::SeqCst);
+    }
+
+    fn rx_read(self: &Arc<Self>) {
+        let mut events = Events::default();
+        let mut wants_tx = false;
+        {
+            let sock = self.sock.lock();
+            let Some(s) = sock.as_ref() else { return };
+            // Counted as the stream's octets read meanwhile: what TCP's
+            // backlog held is read in `release_sock`, inside `read`, by
+            // this work's own `data_ready` calls.
+            let before = self.stats.rx_bytes.load(Ordering::Relaxed);
+            s.read(&mut |chunk| self.rx_engine(&mut events, &mut wants_tx, chunk));
+            let n = self.stats.rx_bytes.load(Ordering::Relaxed).wrapping_sub(before);
+            self.links.device().counters().add(HwCounter::RxWorkOctets, n);
+        }
+        self.handle_events(&events);
+        if wants_tx {
+            self.kick();
+        }
     }
 
     /// Event handling and TX scheduling from a socket callback, where only
@@ -340,6 +450,14 @@ impl Qp {
                 this.kick();
             }
         }
+    }
+}
+
+impl WorkItem<1> for Qp {
+    type Pointer = Arc<Qp>;
+
+    fn run(this: Arc<Qp>) {
+        this.run_rx();
     }
 }
 

@@ -13,7 +13,7 @@ impl Qp {
         }
         match crate::ffi::runtime::tx_queue() {
             Some(q) => {
-                if q.enqueue(self.clone()).is_err() {
+                if q.enqueue::<Arc<Qp>, 0>(self.clone()).is_err() {
                     // Already queued (a race with the flag): it will run.
                 }
             }
@@ -136,7 +136,7 @@ impl Qp {
             let st = self.stream.lock();
             st.tx_off < st.tx_len
         };
-        if zc.min.is_some() && !copy_pending() {
+        if zc.from_pages && !copy_pending() {
             self.tx_round_zc(&mut zc)
         } else {
             drop(zc);

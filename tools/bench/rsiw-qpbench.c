@@ -141,29 +141,50 @@ static void wait_hold_file(void)
 		usleep(100000);
 }
 
-/* The machine's CPU time, in USER_HZ ticks, from /proc/stat's "cpu" line. */
+/* The machine's CPU time, in USER_HZ ticks, from /proc/stat's "cpu" line,
+ * and each CPU's busy and total ticks from its "cpuN" line. */
+#define MAX_CPUS 64
+
 struct cpu_ticks {
 	unsigned long long user, sys, softirq, busy, total;
+	unsigned long long each_busy[MAX_CPUS], each_total[MAX_CPUS];
+	int ncpu;
 };
 
 static struct cpu_ticks cpu_at_start;
 
 static struct cpu_ticks cpu_ticks(void)
 {
-	unsigned long long v[10] = { 0 };
+	unsigned long long v[10];
 	struct cpu_ticks t = { 0 };
+	char name[16];
 	FILE *f = fopen("/proc/stat", "r");
 
 	if (!f)
 		return t;
-	if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1],
-		   &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9]) >= 8) {
-		/* user nice system idle iowait irq softirq steal (guest, guest_nice) */
-		t.user = v[0] + v[1];
-		t.sys = v[2] + v[5];
-		t.softirq = v[6];
-		t.total = v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7];
-		t.busy = t.total - v[3] - v[4];
+	/* user nice system idle iowait irq softirq steal (guest, guest_nice) */
+	while (fscanf(f, "%15s %llu %llu %llu %llu %llu %llu %llu %llu", name, &v[0], &v[1], &v[2],
+		      &v[3], &v[4], &v[5], &v[6], &v[7]) == 9) {
+		unsigned long long total = v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7];
+		int c;
+
+		if (!strcmp(name, "cpu")) {
+			t.user = v[0] + v[1];
+			t.sys = v[2] + v[5];
+			t.softirq = v[6];
+			t.total = total;
+			t.busy = total - v[3] - v[4];
+		} else if (sscanf(name, "cpu%d", &c) == 1 && c >= 0 && c < MAX_CPUS) {
+			t.each_busy[c] = total - v[3] - v[4];
+			t.each_total[c] = total;
+			if (c + 1 > t.ncpu)
+				t.ncpu = c + 1;
+		} else {
+			break;
+		}
+		/* the rest of the line (guest, guest_nice) */
+		if (fscanf(f, "%*[^\n]") < 0)
+			break;
 	}
 	fclose(f);
 	return t;
@@ -180,6 +201,14 @@ static void report_cpu(void)
 	printf("cpus_busy %.2f of %ld user %.2f system %.2f softirq %.2f\n",
 	       n * (e.busy - s.busy) / total, n, n * (e.user - s.user) / total,
 	       n * (e.sys - s.sys) / total, n * (e.softirq - s.softirq) / total);
+	/* Which CPUs: one stream's work on one vCPU, or split. */
+	printf("cpu_busy_each");
+	for (int c = 0; c < e.ncpu; c++) {
+		double t = e.each_total[c] - s.each_total[c];
+
+		printf(" %.2f", t > 0 ? (e.each_busy[c] - s.each_busy[c]) / t : 0.0);
+	}
+	printf("\n");
 }
 
 static void report(double t0)

@@ -71,7 +71,7 @@ check "sysfs node_desc set" grep -q rsiw $sys/node_desc
 # hw counters (KUnit rsiw_zcopy, rsiw_cm, the interop run and observe.sh
 # check their values).
 counters="tx_zcopy_octets tx_zcopy_batches tx_zcopy_copied terminate_sent terminate_received rx_crc_errors rx_protocol_errors"
-counters="$counters mpa_reject_sent mpa_reject_received cm_timeouts cm_failures cm_established"
+counters="$counters mpa_reject_sent mpa_reject_received cm_timeouts cm_failures cm_established rx_work_octets"
 expect_eq "sysfs hw_counters of port 1" "$(echo $counters | tr ' ' '\n' | sort | tr '\n' ' ')" "$(ls $sys/ports/1/hw_counters | grep -v lifespan | sort | tr '\n' ' ')"
 rdma statistic show link rsiw0/1 >"$OUT/rdma-statistic.txt" 2>&1
 check "rdma statistic shows every counter at 0 on a new device" bash -c "for c in $counters; do grep -qE \" \$c 0( |\$)\" $OUT/rdma-statistic.txt || exit 1; done"

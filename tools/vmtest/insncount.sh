@@ -19,7 +19,11 @@
 # than busy-poll, as qperf's rc_lat does. INSN_TOOL=qperf: qperf -cm1
 # rc_lat itself, ITERS then being seconds per run and the round trips
 # qperf's count of messages sent. INSN_MTU sets the veth MTU, INSN_SIZE
-# perftest's message size (default 64).
+# perftest's message size (default 64). INSN_TOOL=qpbench: one
+# rsiw-qpbench stream (tools/bench), INSN_QPB="MODE DEPTH" (default
+# "send 4") of INSN_SIZE octets (default there 65536), ITERS being seconds
+# per run and the messages the client's octets over the size: a steady
+# bandwidth row's cost per message, beside siw's.
 set -u
 . "$(dirname "$0")/lib.sh"
 tree=$1
@@ -33,7 +37,7 @@ A=10.98.0.1 B=10.98.0.2
 ina() { ip netns exec bA "$@"; }
 inb() { ip netns exec bB "$@"; }
 mark=$RSIW_ROOT/tools/qemu-plugin/marker
-[ "$tool" = qperf ] || [ -f "$PERFTEST_SHIM" ] || { echo "insncount: no $PERFTEST_SHIM (make -C tools/provider)"; exit 1; }
+[ "$tool" = qperf ] || [ "$tool" = qpbench ] || [ -f "$PERFTEST_SHIM" ] || { echo "insncount: no $PERFTEST_SHIM (make -C tools/provider)"; exit 1; }
 [ -x "$mark" ] || { echo "insncount: no $mark (make -C tools/qemu-plugin)"; exit 1; }
 bench_netns $A $B || { echo "insncount: no namespaces"; exit 1; }
 if [ -n "${INSN_MTU:-}" ]; then
@@ -70,6 +74,36 @@ for impl in rsiw siw; do
 		done
 		kill $qs
 		wait $qs 2>/dev/null
+		rdma link delete ${impl}0
+		rdma link delete ${impl}1
+		continue
+	fi
+	if [ "$tool" = qpbench ]; then
+		read -r qmode qdepth <<<"${INSN_QPB:-send 4}"
+		qsize=$size
+		[ "$qsize" = 64 ] && qsize=65536
+		port=20000
+		for t in $iters; do
+			port=$((port + 1))
+			ina timeout 120 "$RSIW_ROOT/tools/bench/rsiw-qpbench" server -a $A -p $port -n 1 -m "$qmode" \
+				-d "$qdepth" -s "$qsize" >"$RSIW_VM_OUT/insn-$impl-$t-server.txt" 2>&1 &
+			s=$!
+			wait_for 30 listening $port bA
+			"$mark" start
+			inb timeout 120 "$RSIW_ROOT/tools/bench/rsiw-qpbench" client -a $A -b $B -p $port -n 1 -m "$qmode" \
+				-d "$qdepth" -s "$qsize" -t "$t" >"$RSIW_VM_OUT/insn-$impl-$t.txt" 2>&1
+			crc=$?
+			wait $s
+			src=$?
+			"$mark" stop
+			w=$((w + 1))
+			bytes=$(awk '$1 == "qp" && $3 == "bytes" { print $4 }' "$RSIW_VM_OUT/insn-$impl-$t.txt")
+			n=$(( ${bytes:-0} / qsize ))
+			mbps=$(awk '$1 == "aggregate_mbps" { print $2 }' "$RSIW_VM_OUT/insn-$impl-$t.txt")
+			echo "$w $impl $n ${mbps:-?}" >>"$man"
+			echo "insncount: window $w: $impl, qpbench $qmode $qdepth x $qsize for ${t} s, $n messages, $(grep ^cpus_busy "$RSIW_VM_OUT/insn-$impl-$t.txt"), client $crc server $src, ${mbps:-?} MB/s"
+			[ $crc = 0 ] && [ $src = 0 ] && [ "$n" -gt 0 ] || rc=1
+		done
 		rdma link delete ${impl}0
 		rdma link delete ${impl}1
 		continue

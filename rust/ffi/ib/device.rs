@@ -61,6 +61,7 @@ pub(crate) mod hw_counters {
     pub(crate) const CM_TIMEOUTS: usize = sys::rsiw_hw_counter_RSIW_HW_CM_TIMEOUTS as usize;
     pub(crate) const CM_FAILURES: usize = sys::rsiw_hw_counter_RSIW_HW_CM_FAILURES as usize;
     pub(crate) const CM_ESTABLISHED: usize = sys::rsiw_hw_counter_RSIW_HW_CM_ESTABLISHED as usize;
+    pub(crate) const RX_WORK_OCTETS: usize = sys::rsiw_hw_counter_RSIW_HW_RX_WORK_OCTETS as usize;
 }
 
 /// Atomic capability (`enum ib_atomic_cap`).

@@ -223,6 +223,20 @@ impl SockRx<'_> {
         // SAFETY: the socket is alive during the callback.
         TcpState::from_raw(unsafe { sys::rsiw_sk_state(self.sk) })
     }
+
+    /// Octets received in order and not yet read.
+    pub(crate) fn queued(&self) -> u32 {
+        // SAFETY: the socket is alive during the callback.
+        unsafe { sys::rsiw_sk_rx_queued(self.sk) }
+    }
+
+    /// The callback runs in a process's context (its system call sent
+    /// the data, on a route that stays in the host), not a kernel
+    /// thread's (a work item's, `ksoftirqd`).
+    pub(crate) fn in_process(&self) -> bool {
+        // SAFETY: plain call.
+        unsafe { sys::rsiw_current_is_process() }
+    }
 }
 
 /// A socket callback (`sk_data_ready` and the like).
