@@ -74,11 +74,7 @@ for impl in rsiw siw; do
 		done
 		kill $qs
 		wait $qs 2>/dev/null
-		rdma link delete ${impl}0
-		rdma link delete ${impl}1
-		continue
-	fi
-	if [ "$tool" = qpbench ]; then
+	elif [ "$tool" = qpbench ]; then
 		read -r qmode qdepth <<<"${INSN_QPB:-send 4}"
 		qsize=$size
 		[ "$qsize" = 64 ] && qsize=65536
@@ -104,34 +100,32 @@ for impl in rsiw siw; do
 			echo "insncount: window $w: $impl, qpbench $qmode $qdepth x $qsize for ${t} s, $n messages, $(grep ^cpus_busy "$RSIW_VM_OUT/insn-$impl-$t.txt"), client $crc server $src, ${mbps:-?} MB/s"
 			[ $crc = 0 ] && [ $src = 0 ] && [ "$n" -gt 0 ] || rc=1
 		done
-		rdma link delete ${impl}0
-		rdma link delete ${impl}1
-		continue
+	else
+		for n in $iters; do
+			ina timeout 120 $tool -R $ev -d ${impl}0 -s "$size" -n "$n" >"$RSIW_VM_OUT/insn-$impl-$n-server.txt" 2>&1 &
+			s=$!
+			wait_for 30 listening 18515 bA
+			sleep 0.5
+			"$mark" start
+			inb env LD_PRELOAD="$PERFTEST_SHIM" timeout 120 $tool -R $ev -d ${impl}1 --source_ip $B -s "$size" -n "$n" $A \
+				>"$RSIW_VM_OUT/insn-$impl-$n.txt" 2>&1 &
+			c=$!
+			# The processes' mappings (no address randomisation here), for
+			# insncount.py to name user-space code by object.
+			sleep 1
+			for p in $(pgrep -x "$tool"); do cat /proc/$p/maps; done >"$RSIW_VM_OUT/maps-$impl-$n.txt" 2>/dev/null
+			wait $c
+			crc=$?
+			wait $s
+			src=$?
+			"$mark" stop
+			w=$((w + 1))
+			lat=$(awk '$1 == 64 { v = $6 } END { print v }' "$RSIW_VM_OUT/insn-$impl-$n.txt")
+			echo "$w $impl $n ${lat:-?}" >>"$man"
+			echo "insncount: window $w: $impl, $n iterations, client $crc server $src, t_avg ${lat:-?} us"
+			[ $crc = 0 ] && [ $src = 0 ] || rc=1
+		done
 	fi
-	for n in $iters; do
-		ina timeout 120 $tool -R $ev -d ${impl}0 -s "$size" -n "$n" >"$RSIW_VM_OUT/insn-$impl-$n-server.txt" 2>&1 &
-		s=$!
-		wait_for 30 listening 18515 bA
-		sleep 0.5
-		"$mark" start
-		inb env LD_PRELOAD="$PERFTEST_SHIM" timeout 120 $tool -R $ev -d ${impl}1 --source_ip $B -s "$size" -n "$n" $A \
-			>"$RSIW_VM_OUT/insn-$impl-$n.txt" 2>&1 &
-		c=$!
-		# The processes' mappings (no address randomisation here), for
-		# insncount.py to name user-space code by object.
-		sleep 1
-		for p in $(pgrep -x "$tool"); do cat /proc/$p/maps; done >"$RSIW_VM_OUT/maps-$impl-$n.txt" 2>/dev/null
-		wait $c
-		crc=$?
-		wait $s
-		src=$?
-		"$mark" stop
-		w=$((w + 1))
-		lat=$(awk '$1 == 64 { v = $6 } END { print v }' "$RSIW_VM_OUT/insn-$impl-$n.txt")
-		echo "$w $impl $n ${lat:-?}" >>"$man"
-		echo "insncount: window $w: $impl, $n iterations, client $crc server $src, t_avg ${lat:-?} us"
-		[ $crc = 0 ] && [ $src = 0 ] || rc=1
-	done
 	rdma link delete ${impl}0
 	rdma link delete ${impl}1
 done
