@@ -22,9 +22,10 @@ mod tests {
     use crate::{
         device::counters::HwCounter,
         ffi::consumer::{
-            cq::{WC_RECV, WC_SEND, WC_SUCCESS},
+            cq::{WC_RECV, WC_SEND, WC_SUCCESS, WC_WR_FLUSH_ERR},
             qp::*,
         },
+        qp::QpState,
         selftest::util::{check, with_pair, Pair},
     };
 
@@ -111,5 +112,68 @@ mod tests {
         check!(rx >= 4 * 256 * 1024);
         check!(work == 0);
         Ok(())
+    }
+
+    /// The receiver is moved to Error while its RX work reads a bulk
+    /// stream, two messages in: every receive completes once, in order,
+    /// whole and with its data until the first flushed one, flushed after
+    /// it; every Send of
+    /// the sender completes once; and the teardown (the QP's `detach`,
+    /// which waits the work out) ends.
+    #[test]
+    fn error_while_the_rx_work_reads() -> Result {
+        const MSG: usize = 256 * 1024;
+        const N: usize = 12;
+        let mut src = VVec::from_elem(0u8, MSG, GFP_KERNEL)?;
+        pattern(7, &mut src);
+        let dst = VVec::from_elem(0u8, MSG * N, GFP_KERNEL)?;
+        with_pair(
+            c"rsiw_kt_rxw3",
+            false,
+            |_, b| b.qp::<crate::device::Rsiw>().force_rx_work(),
+            |p| {
+                for i in 0..N {
+                    p.b.post_recv(100 + i as u64, Seg::of(&dst[i * MSG..(i + 1) * MSG], p.lkey))?;
+                }
+                for i in 0..N {
+                    p.a.post(i as u64, WR_SEND, &[Seg::of(&src, p.lkey)], None, true)?;
+                }
+                // Two messages in, read by the work: the error comes while
+                // it reads the third or between two of its runs.
+                for i in 0..2 {
+                    let wc = p.cq_b.poll_one(10_000).ok_or(ETIMEDOUT)?;
+                    check!((wc.wr_id, wc.status, wc.byte_len) == (100 + i as u64, WC_SUCCESS, MSG as u32));
+                    check!(dst[i * MSG..(i + 1) * MSG] == src[..]);
+                }
+                let b = p.b.qp::<crate::device::Rsiw>();
+                check!(b.device_counters().get(HwCounter::RxWorkOctets) > 0);
+                p.b.modify(QpState::Err)?;
+                let mut flushed = false;
+                let mut whole = 2;
+                for i in 2..N {
+                    let wc = p.cq_b.poll_one(10_000).ok_or(ETIMEDOUT)?;
+                    check!(wc.wr_id == 100 + i as u64);
+                    if wc.status == WC_SUCCESS {
+                        check!(!flushed);
+                        check!((wc.opcode, wc.byte_len) == (WC_RECV, MSG as u32));
+                        check!(dst[i * MSG..(i + 1) * MSG] == src[..]);
+                        whole += 1;
+                    } else {
+                        check!(wc.status == WC_WR_FLUSH_ERR);
+                        flushed = true;
+                    }
+                }
+                check!(p.cq_b.poll_one(20).is_none());
+                let mut seen = [false; N];
+                for _ in 0..N {
+                    let wc = p.cq_a.poll_one(10_000).ok_or(ETIMEDOUT)?;
+                    let i = wc.wr_id as usize;
+                    check!(i < N && !seen[i]);
+                    seen[i] = true;
+                }
+                pr_info!("rsiw kunit: error while the RX work reads: {} of {} receives whole\n", whole, N);
+                Ok(())
+            },
+        )
     }
 }
