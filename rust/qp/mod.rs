@@ -29,6 +29,8 @@ pub(crate) use self::sq::*;
 pub(crate) use self::host::*;
 pub(crate) use self::table::*;
 pub(crate) use self::stats::QpStats;
+#[cfg(rsiw_kunit)]
+pub(crate) use self::tx::{short_zc_send_once, short_zc_send_pending};
 
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
@@ -186,6 +188,10 @@ struct ZeroCopyTx {
     tcp_copies: bool,
     /// The send-order id of the batch TCP copies, until all of it is sent.
     copy_batch: Option<u64>,
+    /// The batch being sent took no page (a small message after bulk on
+    /// a stream TCP copies): the stream goes back to copying rounds once
+    /// all of it has left, not before, or its rest would never be sent.
+    to_copy: bool,
     /// The stream's send order has its ring (see `Qp::attach`).
     order_ring: bool,
     /// Where a round's literal octets go.
@@ -440,6 +446,7 @@ impl Qp {
             from_pages: false,
             tcp_copies: false,
             copy_batch: None,
+            to_copy: false,
             order_ring: false,
             lit: LiteralPage::new(),
             refs: Segments::new(),

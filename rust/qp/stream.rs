@@ -62,6 +62,7 @@ impl Qp {
             zc.tcp_copies = tcp_copies;
             zc.order_ring = !tcp_copies;
             zc.copy_batch = None;
+            zc.to_copy = false;
             zc.batch.clear();
             zc.refs.clear();
         }

@@ -311,6 +311,31 @@ impl Qp {
         }
     }
 
+    /// Self-tests: the TX side's state, for a failure's report.
+    #[cfg(rsiw_kunit)]
+    pub(crate) fn tx_report(&self) {
+        let (off, len, buf) = {
+            let st = self.stream.lock();
+            (st.tx_off, st.tx_len, st.tx.len())
+        };
+        let rest = self.zc.lock().batch.remaining();
+        pr_info!(
+            "qp {}: tx_bytes {} rx_bytes {} tx_off {} tx_len {} buf {} batch rest {} zc_on {} blocked {} running {} queued {} missed {}\n",
+            self.qpn,
+            self.stats.tx_bytes.load(Ordering::Relaxed),
+            self.stats.rx_bytes.load(Ordering::Relaxed),
+            off,
+            len,
+            buf,
+            rest,
+            self.zc_on.load(Ordering::Relaxed),
+            self.tx_blocked.load(Ordering::Relaxed),
+            self.tx_running.load(Ordering::Relaxed),
+            self.tx_queued.load(Ordering::Relaxed),
+            self.tx_missed.load(Ordering::Relaxed)
+        );
+    }
+
     /// Overrides `zcopy_min` for the next stream (`None`: the parameter).
     #[cfg(rsiw_kunit)]
     pub(crate) fn set_zcopy_min(&self, min: Option<u32>) {
@@ -376,6 +401,8 @@ impl Qp {
         let mut events = Events::default();
         let mut failed_out = false;
         let mut broken = false;
+        // This round planned a batch that took no page.
+        let mut no_pages = false;
         if zc.batch.remaining() == 0 {
             let ready = self.memcg.charge(|| zc.lit.ensure(ZC_LITERAL_MIN).is_ok() && zc.ensure_lists().is_ok());
             if !ready {
@@ -421,13 +448,16 @@ impl Qp {
                     (n, plan.pieces().len())
                 };
                 if zc.refs.is_empty() {
+                    no_pages = true;
                     st.host.order.no_batch();
                     if zc.tcp_copies {
                         // No payload went from the pages: back to copying
-                        // rounds. If that was bulk all the same (memory TCP
-                        // cannot take by page, e.g. slab), with a buffer
-                        // for it, not the literal page's few KiB a round.
-                        self.zc_on.store(false, Ordering::Relaxed);
+                        // rounds once this batch has left (a copying round
+                        // never looks at it). If that was bulk all the same
+                        // (memory TCP cannot take by page, e.g. slab), with
+                        // a buffer for it, not the literal page's few KiB a
+                        // round.
+                        zc.to_copy = true;
                         if engine.wants_tx() {
                             st.tx_grow = true;
                         }
@@ -485,16 +515,19 @@ impl Qp {
                 pr_err!("qp {}: zero-copy round out of step, closing\n", self.qpn);
             }
             zc.batch.clear();
+            self.zc_batch_gone(zc);
             self.with_engine(|e, h| e.on_connection_lost(h));
             return TxRound::Done;
         }
         if !have {
+            // Nothing planned (or the stream is dead): nothing left to send.
+            self.zc_batch_gone(zc);
             self.fin_if_pending();
             return TxRound::Done;
         }
         self.tx_blocked.store(true, Ordering::Release);
         let sent = match self.sock.lock().as_ref() {
-            Some(s) => s.send_pages(&mut zc.batch),
+            Some(s) => s.send_pages(&mut zc.batch, self.zc_send_limit(no_pages)),
             None => Err(ENOTCONN),
         };
         if let Ok(n) = sent {
@@ -511,8 +544,61 @@ impl Qp {
                 // TCP has copied all of it: the pages are the consumer's again.
                 self.release_batch(&mut self.stream.lock(), id);
             }
+            self.zc_batch_gone(zc);
         }
         self.round_end(lost, zc.batch.remaining() > 0)
+    }
+
+    /// The round's batch has all left (or is dropped): a round that took
+    /// no page turns the stream back to copying rounds now.
+    fn zc_batch_gone(&self, zc: &mut ZeroCopyTx) {
+        if core::mem::take(&mut zc.to_copy) {
+            self.zc_on.store(false, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Self-tests: QP number and octets of the one zero-copy round that TCP
+/// takes only in part (`short_zc_send_once`).
+#[cfg(rsiw_kunit)]
+static SHORT_ZC_SEND: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
+
+/// Self-tests: the next zero-copy round of QP `qpn` (with `no_pages`, the
+/// next that took no page: the round that turns a stream TCP copies back
+/// to copying rounds) gives TCP at most `octets` (below 2^31), as a
+/// socket that fills does; the round comes back blocked.
+#[cfg(rsiw_kunit)]
+pub(crate) fn short_zc_send_once(qpn: u32, octets: u32, no_pages: bool) {
+    let only = if no_pages { 1u64 << 31 } else { 0 };
+    SHORT_ZC_SEND.store((u64::from(qpn) << 32) | only | u64::from(octets & 0x7fff_ffff), Ordering::Release);
+}
+
+/// Self-tests: whether the round armed by [`short_zc_send_once`] is still
+/// to come.
+#[cfg(rsiw_kunit)]
+pub(crate) fn short_zc_send_pending() -> bool {
+    SHORT_ZC_SEND.load(Ordering::Acquire) != 0
+}
+
+impl Qp {
+    /// The most octets a zero-copy round gives TCP in one call: all it
+    /// has, but in the self-tests' one short round (`no_pages`: the round
+    /// took none).
+    #[inline(always)]
+    fn zc_send_limit(&self, no_pages: bool) -> usize {
+        #[cfg(rsiw_kunit)]
+        {
+            let armed = SHORT_ZC_SEND.load(Ordering::Acquire);
+            if armed != 0
+                && armed >> 32 == u64::from(self.qpn)
+                && (no_pages || armed & (1 << 31) == 0)
+                && SHORT_ZC_SEND.compare_exchange(armed, 0, Ordering::AcqRel, Ordering::Relaxed).is_ok()
+            {
+                return (armed & 0x7fff_ffff) as usize;
+            }
+        }
+        let _ = no_pages;
+        usize::MAX
     }
 }
 

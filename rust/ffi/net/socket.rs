@@ -487,8 +487,10 @@ impl TcpSocket {
     /// never the pages themselves. A batch TCP copies
     /// ([`super::zcopy::Batch::set_copy`]) is in TCP's own memory for what
     /// the call took.
-    pub(crate) fn send_pages(&self, batch: &mut super::zcopy::Batch) -> Result<usize> {
+    /// At most `limit` octets go in this call.
+    pub(crate) fn send_pages(&self, batch: &mut super::zcopy::Batch, limit: usize) -> Result<usize> {
         let (vecs, n, total, notif, copy) = batch.bio_vecs();
+        let total = total.min(limit);
         if total == 0 {
             return Ok(0);
         }
