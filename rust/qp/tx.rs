@@ -311,31 +311,6 @@ impl Qp {
         }
     }
 
-    /// Self-tests: the TX side's state, for a failure's report.
-    #[cfg(rsiw_kunit)]
-    pub(crate) fn tx_report(&self) {
-        let (off, len, buf) = {
-            let st = self.stream.lock();
-            (st.tx_off, st.tx_len, st.tx.len())
-        };
-        let rest = self.zc.lock().batch.remaining();
-        pr_info!(
-            "qp {}: tx_bytes {} rx_bytes {} tx_off {} tx_len {} buf {} batch rest {} zc_on {} blocked {} running {} queued {} missed {}\n",
-            self.qpn,
-            self.stats.tx_bytes.load(Ordering::Relaxed),
-            self.stats.rx_bytes.load(Ordering::Relaxed),
-            off,
-            len,
-            buf,
-            rest,
-            self.zc_on.load(Ordering::Relaxed),
-            self.tx_blocked.load(Ordering::Relaxed),
-            self.tx_running.load(Ordering::Relaxed),
-            self.tx_queued.load(Ordering::Relaxed),
-            self.tx_missed.load(Ordering::Relaxed)
-        );
-    }
-
     /// Overrides `zcopy_min` for the next stream (`None`: the parameter).
     #[cfg(rsiw_kunit)]
     pub(crate) fn set_zcopy_min(&self, min: Option<u32>) {
