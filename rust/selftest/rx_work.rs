@@ -117,9 +117,8 @@ mod tests {
     /// The receiver is moved to Error while its RX work reads a bulk
     /// stream, two messages in: every receive completes once, in order,
     /// whole and with its data until the first flushed one, flushed after
-    /// it; every Send of
-    /// the sender completes once; and the teardown (the QP's `detach`,
-    /// which waits the work out) ends.
+    /// it; every Send of the sender completes once; and the teardown (the
+    /// QP's `detach`, which waits the work out) ends.
     #[test]
     fn error_while_the_rx_work_reads() -> Result {
         const MSG: usize = 256 * 1024;

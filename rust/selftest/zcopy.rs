@@ -59,6 +59,11 @@ mod tests {
     /// completion.
     fn write_done(p: &Pair<'_>, wr_id: u64, src: &[u8], dst: u64) -> Result {
         p.a.post(wr_id, WR_WRITE, &[Seg::of(src, p.lkey)], Some((p.rkey, dst)), true)?;
+        write_completed(p, wr_id)
+    }
+
+    /// A's next completion: the RDMA Write `wr_id`, successful.
+    fn write_completed(p: &Pair<'_>, wr_id: u64) -> Result {
         let wc = p.cq_a.poll_one(10_000).ok_or(ETIMEDOUT)?;
         check!((wc.wr_id, wc.status, wc.opcode) == (wr_id, WC_SUCCESS, WC_RDMA_WRITE));
         Ok(())
@@ -215,11 +220,6 @@ mod tests {
                 let qp = p.a.qp::<crate::device::Rsiw>();
                 let qpn = crate::cm::CmQp::qpn(&*qp);
                 pattern(5, &mut src);
-                let wait_wc = |id: u64| -> Result {
-                    let wc = p.cq_a.poll_one(10_000).ok_or(ETIMEDOUT)?;
-                    check!((wc.wr_id, wc.status, wc.opcode) == (id, WC_SUCCESS, WC_RDMA_WRITE));
-                    Ok(())
-                };
                 // The bulk Write's first round from the pages sends 10
                 // octets and waits: the stream stays on page rounds.
                 crate::qp::short_zc_send_once(qpn, 10, false);
@@ -230,8 +230,8 @@ mod tests {
                 // of which 10 octets go.
                 crate::qp::short_zc_send_once(qpn, 10, true);
                 p.a.post(1, WR_WRITE, &[Seg::of(&src[BIG..BIG + 64], p.lkey)], Some((p.rkey, dst_addr + BIG as u64)), true)?;
-                wait_wc(0)?;
-                wait_wc(1)?;
+                write_completed(p, 0)?;
+                write_completed(p, 1)?;
                 check!(!crate::qp::short_zc_send_pending());
                 check!(qp.zcopy_stats().0 > 0);
                 // The next Write's post runs it again: the small Write's
