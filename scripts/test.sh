@@ -247,6 +247,10 @@ vm_test linkfault 2G kunit.enable=0 tools/vmtest/linkfault.sh
 # Link faults under a kernel ULP: NVMe-oF I/O over rsiw on a veth pair.
 VM_TIMEOUT=900 vm_test nvmeof-linkfault 3G kunit.enable=0 tools/vmtest/nvmeof-linkfault.sh
 vm_test logattack 2G kunit.enable=0 tools/vmtest/logattack.sh
+# A hostile peer against an unprivileged QP: Write FPDUs and Read
+# Responses stalled while the target re-registers at the same STag (the
+# test module's kunit_stag_reuse), and every length/offset at its edge.
+vm_test hostile-peer 2G kunit.enable=0 tools/vmtest/hostile-peer.sh
 # Hostile userspace: rsiw-uvfuzz as nobody (random verbs, raw uverbs
 # commands, connections, exits with objects alive); then nothing left,
 # the devices still work. And user objects' kernel memory is charged to
