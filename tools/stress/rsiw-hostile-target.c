@@ -17,7 +17,9 @@
  *
  *   mr A stag=0x%x addr=0x%llx len=%u
  *
- * and then answers each command line on stdin with one line:
+ * (stag is the lkey, which is the STag even when the MR has no rkey; the
+ * line ends with rkey=0x%x) and then answers each command line on stdin
+ * with one line:
  *
  *   dereg         ibv_dereg_mr(A) (A's memory stays mapped)
  *   reg_ro PATH [rr]
@@ -125,8 +127,10 @@ static void drain_cq(void)
 
 static void print_mr(const char *name, struct ibv_mr *mr, size_t len)
 {
-	printf("mr %s stag=0x%x addr=0x%llx len=%zu\n", name, mr->rkey,
-	       (unsigned long long)a_iova, len);
+	/* The lkey: an MR without remote rights has no rkey (0), but the
+	 * same STag names it on the wire. */
+	printf("mr %s stag=0x%x addr=0x%llx len=%zu rkey=0x%x\n", name, mr->lkey,
+	       (unsigned long long)a_iova, len, mr->rkey);
 }
 
 static void nonblock(int fd)
