@@ -61,6 +61,7 @@ int rsiw_ib_post_srq_recv(struct ib_srq *srq, const struct ib_recv_wr *wr,
 struct ib_umem *rsiw_umem_get(struct ib_device *dev, unsigned long addr,
 			      size_t size, int access);
 unsigned long rsiw_umem_offset(struct ib_umem *umem);
+bool rsiw_umem_writable(struct ib_umem *umem);
 size_t rsiw_umem_pages(struct ib_umem *umem, struct page **pages, size_t max);
 void rsiw_copy_to_page(struct page *page, size_t off, const void *src, size_t len);
 void rsiw_copy_from_page(struct page *page, size_t off, void *dst, size_t len);

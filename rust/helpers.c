@@ -76,6 +76,12 @@ struct ib_umem *rsiw_umem_get(struct ib_device *dev, unsigned long addr,
 	return ib_umem_get_va(dev, addr, size, access);
 }
 
+/* Whether @umem's pages were pinned for writing (FOLL_WRITE). */
+bool rsiw_umem_writable(struct ib_umem *umem)
+{
+	return umem->writable;
+}
+
 unsigned long rsiw_umem_offset(struct ib_umem *umem)
 {
 	return ib_umem_offset(umem);

@@ -78,7 +78,7 @@ use crate::{
         },
         sync::{new_spinlock_bh, new_spinlock_irq, SpinLockBh, SpinLockIrq},
     },
-    mem::mr::{FastReg, Mr, MrCache, MrError},
+    mem::mr::{FastReg, Grant, Mr, MrCache, MrError},
 };
 
 /// Largest ORD/IRD a QP can negotiate (the engine's queue capacities).
@@ -118,40 +118,10 @@ pub(crate) use crate::ffi::ib::QpState;
 /// The links of an rsiw QP to its CQs, SRQ and device.
 pub(crate) type QpLinks = crate::ffi::ib::QpLinks<Rsiw>;
 
-/// Reads whose sink STag is invalidated at completion (READ_WITH_INV),
-/// at most one per ORD credit. Two arrays rather than one of pairs: no
-/// padding in the QP's allocation.
-#[derive(Default)]
-struct ReadInvs {
-    wr_ids: [u64; MAX_ORD],
-    stags: [u32; MAX_ORD],
-    n: usize,
-}
-
-impl ReadInvs {
-    fn add(&mut self, wr_id: u64, stag: u32) {
-        if self.n < MAX_ORD {
-            self.wr_ids[self.n] = wr_id;
-            self.stags[self.n] = stag;
-            self.n += 1;
-        }
-    }
-
-    fn take(&mut self, wr_id: u64) -> Option<u32> {
-        let i = self.wr_ids[..self.n].iter().position(|&w| w == wr_id)?;
-        let stag = self.stags[i];
-        self.wr_ids.copy_within(i + 1..self.n, i);
-        self.stags.copy_within(i + 1..self.n, i);
-        self.n -= 1;
-        Some(stag)
-    }
-}
-
 /// The local data of the send WR the engine is working on.
 struct CurWr {
     handle: u64,
     sqe: Option<Sqe>,
-    read_invs: ReadInvs,
 }
 
 /// What the engine's host keeps between calls (under the engine lock).
@@ -459,7 +429,7 @@ impl Qp {
         let stream = StreamState {
             engine: None,
             host: HostState {
-                cur: CurWr { handle: 0, sqe: None, read_invs: ReadInvs::default() },
+                cur: CurWr { handle: 0, sqe: None },
                 claimed: None,
                 recv_bad: None,
                 next_handle: 1,

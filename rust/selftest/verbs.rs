@@ -25,7 +25,7 @@ mod tests {
             consumer::qp::{KQp, Seg, WR_SEND},
             consumer::srq::*,
         },
-        mem::mr::MrError,
+        mem::mr::{Grant, MrError},
         qp::QpState,
     };
 
@@ -250,8 +250,36 @@ mod tests {
         let (stag2, _) = mr.keys();
         mr.ib::<crate::device::Rsiw>().mr().fast_register(pdid, &crate::mem::mr::FastReg::of(mr.ib::<crate::device::Rsiw>(), stag2, rw))?;
         assert!(held.copy_to(stag2, iova, &[9]).is_ok());
-        // Local invalidate of a DMA MR is refused.
+        // Local invalidate of a DMA MR is refused, and so is a peer's.
         assert_eq!(table.invalidate(lkey, pdid), Err(MrError::State));
+        assert_eq!(table.invalidate_remote(lkey, pdid), Err(MrError::State));
+
+        // An access the engine validated names the registration it was
+        // validated against: the rest of a tagged segment reaches that
+        // registration only, never the next one behind the same STag,
+        // even with the same key (a key that came round), and every
+        // chunk is checked for PD and rights too.
+        {
+            let reg_of = |s: u32| ddp::StagTable::lookup(table, s).map(|r| r.reg).ok_or(EINVAL);
+            let r2 = reg_of(stag2)?;
+            let w = |reg| Grant::validated(pdid, access::LOCAL_WRITE, reg);
+            assert_eq!(held.copy_to_as(stag2, w(r2), iova, &[3]), Ok(()));
+            assert_eq!(buf[off], 3);
+            assert_eq!(held.copy_to_as(stag2, Grant::validated(pdid + 1, access::LOCAL_WRITE, r2), iova, &[4]), Err(MrError::Pd));
+            assert_eq!(held.copy_to_as(stag2, Grant::validated(pdid, access::REMOTE_ATOMIC, r2), iova, &[4]), Err(MrError::Access));
+            // Invalidated and registered again with the very same key.
+            table.invalidate(stag2, pdid)?;
+            mr.ib::<crate::device::Rsiw>().mr().fast_register(pdid, &crate::mem::mr::FastReg::of(mr.ib::<crate::device::Rsiw>(), stag2, rw))?;
+            let r3 = reg_of(stag2)?;
+            assert!(r3 != r2);
+            assert_eq!(held.copy_to_as(stag2, w(r2), iova, &[5]), Err(MrError::InvalidStag));
+            let mut one = [0u8];
+            assert_eq!(held.copy_from_as(stag2, Grant::validated(pdid, access::REMOTE_READ, r2), iova, &mut one), Err(MrError::InvalidStag));
+            // Nothing reached the new registration.
+            assert_eq!(buf[off], 3);
+            assert_eq!(held.copy_to_as(stag2, w(r3), iova, &[6]), Ok(()));
+            assert_eq!(buf[off], 6);
+        }
 
         // Too many pages for the MR: map fails (fewer entries mapped).
         let small = KMr::alloc(&pd, 2)?;
