@@ -30,8 +30,9 @@ const NODE_DESC: &[u8] = b"rsiw iWARP software RNIC";
 /// Numbers devices for `vendor_part_id`, as siw does.
 static NEXT_PART_ID: AtomicU32 = AtomicU32::new(1);
 
-/// A protection domain: a number, unique among the device's live PDs,
-/// that MRs and QPs compare (the engine's `pd`).
+/// A protection domain: a number, unique among the device's live PDs by
+/// construction (`device::ids`), that MRs and QPs compare (the engine's
+/// `pd`).
 pub(crate) struct Pd {
     id: u32,
 }
@@ -114,12 +115,11 @@ impl ib::Driver for Rsiw {
     }
 
     fn alloc_pd(dev: &Device) -> Result<Pd> {
-        dev.alloc_pd()?;
-        Ok(Pd { id: dev.next_pd_id() })
+        Ok(Pd { id: dev.alloc_pd()? })
     }
 
-    fn dealloc_pd(dev: &Device, _pd: &Pd) {
-        dev.dealloc_pd();
+    fn dealloc_pd(dev: &Device, pd: &Pd) {
+        dev.dealloc_pd(pd.id);
     }
 
     /// A provider that sends a request names the ABI it speaks (only
