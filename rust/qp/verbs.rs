@@ -109,6 +109,16 @@ impl QpOps<Rsiw> for Qp {
     }
 
     fn destroyed(this: &Arc<Self>, dev: &Device) {
+        // Detached: nothing completes to the CQs any more. The core frees
+        // the `ib_qp` once this returns, so no completion in a kernel-side
+        // CQ may keep naming it (`wc->qp`, which uverbs' POLL_CQ and ULPs
+        // dereference): the flushes `detach` queued go, as hardware
+        // drivers clean their CQs at destroy.
+        let me = this.links().wc_qp();
+        this.links().send_cq().purge(me);
+        if let Some(cq) = this.links().recv_cq() {
+            cq.purge(me);
+        }
         this.release_rings();
         dev.qps().remove(this.qpn());
         dev.dealloc_qp();
