@@ -238,6 +238,13 @@ void rsiw_trace_qp_state(u32 qpn, int old, int new);
 void rsiw_trace_terminate(u32 qpn, bool sent, u8 layer, u8 etype, u8 code);
 void rsiw_trace_wr_error(u32 qpn, u64 wr_id, int opcode, int status);
 
+/*
+ * Whether the caller of iw_connect/iw_accept on `id` owns `qp` (it may
+ * attach it to a connection): a process's QP only its own process, a
+ * kernel QP only a kernel caller (rust/ffi/ib/iw_cm.rs).
+ */
+bool rsiw_iw_caller_owns_qp(struct iw_cm_id *id, struct ib_qp *qp);
+
 /* Memory cgroup charging (rust/ffi/mem/memcg.rs). */
 struct mem_cgroup;
 struct mem_cgroup *rsiw_memcg_get_current(void);

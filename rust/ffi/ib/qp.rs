@@ -232,6 +232,11 @@ impl<D: Driver> QpLinks<D> {
         WcQp::from_raw(self.qp)
     }
 
+    /// The `ib_qp` (null before it is set up).
+    pub(in crate::ffi) fn raw_qp(&self) -> *mut sys::ib_qp {
+        self.qp
+    }
+
     /// A new reference to the QP (for socket callbacks, which only have
     /// `&Qp`); `None` before the `ib_qp` is set up.
     pub(crate) fn qp_arc(&self) -> Option<Arc<D::Qp>> {
