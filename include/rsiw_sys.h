@@ -112,6 +112,7 @@ struct ib_ucontext *rsiw_udata_ucontext(struct ib_udata *udata);
 struct ib_udata *rsiw_attrs_udata(struct uverbs_attr_bundle *attrs);
 int rsiw_copy_from_udata(void *dst, struct ib_udata *udata, size_t len);
 int rsiw_copy_to_udata(struct ib_udata *udata, const void *src, size_t len);
+bool rsiw_udata_cleared_from(struct ib_udata *udata, size_t offset);
 void *rsiw_vmalloc_user(unsigned long size);
 void rsiw_vfree(void *addr);
 int rsiw_remap_vmalloc_range(struct vm_area_struct *vma, void *addr);

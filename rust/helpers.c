@@ -784,6 +784,14 @@ int rsiw_copy_from_udata(void *dst, struct ib_udata *udata, size_t len)
 	return ib_copy_from_udata(dst, udata, len);
 }
 
+/* Whether every request octet from `offset` on is zero (none is fine). */
+bool rsiw_udata_cleared_from(struct ib_udata *udata, size_t offset)
+{
+	if (udata->inlen <= offset)
+		return true;
+	return ib_is_udata_cleared(udata, offset, udata->inlen - offset);
+}
+
 int rsiw_copy_to_udata(struct ib_udata *udata, const void *src, size_t len)
 {
 	return ib_copy_to_udata(udata, (void *)src, len);

@@ -127,7 +127,7 @@ impl ib::Driver for Rsiw {
     /// that sends nothing gets a version 1 context (commands only).
     fn alloc_ucontext(dev: &Device, udata: &mut Udata<'_>) -> Result<Ucontext> {
         if udata.in_len() > 0 {
-            let req = udata.read::<rsiw_alloc_ucontext_req>()?;
+            let req = udata.read_req::<rsiw_alloc_ucontext_req>()?;
             if req.abi_version != abi::VERSION || req.reserved != 0 {
                 return Err(EINVAL);
             }
