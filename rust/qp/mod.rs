@@ -81,6 +81,11 @@ use crate::{
     mem::mr::{FastReg, Grant, Mr, MrCache, MrError},
 };
 
+/// The remote rights a QP can grant (`IB_QP_ACCESS_FLAGS`).
+pub(crate) const QP_REMOTE_RIGHTS: u32 = crate::ffi::mem::pages::access::REMOTE_WRITE
+    | crate::ffi::mem::pages::access::REMOTE_READ
+    | crate::ffi::mem::pages::access::REMOTE_ATOMIC;
+
 /// Largest ORD/IRD a QP can negotiate (the engine's queue capacities).
 pub(crate) const MAX_ORD: usize = 32;
 /// See [`MAX_ORD`].
@@ -357,6 +362,9 @@ pub(crate) struct Qp {
     zc_stalled: AtomicBool,
     /// What `rdma resource show qp -dd` reports.
     stats: QpStats,
+    /// The remote rights of `IB_QP_ACCESS_FLAGS` (`IB_ACCESS_REMOTE_*`),
+    /// all of them until the consumer sets them ([`Qp::remote_access`]).
+    remote_access: AtomicU32,
     /// Bounds a graceful close: armed by `close`, cancelled by `detach`.
     #[pin]
     close_timer: HrTimer<Qp>,
@@ -487,6 +495,7 @@ impl Qp {
                 zc_copies: AtomicBool::new(false),
                 zc_stalled: AtomicBool::new(false),
                 stats: QpStats::new(),
+                remote_access: AtomicU32::new(QP_REMOTE_RIGHTS),
                 close_timer <- HrTimer::new(),
                 close_handle <- new_spinlock_irq!(None, "rsiw_qp_close"),
                 close_expired: AtomicBool::new(false),
@@ -494,6 +503,23 @@ impl Qp {
             }? Error),
             GFP_KERNEL_ACCOUNT,
         )
+    }
+
+    /// The remote rights the QP grants its peer (`IB_QP_ACCESS_FLAGS`'s
+    /// `IB_ACCESS_REMOTE_{WRITE,READ,ATOMIC}`): a peer's Write, Read
+    /// Request or atomic on a QP without the right is to be refused
+    /// (Terminate, remote access error) whatever the MR grants. Kept
+    /// here for the protocol engine's validation, which is to consult it
+    /// (not wired yet: the engine validates against the MR only).
+    #[allow(dead_code)] // For the engine's validation.
+    pub(crate) fn remote_access(&self) -> u32 {
+        self.remote_access.load(Ordering::Relaxed)
+    }
+
+    /// `modify_qp` with `IB_QP_ACCESS_FLAGS`: only the remote rights
+    /// mean anything for a QP (`LOCAL_WRITE` is accepted and ignored).
+    pub(crate) fn set_access_flags(&self, flags: u32) {
+        self.remote_access.store(flags & QP_REMOTE_RIGHTS, Ordering::Relaxed);
     }
 
     pub(crate) fn qpn(&self) -> u32 {

@@ -117,8 +117,21 @@ mod tests {
         assert_eq!(cq.cq::<crate::device::Rsiw>().push(Completion { wr_id: 14, ..Completion::default() }), Err(ENOSPC));
         assert_eq!(cq.seen().cq_err.load(Ordering::Relaxed), 1);
         assert_eq!(cq.seen().wrong_cq.load(Ordering::Relaxed), 0);
+        // Every later refusal is not reported again (one unaccounted
+        // event allocation per refused CQE on uverbs' async queue
+        // before): the overrun is the CQ's, once.
+        for i in 15..1015 {
+            assert_eq!(cq.cq::<crate::device::Rsiw>().push(Completion { wr_id: i, ..Completion::default() }), Err(ENOSPC));
+        }
+        assert_eq!(cq.seen().cq_err.load(Ordering::Relaxed), 1);
         assert_eq!(cq.poll(&mut wc), 4);
         assert_eq!([wc[0].wr_id, wc[1].wr_id, wc[2].wr_id, wc[3].wr_id], [10, 11, 12, 13]);
+        // Drained and overrun again: still the one event.
+        for i in 30..35 {
+            let _ = cq.cq::<crate::device::Rsiw>().push(Completion { wr_id: i, ..Completion::default() });
+        }
+        assert_eq!(cq.seen().cq_err.load(Ordering::Relaxed), 1);
+        assert_eq!(cq.poll(&mut wc), 4);
 
         // Resize keeps queued completions; cannot shrink below them.
         for i in 20..23 {
@@ -313,6 +326,52 @@ mod tests {
         assert_eq!(qp.post(1, WR_SEND, &[Seg::of(&buf, lkey)], None, true).err(), Some(ENOMEM));
         assert_eq!(qp.post_recv(2, Seg::of_mut(&mut buf, lkey)).err(), Some(ENOMEM));
         drop(qp);
+        drop(cq);
+        drop(pd);
+        found.unregister();
+        Ok(())
+    }
+
+    /// `destroy_qp` leaves no completion of the QP in a kernel-side CQ:
+    /// its flushed receives go with it (a later poll would hand out the
+    /// freed `ib_qp` in `wc->qp`, which uverbs' POLL_CQ dereferences),
+    /// another QP's stay, in order.
+    #[test]
+    fn destroyed_qps_completions_are_purged() -> Result {
+        let (_lo, found) = lo_device(c"rsiw_kunit_qpd")?;
+        let pd = KPd::alloc(&found, true)?;
+        let cq = KCq::create(&found, 16)?;
+        let live = KQp::create(&pd, &cq, &cq, 8)?;
+        let gone = KQp::create(&pd, &cq, &cq, 8)?;
+        live.modify(QpState::Init)?;
+        gone.modify(QpState::Init)?;
+        let mut buf = [0u8; 8];
+        let lkey = pd.local_dma_lkey();
+        for i in 0..4 {
+            gone.post_recv(i, Seg::of_mut(&mut buf, lkey))?;
+        }
+        live.post_recv(100, Seg::of_mut(&mut buf, lkey))?;
+        live.post_recv(101, Seg::of_mut(&mut buf, lkey))?;
+        // Both fail: their receives are flushed into the CQ, interleaved.
+        gone.modify(QpState::Err)?;
+        live.modify(QpState::Err)?;
+        let live_qp = live.raw() as usize;
+        let mut n = 0;
+        for _ in 0..1000 {
+            n = cq.cq::<crate::device::Rsiw>().len();
+            if n >= 6 {
+                break;
+            }
+            kernel::time::delay::fsleep(kernel::time::Delta::from_millis(1));
+        }
+        assert_eq!(n, 6);
+        drop(gone);
+        let mut wc = [RawWc::default(); 8];
+        let got = cq.poll(&mut wc);
+        assert_eq!(got, 2);
+        assert_eq!((wc[0].wr_id, wc[0].status, wc[0].qp), (100, WC_WR_FLUSH_ERR, live_qp));
+        assert_eq!((wc[1].wr_id, wc[1].status, wc[1].qp), (101, WC_WR_FLUSH_ERR, live_qp));
+        drop(live);
         drop(cq);
         drop(pd);
         found.unregister();
