@@ -61,6 +61,7 @@ int rsiw_ib_post_srq_recv(struct ib_srq *srq, const struct ib_recv_wr *wr,
 struct ib_umem *rsiw_umem_get(struct ib_device *dev, unsigned long addr,
 			      size_t size, int access);
 unsigned long rsiw_umem_offset(struct ib_umem *umem);
+bool rsiw_umem_writable(struct ib_umem *umem);
 size_t rsiw_umem_pages(struct ib_umem *umem, struct page **pages, size_t max);
 void rsiw_copy_to_page(struct page *page, size_t off, const void *src, size_t len);
 void rsiw_copy_from_page(struct page *page, size_t off, void *dst, size_t len);
@@ -112,6 +113,7 @@ struct ib_ucontext *rsiw_udata_ucontext(struct ib_udata *udata);
 struct ib_udata *rsiw_attrs_udata(struct uverbs_attr_bundle *attrs);
 int rsiw_copy_from_udata(void *dst, struct ib_udata *udata, size_t len);
 int rsiw_copy_to_udata(struct ib_udata *udata, const void *src, size_t len);
+bool rsiw_udata_cleared_from(struct ib_udata *udata, size_t offset);
 void *rsiw_vmalloc_user(unsigned long size);
 void rsiw_vfree(void *addr);
 int rsiw_remap_vmalloc_range(struct vm_area_struct *vma, void *addr);
@@ -237,6 +239,13 @@ void rsiw_trace_mpa(u64 cm_id, bool initiator, const char *result, unsigned int 
 void rsiw_trace_qp_state(u32 qpn, int old, int new);
 void rsiw_trace_terminate(u32 qpn, bool sent, u8 layer, u8 etype, u8 code);
 void rsiw_trace_wr_error(u32 qpn, u64 wr_id, int opcode, int status);
+
+/*
+ * Whether the caller of iw_connect/iw_accept on `id` owns `qp` (it may
+ * attach it to a connection): a process's QP only its own process, a
+ * kernel QP only a kernel caller (rust/ffi/ib/iw_cm.rs).
+ */
+bool rsiw_iw_caller_owns_qp(struct iw_cm_id *id, struct ib_qp *qp);
 
 /* Memory cgroup charging (rust/ffi/mem/memcg.rs). */
 struct mem_cgroup;

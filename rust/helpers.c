@@ -13,6 +13,7 @@
 #include <linux/vmalloc.h>
 #include <linux/memcontrol.h>
 #include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
 
 struct net *rsiw_dev_net(struct net_device *ndev)
 {
@@ -42,6 +43,32 @@ void rsiw_mark_name_assigned_by_user(struct ib_device *ibdev)
 unsigned int rsiw_num_possible_cpus(void)
 {
 	return num_possible_cpus();
+}
+
+/*
+ * iw_connect and iw_accept run in the caller's context: ucma calls
+ * rdma_connect/rdma_accept, and so them, synchronously from the process's
+ * write() on /dev/infiniband/rdma_cm, so `current` is the process that
+ * names the QP number. The core exposes no ucontext for a cm_id (ucma is
+ * a file of its own), so ownership is the process: a process's QP
+ * (uobject set) was created by a task restrack keeps (`res.task`), and
+ * only that task's thread group may attach it. A kernel QP only a kernel
+ * caller: one whose rdma_cm_id holds that very QP (rdma_create_qp; rdma_cm
+ * then passes its number itself, whatever context the ULP calls from,
+ * e.g. a mount), or a kernel thread or worker (ucma never runs in one).
+ * Every iw_cm_id is rdma_cm's (cma.c is the only iw_create_cm_id caller),
+ * its context the rdma_id_private whose first member is the rdma_cm_id.
+ */
+bool rsiw_iw_caller_owns_qp(struct iw_cm_id *id, struct ib_qp *qp)
+{
+	struct rdma_cm_id *cm = id->context;
+
+	if (qp->uobject)
+		return !(current->flags & PF_KTHREAD) && qp->res.task &&
+		       same_thread_group(current, qp->res.task);
+	if (cm && cm->qp == qp)
+		return true;
+	return current->flags & PF_KTHREAD;
 }
 
 struct net_device *rsiw_notifier_dev(void *info)
@@ -74,6 +101,12 @@ struct ib_umem *rsiw_umem_get(struct ib_device *dev, unsigned long addr,
 			      size_t size, int access)
 {
 	return ib_umem_get_va(dev, addr, size, access);
+}
+
+/* Whether @umem's pages were pinned for writing (FOLL_WRITE). */
+bool rsiw_umem_writable(struct ib_umem *umem)
+{
+	return umem->writable;
 }
 
 unsigned long rsiw_umem_offset(struct ib_umem *umem)
@@ -755,6 +788,14 @@ struct ib_udata *rsiw_attrs_udata(struct uverbs_attr_bundle *attrs)
 int rsiw_copy_from_udata(void *dst, struct ib_udata *udata, size_t len)
 {
 	return ib_copy_from_udata(dst, udata, len);
+}
+
+/* Whether every request octet from `offset` on is zero (none is fine). */
+bool rsiw_udata_cleared_from(struct ib_udata *udata, size_t offset)
+{
+	if (udata->inlen <= offset)
+		return true;
+	return ib_is_udata_cleared(udata, offset, udata->inlen - offset);
 }
 
 int rsiw_copy_to_udata(struct ib_udata *udata, const void *src, size_t len)

@@ -256,6 +256,10 @@ vm_test hostile-peer 2G kunit.enable=0 tools/vmtest/hostile-peer.sh
 # the devices still work. And user objects' kernel memory is charged to
 # the owner's memory cgroup: its limit stops the process, not the machine.
 vm_test uvfuzz 2G kunit.enable=0 tools/vmtest/uvfuzz.sh
+# A hostile process as nobody: a full CQ never drained (one CQ_ERR), poll
+# after destroy on a ringless CQ, another process's QP number in
+# rdma_connect/rdma_accept (refused).
+vm_test hostile-process 2G kunit.enable=0 tools/vmtest/hostile-process.sh
 vm_test memcg 2G kunit.enable=0 tools/vmtest/memcg.sh
 
 # host_check NAME COMMAND...: a host-side check of a VM test, as an ok /

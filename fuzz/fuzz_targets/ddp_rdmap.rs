@@ -21,11 +21,11 @@ impl StagTable for Table {
         let all = Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC | Access::LOCAL_WRITE | Access::COMMIT;
         match stag & 0xFF {
             0 => None,
-            1 => Some(Region { base_to: 0, len: 1 << 16, access: all, pd: PD, valid: true, durable: true }),
-            2 => Some(Region { base_to: u64::MAX - 0xFFFF, len: 0x10000, access: all, pd: PD, valid: true, durable: false }),
-            3 => Some(Region { base_to: 0x1000, len: 0x1000, access: Access::REMOTE_READ, pd: PD, valid: true, durable: false }),
-            4 => Some(Region { base_to: 0x1000, len: 0x1000, access: all, pd: 2, valid: true, durable: false }),
-            _ => Some(Region { base_to: 0, len: u64::MAX, access: all, pd: PD, valid: false, durable: false }),
+            1 => Some(Region { base_to: 0, len: 1 << 16, access: all, pd: PD, valid: true, durable: true, reg: u64::from(stag) }),
+            2 => Some(Region { base_to: u64::MAX - 0xFFFF, len: 0x10000, access: all, pd: PD, valid: true, durable: false, reg: u64::from(stag) }),
+            3 => Some(Region { base_to: 0x1000, len: 0x1000, access: Access::REMOTE_READ, pd: PD, valid: true, durable: false, reg: u64::from(stag) }),
+            4 => Some(Region { base_to: 0x1000, len: 0x1000, access: all, pd: 2, valid: true, durable: false, reg: u64::from(stag) }),
+            _ => Some(Region { base_to: 0, len: u64::MAX, access: all, pd: PD, valid: false, durable: false, reg: u64::from(stag) }),
         }
     }
 }

@@ -34,7 +34,7 @@ struct H {
 impl StagTable for H {
     fn lookup(&self, stag: u32) -> Option<Region> {
         let access = Access::LOCAL_WRITE | Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC | Access::COMMIT;
-        (stag == 0x100).then_some(Region { base_to: 0x1000, len: 4096, access, pd: 1, valid: true, durable: true })
+        (stag == 0x100).then_some(Region { base_to: 0x1000, len: 4096, access, pd: 1, valid: true, durable: true, reg: 1 })
     }
 }
 
@@ -63,11 +63,13 @@ impl Host for H {
         dst.copy_from_slice(self.at(wr.to + u64::from(offset), dst.len())?);
         Ok(())
     }
-    fn read_tagged(&mut self, _stag: u32, to: u64, dst: &mut [u8]) -> Result<(), TermError> {
+    fn read_tagged(&mut self, _stag: u32, reg: u64, to: u64, dst: &mut [u8]) -> Result<(), TermError> {
+        assert_eq!(reg, 1, "a tagged access names the registration it was validated against");
         dst.copy_from_slice(self.at(to, dst.len())?);
         Ok(())
     }
-    fn place_tagged(&mut self, _stag: u32, to: u64, data: &[u8]) -> Result<(), TermError> {
+    fn place_tagged(&mut self, _stag: u32, reg: u64, to: u64, data: &[u8]) -> Result<(), TermError> {
+        assert_eq!(reg, 1, "a tagged access names the registration it was validated against");
         self.at(to, data.len())?.copy_from_slice(data);
         Ok(())
     }

@@ -33,10 +33,16 @@ fn config(dev: &Device) -> CmConfig {
 }
 
 /// The QP `qpn` of `dev` as the CM's hand-off target (the device's QP
-/// table, as `iw_get_qp` sees it).
-fn find_qp(dev: &Device, qpn: u32) -> Option<Arc<dyn CmQp>> {
-    let qp: Arc<crate::qp::Qp> = dev.qps().get(qpn)?;
-    Some(qp)
+/// table, as `iw_get_qp` sees it), if the caller of the connect or accept
+/// `id` came with owns it: `EINVAL` for no such QP, `EACCES` for another
+/// process's QP or, from a process, a kernel ULP's (QP numbers are
+/// sequential, so any QP in INIT/RTR could be taken over by number).
+fn find_qp(dev: &Device, qpn: u32, id: &CmId) -> Result<Arc<dyn CmQp>> {
+    let qp: Arc<crate::qp::Qp> = dev.qps().get(qpn).ok_or(EINVAL)?;
+    if !id.caller_owns(qp.links()) {
+        return Err(EACCES);
+    }
+    Ok(qp)
 }
 
 #[vtable]
@@ -65,18 +71,28 @@ impl IwCmOps for Rsiw {
         id: CmId,
     ) -> Result {
         let nd = dev.netdev().ok_or(ENODEV)?;
-        let qp = find_qp(dev.data(), qpn).ok_or(EINVAL)?;
+        let qp = find_qp(dev.data(), qpn, &id)?;
         super::connect(Net::of(&nd), local, remote, config(dev.data()), params, qp, target(id)?)?;
         Ok(())
     }
 
     fn accept(dev: &IbDevice, conn: usize, params: &ConnParams<'_>, qpn: u32, id: Result<CmId>) -> Result {
         let cep = conn as u64;
-        let Some(qp) = find_qp(dev.data(), qpn) else {
-            super::abort(cep);
-            return Err(EINVAL);
+        let id = match id {
+            Ok(id) => id,
+            Err(e) => {
+                super::abort(cep);
+                return Err(e);
+            }
         };
-        let t = match id.and_then(target) {
+        let qp = match find_qp(dev.data(), qpn, &id) {
+            Ok(qp) => qp,
+            Err(e) => {
+                super::abort(cep);
+                return Err(e);
+            }
+        };
+        let t = match target(id) {
             Ok(t) => t,
             Err(e) => {
                 super::abort(cep);

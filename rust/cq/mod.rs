@@ -5,14 +5,23 @@
 //! resize, behind an irq-safe spinlock: [`Cq::push`] may run in any
 //! context (the QP's RX softirq, its TX work, flush on destroy) and never
 //! allocates. When the ring is full a push fails and the CQ raises
-//! `IB_EVENT_CQ_ERR`: no completion is lost or overwritten. The
+//! `IB_EVENT_CQ_ERR`: no completion is overwritten. The event is raised
+//! once for the CQ's life, at its first overrun: the verbs make a CQ
+//! overrun an affiliated asynchronous error after which the CQ has lost
+//! completions for good (the consumer destroys it; hardware RNICs put the
+//! CQ in error). rsiw still queues completions that later find room, but
+//! never raises the event again, so a process that keeps a CQ full (ring
+//! posting refuses thousands of CQEs per doorbell) cannot queue one
+//! unaccounted event allocation per refused CQE on uverbs' async queue.
+//! A QP's completions are purged from a kernel-side CQ when the QP is
+//! destroyed ([`Cq::purge`]): none may name an `ib_qp` the core frees. The
 //! consumer's completion handler runs outside the lock, once per arming
 //! (`ib_req_notify_cq`), for the next completion or, when armed for
 //! solicited only, the next solicited or unsuccessful one.
 
 use kernel::prelude::*;
 
-pub(crate) use crate::ffi::ib::{Arm, Completion, CqNotifier, WcOpcode, WcStatus};
+pub(crate) use crate::ffi::ib::{Arm, Completion, CqNotifier, WcOpcode, WcQp, WcStatus};
 use crate::{
     ffi::ib::abi,
     ffi::ib::rsiw_cqe,
@@ -22,9 +31,12 @@ use crate::{
 
 mod verbs;
 
-/// A full CQ refused a completion.
+/// A full CQ refused a completion; `first`: the CQ's first overrun (the
+/// one `IB_EVENT_CQ_ERR` is raised for).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Overflow;
+pub(crate) struct Overflow {
+    pub(crate) first: bool,
+}
 
 /// The ring and its arming; pure logic, no locking. A process's CQ
 /// (`user`) has its completions in the ring it maps, none here.
@@ -34,17 +46,19 @@ pub(crate) struct CqRing {
     count: usize,
     arm: Arm,
     user: Option<CompletionRing>,
+    /// The CQ refused a completion once (its overrun was reported).
+    overrun: bool,
 }
 
 impl CqRing {
     /// A ring of `cqe` entries (at least one).
     pub(crate) fn new(cqe: usize) -> Result<Self> {
-        Ok(Self { entries: Self::alloc(cqe)?, head: 0, count: 0, arm: Arm::None, user: None })
+        Ok(Self { entries: Self::alloc(cqe)?, head: 0, count: 0, arm: Arm::None, user: None, overrun: false })
     }
 
     /// A process's CQ: its completions go to `ring`.
     pub(crate) fn new_user(ring: CompletionRing) -> Self {
-        Self { entries: KVVec::new(), head: 0, count: 0, arm: Arm::None, user: Some(ring) }
+        Self { entries: KVVec::new(), head: 0, count: 0, arm: Arm::None, user: Some(ring), overrun: false }
     }
 
     fn alloc(cqe: usize) -> Result<KVVec<Completion>> {
@@ -66,12 +80,22 @@ impl CqRing {
         }
     }
 
+    /// The CQ refuses a completion: `Overflow::first` for its first
+    /// overrun only.
+    fn overflow(&mut self) -> Overflow {
+        let first = !self.overrun;
+        self.overrun = true;
+        Overflow { first }
+    }
+
     /// Queues `c`; `Ok(true)` if the consumer is to be notified (and the
-    /// CQ is disarmed), `Err(Overflow)` if the ring is full.
+    /// CQ is disarmed), `Err(Overflow)` if the ring is full. A process's
+    /// arming (the ring's `armed` word) fires at most once per arm: it is
+    /// taken with a compare-exchange back to unarmed.
     pub(crate) fn push(&mut self, c: Completion) -> Result<bool, Overflow> {
         if let Some(ring) = self.user.as_mut() {
             if !ring.push(&user_cqe(&c)) {
-                return Err(Overflow);
+                return Err(self.overflow());
             }
             let fires = c.solicited || c.status != WcStatus::Success;
             // Armed by the process (in the ring) or by a command.
@@ -87,7 +111,7 @@ impl CqRing {
         }
         let cap = self.entries.len();
         if self.count == cap {
-            return Err(Overflow);
+            return Err(self.overflow());
         }
         let tail = (self.head + self.count) % cap;
         self.entries[tail] = c;
@@ -112,6 +136,27 @@ impl CqRing {
         self.head = (self.head + 1) % self.entries.len();
         self.count -= 1;
         Some(c)
+    }
+
+    /// Drops every queued completion of `qp` (it is being destroyed),
+    /// keeping the others in order; returns how many went. A process's
+    /// ring holds no `ib_qp` pointer, only numbers: nothing to do there.
+    pub(crate) fn purge(&mut self, qp: WcQp) -> usize {
+        if self.user.is_some() || self.count == 0 {
+            return 0;
+        }
+        let cap = self.entries.len();
+        let mut kept = 0;
+        for i in 0..self.count {
+            let c = self.entries[(self.head + i) % cap];
+            if c.qp != qp {
+                self.entries[(self.head + kept) % cap] = c;
+                kept += 1;
+            }
+        }
+        let gone = self.count - kept;
+        self.count = kept;
+        gone
     }
 
     /// `ib_req_notify_cq`: arms (never weakening an arming for the next
@@ -175,7 +220,13 @@ impl Cq {
 
     /// Queues a completion (any context, no allocation). Calls the
     /// consumer's completion handler if the CQ was armed for it. A full CQ
-    /// refuses the completion with `ENOSPC` and raises `IB_EVENT_CQ_ERR`.
+    /// refuses the completion with `ENOSPC`; its first refusal raises
+    /// `IB_EVENT_CQ_ERR` (once for the CQ's life, see the module doc).
+    ///
+    /// Callers may hold the pushing QP's stream lock (`SpinLockBh`; every
+    /// engine callback and flush does) and its queue locks: the consumer's
+    /// handlers run under them (see `CqNotifier`). The CQ's own lock is
+    /// dropped before any handler runs.
     pub(crate) fn push(&self, c: Completion) -> Result {
         let res = self.ring.lock().push(c);
         match res {
@@ -185,8 +236,10 @@ impl Cq {
                 Ok(())
             }
             Ok(false) => Ok(()),
-            Err(Overflow) => {
-                self.notifier.overflow();
+            Err(Overflow { first }) => {
+                if first {
+                    self.notifier.overflow();
+                }
                 Err(ENOSPC)
             }
         }
@@ -203,6 +256,14 @@ impl Cq {
             n += 1;
         }
         n
+    }
+
+    /// `destroy_qp`: drops the completions of the QP `qp` names from a
+    /// kernel-side CQ before the core frees its `ib_qp` (a poll would hand
+    /// the freed pointer to the consumer in `wc->qp`), as hardware drivers
+    /// clean their CQs at destroy. Returns how many went.
+    pub(crate) fn purge(&self, qp: WcQp) -> usize {
+        self.ring.lock().purge(qp)
     }
 
     /// Arms the CQ; `true` if completions are already queued.
@@ -331,7 +392,7 @@ mod tests {
             assert_eq!(r.push(c(i)), Ok(false));
         }
         // Full: the fourth is refused, nothing is overwritten.
-        assert_eq!(r.push(c(4)), Err(Overflow));
+        assert_eq!(r.push(c(4)), Err(Overflow { first: true }));
         assert_eq!(r.len(), 3);
         assert_eq!(r.pop().map(|c| c.wr_id), Some(1));
         assert_eq!(r.push(c(5)), Ok(false));
@@ -341,6 +402,55 @@ mod tests {
         }
         assert_eq!(r.pop(), None);
         assert_eq!(CqRing::new(0).err(), Some(EINVAL));
+        Ok(())
+    }
+
+    /// Only the CQ's first overrun is reported: every later refusal, in
+    /// the same episode or after the consumer made room, is not.
+    #[test]
+    fn overrun_is_reported_once() -> Result {
+        let mut r = CqRing::new(2)?;
+        assert_eq!(r.push(c(1)), Ok(false));
+        assert_eq!(r.push(c(2)), Ok(false));
+        assert_eq!(r.push(c(3)), Err(Overflow { first: true }));
+        for i in 4..1000 {
+            assert_eq!(r.push(c(i)), Err(Overflow { first: false }));
+        }
+        // Room again: queued, and a new overrun stays unreported.
+        assert_eq!(r.pop().map(|c| c.wr_id), Some(1));
+        assert_eq!(r.push(c(1000)), Ok(false));
+        assert_eq!(r.push(c(1001)), Err(Overflow { first: false }));
+        Ok(())
+    }
+
+    /// A destroyed QP's completions go, the others stay in order, with
+    /// the ring wrapped.
+    #[test]
+    fn purge_drops_only_that_qps_completions() -> Result {
+        let a = WcQp::from_addr(0x1000);
+        let b = WcQp::from_addr(0x2000);
+        let of = |wr_id: u64, qp: WcQp| Completion { wr_id, qp, ..Completion::default() };
+        let mut r = CqRing::new(5)?;
+        for i in 0..3 {
+            r.push(of(i, a)).map_err(|_| EINVAL)?;
+        }
+        r.pop();
+        r.pop();
+        // Wrapped: [2a, 3b, 4a, 5b] from head 2.
+        for (i, q) in [(3, b), (4, a), (5, b)] {
+            r.push(of(i, q)).map_err(|_| EINVAL)?;
+        }
+        assert_eq!(r.purge(a), 2);
+        assert_eq!(r.len(), 2);
+        assert_eq!(r.pop().map(|c| (c.wr_id, c.qp)), Some((3, b)));
+        assert_eq!(r.pop().map(|c| (c.wr_id, c.qp)), Some((5, b)));
+        assert_eq!(r.pop(), None);
+        assert_eq!(r.purge(b), 0);
+        // Still a working FIFO of 5.
+        for i in 10..15 {
+            assert_eq!(r.push(of(i, b)), Ok(false));
+        }
+        assert_eq!(r.pop().map(|c| c.wr_id), Some(10));
         Ok(())
     }
 

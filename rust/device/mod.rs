@@ -4,6 +4,7 @@
 
 pub(crate) mod counters;
 pub(crate) mod crc;
+pub(crate) mod ids;
 pub(crate) mod limits;
 pub(crate) mod verbs;
 
@@ -47,8 +48,9 @@ pub(crate) struct Device {
     qp_count: ObjectCount,
     /// QP number -> QP (`iw_get_qp`).
     qps: Pin<KBox<crate::qp::QpTable>>,
-    /// Numbers PDs for the STag table's PD checks (the engine's `pd: u32`).
-    next_pd_id: AtomicU32,
+    /// PD numbers for the STag table's PD checks (the engine's `pd: u32`),
+    /// unique among the live PDs.
+    pd_ids: Pin<KBox<ids::IdTable>>,
     /// STag index -> MR (`crate::mem::mr`).
     stags: Pin<KBox<StagTable>>,
     /// Overrides of the CM's MPA settings for this device.
@@ -74,7 +76,7 @@ impl Device {
             srqs: ObjectCount::new(),
             qp_count: ObjectCount::new(),
             qps: KBox::pin_init(crate::qp::QpTable::new(), GFP_KERNEL)?,
-            next_pd_id: AtomicU32::new(1),
+            pd_ids: KBox::pin_init(ids::IdTable::new(), GFP_KERNEL)?,
             stags: KBox::pin_init(StagTable::new(), GFP_KERNEL)?,
             cm_tuning: crate::cm::tuning::CmTuning::new(),
             atomic_locks: KVBox::pin_init(AtomicLocks::new(), GFP_KERNEL)?,
@@ -105,11 +107,6 @@ impl Device {
     /// The device's hw counters.
     pub(crate) fn counters(&self) -> &Arc<crate::device::counters::HwCounters> {
         &self.counters
-    }
-
-    /// A fresh PD number (wraps after 2^32 allocations).
-    pub(crate) fn next_pd_id(&self) -> u32 {
-        self.next_pd_id.fetch_add(1, Ordering::Relaxed)
     }
 
     /// Accounts for a new CQ within `max_cq`.
@@ -187,13 +184,23 @@ impl Device {
         Ok(gid)
     }
 
-    /// Accounts for a new protection domain, within `max_pd`.
-    pub(crate) fn alloc_pd(&self) -> Result {
-        self.pds.get(self.limits.max_pd)
+    /// Accounts for a new protection domain, within `max_pd`, and
+    /// returns its number: one no live PD of the device holds.
+    pub(crate) fn alloc_pd(&self) -> Result<u32> {
+        self.pds.get(self.limits.max_pd)?;
+        self.pd_ids.alloc().inspect_err(|_| self.pds.put())
     }
 
-    pub(crate) fn dealloc_pd(&self) {
+    /// The PD numbered `id` is gone: its number may be handed out again.
+    pub(crate) fn dealloc_pd(&self, id: u32) {
+        self.pd_ids.free(id);
         self.pds.put();
+    }
+
+    /// Test hook: the next PD number is searched from `id`.
+    #[cfg(rsiw_kunit)]
+    pub(crate) fn set_next_pd_id(&self, id: u32) {
+        self.pd_ids.set_cursor(id);
     }
 
     pub(crate) fn alloc_ucontext(&self) -> Result {
@@ -324,12 +331,42 @@ mod tests {
     fn pd_count_is_bounded() -> Result {
         let mut dev = Device::new([2, 0, 0, 0, 0, 1], 1)?;
         dev.limits.max_pd = 2;
-        assert_eq!(dev.alloc_pd(), Ok(()));
-        assert_eq!(dev.alloc_pd(), Ok(()));
+        let a = dev.alloc_pd()?;
+        let b = dev.alloc_pd()?;
+        assert!(a != b);
         assert_eq!(dev.alloc_pd(), Err(ENOMEM));
-        dev.dealloc_pd();
+        dev.dealloc_pd(a);
         assert_eq!(dev.pd_count(), 1);
-        assert_eq!(dev.alloc_pd(), Ok(()));
+        let c = dev.alloc_pd()?;
+        assert!(c != b);
+        dev.dealloc_pd(b);
+        dev.dealloc_pd(c);
+        Ok(())
+    }
+
+    /// PD numbers never collide with a live PD's, even once the numbers
+    /// wrap (a process allocating 2^32 PDs must not get a kernel PD's).
+    #[test]
+    fn pd_id_of_a_live_pd_is_never_reused() -> Result {
+        let dev = Device::new([2, 0, 0, 0, 0, 1], 1)?;
+        let kernel_pd = dev.alloc_pd()?;
+        // The cursor about to wrap, as after 2^32 alloc/dealloc pairs.
+        dev.set_next_pd_id(u32::MAX);
+        let last = dev.alloc_pd()?;
+        assert_eq!(last, u32::MAX);
+        dev.dealloc_pd(last);
+        for _ in 0..4 {
+            let id = dev.alloc_pd()?;
+            assert!(id != kernel_pd && id != 0);
+            dev.dealloc_pd(id);
+        }
+        // Right at the live id: skipped.
+        dev.set_next_pd_id(kernel_pd);
+        let id = dev.alloc_pd()?;
+        assert!(id != kernel_pd);
+        dev.dealloc_pd(id);
+        dev.dealloc_pd(kernel_pd);
+        assert_eq!(dev.pd_count(), 0);
         Ok(())
     }
 
@@ -350,8 +387,6 @@ mod tests {
         dev.dealloc_cq();
         dev.dealloc_srq();
         assert_eq!((dev.mr_count(), dev.cq_count(), dev.srq_count()), (0, 0, 0));
-        let (a, b) = (dev.next_pd_id(), dev.next_pd_id());
-        assert!(a != b);
         Ok(())
     }
 

@@ -30,8 +30,9 @@ const NODE_DESC: &[u8] = b"rsiw iWARP software RNIC";
 /// Numbers devices for `vendor_part_id`, as siw does.
 static NEXT_PART_ID: AtomicU32 = AtomicU32::new(1);
 
-/// A protection domain: a number, unique among the device's live PDs,
-/// that MRs and QPs compare (the engine's `pd`).
+/// A protection domain: a number, unique among the device's live PDs by
+/// construction (`device::ids`), that MRs and QPs compare (the engine's
+/// `pd`).
 pub(crate) struct Pd {
     id: u32,
 }
@@ -114,12 +115,11 @@ impl ib::Driver for Rsiw {
     }
 
     fn alloc_pd(dev: &Device) -> Result<Pd> {
-        dev.alloc_pd()?;
-        Ok(Pd { id: dev.next_pd_id() })
+        Ok(Pd { id: dev.alloc_pd()? })
     }
 
-    fn dealloc_pd(dev: &Device, _pd: &Pd) {
-        dev.dealloc_pd();
+    fn dealloc_pd(dev: &Device, pd: &Pd) {
+        dev.dealloc_pd(pd.id);
     }
 
     /// A provider that sends a request names the ABI it speaks (only
@@ -127,7 +127,7 @@ impl ib::Driver for Rsiw {
     /// that sends nothing gets a version 1 context (commands only).
     fn alloc_ucontext(dev: &Device, udata: &mut Udata<'_>) -> Result<Ucontext> {
         if udata.in_len() > 0 {
-            let req = udata.read::<rsiw_alloc_ucontext_req>()?;
+            let req = udata.read_req::<rsiw_alloc_ucontext_req>()?;
             if req.abi_version != abi::VERSION || req.reserved != 0 {
                 return Err(EINVAL);
             }

@@ -10,7 +10,7 @@ use crate::{
     engine::{
         error::{self, TermError},
         qp::Local,
-        rdmap::{atomic_execute, AtomicPlan, OPERAND_LEN},
+        rdmap::{atomic_execute, AtomicPlan},
     },
     ffi::mem::pages::access,
     mem::mr::{Mr, MrError},
@@ -47,9 +47,11 @@ pub(crate) fn respond_on(mr: &Mr, locks: &AtomicLocks, pd: u32, plan: &AtomicPla
 /// Stores an Atomic Response's original value (host order, as the verbs
 /// define it) into the requester's 8-octet local buffer.
 pub(crate) fn place_result(dev: &Device, pd: u32, local: &Local, original: u64) -> Result<(), TermError> {
+    let grant = crate::mem::mr::Grant::local(pd, access::LOCAL_WRITE);
     dev.stags()
-        .check(local.stag, pd, local.to, OPERAND_LEN, access::LOCAL_WRITE)
-        .and_then(|mr| mr.copy_to(local.stag, local.to, &original.to_ne_bytes()))
+        .get(local.stag)
+        .ok_or(MrError::InvalidStag)
+        .and_then(|mr| mr.copy_to_as(local.stag, grant, local.to, &original.to_ne_bytes()))
         .map_err(|_| error::rdmap::LOCAL_CATA)
 }
 

@@ -3,12 +3,15 @@
 //!
 //! An STag (RFC 5040 2.1) is a 24-bit index, fixed for the MR's life, and
 //! an 8-bit key the consumer may change on every fast-register
-//! (`ib_update_fast_reg_key`). The table maps index to `Arc<Mr>`; index 0
+//! (`ib_update_fast_reg_key`); a user or DMA MR's key is the next of a
+//! counter at its registration. The table maps index to `Arc<Mr>`; index 0
 //! is never used. Lookups hand out `Arc`s, so an MR a QP still refers to
 //! outlives its deregistration, but its memory does not: deregistration
 //! takes the MR out of the table and detaches its memory under the MR's
-//! lock, and every copy into or out of an MR checks state, key and bounds
-//! under that lock and copies under it or under an in-flight pin that
+//! lock, and every copy into or out of an MR checks state, key, PD, rights
+//! and bounds under that lock (and, for an access the engine validated
+//! earlier, that the STag still names the registration it was validated
+//! against: [`Grant`]) and copies under it or under an in-flight pin that
 //! deregistration waits for. Once `dereg_mr` returns, no copy runs or can
 //! start, and user pages can be unpinned.
 //!
@@ -44,7 +47,7 @@
 //! serialised against an atomic on it (the verbs only make atomics atomic
 //! with respect to each other).
 
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use kernel::{
     interrupt::local_interrupt_disable,
@@ -69,6 +72,71 @@ pub(crate) const MAX_STAG_INDEX: u32 = 0x00FF_FFFF;
 /// `Mr::copy_pinned`): a small message's copy is cheaper than locating
 /// its span and pinning the MR around a copy outside the lock.
 pub(crate) const LOCKED_COPY_MAX: usize = 512;
+
+/// Registration identities ([`Region::reg`]): a new one for every
+/// registration (a user or DMA MR's creation, each fast-register), never
+/// reused: 2^64 registrations do not happen. An access the engine
+/// validated names the identity it was validated against, so an STag
+/// that comes to name another registration meanwhile (its MR
+/// deregistered and the index given to a new MR, or fast-registered
+/// again with a key that came round) is refused, not followed.
+static NEXT_REG: AtomicU64 = AtomicU64::new(1);
+
+fn next_reg() -> u64 {
+    NEXT_REG.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Keys of new user and DMA MRs: the next at each registration, as
+/// hardware RNICs vary theirs, so that an STag kept past its MR's
+/// deregistration names the next MR at its index only once in 256.
+static NEXT_KEY: AtomicU32 = AtomicU32::new(1);
+
+fn next_key() -> u8 {
+    if stag_reuse() {
+        return 0;
+    }
+    NEXT_KEY.fetch_add(1, Ordering::Relaxed) as u8
+}
+
+/// The test build's `kunit_stag_reuse`: STags come back at once, with the
+/// same key (never in the production module).
+fn stag_reuse() -> bool {
+    #[cfg(rsiw_kunit)]
+    {
+        crate::module_parameters::kunit_stag_reuse.value()
+    }
+    #[cfg(not(rsiw_kunit))]
+    {
+        false
+    }
+}
+
+/// What an access through an MR is checked against besides the MR's
+/// state, key and bounds (always checked): the accessing QP's PD, the
+/// rights it needs and, for an access the engine validated earlier (the
+/// rest of a tagged segment, a Read Response's source), the registration
+/// it was validated against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Grant {
+    pub(crate) pd: u32,
+    /// `IB_ACCESS_*` (0: local read).
+    pub(crate) need: u32,
+    /// [`Region::reg`] of the validation, if the access rests on one.
+    pub(crate) reg: Option<u64>,
+}
+
+impl Grant {
+    /// A local access of a QP of `pd` needing `need` (its own SGEs).
+    pub(crate) const fn local(pd: u32, need: u32) -> Self {
+        Self { pd, need, reg: None }
+    }
+
+    /// The continuation of an access the engine validated against the
+    /// registration `reg`.
+    pub(crate) const fn validated(pd: u32, need: u32, reg: u64) -> Self {
+        Self { pd, need, reg: Some(reg) }
+    }
+}
 
 /// The index part of an STag.
 pub(crate) const fn stag_index(stag: u32) -> u32 {
@@ -116,6 +184,12 @@ impl From<MrError> for Error {
     fn from(e: MrError) -> Error {
         e.to_error()
     }
+}
+
+/// A page list's refusal as an MR error: a write into memory that may
+/// not be written is an access error, anything else out of bounds.
+fn pages_err(e: Error) -> MrError {
+    if e == EACCES { MrError::Access } else { MrError::Bounds }
 }
 
 /// The engine's rights for `IB_ACCESS_*` flags. Local read is always
@@ -210,6 +284,8 @@ impl FastReg {
 struct MrState {
     key: u8,
     valid: bool,
+    /// This registration's identity (see [`NEXT_REG`]).
+    reg: u64,
     iova: u64,
     len: u64,
     /// `IB_ACCESS_*` granted.
@@ -272,8 +348,9 @@ impl Mr {
     /// A DMA MR: all kernel memory, valid until deregistered.
     pub(crate) fn new_dma(pd: u32, access: u32, mem: KernelMemory) -> Result<Arc<Self>> {
         Self::new(pd, MrKind::Dma, MrState {
-            key: 0,
+            key: next_key(),
             valid: true,
+            reg: next_reg(),
             iova: 0,
             len: u64::MAX,
             access,
@@ -306,8 +383,9 @@ impl Mr {
             return Err(EINVAL);
         }
         Self::new(pd, MrKind::User, MrState {
-            key: 0,
+            key: next_key(),
             valid: true,
+            reg: next_reg(),
             iova,
             len,
             access,
@@ -325,6 +403,8 @@ impl Mr {
         Self::new(pd, MrKind::FastReg, MrState {
             key: 0,
             valid: false,
+            // Each `REG_MR` gives it one.
+            reg: 0,
             iova: 0,
             len: 0,
             access: 0,
@@ -363,6 +443,7 @@ impl Mr {
             pd: self.pd,
             valid: st.valid,
             durable: st.access & ib::FLUSH_PERSISTENT != 0,
+            reg: st.reg,
         })
     }
 
@@ -399,47 +480,52 @@ impl Mr {
         Ok(())
     }
 
-    /// Copies `src` to `to` through `stag` (state, key and bounds checked
-    /// under the lock; PD and rights are the caller's, see [`Mr::check`]).
+    /// Copies `src` to `to` through `stag` with no PD or rights check (the
+    /// self-tests' raw access; the driver's copies go through
+    /// [`Mr::copy_to_as`]).
+    #[cfg(rsiw_kunit)]
     pub(crate) fn copy_to(&self, stag: u32, to: u64, src: &[u8]) -> Result<(), MrError> {
-        self.copy_to_as(stag, None, to, src)
+        self.copy_pinned(stag, None, to, CopyDir::To(src))
     }
 
-    /// Copies from `to` through `stag` into `dst` (checks as [`Mr::copy_to`]).
+    /// Copies from `to` through `stag` into `dst` (as [`Mr::copy_to`]).
+    #[cfg(rsiw_kunit)]
     pub(crate) fn copy_from(&self, stag: u32, to: u64, dst: &mut [u8]) -> Result<(), MrError> {
-        self.copy_from_as(stag, None, to, dst)
+        self.copy_pinned(stag, None, to, CopyDir::From(dst))
     }
 
-    /// [`Mr::copy_to`], with every check of [`Mr::check`] for a QP of PD
-    /// `as_.0` needing rights `as_.1` first when `as_` is given: one lock
-    /// for the checks and the copy.
+    /// Copies `src` to `to` through `stag` after every check of
+    /// [`Mr::check`] for `grant` (and its registration, if it names one):
+    /// one lock for the checks and the copy.
     ///
     /// The copy itself runs after the lock is released, under an in-flight
     /// pin with local interrupts off, as an atomic's read-modify-write
     /// does (see the module doc): copies through one MR from several CPUs
     /// (QPs sharing a buffer, the receive softirq and a sender) do not
     /// serialise on its lock.
-    pub(crate) fn copy_to_as(&self, stag: u32, as_: Option<(u32, u32)>, to: u64, src: &[u8]) -> Result<(), MrError> {
-        self.copy_pinned(stag, as_, to, CopyDir::To(src))
+    pub(crate) fn copy_to_as(&self, stag: u32, grant: Grant, to: u64, src: &[u8]) -> Result<(), MrError> {
+        self.copy_pinned(stag, Some(grant), to, CopyDir::To(src))
     }
 
-    /// [`Mr::copy_from`], checked as [`Mr::copy_to_as`].
-    pub(crate) fn copy_from_as(&self, stag: u32, as_: Option<(u32, u32)>, to: u64, dst: &mut [u8]) -> Result<(), MrError> {
-        self.copy_pinned(stag, as_, to, CopyDir::From(dst))
+    /// [`Mr::copy_to_as`] the other way.
+    pub(crate) fn copy_from_as(&self, stag: u32, grant: Grant, to: u64, dst: &mut [u8]) -> Result<(), MrError> {
+        self.copy_pinned(stag, Some(grant), to, CopyDir::From(dst))
     }
 
     /// A copy at `to` through `stag`: checked under the MR's lock, then run
     /// on the located span after the lock is released (under an in-flight
     /// pin, local interrupts off), or under the lock for a span longer
     /// than [`crate::ffi::mem::pages::SPAN_PIECES`] pages or a copy of at
-    /// most [`LOCKED_COPY_MAX`] octets.
-    fn copy_pinned(&self, stag: u32, as_: Option<(u32, u32)>, to: u64, mut c: CopyDir<'_>) -> Result<(), MrError> {
+    /// most [`LOCKED_COPY_MAX`] octets. A write into pages pinned without
+    /// write permission fails in the page list itself.
+    fn copy_pinned(&self, stag: u32, grant: Option<Grant>, to: u64, mut c: CopyDir<'_>) -> Result<(), MrError> {
         let len = c.len();
+        let write = matches!(c, CopyDir::To(_));
         // Filled in place under the lock (see `span_at`).
         let mut span = SpanAt::new();
         let irqs_off = {
             let st = self.state.lock();
-            let off = self.checks(&st, stag, as_, to, len as u64)?;
+            let off = self.checks(&st, stag, grant, to, len as u64)?;
             // Where the copy starts: a DMA MR's address, or the offset in
             // the page list.
             let pos = match &st.mem {
@@ -450,8 +536,8 @@ impl Mr {
             // pinning the MR would cost more than the copy.
             let located = match &st.mem {
                 _ if len <= LOCKED_COPY_MAX => Err(E2BIG),
-                Memory::Kernel(k) => k.span_at(pos, len, &mut span),
-                Memory::Pages(p) => p.span_at(pos, len, &mut span),
+                Memory::Kernel(k) => k.span_at(pos, len, write, &mut span),
+                Memory::Pages(p) => p.span_at(pos, len, write, &mut span),
                 Memory::None => return Err(MrError::InvalidStag),
             };
             match located {
@@ -474,9 +560,9 @@ impl Mr {
                         (Memory::Pages(p), CopyDir::From(dst)) => p.read(pos, dst),
                         (Memory::None, _) => return Err(MrError::InvalidStag),
                     };
-                    return res.map_err(|_| MrError::Bounds);
+                    return res.map_err(pages_err);
                 }
-                Err(_) => return Err(MrError::Bounds),
+                Err(e) => return Err(pages_err(e)),
             }
         };
         let res = match &mut c {
@@ -486,15 +572,21 @@ impl Mr {
         // Release: the copy is done before a drain sees 0.
         self.in_flight.fetch_sub(1, Ordering::Release);
         drop(irqs_off);
-        res.map_err(|_| MrError::Bounds)
+        res.map_err(pages_err)
     }
 
-    /// A copy's checks under the lock: all of them for a QP of PD `as_.0`
-    /// needing `as_.1`, or state, key and bounds only. Returns the offset
-    /// of `to` in the region.
-    fn checks(&self, st: &MrState, stag: u32, as_: Option<(u32, u32)>, to: u64, len: u64) -> Result<u64, MrError> {
-        match as_ {
-            Some((pd, need)) => self.check_all(st, stag, pd, to, len, need),
+    /// A copy's checks under the lock: all of them for `grant`, including
+    /// its registration if it names one (the self-tests' raw copies:
+    /// state, key and bounds only). Returns the offset of `to` in the
+    /// region.
+    fn checks(&self, st: &MrState, stag: u32, grant: Option<Grant>, to: u64, len: u64) -> Result<u64, MrError> {
+        match grant {
+            Some(g) => {
+                if g.reg.is_some_and(|reg| reg != st.reg) {
+                    return Err(MrError::InvalidStag);
+                }
+                self.check_all(st, stag, g.pd, to, len, g.need)
+            }
             None => {
                 Self::check_locked(st, stag, to, len)?;
                 region_offset(st.iova, st.len, to, len)
@@ -553,7 +645,7 @@ impl Mr {
                 Memory::Pages(p) => p.word_at(st.first_offset.checked_add(off).ok_or(MrError::Bounds)?),
                 Memory::None => return Err(MrError::InvalidStag),
             };
-            let word = word.map_err(|e| if e == EINVAL { MrError::Misaligned } else { MrError::Bounds })?;
+            let word = word.map_err(|e| if e == EINVAL { MrError::Misaligned } else { pages_err(e) })?;
             // Under the lock: whoever ends the registration takes the lock
             // after this and waits for the pin, or before and we failed.
             self.in_flight.fetch_add(1, Ordering::Relaxed);
@@ -652,14 +744,29 @@ impl Mr {
         st.iova = req.iova;
         st.len = req.length;
         st.access = req.access;
+        st.reg = next_reg();
         st.valid = true;
         Ok(())
     }
 
-    /// Invalidates an MR through `stag` (local invalidate or Send with
-    /// Invalidate): the key must be current and the PD the QP's.
-    /// Invalidating an invalid MR is an error.
+    /// Invalidates an MR through `stag` (Local Invalidate, a Read with
+    /// Local Invalidate's sink): the key must be current and the PD the
+    /// QP's. Invalidating an invalid MR is an error.
     pub(crate) fn invalidate(&self, stag: u32, pd: u32) -> Result<(), MrError> {
+        self.invalidate_as(stag, pd, false)
+    }
+
+    /// Invalidation by the peer (Send with Invalidate): as
+    /// [`Mr::invalidate`], and only of a fast-register MR. The verbs allow
+    /// remote invalidation of fast-registered memory (and memory windows,
+    /// which rsiw does not have), never of a process's `reg_user_mr`
+    /// registration, which would be revoked for good by any peer that
+    /// guesses its STag.
+    pub(crate) fn invalidate_remote(&self, stag: u32, pd: u32) -> Result<(), MrError> {
+        self.invalidate_as(stag, pd, true)
+    }
+
+    fn invalidate_as(&self, stag: u32, pd: u32, remote: bool) -> Result<(), MrError> {
         let mut st = self.state.lock();
         if st.key != stag_key(stag) || !st.valid {
             return Err(MrError::InvalidStag);
@@ -668,10 +775,10 @@ impl Mr {
             return Err(MrError::Pd);
         }
         // A fast-registered MR until its next registration; a process's
-        // MR for good (it has no fast registration: Local Invalidate or a
-        // peer's Send with Invalidate revokes its keys until it is
-        // deregistered, as with siw). All of kernel memory never.
-        if self.kind == MrKind::Dma {
+        // MR for good by its own Local Invalidate (it has no fast
+        // registration: its keys are revoked until it is deregistered, as
+        // with siw), never by the peer. All of kernel memory never.
+        if self.kind == MrKind::Dma || (remote && self.kind != MrKind::FastReg) {
             return Err(MrError::State);
         }
         st.valid = false;
@@ -720,6 +827,9 @@ impl StagTable {
     pub(crate) fn insert(&self, mr: &Arc<Mr>) -> Result<u32> {
         let mut cursor = self.lock.lock();
         let mut xa = self.xa.lock();
+        if stag_reuse() {
+            *cursor = 1;
+        }
         let mut index = *cursor;
         let mut tries = 0u32;
         while xa.get(index as usize).is_some() {
@@ -733,7 +843,10 @@ impl StagTable {
         // Node allocation under the irq-safe table lock: atomic.
         xa.store(index as usize, mr.clone(), GFP_ATOMIC)?;
         *cursor = if index >= MAX_STAG_INDEX { 1 } else { index + 1 };
-        Ok(index << 8)
+        drop(xa);
+        drop(cursor);
+        // With the MR's key (a user or DMA MR's varies per registration).
+        Ok(mr.stag())
     }
 
     /// The MR with `stag`'s index (the key is not checked here).
@@ -768,7 +881,9 @@ impl StagTable {
     }
 
     /// Every check for an access through `stag` (see [`Mr::check`]);
-    /// returns the MR.
+    /// returns the MR (the self-tests'; an access checks and copies
+    /// under one lock, [`Mr::copy_to_as`]).
+    #[cfg(rsiw_kunit)]
     pub(crate) fn check(&self, stag: u32, pd: u32, to: u64, len: u64, need: u32) -> Result<Arc<Mr>, MrError> {
         let mr = self.get(stag).ok_or(MrError::InvalidStag)?;
         mr.check(stag, pd, to, len, need)?;
@@ -794,9 +909,16 @@ impl StagTable {
         self.get(stag).ok_or(MrError::InvalidStag)?.commit(stag, to, len)
     }
 
-    /// `IB_WR_LOCAL_INV` or remote invalidation of `stag` by a QP of `pd`.
+    /// `IB_WR_LOCAL_INV` (or a Read with Local Invalidate) of `stag` by
+    /// a QP of `pd`.
     pub(crate) fn invalidate(&self, stag: u32, pd: u32) -> Result<(), MrError> {
         self.get(stag).ok_or(MrError::InvalidStag)?.invalidate(stag, pd)
+    }
+
+    /// Remote invalidation (Send with Invalidate) of `stag` on a QP of
+    /// `pd`: fast-register MRs only (see [`Mr::invalidate_remote`]).
+    pub(crate) fn invalidate_remote(&self, stag: u32, pd: u32) -> Result<(), MrError> {
+        self.get(stag).ok_or(MrError::InvalidStag)?.invalidate_remote(stag, pd)
     }
 }
 
@@ -1025,20 +1147,20 @@ mod tests {
 /// Zero-copy transmit: payload sent straight from an MR's pages.
 impl Mr {
     /// Appends the `len` octets at `to` through `stag` to `out` as page
-    /// references (checks as [`Mr::copy_from`]) and returns the CRC state
+    /// references (checks as [`Mr::copy_from_as`] for `grant`) and returns the CRC state
     /// extended over them (if asked). `Ok(None)`: the memory cannot be
     /// sent by reference (slab, or `out` full); nothing was appended.
     pub(crate) fn ref_pages(
         &self,
         stag: u32,
+        grant: Grant,
         to: u64,
         len: usize,
         out: &mut Segments,
         crc: Option<u32>,
     ) -> Result<Option<Option<u32>>, MrError> {
         let st = self.state.lock();
-        Self::check_locked(&st, stag, to, len as u64)?;
-        let off = region_offset(st.iova, st.len, to, len as u64)?;
+        let off = self.checks(&st, stag, Some(grant), to, len as u64)?;
         Ok(match &st.mem {
             Memory::Kernel(k) => k.ref_pages(to, len, out, crc),
             Memory::Pages(p) => p.ref_pages(st.first_offset.checked_add(off).ok_or(MrError::Bounds)?, len, out, crc),

@@ -4,6 +4,7 @@
 //! completions.
 
 use super::*;
+use crate::ffi::mem::pages::access;
 use crate::prof::{Phase, Probe};
 
 /// An engine event as the QP keeps it: the engine's [`Event`], the peer's
@@ -92,7 +93,7 @@ fn gather(qp: &Qp, mrs: &MrCache, sges: &[Sge], buf: &mut [u8]) -> Result<(), Te
         }
         let n = (sge.len as usize).min(buf.len() - done);
         let dst = &mut buf[done..done + n];
-        mrs.with(sge.lkey, || stags.get(sge.lkey), |mr| mr.copy_from_as(sge.lkey, Some((qp.pd, 0)), sge.addr, dst))
+        mrs.with(sge.lkey, || stags.get(sge.lkey), |mr| mr.copy_from_as(sge.lkey, Grant::local(qp.pd, 0), sge.addr, dst))
             .map_err(local_source_err)?;
         done += n;
     }
@@ -138,13 +139,13 @@ impl QpHost<'_> {
             let pd = self.qp.pd;
             match to_sges {
                 Some(data) => {
-                    let need = crate::ffi::mem::pages::access::LOCAL_WRITE;
-                    self.with_mr(sge.lkey, |mr| mr.copy_to_as(sge.lkey, Some((pd, need)), addr, &data[done..done + n]))
+                    let need = access::LOCAL_WRITE;
+                    self.with_mr(sge.lkey, |mr| mr.copy_to_as(sge.lkey, Grant::local(pd, need), addr, &data[done..done + n]))
                         .map_err(local_err)?;
                 }
                 None => {
                     let dst = &mut buf[done..done + n];
-                    self.with_mr(sge.lkey, |mr| mr.copy_from_as(sge.lkey, Some((pd, 0)), addr, dst))
+                    self.with_mr(sge.lkey, |mr| mr.copy_from_as(sge.lkey, Grant::local(pd, 0), addr, dst))
                         .map_err(local_err)?;
                 }
             }
@@ -214,12 +215,15 @@ impl Host for QpHost<'_> {
                     if sqe.masked {
                         handle |= MASKED_HANDLE;
                     }
-                    let flags = match self.qp.sig_all {
+                    let mut flags = match self.qp.sig_all {
                         true => w.flags.with(crate::engine::qp::Flags::SIGNALED),
                         false => w.flags,
                     };
-                    if let Some(stag) = sqe.inv_local {
-                        self.st.cur.read_invs.add(wr_id, stag);
+                    if sqe.inv_local.is_some() {
+                        // The engine invalidates the sink (`local.stag`,
+                        // the STag `inv_local` names) once the response
+                        // is placed, signaled or not.
+                        flags = flags.with(crate::engine::qp::Flags::INVALIDATE_SINK);
                     }
                     self.st.cur.handle = handle;
                     QpStats::bump(&self.qp.stats.tx_msgs, 1);
@@ -298,15 +302,6 @@ impl Host for QpHost<'_> {
 
     fn complete(&mut self, c: crate::engine::qp::Completion) {
         let _p = Probe::start(Phase::Complete);
-        let mut c = c;
-        if c.queue == WorkQueue::Send && c.opcode == CompOp::Read {
-            if let Some(stag) = self.st.cur.read_invs.take(c.wr_id) {
-                // The data is placed: now the sink may go (READ_WITH_INV).
-                if c.status == Status::Success && self.stags().invalidate(stag, self.qp.pd).is_err() {
-                    c.status = Status::LocalError(error::rdmap::LOCAL_CATA);
-                }
-            }
-        }
         let (cq, opcode) = match c.queue {
             WorkQueue::Send => {
                 let placed = match c.opcode {
@@ -366,13 +361,14 @@ impl Host for QpHost<'_> {
     ) -> Option<Result<Option<u32>, TermError>> {
         match *src {
             PayloadRef::Local { local, offset } => self.ref_local(&local, offset, len, state),
-            PayloadRef::Tagged { stag, to } => {
+            PayloadRef::Tagged { stag, reg, to } => {
                 let stags = self.qp.links.device().stags();
                 let refs = self.zc.as_deref_mut()?;
                 let Some(mr) = stags.get(stag) else {
                     return Some(Err(error::rdmap::LOCAL_CATA));
                 };
-                match mr.ref_pages(stag, to, len, refs, state) {
+                let grant = Grant::validated(self.qp.pd, access::REMOTE_READ, reg);
+                match mr.ref_pages(stag, grant, to, len, refs, state) {
                     Ok(Some(c)) => Some(Ok(c)),
                     Ok(None) => None,
                     Err(e) => Some(Err(local_err(e))),
@@ -444,12 +440,20 @@ impl Host for QpHost<'_> {
         }
     }
 
-    fn read_tagged(&mut self, stag: u32, to: u64, dst: &mut [u8]) -> Result<(), TermError> {
-        self.with_mr(stag, |mr| mr.copy_from(stag, to, dst)).map_err(local_err)
+    fn read_tagged(&mut self, stag: u32, reg: u64, to: u64, dst: &mut [u8]) -> Result<(), TermError> {
+        // Checked in full against the registration the request was
+        // validated against: the MR may have changed since.
+        let grant = Grant::validated(self.qp.pd, access::REMOTE_READ, reg);
+        self.with_mr(stag, |mr| mr.copy_from_as(stag, grant, to, dst)).map_err(local_err)
     }
 
-    fn place_tagged(&mut self, stag: u32, to: u64, data: &[u8]) -> Result<(), TermError> {
-        self.with_mr(stag, |mr| mr.copy_to(stag, to, data)).map_err(local_err)
+    fn place_tagged(&mut self, stag: u32, reg: u64, to: u64, data: &[u8]) -> Result<(), TermError> {
+        // Every chunk checked in full against the registration its header
+        // was validated against (a Write's sink has REMOTE_WRITE, a Read
+        // Response's LOCAL_WRITE, and REMOTE_WRITE needs LOCAL_WRITE): the
+        // rest of an FPDU may come long after its header.
+        let grant = Grant::validated(self.qp.pd, access::LOCAL_WRITE, reg);
+        self.with_mr(stag, |mr| mr.copy_to_as(stag, grant, to, data)).map_err(local_err)
     }
 
     fn place_recv(&mut self, _wr: &RecvWr, offset: u32, data: &[u8]) -> Result<(), TermError> {
@@ -476,7 +480,11 @@ impl Host for QpHost<'_> {
     }
 
     fn invalidate(&mut self, stag: u32) -> Result<(), TermError> {
-        self.stags().invalidate(stag, self.qp.pd).map_err(|_| error::rdmap::CANT_INVALIDATE)
+        self.stags().invalidate_remote(stag, self.qp.pd).map_err(|_| error::rdmap::CANT_INVALIDATE)
+    }
+
+    fn invalidate_local(&mut self, stag: u32) -> Result<(), TermError> {
+        self.stags().invalidate(stag, self.qp.pd).map_err(local_err)
     }
 }
 
@@ -530,8 +538,8 @@ impl QpHost<'_> {
                 }
                 let n = ((sl - offset) as usize).min(len - done);
                 let addr = sge.addr.checked_add(offset).ok_or(error::rdmap::LOCAL_CATA)?;
-                let mr = stags.check(sge.lkey, qp.pd, addr, n as u64, 0).map_err(local_source_err)?;
-                match mr.ref_pages(sge.lkey, addr, n, refs, crc).map_err(local_source_err)? {
+                let mr = stags.get(sge.lkey).ok_or(error::rdmap::PROT_UNSPECIFIED)?;
+                match mr.ref_pages(sge.lkey, Grant::local(qp.pd, 0), addr, n, refs, crc).map_err(local_source_err)? {
                     Some(c) => crc = c,
                     None => return Ok(None),
                 }

@@ -78,8 +78,13 @@ use crate::{
         },
         sync::{new_spinlock_bh, new_spinlock_irq, SpinLockBh, SpinLockIrq},
     },
-    mem::mr::{FastReg, Mr, MrCache, MrError},
+    mem::mr::{FastReg, Grant, Mr, MrCache, MrError},
 };
+
+/// The remote rights a QP can grant (`IB_QP_ACCESS_FLAGS`).
+pub(crate) const QP_REMOTE_RIGHTS: u32 = crate::ffi::mem::pages::access::REMOTE_WRITE
+    | crate::ffi::mem::pages::access::REMOTE_READ
+    | crate::ffi::mem::pages::access::REMOTE_ATOMIC;
 
 /// Largest ORD/IRD a QP can negotiate (the engine's queue capacities).
 pub(crate) const MAX_ORD: usize = 32;
@@ -118,40 +123,10 @@ pub(crate) use crate::ffi::ib::QpState;
 /// The links of an rsiw QP to its CQs, SRQ and device.
 pub(crate) type QpLinks = crate::ffi::ib::QpLinks<Rsiw>;
 
-/// Reads whose sink STag is invalidated at completion (READ_WITH_INV),
-/// at most one per ORD credit. Two arrays rather than one of pairs: no
-/// padding in the QP's allocation.
-#[derive(Default)]
-struct ReadInvs {
-    wr_ids: [u64; MAX_ORD],
-    stags: [u32; MAX_ORD],
-    n: usize,
-}
-
-impl ReadInvs {
-    fn add(&mut self, wr_id: u64, stag: u32) {
-        if self.n < MAX_ORD {
-            self.wr_ids[self.n] = wr_id;
-            self.stags[self.n] = stag;
-            self.n += 1;
-        }
-    }
-
-    fn take(&mut self, wr_id: u64) -> Option<u32> {
-        let i = self.wr_ids[..self.n].iter().position(|&w| w == wr_id)?;
-        let stag = self.stags[i];
-        self.wr_ids.copy_within(i + 1..self.n, i);
-        self.stags.copy_within(i + 1..self.n, i);
-        self.n -= 1;
-        Some(stag)
-    }
-}
-
 /// The local data of the send WR the engine is working on.
 struct CurWr {
     handle: u64,
     sqe: Option<Sqe>,
-    read_invs: ReadInvs,
 }
 
 /// What the engine's host keeps between calls (under the engine lock).
@@ -387,6 +362,9 @@ pub(crate) struct Qp {
     zc_stalled: AtomicBool,
     /// What `rdma resource show qp -dd` reports.
     stats: QpStats,
+    /// The remote rights of `IB_QP_ACCESS_FLAGS` (`IB_ACCESS_REMOTE_*`),
+    /// all of them until the consumer sets them ([`Qp::remote_access`]).
+    remote_access: AtomicU32,
     /// Bounds a graceful close: armed by `close`, cancelled by `detach`.
     #[pin]
     close_timer: HrTimer<Qp>,
@@ -459,7 +437,7 @@ impl Qp {
         let stream = StreamState {
             engine: None,
             host: HostState {
-                cur: CurWr { handle: 0, sqe: None, read_invs: ReadInvs::default() },
+                cur: CurWr { handle: 0, sqe: None },
                 claimed: None,
                 recv_bad: None,
                 next_handle: 1,
@@ -517,6 +495,7 @@ impl Qp {
                 zc_copies: AtomicBool::new(false),
                 zc_stalled: AtomicBool::new(false),
                 stats: QpStats::new(),
+                remote_access: AtomicU32::new(QP_REMOTE_RIGHTS),
                 close_timer <- HrTimer::new(),
                 close_handle <- new_spinlock_irq!(None, "rsiw_qp_close"),
                 close_expired: AtomicBool::new(false),
@@ -524,6 +503,23 @@ impl Qp {
             }? Error),
             GFP_KERNEL_ACCOUNT,
         )
+    }
+
+    /// The remote rights the QP grants its peer (`IB_QP_ACCESS_FLAGS`'s
+    /// `IB_ACCESS_REMOTE_{WRITE,READ,ATOMIC}`): a peer's Write, Read
+    /// Request or atomic on a QP without the right is to be refused
+    /// (Terminate, remote access error) whatever the MR grants. Kept
+    /// here for the protocol engine's validation, which is to consult it
+    /// (not wired yet: the engine validates against the MR only).
+    #[allow(dead_code)] // For the engine's validation.
+    pub(crate) fn remote_access(&self) -> u32 {
+        self.remote_access.load(Ordering::Relaxed)
+    }
+
+    /// `modify_qp` with `IB_QP_ACCESS_FLAGS`: only the remote rights
+    /// mean anything for a QP (`LOCAL_WRITE` is accepted and ignored).
+    pub(crate) fn set_access_flags(&self, flags: u32) {
+        self.remote_access.store(flags & QP_REMOTE_RIGHTS, Ordering::Relaxed);
     }
 
     pub(crate) fn qpn(&self) -> u32 {

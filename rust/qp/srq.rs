@@ -360,7 +360,7 @@ impl SrqOps<Rsiw> for Srq {
             return Err(EINVAL);
         }
         let (ring, max_wr) = match udata {
-            Some(u) if u.read::<rsiw_create_srq_req>()?.flags & abi::CREATE_RINGS != 0 => {
+            Some(u) if u.read_create_req::<rsiw_create_srq_req>()?.flags & abi::CREATE_RINGS != 0 => {
                 let ring = WqRing::<rsiw_rqe>::new(u, attr.max_wr)?;
                 u.write(&rsiw_create_srq_resp { rq: ring.info() })?;
                 let n = ring.entries();

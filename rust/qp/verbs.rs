@@ -27,6 +27,13 @@ use crate::{
     },
 };
 
+/// The `IB_QP_ACCESS_FLAGS` bits a consumer may pass: the rights, and
+/// the MR-only options ULPs pass along (`RELAXED_ORDERING`).
+const QP_ACCESS_KNOWN: u32 = {
+    use crate::ffi::mem::pages::access::*;
+    LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ | REMOTE_ATOMIC | MW_BIND | RELAXED_ORDERING | FLUSH
+};
+
 /// Numbers QPs (24 bits, as the verbs' `qp_num`).
 static NEXT_QPN: AtomicU32 = AtomicU32::new(1);
 
@@ -60,7 +67,7 @@ impl QpOps<Rsiw> for Qp {
             return Err(EINVAL);
         }
         let (sq_ring, rq_ring) = match udata {
-            Some(u) if u.read::<rsiw_create_qp_req>()?.flags & abi::CREATE_RINGS != 0 => {
+            Some(u) if u.read_create_req::<rsiw_create_qp_req>()?.flags & abi::CREATE_RINGS != 0 => {
                 let sq = WqRing::<rsiw_sqe>::new(u, cap.max_send_wr)?;
                 let rq = if attr.has_srq { None } else { Some(WqRing::<rsiw_rqe>::new(u, cap.max_recv_wr)?) };
                 let resp = rsiw_create_qp_resp {
@@ -109,6 +116,16 @@ impl QpOps<Rsiw> for Qp {
     }
 
     fn destroyed(this: &Arc<Self>, dev: &Device) {
+        // Detached: nothing completes to the CQs any more. The core frees
+        // the `ib_qp` once this returns, so no completion in a kernel-side
+        // CQ may keep naming it (`wc->qp`, which uverbs' POLL_CQ and ULPs
+        // dereference): the flushes `detach` queued go, as hardware
+        // drivers clean their CQs at destroy.
+        let me = this.links().wc_qp();
+        this.links().send_cq().purge(me);
+        if let Some(cq) = this.links().recv_cq() {
+            cq.purge(me);
+        }
         this.release_rings();
         dev.qps().remove(this.qpn());
         dev.dealloc_qp();
@@ -121,8 +138,15 @@ impl QpOps<Rsiw> for Qp {
         {
             return Err(EINVAL);
         }
+        // Only flags the verbs define (unknown bits: EINVAL, as for MRs).
+        if attr.access_flags.is_some_and(|f| f & !QP_ACCESS_KNOWN != 0) {
+            return Err(EINVAL);
+        }
         if let Some(state) = attr.state {
             this.modify_state(state)?;
+        }
+        if let Some(flags) = attr.access_flags {
+            this.set_access_flags(flags);
         }
         Ok(())
     }

@@ -11,6 +11,7 @@ mod faults;
 mod flush;
 mod imm;
 mod order;
+mod read_inv;
 mod rx_work;
 mod scale;
 mod siw;

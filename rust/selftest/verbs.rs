@@ -25,7 +25,7 @@ mod tests {
             consumer::qp::{KQp, Seg, WR_SEND},
             consumer::srq::*,
         },
-        mem::mr::MrError,
+        mem::mr::{Grant, MrError},
         qp::QpState,
     };
 
@@ -117,8 +117,21 @@ mod tests {
         assert_eq!(cq.cq::<crate::device::Rsiw>().push(Completion { wr_id: 14, ..Completion::default() }), Err(ENOSPC));
         assert_eq!(cq.seen().cq_err.load(Ordering::Relaxed), 1);
         assert_eq!(cq.seen().wrong_cq.load(Ordering::Relaxed), 0);
+        // Every later refusal is not reported again (one unaccounted
+        // event allocation per refused CQE on uverbs' async queue
+        // before): the overrun is the CQ's, once.
+        for i in 15..1015 {
+            assert_eq!(cq.cq::<crate::device::Rsiw>().push(Completion { wr_id: i, ..Completion::default() }), Err(ENOSPC));
+        }
+        assert_eq!(cq.seen().cq_err.load(Ordering::Relaxed), 1);
         assert_eq!(cq.poll(&mut wc), 4);
         assert_eq!([wc[0].wr_id, wc[1].wr_id, wc[2].wr_id, wc[3].wr_id], [10, 11, 12, 13]);
+        // Drained and overrun again: still the one event.
+        for i in 30..35 {
+            let _ = cq.cq::<crate::device::Rsiw>().push(Completion { wr_id: i, ..Completion::default() });
+        }
+        assert_eq!(cq.seen().cq_err.load(Ordering::Relaxed), 1);
+        assert_eq!(cq.poll(&mut wc), 4);
 
         // Resize keeps queued completions; cannot shrink below them.
         for i in 20..23 {
@@ -250,8 +263,36 @@ mod tests {
         let (stag2, _) = mr.keys();
         mr.ib::<crate::device::Rsiw>().mr().fast_register(pdid, &crate::mem::mr::FastReg::of(mr.ib::<crate::device::Rsiw>(), stag2, rw))?;
         assert!(held.copy_to(stag2, iova, &[9]).is_ok());
-        // Local invalidate of a DMA MR is refused.
+        // Local invalidate of a DMA MR is refused, and so is a peer's.
         assert_eq!(table.invalidate(lkey, pdid), Err(MrError::State));
+        assert_eq!(table.invalidate_remote(lkey, pdid), Err(MrError::State));
+
+        // An access the engine validated names the registration it was
+        // validated against: the rest of a tagged segment reaches that
+        // registration only, never the next one behind the same STag,
+        // even with the same key (a key that came round), and every
+        // chunk is checked for PD and rights too.
+        {
+            let reg_of = |s: u32| ddp::StagTable::lookup(table, s).map(|r| r.reg).ok_or(EINVAL);
+            let r2 = reg_of(stag2)?;
+            let w = |reg| Grant::validated(pdid, access::LOCAL_WRITE, reg);
+            assert_eq!(held.copy_to_as(stag2, w(r2), iova, &[3]), Ok(()));
+            assert_eq!(buf[off], 3);
+            assert_eq!(held.copy_to_as(stag2, Grant::validated(pdid + 1, access::LOCAL_WRITE, r2), iova, &[4]), Err(MrError::Pd));
+            assert_eq!(held.copy_to_as(stag2, Grant::validated(pdid, access::REMOTE_ATOMIC, r2), iova, &[4]), Err(MrError::Access));
+            // Invalidated and registered again with the very same key.
+            table.invalidate(stag2, pdid)?;
+            mr.ib::<crate::device::Rsiw>().mr().fast_register(pdid, &crate::mem::mr::FastReg::of(mr.ib::<crate::device::Rsiw>(), stag2, rw))?;
+            let r3 = reg_of(stag2)?;
+            assert!(r3 != r2);
+            assert_eq!(held.copy_to_as(stag2, w(r2), iova, &[5]), Err(MrError::InvalidStag));
+            let mut one = [0u8];
+            assert_eq!(held.copy_from_as(stag2, Grant::validated(pdid, access::REMOTE_READ, r2), iova, &mut one), Err(MrError::InvalidStag));
+            // Nothing reached the new registration.
+            assert_eq!(buf[off], 3);
+            assert_eq!(held.copy_to_as(stag2, w(r3), iova, &[6]), Ok(()));
+            assert_eq!(buf[off], 6);
+        }
 
         // Too many pages for the MR: map fails (fewer entries mapped).
         let small = KMr::alloc(&pd, 2)?;
@@ -285,6 +326,52 @@ mod tests {
         assert_eq!(qp.post(1, WR_SEND, &[Seg::of(&buf, lkey)], None, true).err(), Some(ENOMEM));
         assert_eq!(qp.post_recv(2, Seg::of_mut(&mut buf, lkey)).err(), Some(ENOMEM));
         drop(qp);
+        drop(cq);
+        drop(pd);
+        found.unregister();
+        Ok(())
+    }
+
+    /// `destroy_qp` leaves no completion of the QP in a kernel-side CQ:
+    /// its flushed receives go with it (a later poll would hand out the
+    /// freed `ib_qp` in `wc->qp`, which uverbs' POLL_CQ dereferences),
+    /// another QP's stay, in order.
+    #[test]
+    fn destroyed_qps_completions_are_purged() -> Result {
+        let (_lo, found) = lo_device(c"rsiw_kunit_qpd")?;
+        let pd = KPd::alloc(&found, true)?;
+        let cq = KCq::create(&found, 16)?;
+        let live = KQp::create(&pd, &cq, &cq, 8)?;
+        let gone = KQp::create(&pd, &cq, &cq, 8)?;
+        live.modify(QpState::Init)?;
+        gone.modify(QpState::Init)?;
+        let mut buf = [0u8; 8];
+        let lkey = pd.local_dma_lkey();
+        for i in 0..4 {
+            gone.post_recv(i, Seg::of_mut(&mut buf, lkey))?;
+        }
+        live.post_recv(100, Seg::of_mut(&mut buf, lkey))?;
+        live.post_recv(101, Seg::of_mut(&mut buf, lkey))?;
+        // Both fail: their receives are flushed into the CQ, interleaved.
+        gone.modify(QpState::Err)?;
+        live.modify(QpState::Err)?;
+        let live_qp = live.raw() as usize;
+        let mut n = 0;
+        for _ in 0..1000 {
+            n = cq.cq::<crate::device::Rsiw>().len();
+            if n >= 6 {
+                break;
+            }
+            kernel::time::delay::fsleep(kernel::time::Delta::from_millis(1));
+        }
+        assert_eq!(n, 6);
+        drop(gone);
+        let mut wc = [RawWc::default(); 8];
+        let got = cq.poll(&mut wc);
+        assert_eq!(got, 2);
+        assert_eq!((wc[0].wr_id, wc[0].status, wc[0].qp), (100, WC_WR_FLUSH_ERR, live_qp));
+        assert_eq!((wc[1].wr_id, wc[1].status, wc[1].qp), (101, WC_WR_FLUSH_ERR, live_qp));
+        drop(live);
         drop(cq);
         drop(pd);
         found.unregister();

@@ -14,8 +14,9 @@
  * - The extended verbs through the ring, data checked: Write (two SGEs),
  *   Write with Immediate, Send, Read, FetchAdd, CmpSwap; the masked
  *   atomics of rsiwdv.h; Local Invalidate (the MR's key is dead after
- *   it) and Send with Invalidate (the peer's MR is invalidated, its
- *   completion names the key).
+ *   it) and Send with Invalidate of a peer's ibv_reg_mr region (refused:
+ *   only fast-registered memory may be invalidated remotely; the
+ *   stream ends and the region stays registered).
  * - Hostile entries written straight into the ring: an unknown opcode
  *   with too many SGEs completes with IBV_WC_LOC_QP_OP_ERR and moves the
  *   QP to Error (the peer sees the stream end); a producer index a
@@ -439,7 +440,7 @@ static void ext_ops(void)
 	struct end c = { 0 }, s = { 0 };
 	struct ibv_qp_ex *x;
 	struct ibv_wc wc;
-	struct ibv_mr *mr2, *smr2;
+	struct ibv_mr *mr2;
 	uint64_t *sw, *cw;
 	int ok, n, i;
 
@@ -527,20 +528,6 @@ static void ext_ops(void)
 		      "masked FetchAdd: two lanes, no carry across (%#" PRIx64 ")", sw[2]);
 	}
 
-	/* Send with Invalidate: the peer's second MR goes; its completion names it. */
-	smr2 = ibv_reg_mr(s.pd, s.buf + 49152, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-	if (!smr2)
-		DIE("ibv_reg_mr");
-	ibv_wr_start(x);
-	x->wr_id = 9;
-	x->wr_flags = IBV_SEND_SIGNALED;
-	ibv_wr_send_inv(x, smr2->rkey);
-	ibv_wr_set_sge(x, c.mr->lkey, (uintptr_t)c.buf, 16);
-	ok = ibv_wr_complete(x) == 0 && !poll_one(&c, &wc) && wc.status == IBV_WC_SUCCESS;
-	ok = ok && !poll_one(&s, &wc) && wc.status == IBV_WC_SUCCESS &&
-	     (wc.wc_flags & IBV_WC_WITH_INV) && wc.invalidated_rkey == smr2->rkey;
-	CHECK(ok, "Send with Invalidate: the receiver's completion names the invalidated key");
-
 	/* Local Invalidate of our own second MR: a Send from it then fails. */
 	mr2 = ibv_reg_mr(c.pd, c.buf + 49152, 4096, IBV_ACCESS_LOCAL_WRITE);
 	if (!mr2)
@@ -558,6 +545,44 @@ static void ext_ops(void)
 	      ibv_wc_status_str(wc.status));
 	CHECK(wait_err(c.id->qp), "which ends the stream: the QP is in Error");
 	ibv_dereg_mr(mr2);
+	rdma_disconnect(c.id);
+	teardown_end(&c);
+	teardown_end(&s);
+}
+
+/*
+ * A peer's Send with Invalidate may invalidate fast-registered memory only
+ * (the verbs' rule, as rxe and hardware RNICs keep it); a process's
+ * ibv_reg_mr region is not revoked by whoever guesses its STag: the
+ * receiver refuses it (a Terminate: the stream ends), its receive does not
+ * complete as an invalidation, and the MR still works for the process.
+ */
+static void remote_invalidation_refused(void)
+{
+	struct end c = { 0 }, s = { 0 };
+	struct ibv_qp_ex *x;
+	struct ibv_wc wc;
+	struct ibv_mr *smr2;
+	int ok;
+
+	connect_pair(&c, &s, 16, 32, 32, pre_ext);
+	x = c.qpx;
+	smr2 = ibv_reg_mr(s.pd, s.buf + 49152, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	if (!smr2)
+		DIE("ibv_reg_mr");
+	ibv_wr_start(x);
+	x->wr_id = 9;
+	x->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send_inv(x, smr2->rkey);
+	ibv_wr_set_sge(x, c.mr->lkey, (uintptr_t)c.buf, 16);
+	CHECK(ibv_wr_complete(x) == 0, "Send with Invalidate of a peer's ibv_reg_mr region posts");
+	ok = !poll_one(&s, &wc) && !(wc.status == IBV_WC_SUCCESS && (wc.wc_flags & IBV_WC_WITH_INV));
+	CHECK(ok, "the receiver refuses to invalidate a region that is not fast-registered (%s)",
+	      ibv_wc_status_str(wc.status));
+	CHECK(wait_err(s.id->qp) && wait_err(c.id->qp), "and ends the stream: both QPs in Error");
+	/* Still registered: a local receive into it is checked against it. */
+	ok = !post_recv(&s, 77, s.buf + 49152, 64);
+	CHECK(ok, "the region was not revoked: it still takes a receive on its own QP");
 	ibv_dereg_mr(smr2);
 	rdma_disconnect(c.id);
 	teardown_end(&c);
@@ -703,6 +728,7 @@ int main(int argc, char **argv)
 	costs_and_full_rings();
 	wrap_around();
 	ext_ops();
+	remote_invalidation_refused();
 	cq_overflow();
 	hostile(0);
 	hostile(1);

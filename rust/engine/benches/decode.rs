@@ -25,6 +25,7 @@ impl StagTable for Table {
             pd: PD,
             valid: true,
             durable: false,
+            reg: 1,
         })
     }
 }

@@ -583,6 +583,12 @@ impl QpRef {
 
     /// Posts one signaled send WR through the core (`ib_post_send`).
     pub(crate) fn post(&self, wr_id: u64, op: Op, seg: Option<Seg>) -> Result {
+        self.post_with(wr_id, op, seg, true)
+    }
+
+    /// [`Self::post`], signaled or not (as the kernel's rdma_rw posts all
+    /// but the last WR of a chain).
+    pub(crate) fn post_with(&self, wr_id: u64, op: Op, seg: Option<Seg>, signaled: bool) -> Result {
         if self.0.is_null() {
             return Err(EINVAL);
         }
@@ -593,7 +599,7 @@ impl QpRef {
             wr.wr.sg_list = &mut sge;
             wr.wr.num_sge = 1;
         }
-        let mut flags = sys::ib_send_flags_IB_SEND_SIGNALED;
+        let mut flags = if signaled { sys::ib_send_flags_IB_SEND_SIGNALED } else { 0 };
         let (opcode, rdma) = match op {
             Op::Send => (sys::ib_wr_opcode_IB_WR_SEND, None),
             Op::SendSolicited => {
@@ -697,6 +703,11 @@ impl QpRef {
     /// As [`Self::post_reg_mr`], with `extra` access flags (e.g.
     /// [`ACCESS_REMOTE_ATOMIC`], [`ACCESS_FLUSH_GLOBAL`]).
     pub(crate) fn post_reg_mr_access(&self, wr_id: u64, mr: &FrMr, key: u8, extra: u32) -> Result {
+        self.post_reg_mr_with(wr_id, mr, key, extra, true)
+    }
+
+    /// [`Self::post_reg_mr_access`], signaled or not.
+    pub(crate) fn post_reg_mr_with(&self, wr_id: u64, mr: &FrMr, key: u8, extra: u32, signaled: bool) -> Result {
         // SAFETY: the MR is alive; the consumer owns its key fields
         // (`ib_update_fast_reg_key`).
         let rkey = unsafe {
@@ -708,7 +719,7 @@ impl QpRef {
         let mut wr = sys::ib_reg_wr::default();
         wr.wr.__bindgen_anon_1.wr_id = wr_id;
         wr.wr.opcode = sys::ib_wr_opcode_IB_WR_REG_MR;
-        wr.wr.send_flags = sys::ib_send_flags_IB_SEND_SIGNALED;
+        wr.wr.send_flags = if signaled { sys::ib_send_flags_IB_SEND_SIGNALED } else { 0 };
         wr.mr = mr.0;
         wr.key = rkey;
         wr.access = (sys::ib_access_flags_IB_ACCESS_LOCAL_WRITE

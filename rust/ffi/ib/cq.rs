@@ -70,6 +70,14 @@ pub(crate) enum WcOpcode {
 }
 
 /// The QP a completion belongs to, for `wc->qp`. Null for none.
+///
+/// The consumer dereferences it (uverbs' `POLL_CQ` reads
+/// `wc->qp->qp_num`, kernel ULPs their QP's fields), so it must name a
+/// live `ib_qp` whenever a poll hands it out. It is valid until the
+/// QP's `destroy_qp` returns, and `destroy_qp` purges every completion
+/// naming the QP from the kernel-side CQs it completes to
+/// (`Cq::purge`, before the core frees the `ib_qp`); a process's ring
+/// CQ keeps only the QP's number.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct WcQp(*mut sys::ib_qp);
 
@@ -79,8 +87,10 @@ impl Default for WcQp {
     }
 }
 
-// SAFETY: only an identity handed back to the consumer in `wc->qp`; never
-// dereferenced.
+// SAFETY: Rust code never dereferences the pointer (it is compared and
+// copied into `wc->qp`), so moving or sharing the value between threads
+// cannot race; the consumer's use of it in `wc->qp` is safe because no
+// completion naming a destroyed QP stays in a CQ (see above).
 unsafe impl Send for WcQp {}
 // SAFETY: as above.
 unsafe impl Sync for WcQp {}
@@ -88,6 +98,13 @@ unsafe impl Sync for WcQp {}
 impl WcQp {
     pub(in crate::ffi) fn from_raw(qp: *mut sys::ib_qp) -> Self {
         Self(qp)
+    }
+
+    /// A made-up QP identity for the CQ's own tests (never handed to a
+    /// consumer).
+    #[cfg(rsiw_kunit)]
+    pub(crate) fn from_addr(addr: usize) -> Self {
+        Self(ptr::without_provenance_mut(addr))
     }
 }
 
@@ -136,6 +153,19 @@ unsafe impl Send for CqNotifier {}
 // SAFETY: as above.
 unsafe impl Sync for CqNotifier {}
 
+/// What is held when a [`CqNotifier`] calls the consumer: never the CQ's
+/// own lock, but the pushing QP's stream lock (a `spin_lock_bh`: bottom
+/// halves off, in softirq or process context) and possibly its queue
+/// locks (irq-safe spinlocks, so interrupts may be off), since every
+/// engine callback and flush completes under them. The handler therefore
+/// runs atomically: it must not sleep and must not call back into the
+/// same QP's `modify_qp`/`destroy_qp` (that takes the stream lock: a
+/// self-deadlock). It may post to the QP (`post_send`/`post_recv` take
+/// only the queue locks, which the pushing paths hold only around a
+/// pop or push, never across a CQ push) and poll or arm the CQ. The
+/// core's handlers (uverbs' event queues, `ib_cq_completion_*` queueing
+/// work or a softirq poll) keep to this, as they must for hardware
+/// drivers that call them from interrupt context.
 impl CqNotifier {
     /// `cq->comp_handler(cq, cq->cq_context)`, if set.
     pub(crate) fn completion(&self) {
@@ -143,15 +173,21 @@ impl CqNotifier {
         // SAFETY: by the invariant `cq` is alive.
         let (handler, ctx) = unsafe { ((*cq).comp_handler, (*cq).cq_context) };
         if let Some(handler) = handler {
-            // SAFETY: the consumer's handler for this CQ, with its context;
-            // called without any driver lock held.
+            // SAFETY: the consumer's handler for this CQ, with its context.
+            // Called without the CQ's lock but possibly under the pushing
+            // QP's stream lock (BHs off) — an atomic context, which the
+            // handler contract of the core allows (hardware drivers call it
+            // from hard interrupts); see the comment above this impl.
             unsafe { handler(cq, ctx) };
         }
     }
 
     /// Raises `IB_EVENT_CQ_ERR` (the CQ overflowed).
     pub(crate) fn overflow(&self) {
-        // SAFETY: by the invariant the CQ is alive; no lock is held.
+        // SAFETY: by the invariant the CQ is alive. Called without the
+        // CQ's lock, possibly under the pushing QP's stream lock: `raise`
+        // allows an atomic context and forbids only locks the handler
+        // may take (see its contract).
         unsafe { raise(Element::Cq(self.0), sys::ib_event_type_IB_EVENT_CQ_ERR) };
     }
 }

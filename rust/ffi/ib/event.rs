@@ -19,8 +19,14 @@ pub(super) enum Element {
 ///
 /// The element must point to a live object of an rsiw device whose
 /// handler fields the core set before the driver's create callback (they
-/// do not change after); no rsiw lock may be held (the handler is the
-/// consumer's).
+/// do not change after). The caller may be in atomic context and may
+/// hold the object's QP stream lock (`spin_lock_bh`, CQ overflow and SRQ
+/// limit events come from completion and receive paths) or queue locks,
+/// but never the lock of the object the event is about (the CQ's ring
+/// lock, the SRQ's queue lock), which a handler may take by polling,
+/// arming or posting; the consumer's handler must not sleep (the core's
+/// event handlers, e.g. uverbs' async queue with `GFP_ATOMIC`, do not;
+/// hardware drivers raise these from interrupts).
 pub(super) unsafe fn raise(element: Element, event: sys::ib_event_type) {
     let mut ev = sys::ib_event::default();
     ev.event = event;

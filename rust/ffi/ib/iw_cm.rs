@@ -18,6 +18,7 @@ use kernel::{
 
 use super::super::{net::socket::SockAddr, sys};
 use super::device::{Driver, IbDevice};
+use super::qp::QpLinks;
 
 /// `enum iw_cm_event_type`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -125,6 +126,27 @@ impl CmId {
             }
         };
         kernel::error::to_result(ret)
+    }
+}
+
+impl CmId {
+    /// Whether the caller of the `iw_connect`/`iw_accept` this id came
+    /// with owns the QP of `links`, so may attach it to the connection: a
+    /// process's QP only its own process (the task that calls, as ucma
+    /// calls synchronously from the process's write()), a kernel QP only a
+    /// kernel caller (`rsiw_iw_caller_owns_qp`). Meaningful only inside
+    /// that `iw_connect`/`iw_accept` call (it looks at `current`).
+    pub(crate) fn caller_owns<D: Driver>(&self, links: &QpLinks<D>) -> bool {
+        let qp = links.raw_qp();
+        if qp.is_null() {
+            return false;
+        }
+        // SAFETY: `self.0` is a live iw_cm_id (type invariant); `qp` is
+        // the live `ib_qp` of a QP not yet destroyed (the caller found it
+        // in its device's QP table, which `destroy_qp` leaves before the
+        // core frees it; see `QpLinks`). The helper only reads their
+        // fields and `current`.
+        unsafe { sys::rsiw_iw_caller_owns_qp(self.0.as_ptr(), qp) }
     }
 }
 

@@ -24,7 +24,7 @@ mod umap;
 mod wr;
 
 pub(crate) use self::{
-    cq::{Arm, Completion, CqNotifier, CqOps, CqSlot, WcOpcode, WcStatus, WcWriter},
+    cq::{Arm, Completion, CqNotifier, CqOps, CqSlot, WcOpcode, WcQp, WcStatus, WcWriter},
     device::{
         caps, hw_counters, random_mac, register_device, AtomicCap, DeviceAttr, DeviceInfo, Driver,
         IbDevice, PortAttr, PortState,

@@ -93,6 +93,8 @@ pub(crate) struct QpAttrMod {
     pub(crate) max_rd_atomic: Option<u8>,
     /// IRD (`IB_QP_MAX_DEST_RD_ATOMIC`).
     pub(crate) max_dest_rd_atomic: Option<u8>,
+    /// `IB_QP_ACCESS_FLAGS` (`IB_ACCESS_*`).
+    pub(crate) access_flags: Option<u32>,
 }
 
 /// What `query_qp` reports.
@@ -230,6 +232,11 @@ impl<D: Driver> QpLinks<D> {
 
     pub(crate) fn wc_qp(&self) -> WcQp {
         WcQp::from_raw(self.qp)
+    }
+
+    /// The `ib_qp` (null before it is set up).
+    pub(in crate::ffi) fn raw_qp(&self) -> *mut sys::ib_qp {
+        self.qp
     }
 
     /// A new reference to the QP (for socket callbacks, which only have
@@ -394,6 +401,8 @@ unsafe extern "C" fn modify_qp<D: Driver>(
             max_rd_atomic: (mask & sys::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC != 0).then_some(attr.max_rd_atomic),
             max_dest_rd_atomic: (mask & sys::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC != 0)
                 .then_some(attr.max_dest_rd_atomic),
+            access_flags: (mask & sys::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS != 0)
+                .then_some(attr.qp_access_flags as u32),
         };
         D::Qp::modify(&data.qp, &m)?;
         Ok(0)

@@ -33,7 +33,9 @@ unsafe impl Sync for SrqNotifier {}
 impl SrqNotifier {
     /// `IB_EVENT_SRQ_LIMIT_REACHED`.
     pub(crate) fn limit_reached(&self) {
-        // SAFETY: by the invariant the SRQ is alive; callers hold no lock.
+        // SAFETY: by the invariant the SRQ is alive. Callers have dropped
+        // the SRQ's queue lock, but may hold the claiming QP's stream lock
+        // (a receive taken by the engine): `raise` allows that.
         unsafe { raise(Element::Srq(self.0), sys::ib_event_type_IB_EVENT_SRQ_LIMIT_REACHED) };
     }
 }

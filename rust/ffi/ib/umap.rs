@@ -29,6 +29,22 @@ use super::super::sys;
 /// Implementors are `repr(C)` structs (or unions) of integers only.
 pub(crate) unsafe trait UserAbi: Copy + Default {}
 
+/// A create request's common fields.
+pub(crate) trait CreateReq: UserAbi {
+    fn flags(&self) -> u32;
+    fn reserved(&self) -> u32;
+}
+
+macro_rules! create_req {
+    ($($name:ident),*) => {
+        $(impl CreateReq for sys::$name {
+            fn flags(&self) -> u32 { self.flags }
+            fn reserved(&self) -> u32 { self.reserved }
+        })*
+    };
+}
+
+
 macro_rules! abi_types {
     ($($name:ident),* $(,)?) => {
         $(
@@ -62,6 +78,8 @@ abi_types!(
     rsiw_cqe,
     rsiw_sge,
 );
+create_req!(rsiw_create_cq_req, rsiw_create_qp_req, rsiw_create_srq_req);
+
 
 /// The ABI's constants, typed for the driver.
 pub(crate) mod abi {
@@ -177,6 +195,35 @@ impl Udata<'_> {
             return Err(EFAULT);
         }
         Ok(v)
+    }
+
+    /// The request, as [`Self::read`], for a request struct the driver
+    /// knows whole: octets the process passed beyond it (a newer ABI's
+    /// fields) must be zero, or `EOPNOTSUPP`. Its reserved fields and
+    /// flags are the caller's to check.
+    pub(crate) fn read_req<T: UserAbi>(&self) -> Result<T> {
+        let v = self.read::<T>()?;
+        // SAFETY: `raw` is valid (invariant); the helper only reads the
+        // request through the core's copy-from-user.
+        if !unsafe { sys::rsiw_udata_cleared_from(self.raw, size_of::<T>()) } {
+            return Err(EOPNOTSUPP);
+        }
+        Ok(v)
+    }
+
+    /// A create request (`rsiw_create_{cq,qp,srq}_req`), checked: its
+    /// reserved field zero (`EINVAL`), no flag but `RSIW_CREATE_RINGS`
+    /// and nothing beyond the struct (`EOPNOTSUPP`), so a later ABI can
+    /// give them a meaning.
+    pub(crate) fn read_create_req<T: CreateReq>(&self) -> Result<T> {
+        let req = self.read_req::<T>()?;
+        if req.reserved() != 0 {
+            return Err(EINVAL);
+        }
+        if req.flags() & !abi::CREATE_RINGS != 0 {
+            return Err(EOPNOTSUPP);
+        }
+        Ok(req)
     }
 
     /// Writes the response, as far as the process has room for it.

@@ -69,6 +69,14 @@ pub(crate) struct MrPages {
     kind: PagesKind,
     entries: KVVec<usize>,
     page_size: usize,
+    /// Whether the memory may be written: user pages only if the umem
+    /// pinned them for writing (`FOLL_WRITE`, which the core asks for only
+    /// when the registration grants a write right). Every write path of
+    /// this list ([`MrPages::write`], a span located for a write, an
+    /// atomic's word) refuses otherwise, whatever its caller checked: a
+    /// page pinned read-only may be a file's page cache the process can
+    /// only read.
+    writable: bool,
 }
 
 impl MrPages {
@@ -76,6 +84,8 @@ impl MrPages {
     pub(in crate::ffi) fn reset(&mut self, kind: PagesKind, page_size: usize) {
         self.kind = kind;
         self.page_size = page_size;
+        // Only fast-register lists are refilled: kernel memory.
+        self.writable = true;
         self.entries.clear();
     }
 
@@ -90,7 +100,15 @@ impl MrPages {
             kind: PagesKind::VirtDma,
             entries: KVVec::with_capacity(max, GFP_KERNEL_ACCOUNT)?,
             page_size: PAGE_SIZE,
+            // Kernel memory the consumer mapped (`ib_sg_to_pages`).
+            writable: true,
         })
+    }
+
+    /// Whether the pages may be written (see the field).
+    #[cfg(rsiw_kunit)]
+    pub(crate) fn writable(&self) -> bool {
+        self.writable
     }
 
     /// Octets the pages cover.
@@ -110,11 +128,16 @@ impl MrPages {
         }
         self.kind = other.kind;
         self.page_size = other.page_size;
+        self.writable = other.writable;
         Ok(())
     }
 
     /// Copies `src` to the octet at `pos` from the start of the first page.
+    /// `EACCES` if the pages may not be written.
     pub(crate) fn write(&self, pos: u64, src: &[u8]) -> Result {
+        if !self.writable {
+            return Err(EACCES);
+        }
         let mut done = 0;
         self.walk(pos, src.len(), |entry, off, n| {
             // SAFETY: `entry` is an entry of this list (a kernel virtual
@@ -167,7 +190,11 @@ impl MrPages {
     /// (RFC 7306 atomics). `EINVAL` unless the word is 8-octet aligned in
     /// memory (so it never straddles a page), `EFAULT` unless it lies
     /// inside the pages.
+    /// `EACCES` if the pages may not be written (an atomic may store).
     pub(crate) fn word_at(&self, pos: u64) -> Result<WordAt> {
+        if !self.writable {
+            return Err(EACCES);
+        }
         if pos % WORD != 0 || self.page_size % WORD as usize != 0 {
             return Err(EINVAL);
         }
@@ -201,8 +228,13 @@ impl MrPages {
     /// than [`SPAN_PIECES`] pages (the caller copies under its lock then).
     /// The caller's `span` is filled in place: it is a few hundred
     /// octets, and the copy of a small message should not move it around.
-    pub(crate) fn span_at(&self, pos: u64, len: usize, span: &mut SpanAt) -> Result {
-        span.reset(self.kind, len);
+    /// A span located for a write of pages that may not be written is
+    /// `EACCES`; one located for a read can only read.
+    pub(crate) fn span_at(&self, pos: u64, len: usize, write: bool, span: &mut SpanAt) -> Result {
+        if write && !self.writable {
+            return Err(EACCES);
+        }
+        span.reset(self.kind, len, write);
         let mut fits = true;
         self.walk(pos, len, |entry, off, n| fits &= span.push(entry, off, n))?;
         if fits {
@@ -321,9 +353,9 @@ impl KernelMemory {
     }
 
     /// Locates `len` octets at `addr` for a copy (see [`MrPages::span_at`]).
-    pub(crate) fn span_at(&self, addr: u64, len: usize, span: &mut SpanAt) -> Result {
+    pub(crate) fn span_at(&self, addr: u64, len: usize, write: bool, span: &mut SpanAt) -> Result {
         let addr = Self::check(addr, len)?;
-        span.reset(PagesKind::VirtDma, len);
+        span.reset(PagesKind::VirtDma, len, write);
         span.push(addr, 0, len);
         Ok(())
     }
@@ -398,6 +430,8 @@ pub(crate) struct SpanAt {
     pieces: [MaybeUninit<(usize, usize, usize)>; SPAN_PIECES],
     n: usize,
     len: usize,
+    /// Located for a write (of memory that may be written).
+    write: bool,
     _not_send: core::marker::PhantomData<*mut u8>,
 }
 
@@ -409,14 +443,16 @@ impl SpanAt {
             pieces: [const { MaybeUninit::uninit() }; SPAN_PIECES],
             n: 0,
             len: 0,
+            write: false,
             _not_send: core::marker::PhantomData,
         }
     }
 
-    fn reset(&mut self, kind: PagesKind, len: usize) {
+    fn reset(&mut self, kind: PagesKind, len: usize, write: bool) {
         self.kind = kind;
         self.n = 0;
         self.len = len;
+        self.write = write;
     }
 
     /// Appends a piece; false if there is no room.
@@ -438,8 +474,12 @@ impl SpanAt {
         unsafe { &*(core::ptr::from_ref(set) as *const [(usize, usize, usize)]) }
     }
 
-    /// Copies `src` (exactly the span's length) into the span.
+    /// Copies `src` (exactly the span's length) into the span; `EACCES`
+    /// unless it was located for a write.
     pub(crate) fn write(&self, src: &[u8]) -> Result {
+        if !self.write {
+            return Err(EACCES);
+        }
         if src.len() != self.len {
             return Err(EINVAL);
         }
@@ -596,7 +636,9 @@ impl Umem {
         if got != n {
             return Err(EFAULT);
         }
-        Ok(MrPages { kind: PagesKind::Page, entries, page_size: PAGE_SIZE })
+        // SAFETY: the umem is alive.
+        let writable = unsafe { sys::rsiw_umem_writable(self.0.as_ptr()) };
+        Ok(MrPages { kind: PagesKind::Page, entries, page_size: PAGE_SIZE, writable })
     }
 
     pub(crate) fn offset(&self) -> u64 {
@@ -626,7 +668,7 @@ mod tests {
         for i in 0..20 {
             entries.push(base + i * 256, GFP_KERNEL)?;
         }
-        Ok(MrPages { kind: PagesKind::VirtDma, entries, page_size: 256 })
+        Ok(MrPages { kind: PagesKind::VirtDma, entries, page_size: 256, writable: true })
     }
 
     /// A located span copies what the walk under the MR's lock copies; a
@@ -642,7 +684,7 @@ mod tests {
         }
         // 1000 octets from 100 on: 5 blocks, the first and last partly.
         let mut span = SpanAt::new();
-        pages.span_at(100, 1000, &mut span)?;
+        pages.span_at(100, 1000, true, &mut span)?;
         span.write(&src)?;
         let mut back = KVec::from_elem(0u8, 1000, GFP_KERNEL)?;
         pages.read(100, &mut back)?;
@@ -657,17 +699,44 @@ mod tests {
         assert_eq!(span.write(&src[..999]), Err(EINVAL));
         // SPAN_PIECES blocks fit, one octet more is one block too many.
         let mut s = SpanAt::new();
-        assert!(pages.span_at(0, SPAN_PIECES * 256, &mut s).is_ok());
-        assert_eq!(pages.span_at(0, SPAN_PIECES * 256 + 1, &mut s).err(), Some(E2BIG));
-        assert_eq!(pages.span_at(255, SPAN_PIECES * 256 - 254, &mut s).err(), Some(E2BIG));
+        assert!(pages.span_at(0, SPAN_PIECES * 256, true, &mut s).is_ok());
+        assert_eq!(pages.span_at(0, SPAN_PIECES * 256 + 1, true, &mut s).err(), Some(E2BIG));
+        assert_eq!(pages.span_at(255, SPAN_PIECES * 256 - 254, true, &mut s).err(), Some(E2BIG));
         // Outside the list.
-        assert_eq!(pages.span_at(20 * 256 - 10, 11, &mut s).err(), Some(EFAULT));
+        assert_eq!(pages.span_at(20 * 256 - 10, 11, true, &mut s).err(), Some(EFAULT));
         // A span filled again holds only its new pieces: 10 octets at 300.
-        pages.span_at(300, 10, &mut s)?;
+        pages.span_at(300, 10, true, &mut s)?;
         s.write(&src[..10])?;
         let mut ten = [0u8; 10];
         pages.read(300, &mut ten)?;
         assert!(ten[..] == src[..10]);
+        Ok(())
+    }
+
+    /// Pages that may not be written (a user registration pinned without
+    /// FOLL_WRITE) refuse every write path, whatever the caller checked:
+    /// a write, a span located for a write, a read-located span written,
+    /// an atomic's word. Reads work.
+    #[test]
+    fn read_only_pages_are_never_written() -> Result {
+        let mut buf = KVec::from_elem(0x11u8, 20 * 256, GFP_KERNEL)?;
+        let mut pages = blocks(&mut buf)?;
+        pages.writable = false;
+        assert_eq!(pages.write(0, &[1, 2, 3]).err(), Some(EACCES));
+        let mut s = SpanAt::new();
+        assert_eq!(pages.span_at(0, 600, true, &mut s).err(), Some(EACCES));
+        pages.span_at(0, 600, false, &mut s)?;
+        let src = KVec::from_elem(0x22u8, 600, GFP_KERNEL)?;
+        assert_eq!(s.write(&src).err(), Some(EACCES));
+        assert_eq!(pages.word_at(8).err(), Some(EACCES));
+        let mut back = [0u8; 16];
+        pages.read(0, &mut back)?;
+        assert!(back.iter().all(|&b| b == 0x11));
+        assert!(buf.iter().all(|&b| b == 0x11));
+        // A copy of the list keeps the restriction.
+        let mut other = MrPages::for_fast_reg(20)?;
+        other.copy_from(&pages)?;
+        assert!(!other.writable());
         Ok(())
     }
 }

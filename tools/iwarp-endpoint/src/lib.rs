@@ -105,6 +105,17 @@ impl Resources {
     }
 }
 
+impl Resources {
+    /// A tagged access goes only to the registration it was validated
+    /// against, still valid.
+    fn same_registration(&self, stag: u32, reg: u64) -> Result<(), TermError> {
+        match self.lookup(stag) {
+            Some(r) if r.reg == reg && r.valid => Ok(()),
+            _ => Err(error::rdmap::LOCAL_CATA),
+        }
+    }
+}
+
 impl StagTable for Resources {
     fn lookup(&self, stag: u32) -> Option<Region> {
         let (_, m) = self.mr_of(stag)?;
@@ -115,6 +126,8 @@ impl StagTable for Resources {
             pd: m.pd,
             valid: m.valid,
             durable: m.durable,
+            // One registration per MR for the endpoint's life.
+            reg: u64::from(stag >> 8),
         })
     }
 }
@@ -140,12 +153,14 @@ impl Host for Resources {
         dst.copy_from_slice(s);
         Ok(())
     }
-    fn read_tagged(&mut self, stag: u32, to: u64, dst: &mut [u8]) -> Result<(), TermError> {
+    fn read_tagged(&mut self, stag: u32, reg: u64, to: u64, dst: &mut [u8]) -> Result<(), TermError> {
+        self.same_registration(stag, reg)?;
         let s = self.slice_mut(stag, to, dst.len())?;
         dst.copy_from_slice(s);
         Ok(())
     }
-    fn place_tagged(&mut self, stag: u32, to: u64, data: &[u8]) -> Result<(), TermError> {
+    fn place_tagged(&mut self, stag: u32, reg: u64, to: u64, data: &[u8]) -> Result<(), TermError> {
+        self.same_registration(stag, reg)?;
         self.slice_mut(stag, to, data.len())?.copy_from_slice(data);
         Ok(())
     }

@@ -60,6 +60,14 @@ pub struct Region {
     /// Registered with the durability attribute (RDMA Commit draft 3.1):
     /// a commit makes the data persistent, not only visible.
     pub durable: bool,
+    /// The host's identity of the registration this region describes,
+    /// unique for the table's life: a new registration behind the same
+    /// STag (an index reused after deregistration, a fast-register with a
+    /// key that came round again) has another. Every later access the
+    /// engine makes on the strength of a check ([`TaggedPlacement::reg`],
+    /// a Read Response's source) names it, and the host refuses the
+    /// access unless the STag still names this registration.
+    pub reg: u64,
 }
 
 /// The caller's STag lookup.
@@ -77,6 +85,9 @@ pub struct TaggedPlacement {
     pub to: u64,
     /// Octets to place.
     pub len: u32,
+    /// The registration the segment was validated against
+    /// ([`Region::reg`]).
+    pub reg: u64,
 }
 
 /// Which layer's protection codes a check reports (DDP's for incoming
@@ -155,7 +166,7 @@ pub fn validate_tagged<S: StagTable + ?Sized>(
     len: u32,
     need: Access,
 ) -> Result<TaggedPlacement, TermError> {
-    check_region(
+    let region = check_region(
         table,
         pd,
         stag,
@@ -164,7 +175,12 @@ pub fn validate_tagged<S: StagTable + ?Sized>(
         need,
         &ProtectionCodes::DDP,
     )?;
-    Ok(TaggedPlacement { stag, to, len })
+    Ok(TaggedPlacement {
+        stag,
+        to,
+        len,
+        reg: region.reg,
+    })
 }
 
 #[cfg(test)]
@@ -188,6 +204,7 @@ pub(crate) mod tests {
                 pd,
                 valid,
                 durable: false,
+                reg: u64::from(stag),
             };
             Some(match stag {
                 0x100 => r(0x1000, 0x1000, rw, PD, true),
@@ -203,6 +220,7 @@ pub(crate) mod tests {
                 ),
                 0x600 => Region {
                     durable: true,
+                    reg: 0x600,
                     ..r(0x8000, 0x100, rw | Access::REMOTE_ATOMIC, PD, true)
                 },
                 _ => return None,

@@ -66,10 +66,10 @@ impl Host for Lean {
         dst.copy_from_slice(&self.src[o..o + dst.len()]);
         Ok(())
     }
-    fn read_tagged(&mut self, _: u32, _: u64, _: &mut [u8]) -> Result<(), TermError> {
+    fn read_tagged(&mut self, _: u32, _: u64, _: u64, _: &mut [u8]) -> Result<(), TermError> {
         Err(crate::error::rdmap::LOCAL_CATA)
     }
-    fn place_tagged(&mut self, _: u32, _: u64, _: &[u8]) -> Result<(), TermError> {
+    fn place_tagged(&mut self, _: u32, _: u64, _: u64, _: &[u8]) -> Result<(), TermError> {
         Err(crate::error::rdmap::LOCAL_CATA)
     }
     fn place_recv(&mut self, _wr: &RecvWr, offset: u32, data: &[u8]) -> Result<(), TermError> {

@@ -22,8 +22,8 @@ pub(crate) enum Src {
     None,
     /// A send work request's local data, from `offset`.
     Local { local: Local, offset: u32 },
-    /// Registered memory (Read Response source).
-    Tagged { stag: u32, to: u64 },
+    /// Registered memory (Read Response source) of the registration `reg`.
+    Tagged { stag: u32, reg: u64, to: u64 },
 }
 
 impl Src {
@@ -34,8 +34,9 @@ impl Src {
                 local,
                 offset: offset.saturating_add(off),
             }),
-            Src::Tagged { stag, to } => Some(PayloadRef::Tagged {
+            Src::Tagged { stag, reg, to } => Some(PayloadRef::Tagged {
                 stag,
+                reg,
                 to: to.wrapping_add(u64::from(off)),
             }),
             Src::None => None,
@@ -49,7 +50,7 @@ fn read_payload<H: Host + ?Sized>(host: &mut H, src: Option<PayloadRef>, d: &mut
     let r = match src {
         None => Err(error::rdmap::LOCAL_CATA),
         Some(PayloadRef::Local { local, offset }) => host.read_source(&local, offset, d),
-        Some(PayloadRef::Tagged { stag, to }) => host.read_tagged(stag, to, d),
+        Some(PayloadRef::Tagged { stag, reg, to }) => host.read_tagged(stag, reg, to, d),
     };
     let e = r.err();
     if e.is_some() {

@@ -88,11 +88,20 @@ pub trait Host: StagTable {
         let _ = (src, len, crc, state);
         None
     }
-    /// Copies local registered memory at `stag`/`to` into `dst` (Read
-    /// Response source; already validated against the STag table).
-    fn read_tagged(&mut self, stag: u32, to: u64, dst: &mut [u8]) -> Result<(), TermError>;
-    /// Places payload at `stag`/`to` (already validated).
-    fn place_tagged(&mut self, stag: u32, to: u64, data: &[u8]) -> Result<(), TermError>;
+    /// Copies local registered memory at `stag`/`to` into `dst` (a Read
+    /// Response's source, validated against the STag table when the
+    /// request came). `reg` is the registration it was validated against
+    /// ([`crate::ddp::Region::reg`]): the host must refuse the copy unless
+    /// `stag` still names that registration, valid, in the stream's PD
+    /// with REMOTE_READ, and `to` is in bounds (the request may be
+    /// answered long after its check).
+    fn read_tagged(&mut self, stag: u32, reg: u64, to: u64, dst: &mut [u8]) -> Result<(), TermError>;
+    /// Places a chunk of a tagged segment's payload at `stag`/`to`; the
+    /// segment was validated at its header against the registration
+    /// `reg`. The rest of an FPDU may come much later: the host must
+    /// refuse the chunk unless `stag` still names `reg`, valid, in the
+    /// stream's PD, writable, and `to` is in bounds.
+    fn place_tagged(&mut self, stag: u32, reg: u64, to: u64, data: &[u8]) -> Result<(), TermError>;
     /// Places payload at `offset` into the receive buffer `wr` (the RQ head).
     fn place_recv(&mut self, wr: &RecvWr, offset: u32, data: &[u8]) -> Result<(), TermError>;
     /// Runs a validated atomic under the host's atomic lock (use
@@ -104,4 +113,12 @@ pub trait Host: StagTable {
     fn make_durable(&mut self, region: &commitw::Region) -> bool;
     /// Invalidates a local STag (remote invalidation, already validated).
     fn invalidate(&mut self, stag: u32) -> Result<(), TermError>;
+    /// Invalidates the sink of a Read with Local Invalidate
+    /// ([`super::Flags::INVALIDATE_SINK`]) once its response is placed. By
+    /// default as [`Host::invalidate`]; a host that allows remote
+    /// invalidation of fewer kinds of memory than local invalidation
+    /// tells them apart here.
+    fn invalidate_local(&mut self, stag: u32) -> Result<(), TermError> {
+        self.invalidate(stag)
+    }
 }

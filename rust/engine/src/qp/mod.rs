@@ -267,6 +267,9 @@ pub(crate) struct OrqAux {
     pub(crate) len: u32,
     /// Internal (RTR Read): no completion.
     pub(crate) internal: bool,
+    /// A Read whose sink is invalidated once its response is placed
+    /// ([`super::Flags::INVALIDATE_SINK`]).
+    pub(crate) invalidate: bool,
 }
 
 /// The result owed with an inbound request, parallel to the IRQ.

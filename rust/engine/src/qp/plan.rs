@@ -34,6 +34,8 @@ pub enum PayloadRef {
     Tagged {
         /// Source STag.
         stag: u32,
+        /// The registration the Read Request was validated against.
+        reg: u64,
         /// Tagged offset of the first octet.
         to: u64,
     },

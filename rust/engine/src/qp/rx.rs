@@ -46,7 +46,9 @@ enum Stage {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Action {
     None,
-    Tagged { stag: u32, to: u64 },
+    /// Placement into the registration `reg` the header was validated
+    /// against (never whatever the STag names by the time a chunk comes).
+    Tagged { stag: u32, reg: u64, to: u64 },
     Recv { wr: RecvWr, mo: u32 },
 }
 
@@ -370,14 +372,14 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
                     if payload_len > 0 {
                         match rdmap::validate_read_response(host, self.cfg.pd, stag, to, payload32)
                         {
-                            Ok(_) => self.rxc.action = Action::Tagged { stag, to },
+                            Ok(p) => self.rxc.action = Action::Tagged { stag, reg: p.reg, to },
                             Err(e) => self.rx_fail(host, e),
                         }
                     }
                 } else if payload_len > 0 {
                     // A zero-length Write (e.g. an RTR) touches nothing.
                     match rdmap::validate_write(host, self.cfg.pd, stag, to, payload32) {
-                        Ok(_) => self.rxc.action = Action::Tagged { stag, to },
+                        Ok(p) => self.rxc.action = Action::Tagged { stag, reg: p.reg, to },
                         Err(e) => self.rx_fail(host, e),
                     }
                 }
@@ -425,8 +427,8 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
         let off = self.rxc.placed;
         let r = match self.rxc.action {
             Action::None => Ok(()),
-            Action::Tagged { stag, to } => {
-                host.place_tagged(stag, to.wrapping_add(u64::from(off)), data)
+            Action::Tagged { stag, reg, to } => {
+                host.place_tagged(stag, reg, to.wrapping_add(u64::from(off)), data)
             }
             Action::Recv { wr, mo } => host.place_recv(&wr, mo.saturating_add(off), data),
         };
@@ -660,6 +662,16 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
         if self.rxc.read_done.take().is_some() {
             self.orq.pop();
             if let Some(aux) = self.orq_aux.pop() {
+                // Every octet of the response is placed (this is the end
+                // of its last FPDU): the sink may go now, whether or not
+                // the Read is signaled, and before the consumer hears of
+                // it (it may register the MR again at once).
+                if aux.invalidate && !aux.internal {
+                    if let Err(e) = host.invalidate_local(aux.local.stag) {
+                        self.orq_completed(host, aux, Status::LocalError(e), None);
+                        return self.fail(host, error::rdmap::LOCAL_CATA, None);
+                    }
+                }
                 self.orq_completed(host, aux, Status::Success, None);
             }
         }

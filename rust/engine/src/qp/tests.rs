@@ -27,6 +27,9 @@ struct Mr {
     access: Access,
     valid: bool,
     durable: bool,
+    /// Registration identity (`Region::reg`): a new one on every
+    /// (re-)registration behind the same STag.
+    reg: u64,
 }
 
 #[derive(Default, Debug)]
@@ -59,6 +62,14 @@ struct Mock {
     /// WR in the engine's slot when there is none: the engine must drop
     /// it. `false`: the trait's default, through `sq_next`.
     in_place: bool,
+    /// Tagged accesses refused because the STag named another
+    /// registration than the one they were validated against.
+    stale: usize,
+    /// Local invalidations of Read sinks (`invalidate_local`), in order,
+    /// with the sink's octets at that moment.
+    local_invs: Vec<(u32, Vec<u8>)>,
+    /// `invalidate_local` fails.
+    fail_inv: bool,
 }
 
 const PD: u32 = 7;
@@ -80,6 +91,7 @@ impl StagTable for Mock {
             pd: PD,
             valid: m.valid,
             durable: m.durable,
+            reg: m.reg,
         })
     }
 }
@@ -92,8 +104,31 @@ impl Mock {
             access,
             valid: true,
             durable: true,
+            reg: self.mrs.len() as u64 + 1,
         });
         stag(self.mrs.len() - 1)
+    }
+    /// A new registration behind `stag` (as after deregistration and
+    /// reuse of the index): another identity, the given rights.
+    fn reregister(&mut self, stag: u32, access: Access) {
+        let i = ((stag >> 8) as usize) - 1;
+        let m = &mut self.mrs[i];
+        m.reg += 1000;
+        m.access = access;
+        m.valid = true;
+    }
+    /// The octets of a tagged access validated against `reg`, refused
+    /// unless the STag still names that registration, valid.
+    fn tagged(&mut self, stag: u32, reg: u64, to: u64, len: usize) -> Result<&mut [u8], TermError> {
+        let i = ((stag >> 8) as usize).wrapping_sub(1);
+        match self.mrs.get(i) {
+            Some(m) if m.reg == reg && m.valid => {}
+            _ => {
+                self.stale += 1;
+                return Err(rdmape::LOCAL_CATA);
+            }
+        }
+        self.slice(stag, to, len)
     }
     fn slice(&mut self, stag: u32, to: u64, len: usize) -> Result<&mut [u8], TermError> {
         let i = ((stag >> 8) as usize).wrapping_sub(1);
@@ -179,7 +214,12 @@ impl Host for Mock {
         }
         let (stag, to) = match *src {
             PayloadRef::Local { local, offset } => (local.stag, local.to + u64::from(offset)),
-            PayloadRef::Tagged { stag, to } => (stag, to),
+            PayloadRef::Tagged { stag, reg, to } => {
+                if let Err(e) = self.tagged(stag, reg, to, len) {
+                    return Some(Err(e));
+                }
+                (stag, to)
+            }
         };
         let bytes = match self.slice(stag, to, len) {
             Ok(b) => b.to_vec(),
@@ -197,13 +237,13 @@ impl Host for Mock {
     fn check_source(&mut self, wr: &Local, len: u32) -> Result<(), TermError> {
         self.slice(wr.stag, wr.to, len as usize).map(|_| ())
     }
-    fn read_tagged(&mut self, stag: u32, to: u64, dst: &mut [u8]) -> Result<(), TermError> {
-        let s = self.slice(stag, to, dst.len())?;
+    fn read_tagged(&mut self, stag: u32, reg: u64, to: u64, dst: &mut [u8]) -> Result<(), TermError> {
+        let s = self.tagged(stag, reg, to, dst.len())?;
         dst.copy_from_slice(s);
         Ok(())
     }
-    fn place_tagged(&mut self, stag: u32, to: u64, data: &[u8]) -> Result<(), TermError> {
-        self.slice(stag, to, data.len())?.copy_from_slice(data);
+    fn place_tagged(&mut self, stag: u32, reg: u64, to: u64, data: &[u8]) -> Result<(), TermError> {
+        self.tagged(stag, reg, to, data.len())?.copy_from_slice(data);
         Ok(())
     }
     fn place_recv(&mut self, wr: &RecvWr, offset: u32, data: &[u8]) -> Result<(), TermError> {
@@ -238,6 +278,15 @@ impl Host for Mock {
         let i = ((stag >> 8) as usize).wrapping_sub(1);
         self.mrs.get_mut(i).ok_or(rdmape::CANT_INVALIDATE)?.valid = false;
         Ok(())
+    }
+    fn invalidate_local(&mut self, stag: u32) -> Result<(), TermError> {
+        let i = ((stag >> 8) as usize).wrapping_sub(1);
+        let data = self.mrs.get(i).map(|m| m.data.clone()).unwrap_or_default();
+        self.local_invs.push((stag, data));
+        if self.fail_inv {
+            return Err(rdmape::LOCAL_CATA);
+        }
+        self.invalidate(stag)
     }
 }
 
@@ -1994,4 +2043,132 @@ fn read_cut_short_by_connection_loss_completes_once() {
     let ids: Vec<u64> = p.ha.cq.iter().filter(|c| c.queue == WorkQueue::Send).map(|c| c.wr_id).collect();
     assert_eq!(ids, vec![7, 8], "{:?}", p.ha.cq);
     assert!(p.ha.cq.iter().all(|c| c.status == Status::Flushed));
+}
+
+/// A Write's FPDU stalls after its header and a few octets; meanwhile the
+/// sink's STag comes to name another registration (deregistration and
+/// index reuse, or a key that came round). The rest of the FPDU must not
+/// reach the new registration: the engine names the registration the
+/// header was validated against with every chunk, the host refuses it,
+/// and the stream terminates.
+#[test]
+fn write_stalled_mid_fpdu_never_reaches_a_new_registration() {
+    let mut p = pair();
+    p.pump();
+    let src = p.ha.mr(0x10_000, 1000, RW());
+    p.ha.mrs[0].data.fill(0xAA);
+    let sink = p.hb.mr(0x20_000, 1000, RW());
+    let before = p.hb.mrs[0].data.clone();
+    post_a(
+        &mut p,
+        wr(1, SendOp::Write { remote: Remote { stag: sink, to: 0x20_000 } }, 1000, Local { stag: src, to: 0x10_000, handle: 0 }),
+    );
+    let mut buf = vec![0u8; 4096];
+    let n = p.a.tx(&mut p.ha, &SoftCrc32c, &mut buf);
+    assert!(n > 1000);
+    // MPA length, DDP/RDMAP tagged header (14), 8 payload octets.
+    let first = 2 + 14 + 8;
+    assert_eq!(p.b.rx(&mut p.hb, &SoftCrc32c, &buf[..first]), first);
+    assert_eq!(&p.hb.mrs[0].data[..8], &[0xAA; 8]);
+    p.hb.reregister(sink, RW());
+    p.hb.mrs[0].data = before.clone();
+    assert_eq!(p.b.rx(&mut p.hb, &SoftCrc32c, &buf[first..n]), n - first);
+    assert!(p.hb.stale > 0);
+    assert_eq!(p.hb.mrs[0].data, before, "no octet reached the new registration");
+    assert!(p.hb.events.iter().any(|e| matches!(e, Event::LocalTerminate(_))), "{:?}", p.hb.events);
+}
+
+/// A Read Request is validated when it comes; its response goes out
+/// later. If the source's STag names another registration by then, the
+/// response must not read it.
+#[test]
+fn read_response_never_reads_a_new_registration() {
+    let mut p = pair();
+    p.pump();
+    let sink = p.ha.mr(0x30_000, 3000, RW());
+    let src = p.hb.mr(0x20_000, 3000, RW());
+    p.ha.mrs[0].data.fill(0);
+    p.hb.mrs[0].data.fill(0x55);
+    post_a(
+        &mut p,
+        wr(7, SendOp::Read { remote: Remote { stag: src, to: 0x20_000 } }, 3000, Local { stag: sink, to: 0x30_000, handle: 0 }),
+    );
+    let mut buf = vec![0u8; 4096];
+    let n = p.a.tx(&mut p.ha, &SoftCrc32c, &mut buf);
+    assert_eq!(p.b.rx(&mut p.hb, &SoftCrc32c, &buf[..n]), n);
+    // The request is admitted; now the source is registered anew.
+    p.hb.reregister(src, RW());
+    p.hb.mrs[0].data.fill(0x66);
+    p.pump();
+    assert!(p.hb.stale > 0);
+    assert!(!p.ha.mrs[0].data.contains(&0x66), "the new registration's octets were sent");
+    let c = p.ha.cq.iter().find(|c| c.wr_id == 7).expect("the Read completes");
+    assert_ne!(c.status, Status::Success);
+}
+
+/// RDMA Read with Local Invalidate, as the kernel's rdma_rw posts it on
+/// iWARP: chains of unsignaled Reads, only the last signaled, more of
+/// them than ORD credits. Every sink is invalidated exactly once, in
+/// order, after the last octet of its response is placed and before the
+/// Read is complete; a signaled Read's completion comes after its
+/// invalidation.
+#[test]
+fn read_with_invalidate_unsignaled_and_past_ord() {
+    // Small TX buffers and deliveries: responses arrive in many chunks.
+    let mut p = pair_with(true, false, Some(RtrSet::one(Rtr::Write)), 1460, vec![97, 700, 13, 4096]);
+    p.pump();
+    let src = p.hb.mr(0x20_000, 8 * 3000, RW());
+    for (i, b) in p.hb.mrs[0].data.iter_mut().enumerate() {
+        *b = (i * 7 % 251) as u8;
+    }
+    let want = p.hb.mrs[0].data.clone();
+    let mut sinks = vec![];
+    for i in 0..8u64 {
+        let sink = p.ha.mr(0x100_000 * (i + 1), 3000, RW());
+        sinks.push(sink);
+        let mut w = wr(
+            i,
+            SendOp::Read { remote: Remote { stag: src, to: 0x20_000 + 3000 * i } },
+            3000,
+            Local { stag: sink, to: 0x100_000 * (i + 1), handle: 0 },
+        );
+        w.flags = Flags::INVALIDATE_SINK.with(if i == 7 { Flags::SIGNALED } else { Flags::NONE });
+        post_a(&mut p, w);
+    }
+    p.pump();
+    let invs: Vec<u32> = p.ha.local_invs.iter().map(|(s, _)| *s).collect();
+    assert_eq!(invs, sinks, "each sink once, in order");
+    for (i, (_, data)) in p.ha.local_invs.iter().enumerate() {
+        assert_eq!(data[..], want[3000 * i..3000 * (i + 1)], "sink {i} whole before its invalidation");
+    }
+    assert!(p.ha.mrs.iter().all(|m| !m.valid));
+    let sends: Vec<_> = p.ha.cq.iter().filter(|c| c.queue == WorkQueue::Send).collect();
+    assert_eq!(sends.len(), 1, "{sends:?}");
+    assert_eq!((sends[0].wr_id, sends[0].status), (7, Status::Success));
+    assert!(p.ha.events.is_empty() || !p.ha.events.iter().any(|e| matches!(e, Event::LocalTerminate(_))));
+}
+
+/// A Read with Local Invalidate whose sink cannot be invalidated (the
+/// consumer invalidated it already) completes in error and ends the
+/// stream, as on siw.
+#[test]
+fn read_with_invalidate_of_an_invalid_sink_fails() {
+    let mut p = pair();
+    p.pump();
+    let src = p.hb.mr(0x20_000, 100, RW());
+    let sink = p.ha.mr(0x30_000, 100, RW());
+    let mut w = wr(3, SendOp::Read { remote: Remote { stag: src, to: 0x20_000 } }, 100, Local { stag: sink, to: 0x30_000, handle: 0 });
+    w.flags = Flags::INVALIDATE_SINK;
+    post_a(&mut p, w);
+    let mut buf = vec![0u8; 4096];
+    let n = p.a.tx(&mut p.ha, &SoftCrc32c, &mut buf);
+    assert_eq!(p.b.rx(&mut p.hb, &SoftCrc32c, &buf[..n]), n);
+    let m = p.b.tx(&mut p.hb, &SoftCrc32c, &mut buf);
+    // The response is placed whole, then its invalidation fails.
+    p.ha.fail_inv = true;
+    assert_eq!(p.a.rx(&mut p.ha, &SoftCrc32c, &buf[..m]), m);
+    assert_eq!(p.ha.local_invs.len(), 1);
+    let c = p.ha.cq.iter().find(|c| c.wr_id == 3).expect("the Read completes");
+    assert!(matches!(c.status, Status::LocalError(_)), "{c:?}");
+    assert!(p.ha.events.iter().any(|e| matches!(e, Event::LocalTerminate(_))));
 }

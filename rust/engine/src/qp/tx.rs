@@ -38,7 +38,8 @@ pub(crate) enum Done {
 #[derive(Clone, Debug)]
 pub(crate) enum Msg {
     Sq(Segmenter, Src),
-    Resp(Segmenter, u32, u64),
+    /// A Read Response: its source STag, registration and TO.
+    Resp(Segmenter, u32, u64, u64),
 }
 
 /// Transmit-side state kept in [`Qp`] beyond the encoder.
@@ -329,6 +330,7 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
                         opcode: CompOp::Read,
                         len: 0,
                         internal: true,
+                        invalidate: false,
                     };
                     if !self.orq.try_issue(r) || self.orq_aux.push(aux).is_err() {
                         self.fail(host, error::rdmap::LOCAL_CATA, None);
@@ -359,10 +361,11 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
         if let Some(m) = self.txs.msg.as_mut() {
             let (seg, src, resp) = match m {
                 Msg::Sq(s, src) => (s.next(), *src, false),
-                Msg::Resp(s, stag, to) => (
+                Msg::Resp(s, stag, reg, to) => (
                     s.next(),
                     Src::Tagged {
                         stag: *stag,
+                        reg: *reg,
                         to: *to,
                     },
                     true,
@@ -379,8 +382,9 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
                     local,
                     offset: offset.saturating_add(off),
                 },
-                Src::Tagged { stag, to } => Src::Tagged {
+                Src::Tagged { stag, reg, to } => Src::Tagged {
                     stag,
+                    reg,
                     to: to.wrapping_add(u64::from(off)),
                 },
                 Src::None => Src::None,
@@ -411,7 +415,7 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
         match (front, aux) {
             (InboundRequest::Read(plan), _) => match plan.segments(self.mulpdu) {
                 Ok(s) => {
-                    self.txs.msg = Some(Msg::Resp(s, plan.src_stag, plan.src_to));
+                    self.txs.msg = Some(Msg::Resp(s, plan.src_stag, plan.src_reg, plan.src_to));
                     self.plan_in(host, hdr)
                 }
                 Err(e) => {
@@ -522,6 +526,8 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
                 opcode,
                 len: wr.len,
                 internal: false,
+                invalidate: matches!(wr.op, SendOp::Read { .. })
+                    && wr.flags.contains(super::Flags::INVALIDATE_SINK),
             };
             qp.orq.try_issue(r) && qp.orq_aux.push(aux).is_ok()
         };

@@ -27,6 +27,11 @@ impl Flags {
     /// Data is inline (the host's `read_source` serves it; no meaning to
     /// the engine beyond being passed through).
     pub const INLINE: Flags = Flags(8);
+    /// RDMA Read with Local Invalidate (`IB_WR_RDMA_READ_WITH_INV`): once
+    /// every octet of the response is placed, and before the Read
+    /// completes (signaled or not), the sink's STag (`local.stag`) is
+    /// invalidated through [`Host::invalidate_local`].
+    pub const INVALIDATE_SINK: Flags = Flags(16);
 
     /// Whether all flags of `f` are set.
     pub const fn contains(self, f: Flags) -> bool {

@@ -23,6 +23,9 @@ pub struct ReadResponsePlan {
     pub src_to: u64,
     /// RDMA Read Message Size.
     pub len: u32,
+    /// The source's registration as validated ([`crate::ddp::Region::reg`];
+    /// 0 for a zero-length Read, which reads nothing).
+    pub src_reg: u64,
 }
 
 impl ReadResponsePlan {
@@ -57,8 +60,9 @@ pub fn validate_read_request<S: StagTable + ?Sized, const N: usize>(
     if req.size > 0 && req.sink_to.checked_add(u64::from(req.size) - 1).is_none() {
         return Err(error::rdmap::TO_WRAP);
     }
+    let mut src_reg = 0;
     if req.size > 0 {
-        check_region(
+        src_reg = check_region(
             table,
             pd,
             req.src_stag,
@@ -66,7 +70,8 @@ pub fn validate_read_request<S: StagTable + ?Sized, const N: usize>(
             u64::from(req.size),
             Access::REMOTE_READ,
             &ProtectionCodes::RDMAP,
-        )?;
+        )?
+        .reg;
     }
     let plan = ReadResponsePlan {
         sink_stag: req.sink_stag,
@@ -74,6 +79,7 @@ pub fn validate_read_request<S: StagTable + ?Sized, const N: usize>(
         src_stag: req.src_stag,
         src_to: req.src_to,
         len: req.size,
+        src_reg,
     };
     irq.admit(InboundRequest::Read(plan))?;
     Ok(plan)

@@ -107,7 +107,8 @@ fn golden_read_request_and_plan() {
             sink_to: 0x10,
             src_stag: 0x100,
             src_to: 0x1000,
-            len: 0x1000
+            len: 0x1000,
+            src_reg: 0x100,
         }
     );
     // IRD 1 is used up until the response has been sent. RFC 5040 puts
