@@ -16,14 +16,17 @@ registrations while an FPDU or a Read Response is half done.
      the target can only read registered at A's STag (the test module's
      kunit_stag_reuse makes that STag come back at once) and iova; the
      rest of the FPDU. Passes when rsiw answers with a Terminate and the
-     file is byte-for-byte unchanged.
+     file is byte-for-byte unchanged; the Terminate should say DDP tagged
+     invalid STag (RFC 5041 7.2), as siw's does.
   b  write-stall-then-reregister-writable: the same with a writable MR of
      the target's own holding 0x5E: Terminate, and that MR still all 0x5E.
   c  read-response-source-reregistered: a 4 MiB Read Request against A
      (0xA5), the response read a little, then not (TCP's window fills and
      rsiw's TX stalls mid-response); A deregistered and a 0x5E MR
-     registered at its STag; the rest read: no 0x5E on the wire, and a
-     Terminate or a close before the whole response.
+     registered at its STag; the rest read: no 0x5E on the wire (only
+     A's octets, or zeros where an FPDU's source failed after its header
+     left), a Terminate or a close before the whole response, and the
+     Terminate an RDMAP remote protection invalid STag (RFC 5040 7.2).
   d  edges: length and offset fields at their edges, each its own
      connection; the Terminate's layer/type/code checked against RFC 5040
      section 7.2 / RFC 5041 section 7.2 / RFC 5044 section 8.
@@ -49,6 +52,7 @@ WRITE, READ_REQ, READ_RESP, SEND, TERMINATE = 0, 1, 2, 3, 7
 
 # Terminate layer/etype/code triplets (RFC 5040 section 7.2 for RDMAP,
 # RFC 5041 section 7.2 for DDP, RFC 5044 section 8 for the LLP).
+RDMAP_INVALID_STAG = (0, 1, 0x00)
 RDMAP_BASE_BOUNDS = (0, 1, 0x01)
 RDMAP_TO_WRAP = (0, 1, 0x04)
 DDP_T_INVALID_STAG = (1, 1, 0x00)
@@ -361,6 +365,13 @@ def stall_write(args, name, reregister, verify):
         ok(bool(terms), "%s: rsiw answers the rest of the FPDU with a Terminate" % name,
            "no Terminate; closed: %s" % closed)
         verify(c)
+        # The STag the segment was validated for names no registration of
+        # it any more: to the peer that is an invalid STag, the DDP tagged
+        # buffer error (siw_proc_write answers so), not a local failure.
+        if got is not None:
+            ok(got == DDP_T_INVALID_STAG,
+               "%s: the Terminate is %s (RFC 5041 7.2 tagged: invalid STag)" % (name, term_str(DDP_T_INVALID_STAG)),
+               "got " + term_str(got))
     finally:
         c.close()
 
@@ -399,7 +410,7 @@ def case_c(args):
         a = c.a
         note("%s: mr A stag=0x%x addr=0x%x len=%d" % (name, a["stag"], a["addr"], a["len"]))
         c.p.send(fpdu(read_request(1, 0x12345600, 0, a["len"], a["stag"], a["addr"]), False))
-        stats = {"before": 0, "after": 0, "secret": 0, "other": 0, "resp": 0}
+        stats = {"before": 0, "after": 0, "secret": 0, "other": 0, "resp": 0, "other_vals": set()}
         phase = ["before"]
 
         def count(d):
@@ -409,8 +420,15 @@ def case_c(args):
             stats["resp"] += 1
             stats[phase[0]] += len(pl)
             s = pl.count(bytes([SECRET]))
+            o = len(pl) - s - pl.count(bytes([A_FILL]))
             stats["secret"] += s
-            stats["other"] += len(pl) - s - pl.count(bytes([A_FILL]))
+            stats["other"] += o
+            if phase[0] == "after" or o:
+                vals = sorted(set(pl) - {A_FILL, SECRET})
+                stats["other_vals"].update(vals)
+                note("%s: Read Response TO 0x%x, %d octets: 0x5E %d, other %d %s; first other at %s"
+                     % (name, d.get("to", 0), len(pl), s, o, ["0x%02x" % v for v in vals[:8]],
+                        next((i for i, x in enumerate(pl) if x not in (A_FILL, SECRET)), None)))
 
         # A little of the response, then nothing: the window closes.
         deadline = time.monotonic() + 30
@@ -452,6 +470,18 @@ def case_c(args):
         ok((bool(terms) or closed) and total < a["len"],
            "%s: a Terminate or a close before the whole response" % name,
            "%d of %d octets, Terminate %s, closed %s" % (total, a["len"], term_str(got), closed))
+        # An FPDU whose source fails after its header is on the wire goes
+        # out with zeros for the rest (the framing must hold until the
+        # Terminate): zeros may appear, nothing else but A's octets.
+        ok(not stats["other_vals"] - {0},
+           "%s: every Read Response octet is A's or the zero fill of the failed FPDU" % name,
+           "other octet values %s" % ["0x%02x" % v for v in sorted(stats["other_vals"])[:8]])
+        # The Read's source registration is gone: RDMAP's remote
+        # protection error for the Data Source STag, not a local failure.
+        if got is not None:
+            ok(got == RDMAP_INVALID_STAG,
+               "%s: the Terminate is %s (RFC 5040 7.2 remote protection: invalid STag)"
+               % (name, term_str(RDMAP_INVALID_STAG)), "got " + term_str(got))
     finally:
         c.close()
 
