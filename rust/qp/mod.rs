@@ -508,10 +508,9 @@ impl Qp {
     /// The remote rights the QP grants its peer (`IB_QP_ACCESS_FLAGS`'s
     /// `IB_ACCESS_REMOTE_{WRITE,READ,ATOMIC}`): a peer's Write, Read
     /// Request or atomic on a QP without the right is to be refused
-    /// (Terminate, remote access error) whatever the MR grants. Kept
-    /// here for the protocol engine's validation, which is to consult it
-    /// (not wired yet: the engine validates against the MR only).
-    #[allow(dead_code)] // For the engine's validation.
+    /// (Terminate, remote access error) whatever the MR grants: the
+    /// engine's validators see regions through [`QpHost`]'s lookup, which
+    /// takes away the Write and Read rights the QP does not grant.
     pub(crate) fn remote_access(&self) -> u32 {
         self.remote_access.load(Ordering::Relaxed)
     }
