@@ -108,6 +108,10 @@ rsiw_module! {
         default: 2,
         description: "KUnit only: rounds of open, traffic on all, teardown in the rsiw_scale suite",
     },
+    kunit_terminate_after_mib: u32 {
+        default: 0,
+        description: "Test build only: once, the first QP to have received this many MiB ends its stream with a Terminate (local catastrophic error), as for a protocol error (0: never); the recovery tests' fault",
+    },
     kunit_stag_reuse: bool {
         default: false,
         description: "Test build only: hand the lowest free STag index out at once, and give user and DMA MRs key 0, as after 2^24 registrations and a key that came round (the hostile-peer suite's index reuse without the registrations)",

@@ -18,6 +18,8 @@ APT_PACKAGES=(
 	qemu-system-x86 busybox-static iproute2
 	rdma-core ibverbs-utils rdmacm-utils perftest qperf libibverbs-dev librdmacm-dev
 	nvme-cli ndctl
+	# sustained NVMe-oF I/O with verification (tools/vmtest/nvmeof-sustained.sh)
+	fio
 	# NFS over RDMA: rpc.nfsd, rpc.mountd, exportfs, mount.nfs4 (tools/vmtest/nfs.sh)
 	nfs-kernel-server
 	# rdma-core's own test suite (tools/vmtest/rdmacore.sh runs it from the package)

@@ -170,6 +170,15 @@ vm_test nvmeof 3G kunit.enable=0 tools/vmtest/nvmeof.sh 64
 # rmmod rsiw under NVMe-oF I/O: bounded, devices and controller gone,
 # only the expected kernel messages.
 vm_test nvmeof-rmmod 3G kunit.enable=0 tools/vmtest/nvmeof-rmmod.sh
+# Sustained NVMe-oF writes (1 GiB through dd and fio, then a flush), MPA
+# CRC off and on: nvmet-rdma's pooled MRs, fast-registered and
+# invalidated by RDMA Read with Local Invalidate for every command; no
+# Terminate, no I/O timeout, data verified.
+VM_TIMEOUT=1200 vm_test nvmeof-sustained 3G kunit.enable=0 tools/vmtest/nvmeof-sustained.sh 1024
+# One Terminate injected under NVMe-oF I/O (the test build's
+# kunit_terminate_after_mib): recovery from the flushed completions and a
+# reconnect within seconds, no I/O timeout, the data intact.
+vm_test nvmeof-terminate 3G kunit.enable=0 tools/vmtest/nvmeof-terminate.sh 256
 # The other kernel ULP users of soft RNICs run: NFS over RDMA (nfsd's
 # svcrdma and the xprtrdma client, NFSv4.2 over rsiw), data compared on
 # both sides, with siw's and NFS/TCP's figures beside rsiw's.

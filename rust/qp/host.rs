@@ -181,7 +181,19 @@ impl QpHost<'_> {
 impl crate::ddp::StagTable for QpHost<'_> {
     fn lookup(&self, stag: u32) -> Option<Region> {
         // A cached MR whose key moved on is no answer: ask the table.
-        self.with_mr(stag, |mr| mr.region(stag).ok_or(MrError::InvalidStag)).ok()
+        let mut r = self.with_mr(stag, |mr| mr.region(stag).ok_or(MrError::InvalidStag)).ok()?;
+        // The peer has on this stream only the remote rights the QP
+        // grants it (`IB_QP_ACCESS_FLAGS`; rdma_cm's iw_cm sets Write and
+        // Read). Atomics are the MR's alone: iw_cm never sets the QP's
+        // atomic right, and rsiw's atomics over rdma_cm predate this.
+        let qp = self.qp.remote_access();
+        if qp & access::REMOTE_WRITE == 0 {
+            r.access = r.access.without(crate::ddp::Access::REMOTE_WRITE);
+        }
+        if qp & access::REMOTE_READ == 0 {
+            r.access = r.access.without(crate::ddp::Access::REMOTE_READ);
+        }
+        Some(r)
     }
 }
 

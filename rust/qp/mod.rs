@@ -120,6 +120,16 @@ type Engine = crate::engine::qp::Qp<MAX_ORD, MAX_IRD, crate::engine::qp::NoStart
 
 pub(crate) use crate::ffi::ib::QpState;
 
+/// The test build's `kunit_terminate_after_mib`: whether a QP that has
+/// received `rx_bytes` octets is the one to end its stream with a
+/// Terminate now (once per module load).
+#[cfg(rsiw_kunit)]
+fn injected_terminate_due(rx_bytes: u64) -> bool {
+    static DONE: AtomicBool = AtomicBool::new(false);
+    let mib = u64::from(crate::module_parameters::kunit_terminate_after_mib.value());
+    mib != 0 && rx_bytes >= mib << 20 && !DONE.swap(true, Ordering::Relaxed)
+}
+
 /// The links of an rsiw QP to its CQs, SRQ and device.
 pub(crate) type QpLinks = crate::ffi::ib::QpLinks<Rsiw>;
 
@@ -508,10 +518,9 @@ impl Qp {
     /// The remote rights the QP grants its peer (`IB_QP_ACCESS_FLAGS`'s
     /// `IB_ACCESS_REMOTE_{WRITE,READ,ATOMIC}`): a peer's Write, Read
     /// Request or atomic on a QP without the right is to be refused
-    /// (Terminate, remote access error) whatever the MR grants. Kept
-    /// here for the protocol engine's validation, which is to consult it
-    /// (not wired yet: the engine validates against the MR only).
-    #[allow(dead_code)] // For the engine's validation.
+    /// (Terminate, remote access error) whatever the MR grants: the
+    /// engine's validators see regions through [`QpHost`]'s lookup, which
+    /// takes away the Write and Read rights the QP does not grant.
     pub(crate) fn remote_access(&self) -> u32 {
         self.remote_access.load(Ordering::Relaxed)
     }
@@ -819,6 +828,10 @@ impl Qp {
         let n = self.with_engine(|e, h| {
             let n = e.rx(h, &ModuleCrc32c, chunk);
             QpStats::bump(&h.qp.stats.rx_bytes, n as u64);
+            #[cfg(rsiw_kunit)]
+            if injected_terminate_due(h.qp.stats.rx_bytes.load(Ordering::Relaxed)) {
+                e.terminate(h, error::rdmap::LOCAL_CATA);
+            }
             n
         });
         n.unwrap_or(chunk.len())

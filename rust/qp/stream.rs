@@ -359,8 +359,12 @@ impl Qp {
         let _p = Probe::start(Phase::RxEngine);
         let mut host = QpHost { qp: self, st: &mut st.host, events, zc: None };
         let n = engine.rx(&mut host, &ModuleCrc32c, chunk);
-        *wants_tx |= engine.wants_tx();
         QpStats::bump(&self.stats.rx_bytes, n as u64);
+        #[cfg(rsiw_kunit)]
+        if injected_terminate_due(self.stats.rx_bytes.load(Ordering::Relaxed)) {
+            engine.terminate(&mut host, error::rdmap::LOCAL_CATA);
+        }
+        *wants_tx |= engine.wants_tx();
         n
     }
 

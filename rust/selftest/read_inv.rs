@@ -7,7 +7,9 @@
 //! many FPDUs, and the same MRs registered again as soon as the signaled
 //! Read completes. Every sink must be invalidated once its response is
 //! placed, signaled or not, or its next registration fails and the
-//! Read after it meets an Invalid STag.
+//! Read after it meets an Invalid STag. And the QP's own remote rights
+//! (`IB_QP_ACCESS_FLAGS`) bound what the peer may do whatever an MR
+//! grants.
 
 use kernel::prelude::*;
 
@@ -74,6 +76,39 @@ mod tests {
         check!(a.fatal_events() == 0 && b.fatal_events() == 0);
         p.disconnect()?;
         drop(mrs);
+        Ok(())
+    }
+
+    /// A QP whose consumer took away the peer's Write and Read rights
+    /// (`IB_QP_ACCESS_FLAGS`) refuses them although the MR (the global
+    /// rkey) grants both: the Write is not placed, the initiator's Write
+    /// is not acknowledged and the Read completes with a remote access
+    /// error; the responder's QP ends (it sent the Terminate).
+    #[test]
+    fn qp_access_flags_bound_the_peers_rights() -> Result {
+        let _devs = Devices::pair()?;
+        for read in [false, true] {
+            let p = CmPair::connect(&PairOpts::v4())?;
+            let (a, b) = (&p.client, &p.server);
+            let qp = b.qp().rsiw::<crate::device::Rsiw>().ok_or(EINVAL)?;
+            qp.set_access_flags(0);
+            let target = KVec::from_elem(0x11u8, 4096, GFP_KERNEL)?;
+            let src = pattern(0x22, 4096)?;
+            let op = match read {
+                false => Op::Write { rkey: b.rkey(), addr: target.as_ptr() as u64 },
+                true => Op::Read { rkey: b.rkey(), addr: target.as_ptr() as u64 },
+            };
+            a.qp().post(7, op, Some(Seg::of(&src, a.lkey())))?;
+            let wc = a.scq.poll(WAIT_MS).ok_or(ETIMEDOUT)?;
+            // A Write completes once sent (iWARP has no Write ack); a
+            // Read completes with the responder's Terminate.
+            check!(wc.wr_id == 7 && (!read || wc.status == WC_REM_ACCESS_ERR));
+            check!(wait_for(|| b.fatal_events() > 0));
+            check!(target.iter().all(|&x| x == 0x11));
+            if read {
+                check!(src[..] == pattern(0x22, 4096)?[..]);
+            }
+        }
         Ok(())
     }
 }

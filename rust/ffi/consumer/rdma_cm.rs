@@ -556,6 +556,7 @@ pub(crate) struct QpRef(*mut sys::ib_qp);
 pub(crate) const WC_SUCCESS: u32 = sys::ib_wc_status_IB_WC_SUCCESS;
 pub(crate) const WC_WR_FLUSH_ERR: u32 = sys::ib_wc_status_IB_WC_WR_FLUSH_ERR;
 pub(crate) const WC_REM_OP_ERR: u32 = sys::ib_wc_status_IB_WC_REM_OP_ERR;
+pub(crate) const WC_REM_ACCESS_ERR: u32 = sys::ib_wc_status_IB_WC_REM_ACCESS_ERR;
 pub(crate) const WC_FETCH_ADD: u32 = sys::ib_wc_opcode_IB_WC_FETCH_ADD;
 pub(crate) const WC_COMP_SWAP: u32 = sys::ib_wc_opcode_IB_WC_COMP_SWAP;
 pub(crate) const WC_FLUSH: u32 = sys::ib_wc_opcode_IB_WC_FLUSH;

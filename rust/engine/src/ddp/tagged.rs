@@ -34,6 +34,14 @@ impl Access {
     pub const fn contains(self, need: Self) -> bool {
         self.0 & need.0 == need.0
     }
+
+    /// These rights but those of `other` (a QP that grants its peer
+    /// fewer rights than a region does, say).
+    #[inline]
+    #[must_use]
+    pub const fn without(self, other: Self) -> Self {
+        Self(self.0 & !other.0)
+    }
 }
 
 impl BitOr for Access {

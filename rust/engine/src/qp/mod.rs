@@ -582,6 +582,14 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
         }
     }
 
+    /// Ends the stream for a local error the host found outside the
+    /// engine's own checks (a consumer's queue it cannot use, a fault a
+    /// test injects): the Terminate goes out after the FPDU in flight, the
+    /// queues are flushed, as for a malformed FPDU from the peer.
+    pub fn terminate<H: Host + ?Sized>(&mut self, host: &mut H, err: TermError) {
+        self.fail(host, err, None);
+    }
+
     /// Whether [`Qp::tx`] has something to send without new work requests.
     pub fn wants_tx(&self) -> bool {
         !self.startup.get().transmit().is_empty()
