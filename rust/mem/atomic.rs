@@ -57,7 +57,7 @@ pub(crate) fn place_result(dev: &Device, pd: u32, local: &Local, original: u64) 
 
 /// An MR check failing at the responder, as the RDMAP error the engine
 /// would have reported (RFC 5040 7.2, RFC 7306 8.2 for alignment).
-fn remote_err(e: MrError) -> TermError {
+pub(crate) fn remote_err(e: MrError) -> TermError {
     match e {
         MrError::InvalidStag | MrError::State => error::rdmap::INVALID_STAG,
         MrError::Pd => error::rdmap::STAG_NOT_ASSOC,

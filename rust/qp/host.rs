@@ -74,6 +74,21 @@ pub(crate) fn local_err(_: MrError) -> TermError {
     error::rdmap::LOCAL_CATA
 }
 
+/// The rest of a tagged segment refused after its header was accepted
+/// (its STag names another registration now, or none): the DDP tagged
+/// buffer error the header's own check would have given (RFC 5041 7.2),
+/// as siw answers, not a local catastrophic error.
+fn tagged_sink_err(e: MrError) -> TermError {
+    use error::ddp;
+    match e {
+        MrError::InvalidStag | MrError::State => ddp::T_INVALID_STAG,
+        MrError::Pd => ddp::T_STAG_NOT_ASSOC,
+        MrError::Access | MrError::NotPersistent => error::rdmap::ACCESS,
+        MrError::Wrap => ddp::T_TO_WRAP,
+        MrError::Bounds | MrError::Misaligned => ddp::T_BASE_BOUNDS,
+    }
+}
+
 /// A send WR's own SGE fails its checks (lkey, PD, rights, bounds): the WR
 /// completes with `IB_WC_LOC_PROT_ERR`, as on siw and rxe (a protection
 /// error on the send queue, see `wc_status`; nothing goes to the peer).
@@ -377,13 +392,13 @@ impl Host for QpHost<'_> {
                 let stags = self.qp.links.device().stags();
                 let refs = self.zc.as_deref_mut()?;
                 let Some(mr) = stags.get(stag) else {
-                    return Some(Err(error::rdmap::LOCAL_CATA));
+                    return Some(Err(error::rdmap::INVALID_STAG));
                 };
                 let grant = Grant::validated(self.qp.pd, access::REMOTE_READ, reg);
                 match mr.ref_pages(stag, grant, to, len, refs, state) {
                     Ok(Some(c)) => Some(Ok(c)),
                     Ok(None) => None,
-                    Err(e) => Some(Err(local_err(e))),
+                    Err(e) => Some(Err(crate::mem::atomic::remote_err(e))),
                 }
             }
         }
@@ -456,7 +471,10 @@ impl Host for QpHost<'_> {
         // Checked in full against the registration the request was
         // validated against: the MR may have changed since.
         let grant = Grant::validated(self.qp.pd, access::REMOTE_READ, reg);
-        self.with_mr(stag, |mr| mr.copy_from_as(stag, grant, to, dst)).map_err(local_err)
+        // A source that changed since its request is the remote
+        // protection error the request's check would have given (RFC
+        // 5040 7.2).
+        self.with_mr(stag, |mr| mr.copy_from_as(stag, grant, to, dst)).map_err(crate::mem::atomic::remote_err)
     }
 
     fn place_tagged(&mut self, stag: u32, reg: u64, to: u64, data: &[u8]) -> Result<(), TermError> {
@@ -465,7 +483,7 @@ impl Host for QpHost<'_> {
         // Response's LOCAL_WRITE, and REMOTE_WRITE needs LOCAL_WRITE): the
         // rest of an FPDU may come long after its header.
         let grant = Grant::validated(self.qp.pd, access::LOCAL_WRITE, reg);
-        self.with_mr(stag, |mr| mr.copy_to_as(stag, grant, to, data)).map_err(local_err)
+        self.with_mr(stag, |mr| mr.copy_to_as(stag, grant, to, data)).map_err(tagged_sink_err)
     }
 
     fn place_recv(&mut self, _wr: &RecvWr, offset: u32, data: &[u8]) -> Result<(), TermError> {

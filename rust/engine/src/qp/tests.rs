@@ -125,7 +125,7 @@ impl Mock {
             Some(m) if m.reg == reg && m.valid => {}
             _ => {
                 self.stale += 1;
-                return Err(rdmape::LOCAL_CATA);
+                return Err(rdmape::INVALID_STAG);
             }
         }
         self.slice(stag, to, len)
@@ -2102,6 +2102,9 @@ fn read_response_never_reads_a_new_registration() {
     p.pump();
     assert!(p.hb.stale > 0);
     assert!(!p.ha.mrs[0].data.contains(&0x66), "the new registration's octets were sent");
+    // The engine terminates with what the host said about the source (a
+    // remote protection error), not a local catastrophic error.
+    assert!(p.hb.events.iter().any(|e| matches!(e, Event::LocalTerminate(t) if *t == rdmape::INVALID_STAG)), "{:?}", p.hb.events);
     let c = p.ha.cq.iter().find(|c| c.wr_id == 7).expect("the Read completes");
     assert_ne!(c.status, Status::Success);
 }

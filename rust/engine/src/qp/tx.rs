@@ -144,11 +144,16 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
                 // the error once its FPDU is out; the stream terminates.
                 c.error = Some(e);
             }
+            // A Read Response's source refused now (it changed since the
+            // request's check) is the remote protection error that check
+            // would have given (RFC 5040 7.2); a local request's data that
+            // cannot be read is a local catastrophic error.
+            let resp = matches!(self.txs.done, Done::Resp { .. });
             if w.finished {
                 self.fpdu_done(host);
             }
-            if w.error.is_some() {
-                self.fail(host, error::rdmap::LOCAL_CATA, None);
+            if let Some(e) = w.error {
+                self.fail(host, if resp { e } else { error::rdmap::LOCAL_CATA }, None);
             }
             if w.len == 0 && !w.finished {
                 break; // the output is full
