@@ -20,6 +20,8 @@ APT_PACKAGES=(
 	nvme-cli ndctl
 	# sustained NVMe-oF I/O with verification (tools/vmtest/nvmeof-sustained.sh)
 	fio
+	# blktests' ./check (tools/vmtest/blktests-nvme.sh)
+	gawk
 	# NFS over RDMA: rpc.nfsd, rpc.mountd, exportfs, mount.nfs4 (tools/vmtest/nfs.sh)
 	nfs-kernel-server
 	# rdma-core's own test suite (tools/vmtest/rdmacore.sh runs it from the package)

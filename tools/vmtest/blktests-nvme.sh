@@ -20,6 +20,9 @@ tests=("$@")
 [ ${#tests[@]} -gt 0 ] || tests=(nvme)
 work=/tmp/blktests
 
+# blktests' ./check reads process substitutions: the guest's /dev has
+# no /dev/fd of its own.
+[ -e /dev/fd ] || ln -s /proc/self/fd /dev/fd
 rm -rf "$work"
 cp -a "$src" "$work"
 cd "$work" || exit 1
