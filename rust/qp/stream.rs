@@ -153,9 +153,11 @@ impl Qp {
         }
     }
 
+    /// Flushes the QP's own RQ: one pass, what was posted when it began
+    /// (`RecvQueue::flush_pop`). An SRQ is not this QP's to flush.
     pub(crate) fn flush_recv(&self) {
         loop {
-            let rqe = Option::as_mut(&mut *self.rq.lock()).and_then(|rq| rq.pop());
+            let rqe = Option::as_mut(&mut *self.rq.lock()).and_then(|rq| rq.flush_pop());
             let Some(rqe) = rqe else { break };
             if let Some(cq) = self.links.recv_cq() {
                 let _ = cq.push(self.wc(rqe.wr_id, WcOpcode::Recv, WcStatus::WrFlushErr, 0));
