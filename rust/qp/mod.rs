@@ -356,6 +356,10 @@ pub(crate) struct Qp {
     tx_running: AtomicBool,
     /// A TX run was refused while another went on (`Qp::tx_acquire`).
     tx_missed: AtomicBool,
+    /// `detach` waits the TX and RX work out: a run that starts from now
+    /// on touches nothing of the QP's links and ends at once. Cleared by
+    /// a reset (the QP may connect again), never after `destroy_qp`.
+    works_closed: AtomicBool,
     /// The stream ends without an error: the peer's FIN (not a reset) or
     /// the ULP moving the QP to Error. WRs are flushed, the iw_cm sees a
     /// disconnect, no `IB_EVENT_QP_FATAL` is raised.
@@ -506,6 +510,7 @@ impl Qp {
                 rx_local: AtomicBool::new(false),
                 rx_work_forced: AtomicBool::new(false),
                 tx_queued: AtomicBool::new(false),
+                works_closed: AtomicBool::new(false),
                 tx_running: AtomicBool::new(false),
                 tx_missed: AtomicBool::new(false),
                 quiet_end: AtomicBool::new(false),
@@ -797,6 +802,8 @@ impl Qp {
                     self.set_state(&mut st.0, S::Reset);
                     st.1.last_wqe = false;
                 }
+                // The works may run again (the QP may connect again).
+                self.works_closed.store(false, Ordering::SeqCst);
                 // Error is over: new entries are the QP's again.
                 self.sq.lock().set_flag(crate::ffi::ib::abi::RING_ERROR, false);
                 if let Some(rq) = self.rq.lock().as_ref() {
