@@ -14,6 +14,7 @@ mod order;
 mod rx_work;
 mod scale;
 mod siw;
+mod srq;
 #[cfg(rsiw_kunit)]
 mod util;
 mod verbs;
