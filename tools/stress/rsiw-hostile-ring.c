@@ -7,10 +7,12 @@
  *   rsiw-abi.h mapped), one thread keeps storing producer = consumer +
  *   entries into the send and receive rings while the main thread rings
  *   the doorbells (rsiwdv_sq_doorbell, and the receive ring's as the
- *   provider rings it in Error). Every doorbell must return within a bound
- *   (the kernel flushes what was posted when the flush began, not until
- *   the ring is empty); a kernel that loops pins the CPU under the
- *   stream lock (soft lockup, RCU stall: the guest script checks dmesg).
+ *   provider rings it in Error). Every doorbell must take at most a
+ *   ring's worth of entries (how far the consumer index it alone moves
+ *   went) and return within a bound: the kernel flushes what was posted
+ *   when the flush began, not until the ring is empty. A kernel that
+ *   loops pins the CPU under the stream lock for as long as the racer
+ *   keeps ahead (soft lockup, RCU stall: the guest script checks dmesg).
  * - Two QPs on one SRQ, one peer closing: the other QP's receives posted
  *   on the SRQ are still there (none completes on the closed QP, which
  *   raises IBV_EVENT_QP_LAST_WQE_REACHED) and complete with data.
@@ -170,6 +172,7 @@ static void producer_race(void)
 	pthread_t th;
 	double t0, worst_sq = 0, worst_rq = 0, start;
 	unsigned long doorbells = 0, flushed = 0;
+	uint32_t most_sq = 0, most_rq = 0, c0;
 	int n;
 
 	if (!cq)
@@ -193,13 +196,21 @@ static void producer_race(void)
 	while (now_ms() - start < race_secs * 1e3) {
 		double d;
 
+		/* Only the kernel moves a work ring's consumer index: how far
+		 * it moved is what this doorbell's flush took. */
+		c0 = __atomic_load_n(&r.sq->consumer, __ATOMIC_ACQUIRE);
 		t0 = now_ms();
 		dv_sq_doorbell(qp);
 		d = now_ms() - t0;
+		c0 = __atomic_load_n(&r.sq->consumer, __ATOMIC_ACQUIRE) - c0;
+		most_sq = c0 > most_sq ? c0 : most_sq;
 		worst_sq = d > worst_sq ? d : worst_sq;
+		c0 = __atomic_load_n(&r.rq->consumer, __ATOMIC_ACQUIRE);
 		t0 = now_ms();
 		rq_doorbell(qp);
 		d = now_ms() - t0;
+		c0 = __atomic_load_n(&r.rq->consumer, __ATOMIC_ACQUIRE) - c0;
+		most_rq = c0 > most_rq ? c0 : most_rq;
 		worst_rq = d > worst_rq ? d : worst_rq;
 		doorbells++;
 		while ((n = ibv_poll_cq(cq, 256, wc)) > 0)
@@ -210,6 +221,8 @@ static void producer_race(void)
 	pthread_join(th, NULL);
 	printf("# race: %lu doorbell pairs, %lu producer stores, %lu flushed, worst %.1f ms (send) %.1f ms (recv)\n",
 	       doorbells, r.stores, flushed, worst_sq, worst_rq);
+	printf("# race: most entries one doorbell took: %u of a %u-entry send ring, %u of a %u-entry receive ring\n",
+	       most_sq, r.sq_entries, most_rq, r.rq_entries);
 	CHECK(doorbells > 1 && r.stores > doorbells,
 	      "the racer moved the producers while the doorbells rang (%lu stores, %lu doorbells)", r.stores,
 	      doorbells);
@@ -217,6 +230,12 @@ static void producer_race(void)
 	      DOORBELL_BOUND_MS, worst_sq);
 	CHECK(worst_rq < DOORBELL_BOUND_MS, "a receive doorbell in Error returns within %d ms while the producer races (worst %.1f ms)",
 	      DOORBELL_BOUND_MS, worst_rq);
+	CHECK(most_sq <= r.sq_entries,
+	      "a send doorbell in Error takes at most a ring's worth (%u entries) while the producer races (most %u)",
+	      r.sq_entries, most_sq);
+	CHECK(most_rq <= r.rq_entries,
+	      "a receive doorbell in Error takes at most a ring's worth (%u entries) while the producer races (most %u)",
+	      r.rq_entries, most_rq);
 	CHECK(flushed > 0, "the doorbells flushed entries (%lu)", flushed);
 	/* Sane again: the QP goes away cleanly. */
 	__atomic_store_n(&r.sq->producer, r.sq->consumer, __ATOMIC_RELEASE);
@@ -372,8 +391,13 @@ static void srq_peer_close(void)
 			printf("# send %d: %s\n", i, ibv_wc_status_str(wc.status));
 			break;
 		}
-		ok = !poll_wait(scq[1], &wc, 5000) && wc.status == IBV_WC_SUCCESS && wc.byte_len == MSG &&
-		     wc.wr_id == (uint64_t)(100 + i) && rbuf[i][0] == 0x30 + i && rbuf[i][MSG - 1] == 0x30 + i;
+		if (poll_wait(scq[1], &wc, 5000)) {
+			printf("# receive %d: no completion within 5 s\n", i);
+			ok = 0;
+			break;
+		}
+		ok = wc.status == IBV_WC_SUCCESS && wc.byte_len == MSG && wc.wr_id == (uint64_t)(100 + i) &&
+		     rbuf[i][0] == 0x30 + i && rbuf[i][MSG - 1] == 0x30 + i;
 		if (!ok)
 			printf("# receive %d: %s, id %" PRIu64 ", %u octets\n", i, ibv_wc_status_str(wc.status),
 			       wc.wr_id, wc.byte_len);
