@@ -125,7 +125,7 @@ record "module build" 1 0
 
 log "== userspace provider (tools/provider)"
 make -s -C tools/provider >"$logs/provider.log" 2>&1 || fatal "provider build" "$logs/provider.log"
-make -s -C tools/stress >>"$logs/provider.log" 2>&1 || fatal "rsiw-storm, rsiw-uvfuzz build" "$logs/provider.log"
+make -s -C tools/stress >>"$logs/provider.log" 2>&1 || fatal "rsiw-storm, rsiw-uvfuzz, rsiw-hostile-ring build" "$logs/provider.log"
 make -s -C tools/bench >>"$logs/provider.log" 2>&1 || fatal "rsiw-qpbench build" "$logs/provider.log"
 # rdma-core 55 in a private prefix (ibv_wr_flush) and the provider and
 # checks built against it.
@@ -269,6 +269,11 @@ vm_test uvfuzz 2G kunit.enable=0 tools/vmtest/uvfuzz.sh
 # after destroy on a ringless CQ, another process's QP number in
 # rdma_connect/rdma_accept (refused).
 vm_test hostile-process 2G kunit.enable=0 tools/vmtest/hostile-process.sh
+# A hostile process against the shared rings (as nobody): its producer
+# indices raced against the doorbells of a QP in Error (bounded flushes,
+# no lockup), and two QPs on one SRQ with one peer closing (the other
+# keeps its receives).
+vm_test hostile-ring 2G kunit.enable=0 tools/vmtest/hostile-ring.sh
 vm_test memcg 2G kunit.enable=0 tools/vmtest/memcg.sh
 
 # host_check NAME COMMAND...: a host-side check of a VM test, as an ok /

@@ -69,6 +69,10 @@ pub(crate) struct QpHost<'a> {
     pub(super) zc: Option<&'a mut Segments>,
 }
 
+/// Most local entries (registration, invalidation) one look at the send
+/// queue carries out (`sq_next_into`).
+const MAX_LOCAL_RUN: usize = 64;
+
 /// A local memory problem ends the stream with a local catastrophic error.
 pub(crate) fn local_err(_: MrError) -> TermError {
     error::rdmap::LOCAL_CATA
@@ -178,6 +182,9 @@ impl QpHost<'_> {
     /// SRQ, unless one is taken already; whether there is one
     /// (`st.claimed`). A process's ring entry is read and checked once,
     /// into its place.
+    // Out of line: on the message path's hot list (rust/hot-functions.txt),
+    // and called from every receive step (`rq_peek`, `place_recv`, `rq_pop`).
+    #[inline(never)]
     pub(crate) fn claim(&mut self) -> bool {
         if self.st.claimed.is_none() {
             match self.qp.links.srq() {
@@ -220,7 +227,12 @@ impl Host for QpHost<'_> {
 
     fn sq_next_into(&mut self, out: &mut SendWr) -> bool {
         let _p = Probe::start(Phase::SqNext);
-        loop {
+        // Local entries (registration, invalidation) are carried out here,
+        // under the stream lock, and one that fails does not fail the QP:
+        // at most `MAX_LOCAL_RUN` of them per call, then the TX run stops
+        // and a new one takes the rest (a process posting them as fast as
+        // they are taken must not hold the lock for ever).
+        for _ in 0..MAX_LOCAL_RUN {
             // Into the current entry's place: the engine asks for the next
             // WR once it is done with the current one's local data, and an
             // entry is a few hundred octets (see `SendQueue::pop_into`).
@@ -272,6 +284,13 @@ impl Host for QpHost<'_> {
                 }
             }
         }
+        // More may be posted: a later TX run looks (this one, refused the
+        // kick, runs again when it stops: `tx_release`).
+        self.st.sq_drained = false;
+        if let Some(qp) = self.qp.links.qp_arc() {
+            qp.kick();
+        }
+        false
     }
 
     fn sq_drained(&mut self) -> bool {
@@ -281,8 +300,10 @@ impl Host for QpHost<'_> {
     }
 
     fn sq_flush_next(&mut self) -> Option<SendWr> {
+        // One flush pass (`SendQueue::flush_pop_into`): local entries
+        // included, at most what was posted when the flush began.
         loop {
-            if !self.qp.sq.lock().pop_into(&mut self.st.cur.sqe) {
+            if !self.qp.sq.lock().flush_pop_into(&mut self.st.cur.sqe) {
                 return None;
             }
             let sqe = self.st.cur.sqe.as_ref()?;
@@ -303,14 +324,11 @@ impl Host for QpHost<'_> {
 
     fn rq_peek(&mut self) -> Option<RecvWr> {
         let _p = Probe::start(Phase::RqPeek);
-        if let Some(srq) = self.qp.links.srq().filter(|_| self.st.claimed.is_none()) {
-            // An SRQ's head stays there for every QP on it until a message
-            // takes it (the first placement, or `rq_pop`).
-            return srq.peek().map(|r| RecvWr { wr_id: r.wr_id, len: r.len() });
-        }
-        // The QP's own RQ: taken at the first look, so that its entry is
-        // read and checked once (the engine's next `rq_pop` is this WR; a
-        // stream that fails flushes it through `rq_pop`).
+        // Taken at the first look, off the QP's own RQ or the SRQ: the
+        // engine looks when a message for it arrives, which takes it (the
+        // engine's next `rq_pop` is this WR; a stream that fails flushes
+        // it through `rq_flush_next`). So its entry is read and checked
+        // once: the length the engine checks is the one placed into.
         if !self.claim() {
             return None;
         }
@@ -325,6 +343,23 @@ impl Host for QpHost<'_> {
         self.st.claimed = None;
         self.st.recv_bad = bad.then_some(wr_id);
         Some(RecvWr { wr_id, len })
+    }
+
+    fn rq_flush_next(&mut self) -> Option<RecvWr> {
+        if self.st.claimed.is_none() {
+            // On an SRQ only what this QP took is flushed: the SRQ's other
+            // WRs stay for the other QPs on it (verbs, QP to Error).
+            if self.qp.links.has_srq() {
+                return None;
+            }
+            // The QP's own RQ: one flush pass (`RecvQueue::flush_pop_into`).
+            let taken = Option::as_mut(&mut *self.qp.rq.lock())
+                .is_some_and(|rq| rq.flush_pop_into(&mut self.st.claimed));
+            if !taken {
+                return None;
+            }
+        }
+        self.rq_pop()
     }
 
     fn complete(&mut self, c: crate::engine::qp::Completion) {

@@ -241,6 +241,9 @@ pub(crate) struct StreamStatus {
     pub(crate) ready: bool,
     pub(crate) closed: bool,
     pub(crate) failed: bool,
+    /// `IB_EVENT_QP_LAST_WQE_REACHED` was raised for this Error (a QP on
+    /// an SRQ: once per Error, until a reset).
+    pub(crate) last_wqe: bool,
     pub(crate) terminate_sent: Option<TermError>,
     pub(crate) terminate_received: Option<TermError>,
 }
@@ -338,6 +341,10 @@ pub(crate) struct Qp {
     tx_running: AtomicBool,
     /// A TX run was refused while another went on (`Qp::tx_acquire`).
     tx_missed: AtomicBool,
+    /// `detach` waits the TX and RX work out: a run that starts from now
+    /// on touches nothing of the QP's links and ends at once. Cleared by
+    /// a reset (the QP may connect again), never after `destroy_qp`.
+    works_closed: AtomicBool,
     /// The stream ends without an error: the peer's FIN (not a reset) or
     /// the ULP moving the QP to Error. WRs are flushed, the iw_cm sees a
     /// disconnect, no `IB_EVENT_QP_FATAL` is raised.
@@ -491,6 +498,7 @@ impl Qp {
                 rx_local: AtomicBool::new(false),
                 rx_work_forced: AtomicBool::new(false),
                 tx_queued: AtomicBool::new(false),
+                works_closed: AtomicBool::new(false),
                 tx_running: AtomicBool::new(false),
                 tx_missed: AtomicBool::new(false),
                 quiet_end: AtomicBool::new(false),
@@ -709,20 +717,36 @@ impl Qp {
                 rq.set_error(true);
             }
         }
-        let mut st = self.stream.lock();
-        let st = &mut *st;
-        let engine = st.engine.as_deref();
-        if engine.is_none_or(|e| e.send_flushed()) {
-            // Completions held for page releases come first.
-            self.drain_order_of(&mut st.host);
-            loop {
-                let sqe = self.sq.lock().pop();
-                let Some(sqe) = sqe else { break };
-                self.flush_sqe(&sqe);
+        let recv_done = {
+            let mut st = self.stream.lock();
+            let st = &mut *st;
+            let engine = st.engine.as_deref();
+            if engine.is_none_or(|e| e.send_flushed()) {
+                // Completions held for page releases come first.
+                self.drain_order_of(&mut st.host);
+                // One pass: what was posted when it began (`flush_pop`).
+                loop {
+                    let sqe = self.sq.lock().flush_pop();
+                    let Some(sqe) = sqe else { break };
+                    self.flush_sqe(&sqe);
+                }
             }
-        }
-        if engine.is_none_or(|e| e.recv_flushed()) {
-            self.flush_recv();
+            let recv_done = engine.is_none_or(|e| e.recv_flushed());
+            if recv_done {
+                self.flush_recv();
+            }
+            recv_done
+        };
+        if recv_done && self.links.has_srq() {
+            // The receive this QP took from the SRQ is flushed: it takes
+            // no more. Once per Error, outside every lock of ours.
+            let first = {
+                let mut s = self.ib_state.lock();
+                s.0 == QpState::Err && !core::mem::replace(&mut s.1.last_wqe, true)
+            };
+            if first {
+                self.notifier.last_wqe_reached();
+            }
         }
     }
 
@@ -778,7 +802,13 @@ impl Qp {
             S::Sqd => self.close(),
             S::Reset => {
                 self.detach();
-                self.enter(S::Reset);
+                {
+                    let mut st = self.ib_state.lock();
+                    self.set_state(&mut st.0, S::Reset);
+                    st.1.last_wqe = false;
+                }
+                // The works may run again (the QP may connect again).
+                self.works_closed.store(false, Ordering::SeqCst);
                 // Error is over: new entries are the QP's again.
                 self.sq.lock().set_flag(crate::ffi::ib::abi::RING_ERROR, false);
                 if let Some(rq) = self.rq.lock().as_ref() {

@@ -103,22 +103,30 @@ impl UserSq {
     }
 }
 
+/// `flush_left` of a queue with no flush pass under way.
+pub(super) const NO_PASS: u32 = u32::MAX;
+
 /// The send queue: a fixed ring, or a process's ring (`user`).
 pub(crate) struct SendQueue {
     pub(super) ring: KVVec<Option<Sqe>>,
-    pub(super) head: usize,
-    pub(super) count: usize,
+    /// The kernel ring's oldest entry and how many it holds (`u32`: a
+    /// queue is at most `max_qp_wr` deep, and `Qp` must stay small).
+    pub(super) head: u32,
+    pub(super) count: u32,
     pub(super) user: Option<UserSq>,
+    /// Entries the flush pass under way may still take
+    /// ([`Self::flush_pop_into`]; [`NO_PASS`]: none under way).
+    flush_left: u32,
 }
 
 impl SendQueue {
     pub(crate) fn new(max_wr: usize) -> Result<Self> {
         // No room at all (`max_send_wr` 0): every post is refused.
-        Ok(Self { ring: KVVec::from_elem(None, max_wr, GFP_KERNEL_ACCOUNT)?, head: 0, count: 0, user: None })
+        Ok(Self { ring: KVVec::from_elem(None, max_wr, GFP_KERNEL_ACCOUNT)?, head: 0, count: 0, user: None, flush_left: NO_PASS })
     }
 
     pub(crate) fn new_user(user: UserSq) -> Self {
-        Self { ring: KVVec::new(), head: 0, count: 0, user: Some(user) }
+        Self { ring: KVVec::new(), head: 0, count: 0, user: Some(user), flush_left: NO_PASS }
     }
 
     /// Entries the queue holds at most.
@@ -179,25 +187,63 @@ impl SendQueue {
         if self.user.is_some() {
             return Err(EINVAL); // the process posts through its ring
         }
-        if self.count == self.ring.len() {
+        if self.count as usize == self.ring.len() {
             return Err(ENOMEM);
         }
-        let tail = (self.head + self.count) % self.ring.len();
+        let tail = (self.head as usize + self.count as usize) % self.ring.len();
         self.ring[tail] = Some(sqe);
         self.count += 1;
         Ok(())
     }
 
-    pub(crate) fn pop(&mut self) -> Option<Sqe> {
-        let mut sqe = None;
-        self.pop_into(&mut sqe);
-        sqe
-    }
-
     /// Takes the next entry into `dst` (false, and `dst` untouched, if
     /// there is none). A process's entry is converted in place, into the
     /// entry `dst` already holds if any (see [`Sqe::reset`]).
+    // Out of line, its body in it: it is on the message path's hot list
+    // (rust/hot-functions.txt), the flush's copy of the body is cold.
+    #[inline(never)]
     pub(crate) fn pop_into(&mut self, dst: &mut Option<Sqe>) -> bool {
+        self.flush_left = NO_PASS;
+        self.take_into(dst)
+    }
+
+    /// [`Self::pop_into`] for a flush: a pass takes at most as many entries
+    /// as were posted when it began (at most a ring's worth: a broken
+    /// index counts as a full ring), so a loop that takes until `false`
+    /// ends however fast entries are posted (a process's other thread
+    /// moving the producer index, a ULP posting from its completion
+    /// handler). `false` ends the pass; what was posted after its start
+    /// is the next pass's (a post or doorbell to a failed QP flushes what
+    /// it sees).
+    pub(crate) fn flush_pop_into(&mut self, dst: &mut Option<Sqe>) -> bool {
+        if self.flush_left == NO_PASS {
+            self.flush_left = self.posted();
+        }
+        if self.flush_left == 0 || !self.take_into(dst) {
+            self.flush_left = NO_PASS;
+            return false;
+        }
+        self.flush_left -= 1;
+        true
+    }
+
+    /// [`Self::flush_pop_into`] into a new entry.
+    pub(crate) fn flush_pop(&mut self) -> Option<Sqe> {
+        let mut sqe = None;
+        self.flush_pop_into(&mut sqe);
+        sqe
+    }
+
+    /// Entries posted now (a process's ring: at most its size).
+    fn posted(&self) -> u32 {
+        match &self.user {
+            Some(u) => u.ring.len(),
+            None => self.count,
+        }
+    }
+
+    #[inline(always)]
+    fn take_into(&mut self, dst: &mut Option<Sqe>) -> bool {
         if let Some(u) = self.user.as_mut() {
             match u.ring.take() {
                 None => return false,
@@ -209,8 +255,8 @@ impl SendQueue {
         if self.count == 0 {
             return false;
         }
-        *dst = self.ring[self.head].take();
-        self.head = (self.head + 1) % self.ring.len();
+        *dst = self.ring[self.head as usize].take();
+        self.head = ((self.head as usize + 1) % self.ring.len()) as u32;
         self.count -= 1;
         dst.is_some()
     }

@@ -49,6 +49,7 @@ impl Rqe {
 
     /// A process's ring entry, checked as [`Rqe::new`] checks a WR: one
     /// with more than `max_sge` SGEs is `bad`.
+    #[cfg(rsiw_kunit)]
     fn from_user(r: &rsiw_rqe, max_sge: usize) -> Self {
         let mut rqe = Rqe::default();
         rqe.set_from_user(r, max_sge);
@@ -82,14 +83,22 @@ impl Rqe {
     }
 }
 
+/// `flush_left` of a queue with no flush pass under way.
+const NO_PASS: u32 = u32::MAX;
+
 /// A fixed ring of receive WRs, or a process's ring (`user`: it posts
 /// there, never through `push`).
 pub(crate) struct RecvQueue {
     ring: KVVec<Rqe>,
-    head: usize,
-    count: usize,
+    /// The kernel ring's oldest WR and how many it holds (`u32`: a queue
+    /// is at most `max_qp_wr` deep, and `Qp` must stay small).
+    head: u32,
+    count: u32,
     max_sge: usize,
     user: Option<WqRing<rsiw_rqe>>,
+    /// WRs the flush pass under way may still take
+    /// ([`Self::flush_pop_into`]; `NO_PASS`: none under way).
+    flush_left: u32,
 }
 
 impl RecvQueue {
@@ -99,7 +108,7 @@ impl RecvQueue {
         if max_sge > MAX_SGE {
             return Err(EINVAL);
         }
-        Ok(Self { ring: KVVec::from_elem(Rqe::default(), max_wr, GFP_KERNEL_ACCOUNT)?, head: 0, count: 0, max_sge, user: None })
+        Ok(Self { ring: KVVec::from_elem(Rqe::default(), max_wr, GFP_KERNEL_ACCOUNT)?, head: 0, count: 0, max_sge, user: None, flush_left: NO_PASS })
     }
 
     /// A process's receive ring of WRs of up to `max_sge` SGEs.
@@ -107,7 +116,7 @@ impl RecvQueue {
         if max_sge > MAX_SGE {
             return Err(EINVAL);
         }
-        Ok(Self { ring: KVVec::new(), head: 0, count: 0, max_sge, user: Some(ring) })
+        Ok(Self { ring: KVVec::new(), head: 0, count: 0, max_sge, user: Some(ring), flush_left: NO_PASS })
     }
 
     /// Takes a process's ring away (the queue is empty from then on).
@@ -143,7 +152,7 @@ impl RecvQueue {
     pub(crate) fn len(&self) -> usize {
         match &self.user {
             Some(r) => r.len() as usize,
-            None => self.count,
+            None => self.count as usize,
         }
     }
 
@@ -153,26 +162,67 @@ impl RecvQueue {
         if usize::from(rqe.num_sge) > self.max_sge || self.user.is_some() {
             return Err(EINVAL);
         }
-        if self.count == self.ring.len() {
+        if self.count as usize == self.ring.len() {
             return Err(ENOMEM);
         }
-        let tail = (self.head + self.count) % self.ring.len();
+        let tail = (self.head as usize + self.count as usize) % self.ring.len();
         self.ring[tail] = rqe;
         self.count += 1;
         Ok(())
     }
 
-    /// The head WR (a copy), left queued.
+    /// The head WR (a copy), left queued (the self-tests': the driver
+    /// takes a WR before it reads it, and reads it once).
+    #[cfg(rsiw_kunit)]
     pub(crate) fn peek(&self) -> Option<Rqe> {
         if let Some(r) = &self.user {
             return r.peek().map(|e| Rqe::from_user(&e, self.max_sge));
         }
-        (self.count > 0).then(|| self.ring[self.head])
+        (self.count > 0).then(|| self.ring[self.head as usize])
     }
 
     /// Takes the head WR into `dst` (false, `dst` untouched, if there is
     /// none): a process's entry is converted into its place.
+    // Out of line, its body in it: it is on the message path's hot list
+    // (rust/hot-functions.txt), the flush's copy of the body is cold.
+    #[inline(never)]
     pub(crate) fn pop_into(&mut self, dst: &mut Option<Rqe>) -> bool {
+        self.flush_left = NO_PASS;
+        self.take_into(dst)
+    }
+
+    /// [`Self::pop_into`] for a flush: a pass takes at most as many WRs as
+    /// were posted when it began (see `SendQueue::flush_pop_into`);
+    /// `false` ends it.
+    pub(crate) fn flush_pop_into(&mut self, dst: &mut Option<Rqe>) -> bool {
+        if self.flush_left == NO_PASS {
+            self.flush_left = self.posted();
+        }
+        if self.flush_left == 0 || !self.take_into(dst) {
+            self.flush_left = NO_PASS;
+            return false;
+        }
+        self.flush_left -= 1;
+        true
+    }
+
+    /// [`Self::flush_pop_into`] into a new WR.
+    pub(crate) fn flush_pop(&mut self) -> Option<Rqe> {
+        let mut rqe = None;
+        self.flush_pop_into(&mut rqe);
+        rqe
+    }
+
+    /// WRs posted now (a process's ring: at most its size).
+    fn posted(&self) -> u32 {
+        match &self.user {
+            Some(r) => r.len(),
+            None => self.count,
+        }
+    }
+
+    #[inline(always)]
+    fn take_into(&mut self, dst: &mut Option<Rqe>) -> bool {
         if let Some(r) = self.user.as_mut() {
             match r.take() {
                 None => return false,
@@ -184,8 +234,8 @@ impl RecvQueue {
         if self.count == 0 {
             return false;
         }
-        *dst = Some(self.ring[self.head]);
-        self.head = (self.head + 1) % self.ring.len();
+        *dst = Some(self.ring[self.head as usize]);
+        self.head = ((self.head as usize + 1) % self.ring.len()) as u32;
         self.count -= 1;
         true
     }
@@ -245,14 +295,10 @@ impl Srq {
         self.inner.lock().push(rqe)
     }
 
-    /// Takes the oldest WR (any context). When the number left drops below
-    /// an armed limit, the limit is disarmed and
+    /// Takes the oldest WR (any context): a QP takes it when a message for
+    /// it arrives, and reads it once (no look before). When the number
+    /// left drops below an armed limit, the limit is disarmed and
     /// `IB_EVENT_SRQ_LIMIT_REACHED` raised, outside the lock.
-    /// The head WQE (a copy), without taking it.
-    pub(crate) fn peek(&self) -> Option<Rqe> {
-        self.inner.lock().rq.peek()
-    }
-
     pub(crate) fn pop(&self) -> Option<Rqe> {
         let (rqe, fire) = {
             let mut inner = self.inner.lock();

@@ -153,9 +153,11 @@ impl Qp {
         }
     }
 
+    /// Flushes the QP's own RQ: one pass, what was posted when it began
+    /// (`RecvQueue::flush_pop`). An SRQ is not this QP's to flush.
     pub(crate) fn flush_recv(&self) {
         loop {
-            let rqe = Option::as_mut(&mut *self.rq.lock()).and_then(|rq| rq.pop());
+            let rqe = Option::as_mut(&mut *self.rq.lock()).and_then(|rq| rq.flush_pop());
             let Some(rqe) = rqe else { break };
             if let Some(cq) = self.links.recv_cq() {
                 let _ = cq.push(self.wc(rqe.wr_id, WcOpcode::Recv, WcStatus::WrFlushErr, 0));
@@ -179,12 +181,27 @@ impl Qp {
         if let Some(s) = sock.as_mut() {
             s.unhook();
         }
-        // The TX work holds a reference and checks `dead`; wait it out.
-        wait_ms(5000, || !self.tx_queued.load(Ordering::Acquire) && !self.tx_running.load(Ordering::Acquire));
-        // So does the RX work, which finds no socket now; an earlier run
-        // may still be delivering its events. No callback can queue it
-        // again: the socket is unhooked.
-        wait_ms(5000, || !self.rx_work_queued.load(Ordering::SeqCst) && !self.rx_running.load(Ordering::SeqCst));
+        // The TX and RX work hold references and use the QP's links (its
+        // CQs, the SRQ), which `destroy_qp` hands back to the core when
+        // this returns: no run may be going on or start that uses them.
+        // From the flag on, a run that starts ends at once (`tx_rounds`,
+        // `run_rx`: they look after raising their run flag, all `SeqCst`);
+        // the runs going on now are waited out, however long they take (a
+        // run is bounded: at most 64 rounds, non-blocking sends, bounded
+        // flushes). A run going on with no run flag yet (queued, or
+        // between its queued and run flags) is one that looks at the flag.
+        self.works_closed.store(true, Ordering::SeqCst);
+        let idle = || {
+            !self.tx_queued.load(Ordering::SeqCst)
+                && !self.tx_running.load(Ordering::SeqCst)
+                && !self.rx_work_queued.load(Ordering::SeqCst)
+                && !self.rx_running.load(Ordering::SeqCst)
+        };
+        let mut waited_s = 0u32;
+        while !wait_ms(10_000, idle) {
+            waited_s = waited_s.saturating_add(10);
+            pr_warn!("qp {}: teardown has waited {} s for its TX/RX work\n", self.qpn, waited_s);
+        }
         {
             // The unsent batch and the spare notification hold references
             // (the notification one on this QP).
@@ -412,6 +429,11 @@ impl Qp {
         // while a run is about to start.
         self.rx_running.store(true, Ordering::SeqCst);
         self.rx_work_queued.store(false, Ordering::SeqCst);
+        // As for the TX run (`tx_rounds`): after `rx_running`.
+        if self.works_closed.load(Ordering::SeqCst) {
+            self.rx_running.store(false, Ordering::SeqCst);
+            return;
+        }
         // Late: every CPU was busy (processes busy-polling on the others,
         // say), and waiting for one costs more than reading in the
         // softirq. Read there for a while, then try again. (Counting late

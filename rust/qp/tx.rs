@@ -77,6 +77,13 @@ impl Qp {
     /// run (`tx_running`).
     fn tx_rounds(self: &Arc<Self>) {
         let _p = Probe::start(Phase::TxRun);
+        // After the run went (`tx_running` set, `SeqCst`): `detach` either
+        // waits for this run, or stored the flag before it looked at the
+        // run flags, and this load sees it.
+        if self.works_closed.load(Ordering::SeqCst) {
+            self.tx_release();
+            return;
+        }
         // Read first: the swap is a locked instruction, and the flag is
         // almost never set.
         if self.close_expired.load(Ordering::Relaxed) && self.close_expired.swap(false, Ordering::AcqRel) {

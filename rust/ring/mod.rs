@@ -19,6 +19,9 @@ use crate::ffi::ib::{abi, rsiw_ring_info, SharedRing, Udata, UserAbi};
 
 /// Most entries a ring may have (the device's largest queue, rounded up).
 const MAX_ENTRIES: u32 = 1 << 20;
+// A flush takes at most a ring's worth (`SendQueue::flush_pop_into`):
+// within the engine's own bound.
+const _: () = assert!(MAX_ENTRIES as usize <= crate::engine::qp::MAX_FLUSH);
 const _: () = {
     let l = crate::device::DEFAULT_LIMITS;
     assert!(l.max_cqe.next_power_of_two() <= MAX_ENTRIES);
@@ -96,7 +99,10 @@ impl<T: UserAbi> WqRing<T> {
         (prod, prod.wrapping_sub(self.cons))
     }
 
-    /// What the process posted next, if anything.
+    /// What the process posted next, if anything. One look at the
+    /// producer index per call: a loop that takes until `None` while the
+    /// process keeps posting never ends, so a loop that must (a flush)
+    /// takes at most [`Self::len`] as it was when it began.
     pub(crate) fn take(&mut self) -> Option<Entry<T>> {
         let (prod, n) = self.posted();
         self.seen = prod;
@@ -137,7 +143,9 @@ impl<T: UserAbi> WqRing<T> {
     }
 
     /// A copy of the oldest entry, left on the ring (`None` also for a
-    /// broken ring: [`Self::take`] reports it).
+    /// broken ring: [`Self::take`] reports it). The self-tests' only: an
+    /// entry the driver uses is taken first and read once.
+    #[cfg(rsiw_kunit)]
     pub(crate) fn peek(&self) -> Option<T> {
         let n = self.posted().1;
         (n > 0 && n <= self.entries).then(|| self.mem.read(self.slot(self.cons)))

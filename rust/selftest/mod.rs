@@ -15,6 +15,7 @@ mod read_inv;
 mod rx_work;
 mod scale;
 mod siw;
+mod srq;
 #[cfg(rsiw_kunit)]
 mod util;
 mod verbs;

@@ -85,6 +85,13 @@ impl KQp {
         Self::create_with(pd, scq, rcq, wr, Some(count_qp_event))
     }
 
+    /// A QP that takes its receives from `srq`, its events counted in
+    /// [`QP_EVENTS`] (reset).
+    pub(crate) fn create_on_srq(pd: &KPd, scq: &KCq, rcq: &KCq, wr: u32, srq: &super::srq::KSrq) -> Result<Self> {
+        QP_EVENTS.reset();
+        Self::create_full(pd, scq, rcq, wr, Some(count_qp_event), srq.raw())
+    }
+
     fn create_with(
         pd: &KPd,
         scq: &KCq,
@@ -92,8 +99,20 @@ impl KQp {
         wr: u32,
         handler: Option<unsafe extern "C" fn(*mut sys::ib_event, *mut c_void)>,
     ) -> Result<Self> {
+        Self::create_full(pd, scq, rcq, wr, handler, ptr::null_mut())
+    }
+
+    fn create_full(
+        pd: &KPd,
+        scq: &KCq,
+        rcq: &KCq,
+        wr: u32,
+        handler: Option<unsafe extern "C" fn(*mut sys::ib_event, *mut c_void)>,
+        srq: *mut sys::ib_srq,
+    ) -> Result<Self> {
         let mut attr = sys::ib_qp_init_attr::default();
         attr.event_handler = handler;
+        attr.srq = srq;
         attr.send_cq = scq.raw();
         attr.recv_cq = rcq.raw();
         attr.cap.max_send_wr = wr;
@@ -103,7 +122,8 @@ impl KQp {
         attr.cap.max_inline_data = 64;
         attr.qp_type = sys::ib_qp_type_IB_QPT_RC;
         attr.sq_sig_type = sys::ib_sig_type_IB_SIGNAL_REQ_WR;
-        // SAFETY: PD and CQs are live; `attr` valid for the call.
+        // SAFETY: PD, CQs (and SRQ, if any) are live; `attr` valid for
+        // the call.
         let qp = unsafe { sys::ib_create_qp_kernel(pd.raw(), &mut attr, c"rsiw_kunit".as_ptr().cast()) };
         if qp.is_null() || (qp as usize) > usize::MAX - 4095 {
             return Err(if qp.is_null() { ENOMEM } else { Error::from_errno(qp as isize as c_int) });
@@ -290,15 +310,23 @@ impl Drop for KQp {
 /// (KUnit cases run one at a time; each such QP resets the counts).
 pub(crate) struct QpEventLog {
     fatal: AtomicU32,
+    last_wqe: AtomicU32,
     other: AtomicU32,
 }
 
-pub(crate) static QP_EVENTS: QpEventLog = QpEventLog { fatal: AtomicU32::new(0), other: AtomicU32::new(0) };
+pub(crate) static QP_EVENTS: QpEventLog =
+    QpEventLog { fatal: AtomicU32::new(0), last_wqe: AtomicU32::new(0), other: AtomicU32::new(0) };
 
 impl QpEventLog {
     fn reset(&self) {
         self.fatal.store(0, Ordering::Relaxed);
+        self.last_wqe.store(0, Ordering::Relaxed);
         self.other.store(0, Ordering::Relaxed);
+    }
+
+    /// `IB_EVENT_QP_LAST_WQE_REACHED` events seen.
+    pub(crate) fn last_wqe(&self) -> u32 {
+        self.last_wqe.load(Ordering::Acquire)
     }
 
     /// `IB_EVENT_QP_FATAL` events seen.
@@ -315,7 +343,11 @@ impl QpEventLog {
 unsafe extern "C" fn count_qp_event(ev: *mut sys::ib_event, _ctx: *mut c_void) {
     // SAFETY: the core passes an event valid for the call.
     let kind = unsafe { (*ev).event };
-    let counter = if kind == sys::ib_event_type_IB_EVENT_QP_FATAL { &QP_EVENTS.fatal } else { &QP_EVENTS.other };
+    let counter = match kind {
+        sys::ib_event_type_IB_EVENT_QP_FATAL => &QP_EVENTS.fatal,
+        sys::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED => &QP_EVENTS.last_wqe,
+        _ => &QP_EVENTS.other,
+    };
     counter.fetch_add(1, Ordering::AcqRel);
 }
 

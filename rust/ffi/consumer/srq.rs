@@ -51,6 +51,22 @@ impl KSrq {
         Ok(Self { srq, limit_events })
     }
 
+    pub(crate) fn raw(&self) -> *mut sys::ib_srq {
+        self.srq
+    }
+
+    /// `ib_post_srq_recv` of one WR over `seg`.
+    pub(crate) fn post_seg(&self, wr_id: u64, seg: super::qp::Seg) -> Result {
+        let mut sge = sys::ib_sge { addr: seg.addr, length: seg.len, lkey: seg.lkey };
+        let mut wr = sys::ib_recv_wr::default();
+        wr.__bindgen_anon_1.wr_id = wr_id;
+        wr.sg_list = &mut sge;
+        wr.num_sge = 1;
+        let mut bad: *const sys::ib_recv_wr = ptr::null();
+        // SAFETY: SRQ alive; the WR and SGE live for the call (copied).
+        kernel::error::to_result(unsafe { sys::rsiw_ib_post_srq_recv(self.srq, &wr, &mut bad) })
+    }
+
     /// The driver's SRQ behind it (a `D` device's SRQ).
     pub(crate) fn srq<D: Driver>(&self) -> &D::Srq {
         // SAFETY: alive until drop, made on a `D` device.

@@ -266,6 +266,14 @@ impl QpNotifier {
         // SAFETY: by the invariant the QP is alive; callers hold no lock.
         unsafe { raise(Element::Qp(self.0), sys::ib_event_type_IB_EVENT_QP_FATAL) };
     }
+
+    /// `IB_EVENT_QP_LAST_WQE_REACHED`: a QP on an SRQ is in Error and will
+    /// take no more WRs from it (what it took is flushed). `ib_drain_qp`
+    /// of such a QP waits for it.
+    pub(crate) fn last_wqe_reached(&self) {
+        // SAFETY: by the invariant the QP is alive; callers hold no lock.
+        unsafe { raise(Element::Qp(self.0), sys::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED) };
+    }
 }
 
 /// The driver data of an `ib_qp`.

@@ -10,6 +10,16 @@ use super::{
 use crate::error::TermError;
 use crate::wire::terminate;
 
+/// Most work requests one flush takes from each of the host's queues. A
+/// queue the host shares with a process may be refilled as fast as it is
+/// taken from: a flush that took until the queue was empty would never
+/// end. A host bounds what it gives a flush to what was posted when it
+/// began (rsiw's rings: what the producer index said then, at most a
+/// ring); this is the engine's own bound, the largest queue a host may
+/// have. What is posted after a flush is the next flush's, which the
+/// host asks for ([`Qp::flush`]) when it is posted to the failed QP.
+pub const MAX_FLUSH: usize = 1 << 20;
+
 impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
     /// Completes every outstanding request with [`Status::Flushed`]: the
     /// send side in posting order (held successes, outstanding requests,
@@ -30,9 +40,11 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
         } else {
             self.flush_send(host);
         }
-        // Receives: the one being filled and the rest.
+        // Receives: the one being filled and the rest (of a queue of the
+        // QP's own: see `Host::rq_flush_next`).
         self.rxc.abort();
-        while let Some(r) = host.rq_pop() {
+        for _ in 0..MAX_FLUSH {
+            let Some(r) = host.rq_flush_next() else { break };
             host.complete(Completion::new(
                 WorkQueue::Recv,
                 r.wr_id,
@@ -98,7 +110,8 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
             ));
         }
         self.rtr_to_send = None;
-        while let Some(wr) = host.sq_flush_next() {
+        for _ in 0..MAX_FLUSH {
+            let Some(wr) = host.sq_flush_next() else { break };
             host.complete(Completion::new(
                 WorkQueue::Send,
                 wr.wr_id,

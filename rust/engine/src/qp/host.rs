@@ -52,6 +52,14 @@ pub trait Host: StagTable {
     fn rq_peek(&mut self) -> Option<RecvWr>;
     /// Removes the receive queue's head.
     fn rq_pop(&mut self) -> Option<RecvWr>;
+    /// Takes the next receive work request to flush (the stream has
+    /// ended). By default [`Host::rq_pop`]. A host whose receives come from
+    /// a queue shared with other QPs (an SRQ) gives only the one this QP
+    /// took for a message in progress: the others stay for the other QPs.
+    /// A flush asks at most [`super::MAX_FLUSH`] times (see there).
+    fn rq_flush_next(&mut self) -> Option<RecvWr> {
+        self.rq_pop()
+    }
     /// Delivers a completion (the host must not lose it: a full CQ is its
     /// own fatal error).
     fn complete(&mut self, c: Completion);

@@ -107,6 +107,7 @@ pub use wr::{
 };
 
 pub(crate) use flush::seq_lt;
+pub use flush::MAX_FLUSH;
 pub(crate) use wr::sq_opcode;
 
 /// Completions held back to keep send-queue completion order.

@@ -70,6 +70,18 @@ struct Mock {
     local_invs: Vec<(u32, Vec<u8>)>,
     /// `invalidate_local` fails.
     fail_inv: bool,
+    /// The receive queue is shared with other QPs (an SRQ, as rsiw's
+    /// host has it): its head stays there until a placement takes it for
+    /// this QP (`claimed`), and a flush gives only that one.
+    srq: bool,
+    claimed: Option<RecvWr>,
+    /// Both queues are refilled as fast as they are taken from (a process
+    /// that keeps moving its rings' producer index): completions are only
+    /// counted (`counted`), and a queue taken from more than any flush
+    /// may take panics.
+    endless: bool,
+    counted: [usize; 2],
+    taken: [usize; 2],
 }
 
 const PD: u32 = 7;
@@ -147,6 +159,12 @@ impl Mock {
 impl Host for Mock {
     fn sq_next(&mut self) -> Option<SendWr> {
         self.sq_looks += 1;
+        if self.endless {
+            self.taken[0] += 1;
+            assert!(self.taken[0] <= MAX_FLUSH, "the flush kept taking from the send queue");
+            let n = self.taken[0] as u64;
+            return Some(wr(n, SendOp::Send { invalidate: None }, 0, Local::default()));
+        }
         self.sq.pop_front()
     }
     fn sq_drained(&mut self) -> bool {
@@ -187,12 +205,27 @@ impl Host for Mock {
         }
     }
     fn rq_peek(&mut self) -> Option<RecvWr> {
-        self.rq.front().copied()
+        self.claimed.or_else(|| self.rq.front().copied())
     }
     fn rq_pop(&mut self) -> Option<RecvWr> {
-        self.rq.pop_front()
+        if self.endless {
+            self.taken[1] += 1;
+            assert!(self.taken[1] <= MAX_FLUSH, "the flush kept taking from the receive queue");
+            return Some(RecvWr { wr_id: self.taken[1] as u64, len: 0 });
+        }
+        self.claimed.take().or_else(|| self.rq.pop_front())
+    }
+    fn rq_flush_next(&mut self) -> Option<RecvWr> {
+        match self.srq {
+            true => self.claimed.take(),
+            false => self.rq_pop(),
+        }
     }
     fn complete(&mut self, c: Completion) {
+        if self.endless {
+            self.counted[usize::from(c.queue == WorkQueue::Recv)] += 1;
+            return;
+        }
         let s = self.mrs.first().map(|m| m.data.clone()).unwrap_or_default();
         self.snap.push(s);
         self.cq.push(c);
@@ -247,6 +280,9 @@ impl Host for Mock {
         Ok(())
     }
     fn place_recv(&mut self, wr: &RecvWr, offset: u32, data: &[u8]) -> Result<(), TermError> {
+        if self.srq && self.claimed.is_none() {
+            self.claimed = self.rq.pop_front();
+        }
         let b = self
             .rbufs
             .get_mut(wr.wr_id as usize)
@@ -2174,4 +2210,59 @@ fn read_with_invalidate_of_an_invalid_sink_fails() {
     let c = p.ha.cq.iter().find(|c| c.wr_id == 3).expect("the Read completes");
     assert!(matches!(c.status, Status::LocalError(_)), "{c:?}");
     assert!(p.ha.events.iter().any(|e| matches!(e, Event::LocalTerminate(_))));
+}
+
+/// A host whose queues are refilled as fast as a flush takes from them (a
+/// process moving its rings' producer index from another thread): the
+/// flush ends, after at most `MAX_FLUSH` WRs from each queue.
+#[test]
+fn flush_of_queues_that_keep_filling_ends() {
+    let mut p = pair();
+    p.ha.endless = true;
+    p.a.on_connection_lost(&mut p.ha);
+    assert_eq!(p.a.state(), State::Error);
+    assert_eq!(p.ha.taken, [MAX_FLUSH, MAX_FLUSH]);
+    assert_eq!(p.ha.counted, [MAX_FLUSH, MAX_FLUSH]);
+}
+
+/// Receives from a queue shared with other QPs (an SRQ): a stream that
+/// ends flushes only the receive it took for the message in progress;
+/// the queue's other WRs stay for the other QPs. Nothing taken: nothing
+/// flushed.
+#[test]
+fn srq_flush_takes_only_the_claimed_receive() {
+    for mid_message in [true, false] {
+        let mut p = pair();
+        p.hb.srq = true;
+        let ids: Vec<u64> = (0..4).map(|_| p.hb.post_recv(8192)).collect();
+        let src = p.ha.mr(0x1000, 8192, RW());
+        if mid_message {
+            // A Send of several FPDUs, of which only the first arrives.
+            post_a(&mut p, wr(1, SendOp::Send { invalidate: None }, 6000, Local { stag: src, to: 0x1000, handle: 0 }));
+            let mut buf = vec![0u8; 1600];
+            let n = p.a.tx(&mut p.ha, &SoftCrc32c, &mut buf);
+            assert!(n > 0);
+            assert_eq!(p.b.rx(&mut p.hb, &SoftCrc32c, &buf[..n]), n);
+            assert_eq!(p.hb.claimed.map(|r| r.wr_id), Some(ids[0]));
+        }
+        p.b.on_connection_lost(&mut p.hb);
+        assert_eq!(p.b.state(), State::Error);
+        let flushed: Vec<u64> = p
+            .hb
+            .cq
+            .iter()
+            .filter(|c| c.queue == WorkQueue::Recv)
+            .inspect(|c| assert_eq!(c.status, Status::Flushed))
+            .map(|c| c.wr_id)
+            .collect();
+        let left: Vec<u64> = p.hb.rq.iter().map(|r| r.wr_id).collect();
+        if mid_message {
+            assert_eq!(flushed, [ids[0]]);
+            assert_eq!(left, ids[1..]);
+        } else {
+            assert_eq!(flushed, [] as [u64; 0]);
+            assert_eq!(left, ids);
+        }
+        assert!(p.hb.claimed.is_none());
+    }
 }
