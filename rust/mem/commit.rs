@@ -17,8 +17,8 @@ use crate::{
 /// MR: cache lines written back, then `pmem_wmb`; otherwise a store
 /// barrier). A failure becomes the response's status (NotDurable); the
 /// stream goes on.
-pub(crate) fn commit_region(table: &StagTable, r: &Region) -> bool {
-    match table.commit(r.stag, r.to, u64::from(r.len)) {
+pub(crate) fn commit_region(table: &StagTable, pd: u32, r: &Region) -> bool {
+    match table.commit(r.stag, pd, r.to, u64::from(r.len)) {
         Ok(()) => true,
         Err(e) => {
             if crate::ffi::runtime::ratelimited() {

@@ -138,6 +138,11 @@ impl Grant {
     }
 }
 
+/// Octets a persistent RDMA Commit writes back per hold of the MR's lock
+/// ([`Mr::commit`]): a region may be 4 GiB, and the lock keeps interrupts
+/// off.
+pub(crate) const COMMIT_STEP: u64 = 1 << 20;
+
 /// The index part of an STag.
 pub(crate) const fn stag_index(stag: u32) -> u32 {
     stag >> 8
@@ -594,29 +599,48 @@ impl Mr {
         }
     }
 
-    /// RDMA Commit of `len` octets at `to` through `stag` (checked like a
-    /// copy): written back to persistent memory if the MR grants
-    /// `FLUSH_PERSISTENT`, made visible if it grants `FLUSH_GLOBAL`. The
-    /// engine already checked PD and the commit right; this runs under the
-    /// MR's lock so the memory cannot go away meanwhile.
-    pub(crate) fn commit(&self, stag: u32, to: u64, len: u64) -> Result<(), MrError> {
-        let st = self.state.lock();
-        Self::check_locked(&st, stag, to, len)?;
-        let off = region_offset(st.iova, st.len, to, len)?;
-        if st.access & ib::FLUSH_PERSISTENT != 0 {
+    /// RDMA Commit of `len` octets at `to` through `stag` by a QP of `pd`
+    /// (checked like a copy): written back to persistent memory if the MR
+    /// grants `FLUSH_PERSISTENT`, made visible if it grants `FLUSH_GLOBAL`.
+    /// The write-back of a region (up to 4 GiB) runs in steps of
+    /// [`COMMIT_STEP`] octets, each under the MR's lock with its checks
+    /// again (the same registration), so interrupts are on between steps
+    /// and the memory cannot go away during one; a registration that ends
+    /// in the middle fails the commit.
+    pub(crate) fn commit(&self, stag: u32, pd: u32, to: u64, len: u64) -> Result<(), MrError> {
+        let mut done = 0u64;
+        let mut reg = None;
+        loop {
+            let st = self.state.lock();
+            Self::check_locked(&st, stag, to, len)?;
+            if self.pd != pd {
+                return Err(MrError::Pd);
+            }
+            if *reg.get_or_insert(st.reg) != st.reg {
+                return Err(MrError::InvalidStag);
+            }
+            let off = region_offset(st.iova, st.len, to, len)?;
+            if st.access & ib::FLUSH_PERSISTENT == 0 {
+                return if st.access & ib::FLUSH_GLOBAL != 0 {
+                    crate::ffi::mem::pmem::visibility_barrier();
+                    Ok(())
+                } else {
+                    Err(MrError::Access)
+                };
+            }
             // Registration made sure these pages are persistent memory.
-            let (Memory::Pages(p), Ok(n)) = (&st.mem, usize::try_from(len)) else {
+            let Memory::Pages(p) = &st.mem else {
                 return Err(MrError::NotPersistent);
             };
-            let pos = st.first_offset.checked_add(off).ok_or(MrError::Bounds)?;
-            p.write_back(pos, n).map_err(|_| MrError::Bounds)?;
-            crate::ffi::mem::pmem::persistence_barrier();
-            Ok(())
-        } else if st.access & ib::FLUSH_GLOBAL != 0 {
-            crate::ffi::mem::pmem::visibility_barrier();
-            Ok(())
-        } else {
-            Err(MrError::Access)
+            let n = (len - done).min(COMMIT_STEP);
+            let pos = st.first_offset.checked_add(off + done).ok_or(MrError::Bounds)?;
+            p.write_back(pos, n as usize).map_err(|_| MrError::Bounds)?;
+            done += n;
+            drop(st);
+            if done == len {
+                crate::ffi::mem::pmem::persistence_barrier();
+                return Ok(());
+            }
         }
     }
 
@@ -904,9 +928,10 @@ impl StagTable {
         self.get(stag).ok_or(MrError::InvalidStag)?.copy_from(stag, to, dst)
     }
 
-    /// RDMA Commit of a region of the MR `stag` names (see [`Mr::commit`]).
-    pub(crate) fn commit(&self, stag: u32, to: u64, len: u64) -> Result<(), MrError> {
-        self.get(stag).ok_or(MrError::InvalidStag)?.commit(stag, to, len)
+    /// RDMA Commit of a region of the MR `stag` names on a QP of `pd`
+    /// (see [`Mr::commit`]).
+    pub(crate) fn commit(&self, stag: u32, pd: u32, to: u64, len: u64) -> Result<(), MrError> {
+        self.get(stag).ok_or(MrError::InvalidStag)?.commit(stag, pd, to, len)
     }
 
     /// `IB_WR_LOCAL_INV` (or a Read with Local Invalidate) of `stag` by

@@ -541,7 +541,7 @@ impl Host for QpHost<'_> {
     }
 
     fn make_durable(&mut self, region: &commit::Region) -> bool {
-        crate::mem::commit::commit_region(self.stags(), region)
+        crate::mem::commit::commit_region(self.stags(), self.qp.pd, region)
     }
 
     fn invalidate(&mut self, stag: u32) -> Result<(), TermError> {

@@ -160,12 +160,15 @@ mod tests {
             let r = table.lookup(stag).ok_or(EINVAL)?;
             assert!(r.valid && r.access.contains(Access::COMMIT) && !r.durable);
             // Committing it orders stores; a region past its end does not.
-            assert_eq!(table.commit(stag, iova, len), Ok(()));
-            assert_eq!(table.commit(stag, iova + len, 1), Err(MrError::Bounds));
+            let pdid = pd.pd::<crate::device::Rsiw>().id();
+            assert_eq!(table.commit(stag, pdid, iova, len), Ok(()));
+            assert_eq!(table.commit(stag, pdid, iova + len, 1), Err(MrError::Bounds));
+            // Another PD's QP may not commit it.
+            assert_eq!(table.commit(stag, pdid + 1, iova, len), Err(MrError::Pd));
             // The PD's local DMA MR has no flush right.
             let lkey = pd.local_dma_lkey();
             assert!(!table.lookup(lkey).ok_or(EINVAL)?.access.contains(Access::COMMIT));
-            assert_eq!(table.commit(lkey, buf.as_ptr() as u64, 8), Err(MrError::Access));
+            assert_eq!(table.commit(lkey, pdid, buf.as_ptr() as u64, 8), Err(MrError::Access));
             drop(mr);
 
             // A DMA MR spans all memory: persistent flush refused, global fine.

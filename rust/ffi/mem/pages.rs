@@ -6,9 +6,12 @@
 //! Memory validity is the registration contract: a kernel consumer that
 //! maps pages to an MR (or uses its PD's DMA MR) guarantees them for the
 //! life of the registration, user memory is pinned by `ib_umem` until
-//! deregistration. The caller (the driver's MR) checks every access against the
-//! registration (state, key, bounds) under the MR's lock before calling
-//! in here, and deregistration detaches the memory under that lock before
+//! deregistration (for writing only if the registration grants a write
+//! right: every write path here refuses pages pinned read-only, see
+//! [`MrPages`]). The caller (the driver's MR) checks every access against
+//! the registration (state, key, PD, rights, bounds, and the registration
+//! an earlier validation named) under the MR's lock before calling in
+//! here, and deregistration detaches the memory under that lock before
 //! the pages are unpinned. Atomics touch their word after the MR's lock is
 //! released, under an in-flight pin the end of a registration waits for
 //! (see [`WordAt`]).
@@ -142,8 +145,8 @@ impl MrPages {
         self.walk(pos, src.len(), |entry, off, n| {
             // SAFETY: `entry` is an entry of this list (a kernel virtual
             // address the consumer mapped on this virt-DMA device, or a
-            // page pinned by the MR's umem); `walk` keeps `off + n` within
-            // its block.
+            // page the MR's umem pinned for writing: `writable` is checked
+            // above); `walk` keeps `off + n` within its block.
             unsafe { piece_write(self.kind, entry, off, &src[done..done + n]) };
             done += n;
         })
@@ -331,7 +334,9 @@ impl KernelMemory {
         // SAFETY: a DMA MR lets its consumer name any kernel memory it owns
         // by address (the contract of `ib_get_dma_mr`/`local_dma_lkey` on a
         // virt-DMA device, as for siw and rxe); the address is non-null
-        // and does not wrap.
+        // and does not wrap. Only its consumer gets here: the MR's every
+        // access is checked for its PD (ids unique among the live PDs) and
+        // its registration under the MR's lock first (`mem::mr::Grant`).
         unsafe { ptr::copy_nonoverlapping(src.as_ptr(), addr as *mut u8, src.len()) };
         Ok(())
     }
@@ -378,15 +383,18 @@ impl KernelMemory {
 /// # Safety
 ///
 /// `entry` is a live entry of kind `kind` (a mapped kernel virtual address
-/// of a virt-DMA block, or a pinned `struct page`), and `off + chunk.len()`
-/// lies within its block.
+/// of a virt-DMA block, or a `struct page` pinned for writing), and
+/// `off + chunk.len()` lies within its block. (The list's `writable` is
+/// what says a user page was pinned for writing: its write paths check it
+/// before they call this.)
 unsafe fn piece_write(kind: PagesKind, entry: usize, off: usize, chunk: &[u8]) {
     match kind {
         // SAFETY: per the contract, the range is mapped kernel memory.
         PagesKind::VirtDma => unsafe {
             ptr::copy_nonoverlapping(chunk.as_ptr(), (entry + off) as *mut u8, chunk.len())
         },
-        // SAFETY: per the contract, a pinned page, `off + len <= PAGE_SIZE`.
+        // SAFETY: per the contract, a page pinned for writing,
+        // `off + len <= PAGE_SIZE`.
         PagesKind::Page => unsafe {
             sys::rsiw_copy_to_page(entry as *mut sys::page, off, chunk.as_ptr().cast(), chunk.len())
         },
@@ -487,7 +495,8 @@ impl SpanAt {
         for &(entry, off, n) in self.pieces() {
             let chunk = src.get(done..done + n).ok_or(EINVAL)?;
             // SAFETY: a piece `span_at` located inside the registration's
-            // mapping (as `MrPages::write` checks it); the caller's
+            // mapping (as `MrPages::write` checks it), for a write (so of
+            // pages that may be written: checked above); the caller's
             // in-flight pin keeps the registration, hence the memory.
             unsafe { piece_write(self.kind, entry, off, chunk) };
             done += n;
