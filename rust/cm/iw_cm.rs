@@ -42,6 +42,12 @@ fn find_qp(dev: &Device, qpn: u32, id: &CmId) -> Result<Arc<dyn CmQp>> {
     if !id.caller_owns(qp.links()) {
         return Err(EACCES);
     }
+    // The connection grants the peer RDMA Write and Read, as the iw_cm's
+    // own QP attributes say (`iw_cm_init_qp_attr`) and as iWARP RNICs
+    // enable them when they connect: rdma_cm moves a QP to INIT with no
+    // remote rights before the iw_cm is involved, and a process's QP gets
+    // no later `IB_QP_ACCESS_FLAGS`. A consumer restricts them after.
+    qp.grant_connection_rights();
     Ok(qp)
 }
 

@@ -533,6 +533,13 @@ impl Qp {
         self.remote_access.load(Ordering::Relaxed)
     }
 
+    /// What connecting (the iw_cm's connect or accept) grants: remote
+    /// Write and Read besides what the QP had (see `cm::iw_cm::find_qp`).
+    pub(crate) fn grant_connection_rights(&self) {
+        use crate::ffi::mem::pages::access;
+        self.remote_access.fetch_or(access::REMOTE_WRITE | access::REMOTE_READ, Ordering::Relaxed);
+    }
+
     /// `modify_qp` with `IB_QP_ACCESS_FLAGS`: only the remote rights
     /// mean anything for a QP (`LOCAL_WRITE` is accepted and ignored).
     pub(crate) fn set_access_flags(&self, flags: u32) {
