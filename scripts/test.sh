@@ -179,6 +179,9 @@ VM_TIMEOUT=1200 vm_test nvmeof-sustained 3G kunit.enable=0 tools/vmtest/nvmeof-s
 # kunit_terminate_after_mib): recovery from the flushed completions and a
 # reconnect within seconds, no I/O timeout, the data intact.
 vm_test nvmeof-terminate 3G kunit.enable=0 tools/vmtest/nvmeof-terminate.sh 256
+# nvmet-rdma on shared receive queues (use_srq=1): a disconnect under I/O
+# on another connection without the drain's one-minute wait for Last WQE.
+vm_test nvmeof-srq 3G kunit.enable=0 tools/vmtest/nvmeof-srq.sh 64
 # The other kernel ULP users of soft RNICs run: NFS over RDMA (nfsd's
 # svcrdma and the xprtrdma client, NFSv4.2 over rsiw), data compared on
 # both sides, with siw's and NFS/TCP's figures beside rsiw's.
