@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 //! Raw bindings generated at build time by bindgen from
 //! `include/rsiw_sys.h` (see Kbuild). Private to `ffi`: nothing else in the
-//! driver sees these types.
+//! driver sees these types. Generated code: the lints are allowed as the
+//! kernel allows them on its own bindings (`rust/bindings/lib.rs`).
 
 #![allow(
     non_camel_case_types,
@@ -13,6 +14,10 @@
     dead_code,
     missing_docs,
     clippy::all,
+    clippy::as_underscore,
+    clippy::cast_lossless,
+    clippy::ptr_as_ptr,
+    clippy::ref_as_ptr,
     clippy::undocumented_unsafe_blocks
 )]
 

@@ -36,8 +36,8 @@ pub(crate) fn cm_state(cm_id: u64, local: Option<SockAddr>, remote: Option<SockA
     unsafe {
         sys::rsiw_trace_cm_state(
             cm_id,
-            l.as_ref().map_or(core::ptr::null(), |a| a as *const _),
-            r.as_ref().map_or(core::ptr::null(), |a| a as *const _),
+            l.as_ref().map_or(core::ptr::null(), core::ptr::from_ref),
+            r.as_ref().map_or(core::ptr::null(), core::ptr::from_ref),
             op,
             ol,
             np,

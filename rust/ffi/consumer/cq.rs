@@ -77,6 +77,11 @@ pub(crate) struct KCq {
     seen: Pin<KBox<Seen>>,
 }
 
+/// # Safety
+///
+/// Only the RDMA core calls this, as the handler this file registers,
+/// with the context pointer given at registration and its other
+/// pointers valid for the call.
 unsafe extern "C" fn on_comp(cq: *mut sys::ib_cq, ctx: *mut c_void) {
     // SAFETY: `ctx` is the `Seen` of the `KCq` owning `cq`.
     let seen = unsafe { &*ctx.cast::<Seen>() };
@@ -116,6 +121,11 @@ impl Drop for Repost<'_> {
     }
 }
 
+/// # Safety
+///
+/// Only the RDMA core calls this, as the handler this file registers,
+/// with the context pointer given at registration and its other
+/// pointers valid for the call.
 unsafe extern "C" fn on_event(ev: *mut sys::ib_event, ctx: *mut c_void) {
     // SAFETY: `ctx` is the `Seen` of the `KCq`; `ev` valid for the call.
     let (seen, ev) = unsafe { (&*ctx.cast::<Seen>(), &*ev) };
@@ -147,7 +157,7 @@ impl KCq {
         // SAFETY: device held; handlers and context outlive the CQ
         // (destroyed in drop before `seen`).
         let cq = unsafe {
-            sys::__ib_create_cq(dev.raw(), Some(on_comp), Some(on_event), ctx, &attr, c"rsiw_kunit".as_ptr().cast())
+            sys::__ib_create_cq(dev.raw(), Some(on_comp), Some(on_event), ctx, &attr, c"rsiw_kunit".as_char_ptr())
         };
         if let Some(e) = err_of(cq) {
             return Err(e);
@@ -160,7 +170,7 @@ impl KCq {
     pub(crate) fn alloc_free_direct(dev: &Found, cqe: i32) -> Result<i32> {
         // SAFETY: device held.
         let cq = unsafe {
-            sys::__ib_alloc_cq(dev.raw(), ptr::null_mut(), cqe, 0, sys::ib_poll_context_IB_POLL_DIRECT, c"rsiw_kunit".as_ptr().cast())
+            sys::__ib_alloc_cq(dev.raw(), ptr::null_mut(), cqe, 0, sys::ib_poll_context_IB_POLL_DIRECT, c"rsiw_kunit".as_char_ptr())
         };
         if let Some(e) = err_of(cq) {
             return Err(e);

@@ -51,7 +51,7 @@ impl Found {
     /// Allocates and frees a PD the way kernel ULPs do.
     pub(crate) fn alloc_dealloc_pd(&self, count: impl FnOnce() -> u32) -> Result<u32> {
         // SAFETY: device held; the name is a static C string.
-        let pd = unsafe { sys::__ib_alloc_pd(self.0, 0, c"rsiw_kunit".as_ptr().cast()) };
+        let pd = unsafe { sys::__ib_alloc_pd(self.0, 0, c"rsiw_kunit".as_char_ptr()) };
         // NULL or ERR_PTR(-errno).
         if pd.is_null() || (pd as usize) > usize::MAX - 4096 {
             return Err(ENOMEM);

@@ -22,7 +22,7 @@ impl KPd {
     pub(crate) fn alloc(dev: &Found, unsafe_global_rkey: bool) -> Result<Self> {
         let flags = if unsafe_global_rkey { sys::ib_pd_flags_IB_PD_UNSAFE_GLOBAL_RKEY } else { 0 };
         // SAFETY: device held by `dev`; static name.
-        let pd = unsafe { sys::__ib_alloc_pd(dev.raw(), flags, c"rsiw_kunit".as_ptr().cast()) };
+        let pd = unsafe { sys::__ib_alloc_pd(dev.raw(), flags, c"rsiw_kunit".as_char_ptr()) };
         if is_err(pd) {
             return Err(ENOMEM);
         }

@@ -50,10 +50,11 @@ impl PmemDev {
         let pages = len.div_ceil(kernel::page::PAGE_SIZE);
         let mut kaddr: *mut c_void = core::ptr::null_mut();
         let mut pfn: kernel::ffi::c_ulong = 0;
+        let want = kernel::ffi::c_long::try_from(pages).unwrap_or(kernel::ffi::c_long::MAX);
         // SAFETY: `dax` is a live dax device we hold a reference on.
-        let n = unsafe { sys::rsiw_dax_direct_access(dax, 0, pages as _, &mut kaddr, &mut pfn) };
+        let n = unsafe { sys::rsiw_dax_direct_access(dax, 0, want, &mut kaddr, &mut pfn) };
         let dev = Self { file, dax, kaddr: kaddr.cast(), len };
-        if n < pages as _ || kaddr.is_null() {
+        if n < want || kaddr.is_null() {
             return Err(if n < 0 { Error::from_errno(n as i32) } else { ERANGE });
         }
         Ok(dev)

@@ -110,21 +110,26 @@ impl KQp {
         handler: Option<unsafe extern "C" fn(*mut sys::ib_event, *mut c_void)>,
         srq: *mut sys::ib_srq,
     ) -> Result<Self> {
-        let mut attr = sys::ib_qp_init_attr::default();
-        attr.event_handler = handler;
-        attr.srq = srq;
-        attr.send_cq = scq.raw();
-        attr.recv_cq = rcq.raw();
-        attr.cap.max_send_wr = wr;
-        attr.cap.max_recv_wr = wr;
-        attr.cap.max_send_sge = 2;
-        attr.cap.max_recv_sge = 2;
-        attr.cap.max_inline_data = 64;
-        attr.qp_type = sys::ib_qp_type_IB_QPT_RC;
-        attr.sq_sig_type = sys::ib_sig_type_IB_SIGNAL_REQ_WR;
+        let mut attr = sys::ib_qp_init_attr {
+            event_handler: handler,
+            srq,
+            send_cq: scq.raw(),
+            recv_cq: rcq.raw(),
+            cap: sys::ib_qp_cap {
+                max_send_wr: wr,
+                max_recv_wr: wr,
+                max_send_sge: 2,
+                max_recv_sge: 2,
+                max_inline_data: 64,
+                ..Default::default()
+            },
+            qp_type: sys::ib_qp_type_IB_QPT_RC,
+            sq_sig_type: sys::ib_sig_type_IB_SIGNAL_REQ_WR,
+            ..Default::default()
+        };
         // SAFETY: PD, CQs (and SRQ, if any) are live; `attr` valid for
         // the call.
-        let qp = unsafe { sys::ib_create_qp_kernel(pd.raw(), &mut attr, c"rsiw_kunit".as_ptr().cast()) };
+        let qp = unsafe { sys::ib_create_qp_kernel(pd.raw(), &mut attr, c"rsiw_kunit".as_char_ptr()) };
         if qp.is_null() || (qp as usize) > usize::MAX - 4095 {
             return Err(if qp.is_null() { ENOMEM } else { Error::from_errno(qp as isize as c_int) });
         }
@@ -143,8 +148,7 @@ impl KQp {
     }
 
     pub(crate) fn modify(&self, state: QpState) -> Result {
-        let mut attr = sys::ib_qp_attr::default();
-        attr.qp_state = state.to_raw();
+        let mut attr = sys::ib_qp_attr { qp_state: state.to_raw(), ..Default::default() };
         // SAFETY: alive; the ops entry as `ib_modify_qp` calls it.
         to_result(unsafe {
             modify_qp(self.0, &mut attr, sys::ib_qp_attr_mask_IB_QP_STATE as c_int)
@@ -340,6 +344,11 @@ impl QpEventLog {
     }
 }
 
+/// # Safety
+///
+/// Only the RDMA core calls this, as the handler this file registers,
+/// with the context pointer given at registration and its other
+/// pointers valid for the call.
 unsafe extern "C" fn count_qp_event(ev: *mut sys::ib_event, _ctx: *mut c_void) {
     // SAFETY: the core passes an event valid for the call.
     let kind = unsafe { (*ev).event };

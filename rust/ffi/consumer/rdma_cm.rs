@@ -85,6 +85,11 @@ impl EventQueue {
 
 /// The handler every test id has; `context` is an `Arc<EventQueue>`
 /// (`Arc::into_raw`), owned by the id's [`CmId`].
+///
+/// # Safety
+///
+/// Only rdma_cm calls this, as the event handler of the ids this file
+/// creates, with a live id and event and `context` as set at creation.
 unsafe extern "C" fn on_event(id: *mut sys::rdma_cm_id, ev: *mut sys::rdma_cm_event) -> c_int {
     // SAFETY: rdma_cm calls this with a live id and event, in process
     // context, under the id's handler mutex; `context` is a queue that
@@ -237,18 +242,23 @@ impl CmId {
     /// `rdma_create_qp` on `pd` with `scq`/`rcq`; QP events counted in
     /// `qp_events`.
     pub(crate) fn create_qp(&self, pd: &Pd, scq: &Cq, rcq: &Cq, wr: u32, qp_events: &QpEvents) -> Result {
-        let mut attr = sys::ib_qp_init_attr::default();
-        attr.event_handler = Some(on_qp_event);
-        attr.qp_context = ptr::from_ref(qp_events).cast_mut().cast();
-        attr.send_cq = scq.0;
-        attr.recv_cq = rcq.0;
-        attr.cap.max_send_wr = wr;
-        attr.cap.max_recv_wr = wr;
-        attr.cap.max_send_sge = 2;
-        attr.cap.max_recv_sge = 2;
-        attr.cap.max_inline_data = 64;
-        attr.qp_type = sys::ib_qp_type_IB_QPT_RC;
-        attr.sq_sig_type = sys::ib_sig_type_IB_SIGNAL_REQ_WR;
+        let mut attr = sys::ib_qp_init_attr {
+            event_handler: Some(on_qp_event),
+            qp_context: ptr::from_ref(qp_events).cast_mut().cast(),
+            send_cq: scq.0,
+            recv_cq: rcq.0,
+            cap: sys::ib_qp_cap {
+                max_send_wr: wr,
+                max_recv_wr: wr,
+                max_send_sge: 2,
+                max_recv_sge: 2,
+                max_inline_data: 64,
+                ..Default::default()
+            },
+            qp_type: sys::ib_qp_type_IB_QPT_RC,
+            sq_sig_type: sys::ib_sig_type_IB_SIGNAL_REQ_WR,
+            ..Default::default()
+        };
         // SAFETY: id, PD and CQs alive; `qp_events` outlives the QP
         // (the caller's contract, kept by `CmPair`'s field order).
         to_result(unsafe { sys::rdma_create_qp(self.id, pd.0, &mut attr) })
@@ -341,6 +351,11 @@ pub(crate) struct QpEvents {
     pub(crate) other: AtomicU32,
 }
 
+/// # Safety
+///
+/// Only the RDMA core calls this, as the handler this file registers,
+/// with the context pointer given at registration and its other
+/// pointers valid for the call.
 unsafe extern "C" fn on_qp_event(ev: *mut sys::ib_event, ctx: *mut c_void) {
     // SAFETY: `ctx` is the `QpEvents` given at creation, alive while
     // the QP is; `ev` is valid for the call.
@@ -375,7 +390,7 @@ impl Pd {
             return Err(ENODEV);
         }
         // SAFETY: a device rdma_cm holds for the id using it.
-        let pd = unsafe { sys::__ib_alloc_pd(dev, flags, c"rsiw_kunit_cm".as_ptr().cast()) };
+        let pd = unsafe { sys::__ib_alloc_pd(dev, flags, c"rsiw_kunit_cm".as_char_ptr()) };
         Ok(Self(errp(pd)?))
     }
 
@@ -400,6 +415,11 @@ impl Drop for Pd {
 /// A CQ polled directly; `comp` counts completion notifications.
 pub(crate) struct Cq(*mut sys::ib_cq, Pin<KBox<AtomicU32>>);
 
+/// # Safety
+///
+/// Only the RDMA core calls this, as the handler this file registers,
+/// with the context pointer given at registration and its other
+/// pointers valid for the call.
 unsafe extern "C" fn on_comp(_cq: *mut sys::ib_cq, ctx: *mut c_void) {
     // SAFETY: `ctx` is the counter of the `Cq`, alive while the CQ is.
     unsafe { &*ctx.cast::<AtomicU32>() }.fetch_add(1, Ordering::Relaxed);
@@ -425,7 +445,7 @@ impl Cq {
         // SAFETY: the device is held by the id using it; handler and
         // context outlive the CQ (destroyed in drop first).
         let cq = unsafe {
-            sys::__ib_create_cq(dev, Some(on_comp), None, ctx, &attr, c"rsiw_kunit_cm".as_ptr().cast())
+            sys::__ib_create_cq(dev, Some(on_comp), None, ctx, &attr, c"rsiw_kunit_cm".as_char_ptr())
         };
         Ok(Self(errp(cq)?, seen))
     }

@@ -16,6 +16,11 @@ use crate::ffi::consumer::mr::KPd;
 pub(crate) const SRQ_LIMIT: u32 = sys::ib_srq_attr_mask_IB_SRQ_LIMIT;
 pub(crate) const SRQ_MAX_WR: u32 = sys::ib_srq_attr_mask_IB_SRQ_MAX_WR;
 
+/// # Safety
+///
+/// Only the RDMA core calls this, as the handler this file registers,
+/// with the context pointer given at registration and its other
+/// pointers valid for the call.
 unsafe extern "C" fn on_event(ev: *mut sys::ib_event, ctx: *mut c_void) {
     // SAFETY: `ctx` is the counter of the `KSrq`; `ev` valid for the call.
     let (n, ev) = unsafe { (&*ctx.cast::<AtomicU32>(), &*ev) };
@@ -84,11 +89,11 @@ impl KSrq {
         let mut wrs: [sys::ib_recv_wr; 8] = Default::default();
         let n = ids.len().min(8);
         let base = wrs.as_mut_ptr();
-        for i in 0..n {
+        for (i, &id) in ids.iter().enumerate().take(n) {
             // SAFETY: `i < n <= 8`, in bounds of both arrays.
             unsafe {
                 let w = &mut *base.add(i);
-                w.__bindgen_anon_1.wr_id = ids[i];
+                w.__bindgen_anon_1.wr_id = id;
                 w.sg_list = sges.as_mut_ptr();
                 w.num_sge = nsge as c_int;
                 w.next = if i + 1 < n { base.add(i + 1) } else { ptr::null_mut() };

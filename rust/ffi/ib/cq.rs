@@ -338,6 +338,11 @@ fn fill_wc(wc: &mut sys::ib_wc, c: &Completion) {
     wc.wc_flags = flags as c_int;
 }
 
+/// # Safety
+///
+/// Only the RDMA core calls this, as the `create_cq` callback of the
+/// `ib_device_ops` this file fills in, with the pointers it passes valid for the
+/// call and, for an object, one of `D`'s it created through this file.
 unsafe extern "C" fn create_cq<D: Driver>(
     ibcq: *mut sys::ib_cq,
     attr: *const sys::ib_cq_init_attr,
@@ -368,6 +373,11 @@ unsafe extern "C" fn create_cq<D: Driver>(
     })
 }
 
+/// # Safety
+///
+/// Only the RDMA core calls this, as the `destroy_cq` callback of the
+/// `ib_device_ops` this file fills in, with the pointers it passes valid for the
+/// call and, for an object, one of `D`'s it created through this file.
 unsafe extern "C" fn destroy_cq<D: Driver>(ibcq: *mut sys::ib_cq, _udata: *mut sys::ib_udata) -> c_int {
     // SAFETY: `ibcq` was initialised by `create_cq`; the core calls this
     // once, with no QP left on the CQ, before freeing it.
@@ -378,6 +388,11 @@ unsafe extern "C" fn destroy_cq<D: Driver>(ibcq: *mut sys::ib_cq, _udata: *mut s
     0
 }
 
+/// # Safety
+///
+/// Only the RDMA core calls this, as the `resize_user_cq` callback of the
+/// `ib_device_ops` this file fills in, with the pointers it passes valid for the
+/// call and, for an object, one of `D`'s it created through this file.
 unsafe extern "C" fn resize_user_cq<D: Driver>(ibcq: *mut sys::ib_cq, cqe: u32, _udata: *mut sys::ib_udata) -> c_int {
     from_result(|| {
         // SAFETY: one of `D`'s live, initialised CQs.
@@ -389,6 +404,11 @@ unsafe extern "C" fn resize_user_cq<D: Driver>(ibcq: *mut sys::ib_cq, cqe: u32, 
     })
 }
 
+/// # Safety
+///
+/// Only the RDMA core calls this, as the `poll_cq` callback of the
+/// `ib_device_ops` this file fills in, with the pointers it passes valid for the
+/// call and, for an object, one of `D`'s it created through this file.
 unsafe extern "C" fn poll_cq<D: Driver>(ibcq: *mut sys::ib_cq, num_entries: c_int, wc: *mut sys::ib_wc) -> c_int {
     // SAFETY: one of `D`'s live, initialised CQs.
     let cq = unsafe { cq_data::<D>(ibcq) };
@@ -399,6 +419,11 @@ unsafe extern "C" fn poll_cq<D: Driver>(ibcq: *mut sys::ib_cq, num_entries: c_in
     out.len as c_int
 }
 
+/// # Safety
+///
+/// Only the RDMA core calls this, as the `req_notify_cq` callback of the
+/// `ib_device_ops` this file fills in, with the pointers it passes valid for the
+/// call and, for an object, one of `D`'s it created through this file.
 unsafe extern "C" fn req_notify_cq<D: Driver>(ibcq: *mut sys::ib_cq, flags: sys::ib_cq_notify_flags) -> c_int {
     // SAFETY: one of `D`'s live, initialised CQs.
     let cq = unsafe { cq_data::<D>(ibcq) };

@@ -257,10 +257,12 @@ pub(crate) fn random_mac() -> [u8; 6] {
 /// The ops table of `D`. Built at run time because `owner` is only known
 /// to the loaded module; `ib_set_device_ops` copies it into the device.
 fn device_ops<D: IwCmOps>() -> sys::ib_device_ops {
-    let mut ops = sys::ib_device_ops::default();
-    ops.owner = <<D as Driver>::OwnerModule as kernel::ModuleMetadata>::THIS_MODULE.as_ptr().cast();
-    ops.driver_id = DRIVER_ID;
-    ops.uverbs_abi_ver = ABI_VERSION;
+    let mut ops = sys::ib_device_ops {
+        owner: <<D as Driver>::OwnerModule as kernel::ModuleMetadata>::THIS_MODULE.as_ptr().cast(),
+        driver_id: DRIVER_ID,
+        uverbs_abi_ver: ABI_VERSION,
+        ..Default::default()
+    };
 
     ops.dealloc_driver = Some(dealloc_driver::<D>);
     ops.query_device = Some(query_device::<D>);
@@ -397,12 +399,22 @@ fn atomic_cap(c: AtomicCap) -> sys::ib_atomic_cap {
 // duration of the call; the device pointers are always `D`'s (the core only
 // calls a device's own ops).
 
+/// # Safety
+///
+/// Only the RDMA core calls this, as the `dealloc_driver` callback of the
+/// `ib_device_ops` this file fills in, with the pointers it passes valid for the
+/// call and, for an object, one of `D`'s it created through this file.
 unsafe extern "C" fn dealloc_driver<D: Driver>(ib: *mut sys::ib_device) {
     // SAFETY: the core calls this once, from `ib_dealloc_device`, after
     // which the device is freed: nobody uses the data again.
     unsafe { DevObj::<D>::drop_data(ib) };
 }
 
+/// # Safety
+///
+/// Only the RDMA core calls this, as the `query_device` callback of the
+/// `ib_device_ops` this file fills in, with the pointers it passes valid for the
+/// call and, for an object, one of `D`'s it created through this file.
 unsafe extern "C" fn query_device<D: Driver>(
     ib: *mut sys::ib_device,
     attr: *mut sys::ib_device_attr,
@@ -421,31 +433,42 @@ unsafe extern "C" fn query_device<D: Driver>(
     attr.vendor_id = a.vendor_id;
     attr.vendor_part_id = a.vendor_part_id;
     attr.sys_image_guid = u64::from_ne_bytes(a.sys_image_guid);
-    attr.max_qp = a.max_qp as _;
-    attr.max_qp_wr = a.max_qp_wr as _;
-    attr.max_send_sge = a.max_send_sge as _;
-    attr.max_recv_sge = a.max_recv_sge as _;
-    attr.max_sge_rd = a.max_sge_rd as _;
-    attr.max_cq = a.max_cq as _;
-    attr.max_cqe = a.max_cqe as _;
-    attr.max_mr = a.max_mr as _;
-    attr.max_pd = a.max_pd as _;
-    attr.max_qp_rd_atom = a.max_qp_rd_atom as _;
-    attr.max_qp_init_rd_atom = a.max_qp_init_rd_atom as _;
-    attr.max_res_rd_atom = a.max_res_rd_atom as _;
-    attr.max_srq = a.max_srq as _;
-    attr.max_srq_wr = a.max_srq_wr as _;
-    attr.max_srq_sge = a.max_srq_sge as _;
+    attr.max_qp = a.max_qp;
+    attr.max_qp_wr = a.max_qp_wr;
+    attr.max_send_sge = a.max_send_sge;
+    attr.max_recv_sge = a.max_recv_sge;
+    attr.max_sge_rd = a.max_sge_rd;
+    attr.max_cq = a.max_cq;
+    attr.max_cqe = a.max_cqe;
+    attr.max_mr = a.max_mr;
+    attr.max_pd = a.max_pd;
+    attr.max_qp_rd_atom = a.max_qp_rd_atom;
+    attr.max_qp_init_rd_atom = a.max_qp_init_rd_atom;
+    attr.max_res_rd_atom = a.max_res_rd_atom;
+    attr.max_srq = a.max_srq;
+    attr.max_srq_wr = a.max_srq_wr;
+    attr.max_srq_sge = a.max_srq_sge;
     attr.max_fast_reg_page_list_len = a.max_fast_reg_page_list_len;
     0
 }
 
+/// # Safety
+///
+/// Only the RDMA core calls this, as the `alloc_hw_port_stats` callback of the
+/// `ib_device_ops` this file fills in, with the pointers it passes valid for the
+/// call and, for an object, one of `D`'s it created through this file.
 unsafe extern "C" fn alloc_hw_port_stats(_ib: *mut sys::ib_device, _port: u32) -> *mut sys::rdma_hw_stats {
     // SAFETY: allocates a stats struct the core owns and frees.
     unsafe { sys::rsiw_alloc_hw_port_stats() }
 }
 
 /// Fills every counter of the device (its one port's are the device's).
+///
+/// # Safety
+///
+/// Only the RDMA core calls this, as the `get_hw_stats` callback of the
+/// `ib_device_ops` this file fills in, with the pointers it passes valid for the
+/// call and, for an object, one of `D`'s it created through this file.
 unsafe extern "C" fn get_hw_stats<D: Driver>(
     ib: *mut sys::ib_device,
     stats: *mut sys::rdma_hw_stats,
@@ -462,6 +485,11 @@ unsafe extern "C" fn get_hw_stats<D: Driver>(
     hw_counters::COUNT as c_int
 }
 
+/// # Safety
+///
+/// Only the RDMA core calls this, as the `query_port` callback of the
+/// `ib_device_ops` this file fills in, with the pointers it passes valid for the
+/// call and, for an object, one of `D`'s it created through this file.
 unsafe extern "C" fn query_port<D: Driver>(
     ib: *mut sys::ib_device,
     port: u32,
@@ -500,6 +528,11 @@ unsafe extern "C" fn query_port<D: Driver>(
     0
 }
 
+/// # Safety
+///
+/// Only the RDMA core calls this, as the `get_port_immutable` callback of the
+/// `ib_device_ops` this file fills in, with the pointers it passes valid for the
+/// call and, for an object, one of `D`'s it created through this file.
 unsafe extern "C" fn get_port_immutable<D: Driver>(
     ib: *mut sys::ib_device,
     port: u32,
@@ -519,6 +552,11 @@ unsafe extern "C" fn get_port_immutable<D: Driver>(
     0
 }
 
+/// # Safety
+///
+/// Only the RDMA core calls this, as the `query_gid` callback of the
+/// `ib_device_ops` this file fills in, with the pointers it passes valid for the
+/// call and, for an object, one of `D`'s it created through this file.
 unsafe extern "C" fn query_gid<D: Driver>(
     ib: *mut sys::ib_device,
     _port: u32,
@@ -538,6 +576,11 @@ unsafe extern "C" fn query_gid<D: Driver>(
     }
 }
 
+/// # Safety
+///
+/// Only the RDMA core calls this, as the `alloc_pd` callback of the
+/// `ib_device_ops` this file fills in, with the pointers it passes valid for the
+/// call and, for an object, one of `D`'s it created through this file.
 unsafe extern "C" fn alloc_pd<D: Driver>(pd: *mut sys::ib_pd, _udata: *mut sys::ib_udata) -> c_int {
     from_result(|| {
         // SAFETY: the core set `pd->device` to one of `D`'s live devices.
@@ -550,6 +593,11 @@ unsafe extern "C" fn alloc_pd<D: Driver>(pd: *mut sys::ib_pd, _udata: *mut sys::
     })
 }
 
+/// # Safety
+///
+/// Only the RDMA core calls this, as the `dealloc_pd` callback of the
+/// `ib_device_ops` this file fills in, with the pointers it passes valid for the
+/// call and, for an object, one of `D`'s it created through this file.
 unsafe extern "C" fn dealloc_pd<D: Driver>(pd: *mut sys::ib_pd, _udata: *mut sys::ib_udata) -> c_int {
     // SAFETY: `pd` was initialised by `alloc_pd` and the core calls this
     // once, before freeing it; its device outlives it.
@@ -560,6 +608,11 @@ unsafe extern "C" fn dealloc_pd<D: Driver>(pd: *mut sys::ib_pd, _udata: *mut sys
     0
 }
 
+/// # Safety
+///
+/// Only the RDMA core calls this, as the `alloc_ucontext` callback of the
+/// `ib_device_ops` this file fills in, with the pointers it passes valid for the
+/// call and, for an object, one of `D`'s it created through this file.
 unsafe extern "C" fn alloc_ucontext<D: Driver>(uctx: *mut sys::ib_ucontext, udata: *mut sys::ib_udata) -> c_int {
     from_result(|| {
         // SAFETY: the core set `uctx->device` to one of `D`'s live devices.
@@ -575,6 +628,11 @@ unsafe extern "C" fn alloc_ucontext<D: Driver>(uctx: *mut sys::ib_ucontext, udat
     })
 }
 
+/// # Safety
+///
+/// Only the RDMA core calls this, as the `dealloc_ucontext` callback of the
+/// `ib_device_ops` this file fills in, with the pointers it passes valid for the
+/// call and, for an object, one of `D`'s it created through this file.
 unsafe extern "C" fn dealloc_ucontext<D: Driver>(uctx: *mut sys::ib_ucontext) {
     // SAFETY: initialised by `alloc_ucontext`; called once before the free.
     let (dev, data) = unsafe { (dev_data::<D>((*uctx).device), UctxObj::<D>::data(uctx)) };
@@ -583,6 +641,11 @@ unsafe extern "C" fn dealloc_ucontext<D: Driver>(uctx: *mut sys::ib_ucontext) {
     unsafe { UctxObj::<D>::drop_data(uctx) };
 }
 
+/// # Safety
+///
+/// Only the RDMA core calls this, as the `disassociate_ucontext` callback of the
+/// `ib_device_ops` this file fills in, with the pointers it passes valid for the
+/// call and, for an object, one of `D`'s it created through this file.
 unsafe extern "C" fn disassociate_ucontext<D: Driver>(uctx: *mut sys::ib_ucontext) {
     // SAFETY: initialised by `alloc_ucontext` and not yet deallocated (the
     // core disassociates a live context, before `dealloc_ucontext`).

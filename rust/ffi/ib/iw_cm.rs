@@ -92,15 +92,14 @@ impl CmId {
     /// Delivers `ev` to the id's handler. May be called in any context,
     /// with spinlocks held (the handler queues the event).
     pub(crate) fn deliver(&self, ev: &CmEvent<'_>) -> Result {
-        let mut e = sys::iw_cm_event::default();
-        e.event = match ev.kind {
+        let event = match ev.kind {
             CmEventKind::ConnectRequest => sys::iw_cm_event_type_IW_CM_EVENT_CONNECT_REQUEST,
             CmEventKind::ConnectReply => sys::iw_cm_event_type_IW_CM_EVENT_CONNECT_REPLY,
             CmEventKind::Established => sys::iw_cm_event_type_IW_CM_EVENT_ESTABLISHED,
             CmEventKind::Disconnect => sys::iw_cm_event_type_IW_CM_EVENT_DISCONNECT,
             CmEventKind::Close => sys::iw_cm_event_type_IW_CM_EVENT_CLOSE,
         };
-        e.status = ev.status;
+        let mut e = sys::iw_cm_event { event, status: ev.status, ..Default::default() };
         if let Some(a) = ev.local {
             e.local_addr = a.to_raw().0;
         }
@@ -234,6 +233,11 @@ unsafe fn take_provider_data(id: *mut sys::iw_cm_id) -> usize {
     p.addr()
 }
 
+/// # Safety
+///
+/// Only the iWARP CM (`iw_cm`) calls this, as the `create_listen` callback of the
+/// `iw_cm_verbs` this file fills in, with the pointers it passes valid for the
+/// call and, for an object, one of `D`'s it created through this file.
 unsafe extern "C" fn iw_create_listen<D: IwCmOps>(id: *mut sys::iw_cm_id, backlog: c_int) -> c_int {
     from_result(|| {
         // SAFETY: iw_cm passes a live cm_id of `D`'s device.
@@ -251,6 +255,11 @@ unsafe extern "C" fn iw_create_listen<D: IwCmOps>(id: *mut sys::iw_cm_id, backlo
     })
 }
 
+/// # Safety
+///
+/// Only the iWARP CM (`iw_cm`) calls this, as the `destroy_listen` callback of the
+/// `iw_cm_verbs` this file fills in, with the pointers it passes valid for the
+/// call and, for an object, one of `D`'s it created through this file.
 unsafe extern "C" fn iw_destroy_listen<D: IwCmOps>(id: *mut sys::iw_cm_id) -> c_int {
     // SAFETY: iw_cm passes the live listening cm_id.
     let listener = unsafe { take_provider_data(id) };
@@ -260,6 +269,11 @@ unsafe extern "C" fn iw_destroy_listen<D: IwCmOps>(id: *mut sys::iw_cm_id) -> c_
     0
 }
 
+/// # Safety
+///
+/// Only the iWARP CM (`iw_cm`) calls this, as the `connect` callback of the
+/// `iw_cm_verbs` this file fills in, with the pointers it passes valid for the
+/// call and, for an object, one of `D`'s it created through this file.
 unsafe extern "C" fn iw_connect<D: IwCmOps>(id: *mut sys::iw_cm_id, param: *mut sys::iw_cm_conn_param) -> c_int {
     from_result(|| {
         // SAFETY: iw_cm passes a live cm_id of `D`'s device and its params;
@@ -280,6 +294,11 @@ unsafe extern "C" fn iw_connect<D: IwCmOps>(id: *mut sys::iw_cm_id, param: *mut 
     })
 }
 
+/// # Safety
+///
+/// Only the iWARP CM (`iw_cm`) calls this, as the `accept` callback of the
+/// `iw_cm_verbs` this file fills in, with the pointers it passes valid for the
+/// call and, for an object, one of `D`'s it created through this file.
 unsafe extern "C" fn iw_accept<D: IwCmOps>(id: *mut sys::iw_cm_id, param: *mut sys::iw_cm_conn_param) -> c_int {
     // SAFETY: iw_cm passes the passive cm_id it made for our CONNECT_REQUEST.
     let conn = unsafe { take_provider_data(id) };
@@ -293,6 +312,11 @@ unsafe extern "C" fn iw_accept<D: IwCmOps>(id: *mut sys::iw_cm_id, param: *mut s
     })
 }
 
+/// # Safety
+///
+/// Only the iWARP CM (`iw_cm`) calls this, as the `reject` callback of the
+/// `iw_cm_verbs` this file fills in, with the pointers it passes valid for the
+/// call and, for an object, one of `D`'s it created through this file.
 unsafe extern "C" fn iw_reject<D: IwCmOps>(id: *mut sys::iw_cm_id, pdata: *const c_void, len: u8) -> c_int {
     // SAFETY: iw_cm passes the passive cm_id it made for our CONNECT_REQUEST.
     let conn = unsafe { take_provider_data(id) };

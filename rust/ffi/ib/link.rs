@@ -47,13 +47,14 @@ unsafe impl<T: LinkOps> Sync for Registration<T> {}
 
 impl<T: LinkOps> Registration<T> {
     pub(crate) fn new() -> Result<Self> {
-        let mut ops = sys::rdma_link_ops::default();
-        ops.type_ = T::TYPE.as_char_ptr().cast();
-        ops.newlink = Some(newlink::<T>);
+        let ops = sys::rdma_link_ops {
+            type_: T::TYPE.as_char_ptr().cast(),
+            newlink: Some(newlink::<T>),
+            ..Default::default()
+        };
         let link_ops = KBox::new(Opaque::new(ops), GFP_KERNEL)?;
 
-        let mut nb = sys::notifier_block::default();
-        nb.notifier_call = Some(netdev_event);
+        let nb = sys::notifier_block { notifier_call: Some(netdev_event), ..Default::default() };
         let notifier = KBox::new(Opaque::new(nb), GFP_KERNEL)?;
 
         // SAFETY: `notifier` is boxed, so its address is stable until we
@@ -78,6 +79,11 @@ impl<T: LinkOps> Drop for Registration<T> {
     }
 }
 
+/// # Safety
+///
+/// Only the RDMA netlink core calls this, as the `newlink` callback of the
+/// `rdma_link_ops` this file fills in, with the pointers it passes valid for the
+/// call and, for an object, one of `D`'s it created through this file.
 unsafe extern "C" fn newlink<T: LinkOps>(name: *const c_char, ndev: *mut sys::net_device) -> c_int {
     // SAFETY: the core passes a NUL-terminated name and a net_device it
     // holds a reference to for the duration of the call.
@@ -88,6 +94,11 @@ unsafe extern "C" fn newlink<T: LinkOps>(name: *const c_char, ndev: *mut sys::ne
     }
 }
 
+/// # Safety
+///
+/// Only the RDMA netlink core calls this, as the `netdev_event` callback of the
+/// `rdma_link_ops` this file fills in, with the pointers it passes valid for the
+/// call and, for an object, one of `D`'s it created through this file.
 unsafe extern "C" fn netdev_event(
     _nb: *mut sys::notifier_block,
     event: c_ulong,

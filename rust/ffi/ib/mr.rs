@@ -140,6 +140,11 @@ fn to_ptr(result: Result<*mut sys::ib_mr>) -> *mut sys::ib_mr {
     result.unwrap_or_else(err_ptr)
 }
 
+/// # Safety
+///
+/// Only the RDMA core calls this, as the `get_dma_mr` callback of the
+/// `ib_device_ops` this file fills in, with the pointers it passes valid for the
+/// call and, for an object, one of `D`'s it created through this file.
 unsafe extern "C" fn get_dma_mr<D: Driver>(pd: *mut sys::ib_pd, access: c_int) -> *mut sys::ib_mr {
     // SAFETY: the core passes one of `D`'s live PDs, whose device is `D`'s.
     let (dev, pd) = unsafe { (dev_data::<D>((*pd).device), pd_data::<D>(pd)) };
@@ -150,6 +155,11 @@ unsafe extern "C" fn get_dma_mr<D: Driver>(pd: *mut sys::ib_pd, access: c_int) -
     )
 }
 
+/// # Safety
+///
+/// Only the RDMA core calls this, as the `reg_user_mr` callback of the
+/// `ib_device_ops` this file fills in, with the pointers it passes valid for the
+/// call and, for an object, one of `D`'s it created through this file.
 unsafe extern "C" fn reg_user_mr<D: Driver>(
     pd: *mut sys::ib_pd,
     start: u64,
@@ -172,6 +182,11 @@ unsafe extern "C" fn reg_user_mr<D: Driver>(
     })())
 }
 
+/// # Safety
+///
+/// Only the RDMA core calls this, as the `alloc_mr` callback of the
+/// `ib_device_ops` this file fills in, with the pointers it passes valid for the
+/// call and, for an object, one of `D`'s it created through this file.
 unsafe extern "C" fn alloc_mr<D: Driver>(pd: *mut sys::ib_pd, mr_type: sys::ib_mr_type, max_num_sg: u32) -> *mut sys::ib_mr {
     // SAFETY: the core passes one of `D`'s live PDs, whose device is `D`'s.
     let (dev, pd) = unsafe { (dev_data::<D>((*pd).device), pd_data::<D>(pd)) };
@@ -181,6 +196,12 @@ unsafe extern "C" fn alloc_mr<D: Driver>(pd: *mut sys::ib_pd, mr_type: sys::ib_m
 
 /// `ib_sg_to_pages` callback: appends one page address to the list
 /// `map_mr_sg` is filling.
+///
+/// # Safety
+///
+/// Only the RDMA core calls this, as the `set_page` callback of the
+/// `ib_device_ops` this file fills in, with the pointers it passes valid for the
+/// call and, for an object, one of `D`'s it created through this file.
 unsafe extern "C" fn set_page<D: Driver>(ib: *mut sys::ib_mr, addr: u64) -> c_int {
     // SAFETY: called from `ib_sg_to_pages` inside our `map_mr_sg` on this
     // live MR.
@@ -198,6 +219,11 @@ unsafe extern "C" fn set_page<D: Driver>(ib: *mut sys::ib_mr, addr: u64) -> c_in
     }
 }
 
+/// # Safety
+///
+/// Only the RDMA core calls this, as the `map_mr_sg` callback of the
+/// `ib_device_ops` this file fills in, with the pointers it passes valid for the
+/// call and, for an object, one of `D`'s it created through this file.
 unsafe extern "C" fn map_mr_sg<D: Driver>(
     ib: *mut sys::ib_mr,
     sg: *mut sys::scatterlist,
@@ -225,6 +251,11 @@ unsafe extern "C" fn map_mr_sg<D: Driver>(
     })
 }
 
+/// # Safety
+///
+/// Only the RDMA core calls this, as the `dereg_mr` callback of the
+/// `ib_device_ops` this file fills in, with the pointers it passes valid for the
+/// call and, for an object, one of `D`'s it created through this file.
 unsafe extern "C" fn dereg_mr<D: Driver>(ib: *mut sys::ib_mr, _udata: *mut sys::ib_udata) -> c_int {
     // SAFETY: `ib` is one of `D`'s; its device is alive. The core calls
     // this once and never uses `ib` after.

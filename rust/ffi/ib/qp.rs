@@ -310,6 +310,11 @@ pub(super) fn install_ops<D: Driver>(ops: &mut sys::ib_device_ops) {
     ops.size_ib_qp = QpObj::<D>::SIZE;
 }
 
+/// # Safety
+///
+/// Only the RDMA core calls this, as the `create_qp` callback of the
+/// `ib_device_ops` this file fills in, with the pointers it passes valid for the
+/// call and, for an object, one of `D`'s it created through this file.
 unsafe extern "C" fn create_qp<D: Driver>(
     ibqp: *mut sys::ib_qp,
     attr: *mut sys::ib_qp_init_attr,
@@ -365,6 +370,11 @@ unsafe extern "C" fn create_qp<D: Driver>(
     })
 }
 
+/// # Safety
+///
+/// Only the RDMA core calls this, as the `destroy_qp` callback of the
+/// `ib_device_ops` this file fills in, with the pointers it passes valid for the
+/// call and, for an object, one of `D`'s it created through this file.
 unsafe extern "C" fn destroy_qp<D: Driver>(ibqp: *mut sys::ib_qp, _udata: *mut sys::ib_udata) -> c_int {
     // SAFETY: one of `D`'s QPs; the core calls this once, in process context.
     let (dev, data, qpn) = unsafe { (dev_data::<D>((*ibqp).device), QpObj::<D>::data(ibqp), (*ibqp).qp_num) };
@@ -389,6 +399,11 @@ unsafe extern "C" fn destroy_qp<D: Driver>(ibqp: *mut sys::ib_qp, _udata: *mut s
     0
 }
 
+/// # Safety
+///
+/// Only the RDMA core calls this, as the `modify_qp` callback of the
+/// `ib_device_ops` this file fills in, with the pointers it passes valid for the
+/// call and, for an object, one of `D`'s it created through this file.
 unsafe extern "C" fn modify_qp<D: Driver>(
     ibqp: *mut sys::ib_qp,
     attr: *mut sys::ib_qp_attr,
@@ -417,6 +432,11 @@ unsafe extern "C" fn modify_qp<D: Driver>(
     })
 }
 
+/// # Safety
+///
+/// Only the RDMA core calls this, as the `query_qp` callback of the
+/// `ib_device_ops` this file fills in, with the pointers it passes valid for the
+/// call and, for an object, one of `D`'s it created through this file.
 unsafe extern "C" fn query_qp<D: Driver>(
     ibqp: *mut sys::ib_qp,
     attr: *mut sys::ib_qp_attr,
@@ -449,6 +469,11 @@ unsafe extern "C" fn query_qp<D: Driver>(
     0
 }
 
+/// # Safety
+///
+/// Only the RDMA core calls this, as the `post_send` callback of the
+/// `ib_device_ops` this file fills in, with the pointers it passes valid for the
+/// call and, for an object, one of `D`'s it created through this file.
 unsafe extern "C" fn post_send<D: Driver>(
     ibqp: *mut sys::ib_qp,
     wr: *const sys::ib_send_wr,
@@ -465,6 +490,11 @@ unsafe extern "C" fn post_send<D: Driver>(
     unsafe { post_send_chain::<D>(wr, bad_wr, user, |wr| D::Qp::post_send(qp, wr)) }
 }
 
+/// # Safety
+///
+/// Only the RDMA core calls this, as the `post_recv` callback of the
+/// `ib_device_ops` this file fills in, with the pointers it passes valid for the
+/// call and, for an object, one of `D`'s it created through this file.
 unsafe extern "C" fn post_recv<D: Driver>(
     ibqp: *mut sys::ib_qp,
     wr: *const sys::ib_recv_wr,
@@ -480,17 +510,32 @@ unsafe extern "C" fn post_recv<D: Driver>(
     unsafe { post_recv_chain(wr, bad_wr, |wr| D::Qp::post_recv(qp, wr)) }
 }
 
+/// # Safety
+///
+/// Only the RDMA core calls this, as the `add_ref` callback of the
+/// `ib_device_ops` this file fills in, with the pointers it passes valid for the
+/// call and, for an object, one of `D`'s it created through this file.
 unsafe extern "C" fn iw_add_ref<D: Driver>(ibqp: *mut sys::ib_qp) {
     // SAFETY: the iw_cm passes a live QP of ours.
     unsafe { QpObj::<D>::data(ibqp) }.cm_refs.fetch_add(1, Ordering::AcqRel);
 }
 
+/// # Safety
+///
+/// Only the RDMA core calls this, as the `rem_ref` callback of the
+/// `ib_device_ops` this file fills in, with the pointers it passes valid for the
+/// call and, for an object, one of `D`'s it created through this file.
 unsafe extern "C" fn iw_rem_ref<D: Driver>(ibqp: *mut sys::ib_qp) {
     // SAFETY: as above; `destroy_qp` waits for these references.
     let refs = unsafe { &QpObj::<D>::data(ibqp).cm_refs };
     let _ = refs.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
 }
 
+/// # Safety
+///
+/// Only the RDMA core calls this, as the `get_qp` callback of the
+/// `ib_device_ops` this file fills in, with the pointers it passes valid for the
+/// call and, for an object, one of `D`'s it created through this file.
 unsafe extern "C" fn iw_get_qp<D: Driver>(ibdev: *mut sys::ib_device, qpn: c_int) -> *mut sys::ib_qp {
     // SAFETY: one of `D`'s devices.
     let dev = unsafe { dev_data::<D>(ibdev) };
@@ -500,6 +545,11 @@ unsafe extern "C" fn iw_get_qp<D: Driver>(ibdev: *mut sys::ib_device, qpn: c_int
         .map_or(ptr::null_mut(), |qp| qp.links().qp)
 }
 
+/// # Safety
+///
+/// Only the RDMA core calls this, as the `fill_res_qp_entry` callback of the
+/// `ib_device_ops` this file fills in, with the pointers it passes valid for the
+/// call and, for an object, one of `D`'s it created through this file.
 unsafe extern "C" fn fill_res_qp_entry<D: Driver>(msg: *mut sys::sk_buff, ibqp: *mut sys::ib_qp) -> c_int {
     // SAFETY: nldev passes a QP of ours it holds a restrack reference on
     // (destroy waits for it), and the message it is building.

@@ -110,6 +110,11 @@ pub(super) fn install_ops<D: Driver>(ops: &mut sys::ib_device_ops) {
     ops.size_ib_srq = SrqObj::<D>::SIZE;
 }
 
+/// # Safety
+///
+/// Only the RDMA core calls this, as the `create_srq` callback of the
+/// `ib_device_ops` this file fills in, with the pointers it passes valid for the
+/// call and, for an object, one of `D`'s it created through this file.
 unsafe extern "C" fn create_srq<D: Driver>(
     ibsrq: *mut sys::ib_srq,
     init: *mut sys::ib_srq_init_attr,
@@ -140,6 +145,11 @@ unsafe extern "C" fn create_srq<D: Driver>(
     })
 }
 
+/// # Safety
+///
+/// Only the RDMA core calls this, as the `modify_srq` callback of the
+/// `ib_device_ops` this file fills in, with the pointers it passes valid for the
+/// call and, for an object, one of `D`'s it created through this file.
 unsafe extern "C" fn modify_srq<D: Driver>(
     ibsrq: *mut sys::ib_srq,
     attr: *mut sys::ib_srq_attr,
@@ -161,6 +171,11 @@ unsafe extern "C" fn modify_srq<D: Driver>(
     }
 }
 
+/// # Safety
+///
+/// Only the RDMA core calls this, as the `query_srq` callback of the
+/// `ib_device_ops` this file fills in, with the pointers it passes valid for the
+/// call and, for an object, one of `D`'s it created through this file.
 unsafe extern "C" fn query_srq<D: Driver>(ibsrq: *mut sys::ib_srq, attr: *mut sys::ib_srq_attr) -> c_int {
     // SAFETY: one of `D`'s live SRQs; `attr` valid for writes for the call.
     let (srq, attr) = unsafe { (srq_data::<D>(ibsrq), &mut *attr) };
@@ -171,6 +186,11 @@ unsafe extern "C" fn query_srq<D: Driver>(ibsrq: *mut sys::ib_srq, attr: *mut sy
     0
 }
 
+/// # Safety
+///
+/// Only the RDMA core calls this, as the `destroy_srq` callback of the
+/// `ib_device_ops` this file fills in, with the pointers it passes valid for the
+/// call and, for an object, one of `D`'s it created through this file.
 unsafe extern "C" fn destroy_srq<D: Driver>(ibsrq: *mut sys::ib_srq, _udata: *mut sys::ib_udata) -> c_int {
     // SAFETY: initialised by `create_srq`; the core calls this once, with
     // no QP left on the SRQ, before freeing it.
@@ -181,6 +201,11 @@ unsafe extern "C" fn destroy_srq<D: Driver>(ibsrq: *mut sys::ib_srq, _udata: *mu
     0
 }
 
+/// # Safety
+///
+/// Only the RDMA core calls this, as the `post_srq_recv` callback of the
+/// `ib_device_ops` this file fills in, with the pointers it passes valid for the
+/// call and, for an object, one of `D`'s it created through this file.
 unsafe extern "C" fn post_srq_recv<D: Driver>(
     ibsrq: *mut sys::ib_srq,
     wr: *const sys::ib_recv_wr,

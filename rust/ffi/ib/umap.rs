@@ -281,7 +281,7 @@ impl SharedRing {
             return Err(EINVAL);
         }
         // SAFETY: plain allocation; freed in `mmap_free` (or below).
-        let addr = unsafe { sys::rsiw_vmalloc_user(len as _) }.cast::<u8>();
+        let addr = unsafe { sys::rsiw_vmalloc_user(len as kernel::ffi::c_ulong) }.cast::<u8>();
         if addr.is_null() {
             return Err(ENOMEM);
         }
@@ -407,6 +407,11 @@ pub(super) fn install_ops(ops: &mut sys::ib_device_ops) {
     ops.mmap_free = Some(mmap_free);
 }
 
+/// # Safety
+///
+/// Only the RDMA core calls this, as the `mmap` callback of the
+/// `ib_device_ops` this file fills in, with the pointers it passes valid for the
+/// call and, for an object, one of `D`'s it created through this file.
 unsafe extern "C" fn mmap(uctx: *mut sys::ib_ucontext, vma: *mut sys::vm_area_struct) -> c_int {
     from_result(|| {
         // SAFETY: the core's context and the vma being set up; the entry
@@ -430,6 +435,11 @@ unsafe extern "C" fn mmap(uctx: *mut sys::ib_ucontext, vma: *mut sys::vm_area_st
     })
 }
 
+/// # Safety
+///
+/// Only the RDMA core calls this, as the `mmap_free` callback of the
+/// `ib_device_ops` this file fills in, with the pointers it passes valid for the
+/// call and, for an object, one of `D`'s it created through this file.
 unsafe extern "C" fn mmap_free(rdma: *mut sys::rdma_user_mmap_entry) {
     // SAFETY: the last reference to an `Entry` made by `SharedRing::new`.
     let entry = unsafe { KBox::from_raw(rdma.cast::<Entry>()) };

@@ -213,7 +213,9 @@ impl<'a, D: Driver> SendWrRef<'a, D> {
             // SAFETY: by the type invariant a REG_MR WR is an `ib_reg_wr`
             // whose MR is `D`'s and alive while the WR is posted.
             let reg = unsafe { &*self.ptr().cast::<sys::ib_reg_wr>() };
-            RegFields { mr: unsafe { IbMr::from_raw(reg.mr) }, key: reg.key, access: reg.access as u32 }
+            // SAFETY: as above, `reg.mr` is `D`'s live MR.
+            let mr = unsafe { IbMr::from_raw(reg.mr) };
+            RegFields { mr, key: reg.key, access: reg.access as u32 }
         })
     }
 }

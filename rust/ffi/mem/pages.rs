@@ -624,7 +624,7 @@ impl Umem {
         let len = usize::try_from(len).map_err(|_| EINVAL)?;
         // SAFETY: `dev` is a live device; the call pins the pages of the
         // current process's range or returns an ERR_PTR.
-        let umem = unsafe { sys::rsiw_umem_get(dev, start as _, len, access as c_int) };
+        let umem = unsafe { sys::rsiw_umem_get(dev, start as kernel::ffi::c_ulong, len, access as c_int) };
         if (umem as usize) > usize::MAX - 4095 {
             return Err(Error::from_errno(umem as isize as c_int));
         }

@@ -37,7 +37,8 @@ impl NetDev {
         // SAFETY: by the type invariant the net_device is alive; the name
         // is a fixed-size array inside it.
         let name = unsafe { (*self.as_raw()).name };
-        name.map(|c| c as u8)
+        // `c_char` is `u8` in the kernel on every architecture.
+        name
     }
 
     /// The hardware address if it is a 6-byte MAC.

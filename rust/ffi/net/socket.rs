@@ -61,7 +61,7 @@ impl SockAddr {
         let len = match self {
             Self::V4 { addr, port } => {
                 let sin = sys::sockaddr_in {
-                    sin_family: sys::AF_INET as _,
+                    sin_family: sys::AF_INET as sys::__kernel_sa_family_t,
                     sin_port: port.to_be(),
                     sin_addr: sys::in_addr { s_addr: u32::from_ne_bytes(addr) },
                     ..Default::default()
@@ -73,7 +73,7 @@ impl SockAddr {
             }
             Self::V6 { addr, port, scope_id } => {
                 let mut sin6 = sys::sockaddr_in6 {
-                    sin6_family: sys::AF_INET6 as _,
+                    sin6_family: sys::AF_INET6 as kernel::ffi::c_ushort,
                     sin6_port: port.to_be(),
                     sin6_scope_id: scope_id,
                     ..Default::default()
@@ -458,8 +458,10 @@ impl TcpSocket {
         if total == 0 {
             return Ok(0);
         }
-        let mut msg = sys::msghdr::default();
-        msg.msg_flags = sys::MSG_DONTWAIT | sys::MSG_NOSIGNAL | if more { sys::MSG_MORE } else { 0 };
+        let mut msg = sys::msghdr {
+            msg_flags: sys::MSG_DONTWAIT | sys::MSG_NOSIGNAL | if more { sys::MSG_MORE } else { 0 },
+            ..Default::default()
+        };
         // SAFETY: the socket is alive; the kvecs point into `bufs`, which
         // outlive the call, and are only read by the kernel.
         let ret = unsafe { sys::kernel_sendmsg(self.sock.as_ptr(), &mut msg, vecs.as_mut_ptr(), n, total) };
@@ -753,6 +755,10 @@ unsafe fn with_hooks(sk: *mut sys::sock, f: impl FnOnce(&Hooks)) {
     }
 }
 
+/// # Safety
+///
+/// Only the socket calls this, as the `sk_data_ready` callback that
+/// `Hooks` installs, with its own `sk`.
 unsafe extern "C" fn data_ready_tramp(sk: *mut sys::sock) {
     // SAFETY: installed only with a `Hooks`; the socket is locked by the
     // caller (TCP's receive path).
@@ -763,11 +769,19 @@ unsafe extern "C" fn data_ready_tramp(sk: *mut sys::sock) {
     };
 }
 
+/// # Safety
+///
+/// Only the socket calls this, as the `sk_write_space` callback that `Hooks`
+/// installs, with its own `sk`.
 unsafe extern "C" fn write_space_tramp(sk: *mut sys::sock) {
     // SAFETY: as for `data_ready_tramp`.
     unsafe { with_hooks(sk, |h| h.events.write_space()) };
 }
 
+/// # Safety
+///
+/// Only the socket calls this, as the `sk_state_change` callback that `Hooks`
+/// installs, with its own `sk`.
 unsafe extern "C" fn state_change_tramp(sk: *mut sys::sock) {
     // SAFETY: as for `data_ready_tramp`: TCP changes the state of a socket
     // it has locked (the receive path, timers under `bh_lock_sock`,
@@ -786,14 +800,18 @@ type Reader<'a> = &'a mut dyn FnMut(&[u8]) -> usize;
 ///
 /// `sk` must be a live TCP socket locked by the caller.
 unsafe fn read_sock(sk: *mut sys::sock, mut f: Reader<'_>) -> usize {
-    let mut desc = sys::read_descriptor_t::default();
-    desc.count = 1; // non-zero: keep reading; the actor zeroes it to stop
+    // A non-zero count: keep reading; the actor zeroes it to stop.
+    let mut desc = sys::read_descriptor_t { count: 1, ..Default::default() };
     desc.arg.data = (&raw mut f).cast();
     // SAFETY: per the contract; `desc` and the reader live across the call.
     let ret = unsafe { sys::rsiw_tcp_read_sock(sk, &mut desc, Some(read_actor)) };
     usize::try_from(ret).unwrap_or(0)
 }
 
+/// # Safety
+///
+/// Only `tcp_read_sock` calls this, as the read actor `read_sock` passes
+/// it, with the descriptor that call set up and an skb it holds.
 unsafe extern "C" fn read_actor(
     desc: *mut sys::read_descriptor_t,
     skb: *mut sys::sk_buff,

@@ -381,6 +381,11 @@ impl Drop for Notif {
 
 
 /// The C callback: gives the owner reference back and reports.
+///
+/// # Safety
+///
+/// Only the C zero-copy notification calls this, once per `Notif`, with
+/// the `owner` pointer `Notif::new` gave it.
 unsafe extern "C" fn release_tramp<T: ZcOwner>(owner: *mut c_void, token: u64, copied: bool) {
     // SAFETY: `owner` came from `Arc::into_raw` in `Notif::new` and the
     // kernel calls this once per notification.
