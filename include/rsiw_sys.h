@@ -71,13 +71,15 @@ void rsiw_ib_dma_unmap_sg(struct ib_device *dev, struct scatterlist *sg, int nen
 bool rsiw_ib_uses_virt_dma(struct ib_device *dev);
 /* RFC 7306 atomics (rust/ffi/mr.rs): the physical address of a kernel
  * virtual address (linear map or vmalloc) or of a page, the key of the
- * per-device atomic lock table; a page mapped for an in-place update. */
+ * per-device atomic lock table; a page mapped for an in-place update.
+ */
 u64 rsiw_kaddr_phys(const void *addr);
 u64 rsiw_page_phys(struct page *page);
 void *rsiw_kmap_local_page(struct page *page);
 void rsiw_kunmap_local(void *addr);
 /* sk_callback_lock, taken around socket callback (un)installation and in
- * the callbacks themselves. */
+ * the callbacks themselves.
+ */
 void rsiw_sk_callback_write_lock(struct sock *sk);
 void rsiw_sk_callback_write_unlock(struct sock *sk);
 void rsiw_sk_callback_read_lock(struct sock *sk);
@@ -108,7 +110,8 @@ void rsiw_sk_set_cbs(struct sock *sk, const struct rsiw_sk_cbs *cbs);
 void *rsiw_sk_user_data(struct sock *sk);
 /* User verbs (rust/ffi/ib/umap.rs): a command's context, its request and
  * response, memory a process maps (vmalloc'ed, charged to its memory
- * cgroup, freed with vfree). */
+ * cgroup, freed with vfree).
+ */
 struct ib_ucontext *rsiw_udata_ucontext(struct ib_udata *udata);
 struct ib_udata *rsiw_attrs_udata(struct uverbs_attr_bundle *attrs);
 int rsiw_copy_from_udata(void *dst, struct ib_udata *udata, size_t len);
@@ -149,7 +152,8 @@ struct page *rsiw_virt_to_page(const void *addr);
 /* A ZONE_DEVICE page of fs-DAX or device-DAX (pgmap type FS_DAX/GENERIC). */
 bool rsiw_page_is_dax(struct page *page);
 /* [start, start + len) lies in persistent memory resources only (NVDIMM
- * or legacy memmap=! pmem), as region_intersects() judges it. */
+ * or legacy memmap=! pmem), as region_intersects() judges it.
+ */
 bool rsiw_phys_is_pmem(phys_addr_t start, size_t len);
 phys_addr_t rsiw_page_to_phys(struct page *page);
 bool rsiw_has_pmem_api(void);
@@ -185,7 +189,8 @@ bool rsiw_sk_local_route(struct sock *sk);
 unsigned char rsiw_sk_state(const struct sock *sk);
 u32 rsiw_sk_rx_queued(const struct sock *sk);
 /* Whether the running task (in a socket callback: whoever sent, on a
- * local route) is a process rather than a kernel thread. */
+ * local route) is a process rather than a kernel thread.
+ */
 bool rsiw_current_is_process(void);
 void rsiw_sk_bind_dev_if(struct sock *sk, int ifindex);
 int rsiw_tcp_read_sock(struct sock *sk, read_descriptor_t *desc, sk_read_actor_t actor);

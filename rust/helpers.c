@@ -167,7 +167,8 @@ bool rsiw_ib_uses_virt_dma(struct ib_device *dev)
 /* The physical address of a kernel virtual address (the atomic lock
  * table's key): the one helper with a branch, as which translation applies
  * (linear map or vmalloc) is a question only C can ask. Other addresses
- * (none a consumer can hand over today) identify the word by themselves. */
+ * (none a consumer can hand over today) identify the word by themselves.
+ */
 u64 rsiw_kaddr_phys(const void *addr)
 {
 	if (is_vmalloc_or_module_addr(addr)) {
@@ -397,6 +398,9 @@ void rsiw_pmem_wmb(void)
 
 void rsiw_wmb(void)
 {
+	/* RDMA Commit's global visibility: the data placed so far
+	 * before the Commit's answer is sent (rust/ffi/mem/pmem.rs).
+	 */
 	wmb();
 }
 
@@ -437,7 +441,8 @@ void rsiw_kunit_mark_skipped(const char *reason)
 
 /* Layout self-check (KUnit rsiw_bindings): the compiler's sizes and
  * offsets of what rsiw touches through bindgen's structs, in the order
- * of rust/ffi/layout.rs. */
+ * of rust/ffi/layout.rs.
+ */
 void rsiw_layout(size_t *out, size_t n)
 {
 	const size_t v[] = {
@@ -804,7 +809,8 @@ int rsiw_copy_to_udata(struct ib_udata *udata, const void *src, size_t len)
 }
 
 /* Zeroed, page-aligned memory to map into a process, charged to the
- * caller's memory cgroup (vmalloc_user() is not). */
+ * caller's memory cgroup (vmalloc_user() is not).
+ */
 void *rsiw_vmalloc_user(unsigned long size)
 {
 	return __vmalloc(PAGE_ALIGN(size), GFP_KERNEL_ACCOUNT | __GFP_ZERO);
@@ -817,7 +823,8 @@ void rsiw_vfree(void *addr)
 
 /* remap_vmalloc_range() for memory from rsiw_vmalloc_user(), which is
  * zeroed and page-aligned but not VM_USERMAP: the vma's pages, one by one
- * (the caller checked its length against the allocation's). */
+ * (the caller checked its length against the allocation's).
+ */
 int rsiw_remap_vmalloc_range(struct vm_area_struct *vma, void *addr)
 {
 	unsigned long uaddr;
@@ -838,7 +845,8 @@ u64 rsiw_user_mmap_get_offset(const struct rdma_user_mmap_entry *entry)
 }
 
 /* The memory cgroup of the calling task's mm (a counted reference; the
- * root cgroup, uncounted, for a kernel thread; NULL without memcg). */
+ * root cgroup, uncounted, for a kernel thread; NULL without memcg).
+ */
 struct mem_cgroup *rsiw_memcg_get_current(void)
 {
 	return get_mem_cgroup_from_mm(current->mm);

@@ -84,7 +84,8 @@ struct rsiw_ring_ctl {
  */
 #define RSIW_RING_SQ_ACTIVE (1u << 1)
 /* flags of a CQ: an entry was refused because the ring was full
- * (the CQ overflowed, IBV_EVENT_CQ_ERR was raised). */
+ * (the CQ overflowed, IBV_EVENT_CQ_ERR was raised).
+ */
 #define RSIW_RING_CQ_OVERFLOW (1u << 2)
 
 struct rsiw_sge {
