@@ -1,21 +1,58 @@
 # SPDX-License-Identifier: GPL-2.0
 # Helpers for guest-side test scripts (run inside scripts/vm-run.sh).
-# Each check prints "ok - NAME" or "not ok - NAME"; `finish` prints the
-# "N passed, N failed" line and sets the exit status.
+# Each check of rsiw prints "ok - NAME" or "not ok - NAME"; a check of a
+# baseline (Linux siw, TCP) rather than of rsiw prints "ok - [siw] NAME"
+# or "not ok - [siw] NAME"; something not run prints "skip - NAME:
+# REASON" (never a pass); a setup step prints a "# setup: ..." line, or
+# "not ok - setup: ..." and ends the script. `finish` prints the "N
+# passed, N failed" line and sets the exit status (rsiw's failures only).
 
 RSIW_ROOT=${RSIW_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 OUT=${RSIW_VM_OUT:-/tmp}
 passed=0
 failed=0
+skipped=0
+base_passed=0
+base_failed=0
 
 pass() { passed=$((passed + 1)); echo "ok - $*"; }
 fail() { failed=$((failed + 1)); echo "not ok - $*"; }
+# skip NAME: REASON: NAME was not run, for REASON (what would run it).
+skip() { skipped=$((skipped + 1)); echo "skip - $*"; }
+# base_pass / base_fail NAME: a check of the baseline, not of rsiw.
+base_pass() { base_passed=$((base_passed + 1)); echo "ok - [siw] $*"; }
+base_fail() { base_failed=$((base_failed + 1)); echo "not ok - [siw] $*"; }
 
 # check NAME COMMAND...: passes when COMMAND succeeds.
 check() {
 	local name=$1
 	shift
 	if "$@"; then pass "$name"; else fail "$name"; fi
+}
+
+# check_base NAME COMMAND...: check, of the baseline (siw, TCP).
+check_base() {
+	local name=$1
+	shift
+	if "$@"; then base_pass "$name"; else base_fail "$name"; fi
+}
+
+# setup NAME COMMAND...: a step that prepares a test rather than tests
+# rsiw (a module loaded, a link or a device added): a "# setup: NAME"
+# line when COMMAND succeeds; otherwise "not ok - setup: NAME", the end
+# of the kernel log, and the script ends (nothing after it can mean
+# anything).
+setup() {
+	local name=$1
+	shift
+	if "$@"; then
+		echo "# setup: $name"
+		return 0
+	fi
+	fail "setup: $name"
+	dmesg | tail -20 | sed 's/^/#   /'
+	finish
+	exit 1
 }
 
 # to FILE COMMAND...: runs COMMAND with its output in FILE (inside check).
@@ -28,6 +65,11 @@ to() {
 # expect_eq NAME EXPECTED ACTUAL
 expect_eq() {
 	if [ "$2" = "$3" ]; then pass "$1"; else fail "$1 (expected '$2', got '$3')"; fi
+}
+
+# expect_eq_base NAME EXPECTED ACTUAL: expect_eq, of the baseline.
+expect_eq_base() {
+	if [ "$2" = "$3" ]; then base_pass "$1"; else base_fail "$1 (expected '$2', got '$3')"; fi
 }
 
 # wait_for SECONDS COMMAND...: polls until COMMAND succeeds.
@@ -127,6 +169,11 @@ local_veth() {
 # times slower, so slab and time bounds made for the lean kernel do not
 # hold; kmemleak's scan in check_dmesg_clean decides about leaks.
 debug_kernel() { [ -w /sys/kernel/debug/kmemleak ]; }
+# TF: what a guest's time bounds are multiplied by: 4 on the debug
+# kernel (the factor scripts/lib.sh's RSIW_TIME_FACTOR gives the guest's
+# whole time limit there), 1 on the lean one.
+TF=${RSIW_TIME_FACTOR:-1}
+debug_kernel && TF=4
 
 # check_dmesg_clean NAME [EXPLAINED]: fails on any kernel warning, bug,
 # oops, leak report or hung task, and on any user-space crash the kernel
@@ -162,7 +209,10 @@ check_dmesg_clean() {
 }
 
 finish() {
-	echo "$passed passed, $failed failed"
+	local extra=""
+	[ "$skipped" = 0 ] || extra="$extra, $skipped skipped"
+	[ "$base_passed$base_failed" = 00 ] || extra="$extra; baseline [siw]: $base_passed passed, $base_failed failed"
+	echo "$passed passed, $failed failed$extra"
 	[ "$failed" = 0 ]
 }
 
