@@ -251,20 +251,24 @@ nvme_connect() {
 
 # nvmeof_over_rsiw NQN IP: one guest, both ends over rsiw0 on veth0 (IP/24):
 # load rsiw, a memory-backed null_blk exported by nvmet-rdma, nvme-rdma
-# connected to it; sets $dev to the namespace's block device.
+# connected to it; sets $dev to the namespace's block device. The module,
+# link and ULP loads are setup; nvmet-rdma's listener on rsiw, the
+# connection and its namespace are checks.
 nvmeof_over_rsiw() {
 	local nqn=$1 ip=$2
-	check "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
+	setup "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
 	ip link add veth0 type veth peer name veth1
 	ip addr add $ip/24 dev veth0
 	ip link set veth0 up
 	ip link set veth1 up
-	check "rdma link add rsiw0 on veth0" rdma link add rsiw0 type rsiw netdev veth0
-	check "memory-backed null_blk" modprobe null_blk nr_devices=1 memory_backed=1 gb=1 queue_mode=2
-	check "nvmet-rdma and nvme-rdma load" modprobe -a nvmet-rdma nvme-rdma
+	setup "rdma link add rsiw0 on veth0" rdma link add rsiw0 type rsiw netdev veth0
+	setup "memory-backed null_blk" modprobe null_blk nr_devices=1 memory_backed=1 gb=1 queue_mode=2
+	setup "nvmet-rdma and nvme-rdma load" modprobe -a nvmet-rdma nvme-rdma
 	check "nvmet port on rsiw" nvmet_export $nqn /dev/nullb0 $ip
 	check "nvme connect over rsiw" nvme_connect $nqn $ip
-	check "namespace appears" wait_for 10 bash -c 'ls /dev/nvme*n1 >/dev/null 2>&1'
+	# 10 s: the namespace's block device appears within a second of the
+	# connect on the lean kernel; TF for the debug kernel.
+	check "namespace appears" wait_for $((10 * TF)) bash -c 'ls /dev/nvme*n1 >/dev/null 2>&1'
 	dev=$(ls /dev/nvme*n1 2>/dev/null | head -1)
 }
 
