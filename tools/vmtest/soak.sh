@@ -95,21 +95,11 @@ sunr1=$sunr obj1=$obj
 hold 2
 hold 3
 sunr3=$sunr obj3=$obj
-if debug_kernel; then
-	# KASAN's quarantine holds freed objects back, so the slab figures
-	# move with it; kmemleak's scan in check_dmesg_clean decides (as in
-	# uvfuzz.sh, storm.sh and soak-kernel.sh).
-	echo "# debug kernel: slab objects in use $obj1 -> $obj3 kB, unreclaimable slab +$((sunr3 - sunr1)) kB over runs 2 and 3; kmemleak decides (below)"
-else
-	if [ -n "$obj1" ] && [ -n "$obj3" ]; then
-		check "slab objects in use: runs 2 and 3 grew them by under $((n * 4)) kB together ($obj1 -> $obj3 kB)" \
-			[ $((obj3 - obj1)) -lt $((n * 4)) ]
-	else
-		check "slab objects in use: /proc/slabinfo read after runs 1 and 3" false
-	fi
-	check "unreclaimable slab: runs 2 and 3 grew it by under $((n * 8)) kB together ($((sunr3 - sunr1)) kB)" \
-		[ $((sunr3 - sunr1)) -lt $((n * 8)) ]
-fi
+# (On the debug kernel each is a skip line: lib.sh's slab_check.)
+slab_check "slab objects in use: runs 2 and 3 grew them by under $((n * 4)) kB together (${obj1:-?} -> ${obj3:-?} kB)" \
+	[ -n "$obj1" -a -n "$obj3" -a $((obj3 - obj1)) -lt $((n * 4)) ]
+slab_check "unreclaimable slab: runs 2 and 3 grew it by under $((n * 8)) kB together ($((sunr3 - sunr1)) kB)" \
+	[ $((sunr3 - sunr1)) -lt $((n * 8)) ]
 # The first run may leave capacity behind (12.6 MB after 2048
 # connections of 1024, Documentation/reliability.md): reported, not bound.
 echo "# unreclaimable slab: $((sunr1 - sunr0)) kB over the baseline after run 1, $((sunr3 - sunr0)) kB after run 3"

@@ -121,11 +121,7 @@ echo "# SUnreclaim: $sunr0 kB at the baseline, $sunr1 kB after $((600 * scale)) 
 # On a debug kernel KASAN's quarantine holds freed objects back (+1.3 MiB
 # for the second 600 cycles there): kmemleak's scan in check_dmesg_clean
 # decides, as in uvfuzz.sh and soak-kernel.sh.
-if debug_kernel; then
-	skip "unreclaimable slab: the second $((600 * scale)) rsiw cycles grew it by under 1 MiB: the debug kernel's KASAN quarantine holds freed objects back (+$((sunr2 - sunr1)) kB here), so no slab bound holds; kmemleak's scan in the dmesg check below looks for leaks instead, the lean kernel runs this bound"
-else
-	check "unreclaimable slab: the second $((600 * scale)) rsiw cycles grew it by under 1 MiB" [ $((sunr2 - sunr1)) -lt 1024 ]
-fi
+slab_check "unreclaimable slab: the second $((600 * scale)) rsiw cycles grew it by under 1 MiB" [ $((sunr2 - sunr1)) -lt 1024 ]
 storm rsiw-server-siw-client n1 10.97.2.1 n2 10.97.2.2 $((100 * scale)) $((200 * scale))
 # rsiw initiating to a siw responder: client-server mode (p2p_rtr=0). In
 # peer-to-peer mode siw as responder misses an RTR that arrives before it
