@@ -67,6 +67,16 @@ expect_eq() {
 	if [ "$2" = "$3" ]; then pass "$1"; else fail "$1 (expected '$2', got '$3')"; fi
 }
 
+# baseline_mode: from here on every check is the baseline's ("[siw]"):
+# for a script run on siw alone (its KIND), or the end of a guest that
+# checks only siw's side (its teardown and kernel log). Its exit status
+# then follows the baseline's failures.
+baseline_mode() {
+	pass() { base_pass "$@"; }
+	fail() { base_fail "$@"; }
+	baseline_exit=1
+}
+
 # expect_eq_base NAME EXPECTED ACTUAL: expect_eq, of the baseline.
 expect_eq_base() {
 	if [ "$2" = "$3" ]; then base_pass "$1"; else base_fail "$1 (expected '$2', got '$3')"; fi
@@ -229,7 +239,7 @@ finish() {
 	[ "$skipped" = 0 ] || extra="$extra, $skipped skipped"
 	[ "$base_passed$base_failed" = 00 ] || extra="$extra; baseline [siw]: $base_passed passed, $base_failed failed"
 	echo "$passed passed, $failed failed$extra"
-	[ "$failed" = 0 ]
+	[ "$failed" = 0 ] && { [ "${baseline_exit:-0}" = 0 ] || [ "$base_failed" = 0 ]; }
 }
 
 # nvmet_export NQN DEVICE ADDR: an NVMe-oF subsystem with one namespace on

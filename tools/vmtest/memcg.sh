@@ -32,10 +32,10 @@ chmod -R a+rX $bin
 export RDMAV_DRIVERS=$bin/librsiw
 
 dmesg -C
-check "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
+setup "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
 local_veth rsiwu0 $a rsiwu1 $b
-check "rdma link add rsiw0 on rsiwu0" rdma link add rsiw0 type rsiw netdev rsiwu0
-check "rdma link add rsiw1 on rsiwu1" rdma link add rsiw1 type rsiw netdev rsiwu1
+setup "rdma link add rsiw0 on rsiwu0" rdma link add rsiw0 type rsiw netdev rsiwu0
+setup "rdma link add rsiw1 on rsiwu1" rdma link add rsiw1 type rsiw netdev rsiwu1
 
 # cgroup v2 with the memory controller (the guest mounts none itself).
 cg=/sys/fs/cgroup

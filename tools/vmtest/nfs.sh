@@ -60,8 +60,8 @@ small_files() {
 same_tree() { (cd "$1" && find . -type f | sort | xargs md5sum) >/tmp/sum-a; (cd "$2" && find . -type f | sort | xargs md5sum) >/tmp/sum-b; cmp -s /tmp/sum-a /tmp/sum-b; }
 
 # --- rsiw: every step checked ---
-check "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
-check "rdma link add rsiw0 on veth0" rdma link add rsiw0 type rsiw netdev veth0
+setup "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
+setup "rdma link add rsiw0 on veth0" rdma link add rsiw0 type rsiw netdev veth0
 check "nfsd with an RDMA listener (port $NFS_RDMA_PORT), NFSv4 root exported" nfs_server_up $exp rdma
 check "nfsd listens on rdma $NFS_RDMA_PORT" grep -qx "rdma $NFS_RDMA_PORT" /proc/fs/nfsd/portlist
 check "mount -t nfs4 -o proto=rdma over rsiw" nfs_mount $ip $mnt rdma

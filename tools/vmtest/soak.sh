@@ -22,12 +22,12 @@ n=${1:-1024}
 port=7480
 
 dmesg -C
-check "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
-check "namespaces n1 and n2" stress_namespaces
-check "veth rsp1 (n1) <-> rsp2 (n2)" veth_pair rsp1 rsp2 10.97.1
-check "rdma link add rsiw0 on rsp1" in1 rdma link add rsiw0 type rsiw netdev rsp1
-check "rdma link add rsiw1 on rsp2" in2 rdma link add rsiw1 type rsiw netdev rsp2
-check "ports ACTIVE" wait_for 10 bash -c 'grep -q ACTIVE /sys/class/infiniband/rsiw0/ports/1/state && grep -q ACTIVE /sys/class/infiniband/rsiw1/ports/1/state'
+setup "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
+setup "namespaces n1 and n2" stress_namespaces
+setup "veth rsp1 (n1) <-> rsp2 (n2)" veth_pair rsp1 rsp2 10.97.1
+setup "rdma link add rsiw0 on rsp1" in1 rdma link add rsiw0 type rsiw netdev rsp1
+setup "rdma link add rsiw1 on rsp2" in2 rdma link add rsiw1 type rsiw netdev rsp2
+setup "ports ACTIVE" wait_for $((10 * TF)) bash -c 'grep -q ACTIVE /sys/class/infiniband/rsiw0/ports/1/state && grep -q ACTIVE /sys/class/infiniband/rsiw1/ports/1/state'
 
 no_established() { [ "$(established)" = 0 ]; }
 res_back() { [ "$(res_counts)" = "$res0" ]; }

@@ -47,10 +47,10 @@ echo "/tmp/cores/core.%e.%p" >/proc/sys/kernel/core_pattern
 nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"; }
 
 dmesg -C
-check "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
+setup "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
 local_veth rsiwu0 $a rsiwu1 $b
-check "rdma link add rsiw0 on rsiwu0" rdma link add rsiw0 type rsiw netdev rsiwu0
-check "rdma link add rsiw1 on rsiwu1" rdma link add rsiw1 type rsiw netdev rsiwu1
+setup "rdma link add rsiw0 on rsiwu0" rdma link add rsiw0 type rsiw netdev rsiwu0
+setup "rdma link add rsiw1 on rsiwu1" rdma link add rsiw1 type rsiw netdev rsiwu1
 check "ports ACTIVE" wait_for 10 bash -c 'grep -q ACTIVE /sys/class/infiniband/rsiw0/ports/1/state && grep -q ACTIVE /sys/class/infiniband/rsiw1/ports/1/state'
 
 # What an unprivileged user gets: the uverbs and rdma_cm nodes are 0666.
