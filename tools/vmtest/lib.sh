@@ -5,7 +5,8 @@
 # or "not ok - [siw] NAME"; something not run prints "skip - NAME:
 # REASON" (never a pass); a setup step prints a "# setup: ..." line, or
 # "not ok - setup: ..." and ends the script. `finish` prints the "N
-# passed, N failed" line and sets the exit status (rsiw's failures only).
+# passed, N failed" line and sets the exit status (from rsiw's failures;
+# in baseline_mode, from the baseline's too).
 
 RSIW_ROOT=${RSIW_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 OUT=${RSIW_VM_OUT:-/tmp}
