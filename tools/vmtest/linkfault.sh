@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Link faults under load (issue 13, item 3): userspace processes hold
+# Link faults under load: userspace processes hold
 # connected QPs, CQs, MRs and PDs and run traffic on them (rsiw-storm: a
 # server in namespace n1 on rsiw0, a client in n2 on rsiw1 holding 16
 # connections, rounds of a Send each way and a checked RDMA Write), and

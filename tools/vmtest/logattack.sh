@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Logs under attack (issue 13, item 7): a hostile peer (tools/stress/
+# Logs under attack: a hostile peer (tools/stress/
 # fpdu-attack.py, plain TCP from namespace n2) opens COUNT connections to
 # an rdma_cm listener on rsiw0 (rsiw-storm server, namespace n1), each
 # completing MPA and then sending one malformed FPDU, half with a bad DDP

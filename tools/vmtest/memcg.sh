@@ -1,8 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Kernel memory of user objects is charged to the owner's memory cgroup
-# (issue 13, item 4): rsiw allocates its per-object memory (QP send and
+# Kernel memory of user objects is charged to the owner's memory cgroup:
+# rsiw allocates its per-object memory (QP send and
 # receive rings, the send-order ring, CQ rings, MR page lists, the QP and
 # MR objects, a connected QP's engine and buffers) with
 # GFP_KERNEL_ACCOUNT. An unprivileged process in a cgroup v2 with a small

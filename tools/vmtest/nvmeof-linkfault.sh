@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Link faults under a kernel ULP's I/O (issue 13, item 3): NVMe over
+# Link faults under a kernel ULP's I/O: NVMe over
 # Fabrics, the nvmet-rdma target on rsiw0 (veth nvt, 10.98.0.1) and the
 # nvme-rdma host on rsiw1 (its peer nvh, 10.98.0.2), a writer running
 # direct I/O on the namespace, and the link under the queues fails:

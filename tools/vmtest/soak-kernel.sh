@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Scale soak, kernel-consumer half (issue 13, item 2; soak.sh is the
+# Scale soak, kernel-consumer half (soak.sh is the
 # userspace half): the KUnit suite rsiw_scale (rust/selftest/scale.rs)
 # opens N connected QP pairs at once through rdma_cm as a kernel ULP does,
 # runs traffic on every one (Send, fast-registered RDMA Write, Send back;

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Scale soak (issue 13, item 2): N connected QPs from userspace at once
+# Scale soak: N connected QPs from userspace at once
 # (rsiw-storm hold: 16 threads open them, each keeps its own PD, CQ, MR
 # and QP), a round of traffic on every one (a Send each way and a checked
 # RDMA Write), then all torn down; twice. Kernel memory (MemFree and

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Connection storms (issue 13, item 1): rdma_cm connect / one round of
+# Connection storms: rdma_cm connect / one round of
 # traffic (a Send each way, an RDMA Write whose data is checked) /
 # disconnect / destroy cycles, each bounded by a timeout and counted,
 # sequentially and 16 at a time, rsiw<->rsiw and rsiw<->siw with either

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Hostile userspace (issue 13, item 4): tools/stress/rsiw-uvfuzz, random
+# Hostile userspace: tools/stress/rsiw-uvfuzz, random
 # sequences of user verbs and raw uverbs write() commands, run by an
 # unprivileged user (nobody) against rsiw with several seeds: each on its
 # own device, with rdma_cm connections between rsiw0 and rsiw1, two at
