@@ -31,6 +31,9 @@ APT_PACKAGES=(
 	libfabric-bin openmpi-bin python3-mpi4py
 	# reads the cores of crashed guest processes (tools/vmtest/userspace.sh)
 	gdb
+	# dkms.conf's build, install and remove (tools/vmtest/install.sh runs
+	# the host's dkms in the guest)
+	dkms
 	# a private rdma-core 55 with ibv_wr_flush (scripts/build-rdma-core.sh)
 	cmake ninja-build pkg-config libnl-3-dev libnl-route-3-dev curl
 )

@@ -10,7 +10,7 @@ set -u
 ko=$RSIW_ROOT/rsiw.ko
 dmesg -C
 
-# --- what the rdma_cm KUnit suites (rust/selftest_cm.rs) need ---
+# --- what the rdma_cm KUnit suites (rust/selftest/cm.rs) need ---
 # A veth pair for two rsiw devices: rsiwkt0 10.98.0.1 fd98::1 (server),
 # rsiwkt1 10.98.0.2 fd98::2 (client). Traffic between them goes over lo.
 ip link add rsiwkt0 type veth peer name rsiwkt1
@@ -20,7 +20,7 @@ ip -6 addr add fd98::1/64 dev rsiwkt0 nodad
 ip -6 addr add fd98::2/64 dev rsiwkt1 nodad
 ip link set rsiwkt0 up
 ip link set rsiwkt1 up
-# Linux siw for the interop suite (rust/selftest_siw.rs), on its own veth
+# Linux siw for the interop suite (rust/selftest/siw.rs), on its own veth
 # pair (rdma_cm picks the device by address): siw on rsiwkt2 10.98.1.1,
 # rsiw on the peer end rsiwkt3 10.98.1.2.
 ip link add rsiwkt2 type veth peer name rsiwkt3
@@ -28,14 +28,14 @@ ip addr add 10.98.1.1/24 dev rsiwkt2
 ip addr add 10.98.1.2/24 dev rsiwkt3
 ip link set rsiwkt2 up
 ip link set rsiwkt3 up
-check "siw loads" modprobe siw
-check "siw device siwkt0 on rsiwkt2" rdma link add siwkt0 type siw netdev rsiwkt2
+setup "siw loads" modprobe siw
+setup "siw device siwkt0 on rsiwkt2" rdma link add siwkt0 type siw netdev rsiwkt2
 # rdma_cm resolves the peer with ARP out of the bound device: accept
 # replies about our own addresses.
 for c in all rsiwkt0 rsiwkt1 rsiwkt2 rsiwkt3; do
 	sysctl -qw net.ipv4.conf.$c.accept_local=1 net.ipv4.conf.$c.rp_filter=0
 done
-check "veth pair rsiwkt0/rsiwkt1 for the rdma_cm suites" bash -c 'ip -6 addr show dev rsiwkt1 | grep -q fd98::2'
+setup "veth pair rsiwkt0/rsiwkt1 for the rdma_cm suites" bash -c 'ip -6 addr show dev rsiwkt1 | grep -q fd98::2'
 
 
 # --- load: KUnit runs at MODULE_STATE_LIVE, inside insmod ---
@@ -94,10 +94,14 @@ expect_eq "ibv_devinfo port state" "PORT_ACTIVE (4)" "$(devinfo state)"
 expect_eq "ibv_devinfo link_layer" "Ethernet" "$(devinfo link_layer)"
 
 # --- the port follows the net_device ---
+# Bounds here: the port state and a device's removal follow the netdev's
+# event at once (well under a second); 5 s, or 10 s for a netdev's
+# removal (RTNL and the RDMA core's unregistration), and TF on the debug
+# kernel.
 ip link set veth0 down
-check "port goes DOWN with the netdev" wait_for 5 grep -q '1: DOWN' $sys/ports/1/state
+check "port goes DOWN with the netdev" wait_for $((5 * TF)) grep -q '1: DOWN' $sys/ports/1/state
 ip link set veth0 up
-check "port comes back ACTIVE" wait_for 5 grep -q '4: ACTIVE' $sys/ports/1/state
+check "port comes back ACTIVE" wait_for $((5 * TF)) grep -q '4: ACTIVE' $sys/ports/1/state
 
 # --- several devices, one per netdev ---
 check "rdma link add rsiw1 on veth1" rdma link add rsiw1 type rsiw netdev veth1
@@ -106,13 +110,13 @@ check "two rsiw devices listed" test "$(rdma dev show | grep -cE '^[0-9]+: rsiw[
 
 # --- removal: rdma link delete, netdev removal, rmmod ---
 check "rdma link delete rsiw1" rdma link delete rsiw1
-check "rsiw1 is gone" wait_for 5 test ! -e /sys/class/infiniband/rsiw1
-check "a third netdev (veth2)" ip link add veth2 type veth peer name veth3
+check "rsiw1 is gone" wait_for $((5 * TF)) test ! -e /sys/class/infiniband/rsiw1
+setup "a third netdev (veth2)" ip link add veth2 type veth peer name veth3
 ip link set veth2 up
 check "rdma link add rsiw2 on veth2" rdma link add rsiw2 type rsiw netdev veth2
 check "rsiw2 exists" test -e /sys/class/infiniband/rsiw2
 ip link del veth2
-check "removing the netdev removes rsiw2" wait_for 10 test ! -e /sys/class/infiniband/rsiw2
+check "removing the netdev removes rsiw2" wait_for $((10 * TF)) test ! -e /sys/class/infiniband/rsiw2
 check "rdma link add rsiw1 on veth1 again" rdma link add rsiw1 type rsiw netdev veth1
 check "rmmod with two live devices" rmmod rsiw
 check "no rsiw device left" test -z "$(ls /sys/class/infiniband 2>/dev/null | grep rsiw)"
@@ -124,9 +128,9 @@ check "rdma link add after reload" rdma link add rsiw0 type rsiw netdev veth0
 check "rmmod again" rmmod rsiw
 
 ip link del rsiwkt0
-check "rdma link delete siwkt0" rdma link delete siwkt0
+check_base "rdma link delete siwkt0" rdma link delete siwkt0
 ip link del rsiwkt2
-check "siw unloads" modprobe -r siw
+check_base "siw unloads" modprobe -r siw
 dmesg >"$OUT/dmesg-final.txt"
 check_dmesg_clean "dmesg has no warnings, oopses or leaks"
 finish

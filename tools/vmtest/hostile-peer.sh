@@ -29,10 +29,10 @@ check "rsiw-hostile-target is built (make -C tools/stress)" [ -x "$target" ]
 # insmod ignores it, and cases a-c fail their setup check.)
 check "rsiw.ko has kunit_stag_reuse (the test module, make test)" \
 	bash -c "modinfo -p '$RSIW_ROOT/rsiw.ko' | grep -q '^kunit_stag_reuse:'"
-check "insmod rsiw.ko kunit_stag_reuse=1" insmod "$RSIW_ROOT/rsiw.ko" kunit_stag_reuse=1
-check "namespaces n1 and n2" stress_namespaces
-check "veth hp1 (n1) <-> hp2 (n2)" veth_pair hp1 hp2 10.97.3
-check "rdma link add rsiw0 on hp1" in1 rdma link add rsiw0 type rsiw netdev hp1
+setup "insmod rsiw.ko kunit_stag_reuse=1" insmod "$RSIW_ROOT/rsiw.ko" kunit_stag_reuse=1
+setup "namespaces n1 and n2" stress_namespaces
+setup "veth hp1 (n1) <-> hp2 (n2)" veth_pair hp1 hp2 10.97.3
+setup "rdma link add rsiw0 on hp1" in1 rdma link add rsiw0 type rsiw netdev hp1
 check "rsiw0 port ACTIVE" wait_for 10 port_active rsiw0
 
 # A file nobody may read but not write: 4 KiB of text, root's, 0644.

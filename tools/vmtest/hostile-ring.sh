@@ -33,10 +33,10 @@ chmod -R a+rX $bin
 export RDMAV_DRIVERS=$bin/librsiw
 
 dmesg -C
-check "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
+setup "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
 local_veth rsiwh0 $a rsiwh1 $b
-check "rdma link add rsiw0 on rsiwh0" rdma link add rsiw0 type rsiw netdev rsiwh0
-check "rdma link add rsiw1 on rsiwh1" rdma link add rsiw1 type rsiw netdev rsiwh1
+setup "rdma link add rsiw0 on rsiwh0" rdma link add rsiw0 type rsiw netdev rsiwh0
+setup "rdma link add rsiw1 on rsiwh1" rdma link add rsiw1 type rsiw netdev rsiwh1
 check "ports ACTIVE" wait_for 10 bash -c 'grep -q ACTIVE /sys/class/infiniband/rsiw0/ports/1/state && grep -q ACTIVE /sys/class/infiniband/rsiw1/ports/1/state'
 check "nobody is not root" [ "$(setpriv --reuid=65534 --regid=65534 --clear-groups id -u)" = 65534 ]
 

@@ -1,21 +1,59 @@
 # SPDX-License-Identifier: GPL-2.0
 # Helpers for guest-side test scripts (run inside scripts/vm-run.sh).
-# Each check prints "ok - NAME" or "not ok - NAME"; `finish` prints the
-# "N passed, N failed" line and sets the exit status.
+# Each check of rsiw prints "ok - NAME" or "not ok - NAME"; a check of a
+# baseline (Linux siw, TCP) rather than of rsiw prints "ok - [siw] NAME"
+# or "not ok - [siw] NAME"; something not run prints "skip - NAME:
+# REASON" (never a pass); a setup step prints a "# setup: ..." line, or
+# "not ok - setup: ..." and ends the script. `finish` prints the "N
+# passed, N failed" line and sets the exit status (from rsiw's failures;
+# in baseline_mode, from the baseline's too).
 
 RSIW_ROOT=${RSIW_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 OUT=${RSIW_VM_OUT:-/tmp}
 passed=0
 failed=0
+skipped=0
+base_passed=0
+base_failed=0
 
 pass() { passed=$((passed + 1)); echo "ok - $*"; }
 fail() { failed=$((failed + 1)); echo "not ok - $*"; }
+# skip NAME: REASON: NAME was not run, for REASON (what would run it).
+skip() { skipped=$((skipped + 1)); echo "skip - $*"; }
+# base_pass / base_fail NAME: a check of the baseline, not of rsiw.
+base_pass() { base_passed=$((base_passed + 1)); echo "ok - [siw] $*"; }
+base_fail() { base_failed=$((base_failed + 1)); echo "not ok - [siw] $*"; }
 
 # check NAME COMMAND...: passes when COMMAND succeeds.
 check() {
 	local name=$1
 	shift
 	if "$@"; then pass "$name"; else fail "$name"; fi
+}
+
+# check_base NAME COMMAND...: check, of the baseline (siw, TCP).
+check_base() {
+	local name=$1
+	shift
+	if "$@"; then base_pass "$name"; else base_fail "$name"; fi
+}
+
+# setup NAME COMMAND...: a step that prepares a test rather than tests
+# rsiw (a module loaded, a link or a device added): a "# setup: NAME"
+# line when COMMAND succeeds; otherwise "not ok - setup: NAME", the end
+# of the kernel log, and the script ends (nothing after it can mean
+# anything).
+setup() {
+	local name=$1
+	shift
+	if "$@"; then
+		echo "# setup: $name"
+		return 0
+	fi
+	fail "setup: $name"
+	dmesg | tail -20 | sed 's/^/#   /'
+	finish
+	exit 1
 }
 
 # to FILE COMMAND...: runs COMMAND with its output in FILE (inside check).
@@ -28,6 +66,21 @@ to() {
 # expect_eq NAME EXPECTED ACTUAL
 expect_eq() {
 	if [ "$2" = "$3" ]; then pass "$1"; else fail "$1 (expected '$2', got '$3')"; fi
+}
+
+# baseline_mode: from here on every check is the baseline's ("[siw]"):
+# for a script run on siw alone (its KIND), or the end of a guest that
+# checks only siw's side (its teardown and kernel log). Its exit status
+# then follows the baseline's failures.
+baseline_mode() {
+	pass() { base_pass "$@"; }
+	fail() { base_fail "$@"; }
+	baseline_exit=1
+}
+
+# expect_eq_base NAME EXPECTED ACTUAL: expect_eq, of the baseline.
+expect_eq_base() {
+	if [ "$2" = "$3" ]; then base_pass "$1"; else base_fail "$1 (expected '$2', got '$3')"; fi
 }
 
 # wait_for SECONDS COMMAND...: polls until COMMAND succeeds.
@@ -127,6 +180,27 @@ local_veth() {
 # times slower, so slab and time bounds made for the lean kernel do not
 # hold; kmemleak's scan in check_dmesg_clean decides about leaks.
 debug_kernel() { [ -w /sys/kernel/debug/kmemleak ]; }
+# TF: what a guest's time bounds are multiplied by: 4 on the debug
+# kernel (the factor scripts/lib.sh's RSIW_TIME_FACTOR gives the guest's
+# whole time limit there), 1 on the lean one.
+TF=${RSIW_TIME_FACTOR:-1}
+debug_kernel && TF=4
+
+# slab_check NAME COMMAND...: a check of a slab bound (unreclaimable slab,
+# objects in use). On the debug kernel KASAN's quarantine holds freed
+# objects back (up to 1/32 of memory) and kmemleak tracks every
+# allocation in objects of its own, so no such bound holds there: a skip
+# line says so, and kmemleak's scan in check_dmesg_clean looks for the
+# leaks instead.
+slab_check() {
+	local name=$1
+	shift
+	if debug_kernel; then
+		skip "$name: the debug kernel's KASAN quarantine holds freed objects back, so no slab bound holds; kmemleak's scan (the dmesg check) looks for leaks, the lean kernel checks this bound"
+	else
+		check "$name" "$@"
+	fi
+}
 
 # check_dmesg_clean NAME [EXPLAINED]: fails on any kernel warning, bug,
 # oops, leak report or hung task, and on any user-space crash the kernel
@@ -162,8 +236,11 @@ check_dmesg_clean() {
 }
 
 finish() {
-	echo "$passed passed, $failed failed"
-	[ "$failed" = 0 ]
+	local extra=""
+	[ "$skipped" = 0 ] || extra="$extra, $skipped skipped"
+	[ "$base_passed$base_failed" = 00 ] || extra="$extra; baseline [siw]: $base_passed passed, $base_failed failed"
+	echo "$passed passed, $failed failed$extra"
+	[ "$failed" = 0 ] && { [ "${baseline_exit:-0}" = 0 ] || [ "$base_failed" = 0 ]; }
 }
 
 # nvmet_export NQN DEVICE ADDR: an NVMe-oF subsystem with one namespace on
@@ -201,20 +278,24 @@ nvme_connect() {
 
 # nvmeof_over_rsiw NQN IP: one guest, both ends over rsiw0 on veth0 (IP/24):
 # load rsiw, a memory-backed null_blk exported by nvmet-rdma, nvme-rdma
-# connected to it; sets $dev to the namespace's block device.
+# connected to it; sets $dev to the namespace's block device. The module,
+# link and ULP loads are setup; nvmet-rdma's listener on rsiw, the
+# connection and its namespace are checks.
 nvmeof_over_rsiw() {
 	local nqn=$1 ip=$2
-	check "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
+	setup "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
 	ip link add veth0 type veth peer name veth1
 	ip addr add $ip/24 dev veth0
 	ip link set veth0 up
 	ip link set veth1 up
-	check "rdma link add rsiw0 on veth0" rdma link add rsiw0 type rsiw netdev veth0
-	check "memory-backed null_blk" modprobe null_blk nr_devices=1 memory_backed=1 gb=1 queue_mode=2
-	check "nvmet-rdma and nvme-rdma load" modprobe -a nvmet-rdma nvme-rdma
+	setup "rdma link add rsiw0 on veth0" rdma link add rsiw0 type rsiw netdev veth0
+	setup "memory-backed null_blk" modprobe null_blk nr_devices=1 memory_backed=1 gb=1 queue_mode=2
+	setup "nvmet-rdma and nvme-rdma load" modprobe -a nvmet-rdma nvme-rdma
 	check "nvmet port on rsiw" nvmet_export $nqn /dev/nullb0 $ip
 	check "nvme connect over rsiw" nvme_connect $nqn $ip
-	check "namespace appears" wait_for 10 bash -c 'ls /dev/nvme*n1 >/dev/null 2>&1'
+	# 10 s: the namespace's block device appears within a second of the
+	# connect on the lean kernel; TF for the debug kernel.
+	check "namespace appears" wait_for $((10 * TF)) bash -c 'ls /dev/nvme*n1 >/dev/null 2>&1'
 	dev=$(ls /dev/nvme*n1 2>/dev/null | head -1)
 }
 

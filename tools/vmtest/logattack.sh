@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Logs under attack (issue 13, item 7): a hostile peer (tools/stress/
+# Logs under attack: a hostile peer (tools/stress/
 # fpdu-attack.py, plain TCP from namespace n2) opens COUNT connections to
 # an rdma_cm listener on rsiw0 (rsiw-storm server, namespace n1), each
 # completing MPA and then sending one malformed FPDU, half with a bad DDP
@@ -20,10 +20,10 @@ count=${1:-10000}
 port=7500
 
 dmesg -C
-check "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
-check "namespaces n1 and n2" stress_namespaces
-check "veth rsp1 (n1) <-> rsp2 (n2)" veth_pair rsp1 rsp2 10.97.1
-check "rdma link add rsiw0 on rsp1" in1 rdma link add rsiw0 type rsiw netdev rsp1
+setup "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
+setup "namespaces n1 and n2" stress_namespaces
+setup "veth rsp1 (n1) <-> rsp2 (n2)" veth_pair rsp1 rsp2 10.97.1
+setup "rdma link add rsiw0 on rsp1" in1 rdma link add rsiw0 type rsiw netdev rsp1
 check "rsiw0 port ACTIVE" wait_for 10 port_active rsiw0
 check "server listens" start_server n1 10.97.1.1 $port "$OUT/logattack-server.txt"
 

@@ -1,8 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Kernel memory of user objects is charged to the owner's memory cgroup
-# (issue 13, item 4): rsiw allocates its per-object memory (QP send and
+# Kernel memory of user objects is charged to the owner's memory cgroup:
+# rsiw allocates its per-object memory (QP send and
 # receive rings, the send-order ring, CQ rings, MR page lists, the QP and
 # MR objects, a connected QP's engine and buffers) with
 # GFP_KERNEL_ACCOUNT. An unprivileged process in a cgroup v2 with a small
@@ -32,10 +32,10 @@ chmod -R a+rX $bin
 export RDMAV_DRIVERS=$bin/librsiw
 
 dmesg -C
-check "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
+setup "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
 local_veth rsiwu0 $a rsiwu1 $b
-check "rdma link add rsiw0 on rsiwu0" rdma link add rsiw0 type rsiw netdev rsiwu0
-check "rdma link add rsiw1 on rsiwu1" rdma link add rsiw1 type rsiw netdev rsiwu1
+setup "rdma link add rsiw0 on rsiwu0" rdma link add rsiw0 type rsiw netdev rsiwu0
+setup "rdma link add rsiw1 on rsiwu1" rdma link add rsiw1 type rsiw netdev rsiwu1
 
 # cgroup v2 with the memory controller (the guest mounts none itself).
 cg=/sys/fs/cgroup

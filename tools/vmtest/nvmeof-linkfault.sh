@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Link faults under a kernel ULP's I/O (issue 13, item 3): NVMe over
+# Link faults under a kernel ULP's I/O: NVMe over
 # Fabrics, the nvmet-rdma target on rsiw0 (veth nvt, 10.98.0.1) and the
 # nvme-rdma host on rsiw1 (its peer nvh, 10.98.0.2), a writer running
 # direct I/O on the namespace, and the link under the queues fails:
@@ -376,15 +376,17 @@ dmesg -C
 # still fails the case.
 sysctl -qw net.core.netdev_unregister_timeout_secs=30
 if [ "$kind" = rsiw ]; then
-	check "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
+	setup "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
 else
-	check "modprobe $kind" modprobe $kind
+	# Run on siw alone: every check below is the baseline's.
+	baseline_mode
+	setup "modprobe $kind" modprobe $kind
 fi
-check "memory-backed null_blk" modprobe null_blk nr_devices=1 memory_backed=1 gb=1 queue_mode=2
-check "nvmet-rdma and nvme-rdma load" modprobe -a nvmet-rdma nvme-rdma
-check "nvme timeouts: I/O 5 s, admin 10 s" bash -c \
+setup "memory-backed null_blk" modprobe null_blk nr_devices=1 memory_backed=1 gb=1 queue_mode=2
+setup "nvmet-rdma and nvme-rdma load" modprobe -a nvmet-rdma nvme-rdma
+setup "nvme timeouts: I/O 5 s, admin 10 s" bash -c \
 	'echo 5 >/sys/module/nvme_core/parameters/io_timeout && echo 10 >/sys/module/nvme_core/parameters/admin_timeout'
-check "policy routing: $hip <-> $tip over the veth pair" policy_routing
+setup "policy routing: $hip <-> $tip over the veth pair" policy_routing
 
 for c in "${cases[@]}"; do
 	"case_${c//-/_}"

@@ -39,15 +39,18 @@ check "rmmod rsiw" rmmod rsiw
 
 # Unloading rsiw under a live ULP: the core removes nvme-rdma's and
 # nvmet-rdma's queues from the device first (their ib_client remove).
-check "insmod rsiw.ko again" insmod "$RSIW_ROOT/rsiw.ko"
-check "rdma link add rsiw0 again" rdma link add rsiw0 type rsiw netdev veth0
-check "null_blk and NVMe-oF modules again" modprobe -a null_blk nvmet-rdma nvme-rdma
-check "nvmet port again" nvmet_export $nqn /dev/nullb0 $ip
-check "nvme connect again" nvme_connect $nqn $ip
-check "namespace appears again" wait_for 10 bash -c 'ls /dev/nvme*n1 >/dev/null 2>&1'
+setup "insmod rsiw.ko again" insmod "$RSIW_ROOT/rsiw.ko"
+setup "rdma link add rsiw0 again" rdma link add rsiw0 type rsiw netdev veth0
+setup "null_blk and NVMe-oF modules again" modprobe -a null_blk nvmet-rdma nvme-rdma
+check "after a reload of rsiw: nvmet port on rsiw" nvmet_export $nqn /dev/nullb0 $ip
+check "after a reload of rsiw: nvme connect" nvme_connect $nqn $ip
+check "after a reload of rsiw: namespace appears" wait_for $((10 * TF)) bash -c 'ls /dev/nvme*n1 >/dev/null 2>&1'
 check "I/O on the second connection" dd if=/tmp/pattern of="$(ls /dev/nvme*n1 | head -1)" bs=1M count=8 oflag=direct status=none
-check "rmmod rsiw with the NVMe-oF queues live" timeout 120 rmmod rsiw
-check "the NVMe controller went with the device" wait_for 30 bash -c '! ls /dev/nvme*n1 >/dev/null 2>&1'
+# 120 s: the unload takes a few seconds (the ULPs' queues drained and
+# destroyed first); a hang fails rather than stalls the guest. The
+# controller goes with it at once; 30 s, TF for the debug kernel.
+check "rmmod rsiw with the NVMe-oF queues live" timeout $((120 * TF)) rmmod rsiw
+check "the NVMe controller went with the device" wait_for $((30 * TF)) bash -c '! ls /dev/nvme*n1 >/dev/null 2>&1'
 check "module gone" bash -c '! grep -q "^rsiw " /proc/modules'
 nvmet_unexport $nqn
 dmesg >"$OUT/dmesg-nvmeof.txt"

@@ -15,6 +15,10 @@ set -u
 . "$(dirname "$0")/lib.sh"
 
 export RDMAV_DRIVERS="$RSIW_ROOT/tools/provider/librsiw"
+# Bounds: a listener is up within a second and each program below ends
+# within seconds on the lean kernel (rping's 2000 rounds in about 30 s);
+# the timeouts of 60-300 s only keep a hang from taking the guest's whole
+# limit, and the waits scale with TF on the debug kernel.
 a=10.98.0.1
 b=10.98.0.2
 local_veth rsiwo0 $a rsiwo1 $b
@@ -45,32 +49,34 @@ expect_delta_min() {
 }
 
 dmesg -C
-check "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
-check "rdma link add rsiw0 on rsiwo0" rdma link add rsiw0 type rsiw netdev rsiwo0
-check "rdma link add rsiw1 on rsiwo1" rdma link add rsiw1 type rsiw netdev rsiwo1
+setup "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
+setup "rdma link add rsiw0 on rsiwo0" rdma link add rsiw0 type rsiw netdev rsiwo0
+setup "rdma link add rsiw1 on rsiwo1" rdma link add rsiw1 type rsiw netdev rsiwo1
 
 # --- tracefs: the events exist and record ---
+# (Each event's content is checked below; that they exist is only what
+# enabling them needs.)
 T=/sys/kernel/tracing
 [ -d $T/events ] || mount -t tracefs nodev $T
-for e in rsiw_cm_state rsiw_mpa rsiw_qp_state rsiw_terminate_sent rsiw_terminate_received rsiw_wr_error; do
-	check "tracefs has events/rsiw/$e" test -f $T/events/rsiw/$e/format
-done
+setup "tracefs has events/rsiw/{rsiw_cm_state,rsiw_mpa,rsiw_qp_state,rsiw_terminate_sent,rsiw_terminate_received,rsiw_wr_error}" \
+	bash -c "for e in rsiw_cm_state rsiw_mpa rsiw_qp_state rsiw_terminate_sent rsiw_terminate_received rsiw_wr_error; do test -f $T/events/rsiw/\$e/format || exit 1; done"
 echo 0 >$T/tracing_on
 echo >$T/trace
 echo 1 >$T/events/rsiw/enable
 echo 1 >$T/tracing_on
 
-# --- the new counters exist ---
+# --- the counters the deltas below read exist (a missing one would read
+# as 0, and a delta of +0 pass) ---
 rdma statistic show link rsiw0/1 >"$OUT/statistic-start.txt"
-for n in mpa_reject_sent mpa_reject_received cm_timeouts cm_failures cm_established rx_crc_errors rx_protocol_errors; do
-	check "rdma statistic show link rsiw0/1 has $n" grep -qw $n "$OUT/statistic-start.txt"
-done
+cnames="mpa_reject_sent mpa_reject_received cm_timeouts cm_failures cm_established rx_crc_errors rx_protocol_errors"
+check "rdma statistic show link rsiw0/1 has $cnames" \
+	bash -c "for n in $cnames; do grep -qw \$n '$OUT/statistic-start.txt' || exit 1; done"
 
 # --- rping with data: per-QP attributes while it runs ---
 snapshot before
 timeout 300 rping -s -a $a -C 2000 -S 4096 >"$OUT/rping-server.txt" 2>&1 &
 server=$!
-wait_for 30 listening 7174
+wait_for $((30 * TF)) listening 7174
 timeout 300 rping -c -a $a -I $b -C 2000 -S 4096 -V >"$OUT/rping-client.txt" 2>&1 &
 client=$!
 # A QP of each end shows its stream's bytes and messages while it runs
@@ -79,7 +85,7 @@ qp_busy() {
 	rdma resource show qp -dd >"$OUT/res-qp.txt" 2>&1 &&
 		[ "$(grep -cE 'comm rping .*drv_tx_bytes [1-9][0-9]* drv_rx_bytes [1-9]' "$OUT/res-qp.txt")" -ge 2 ]
 }
-check "rdma resource show qp -dd: both QPs with bytes sent and received" wait_for 60 qp_busy
+check "rdma resource show qp -dd: both QPs with bytes sent and received" wait_for $((60 * TF)) qp_busy
 sed 's/^/# /' "$OUT/res-qp.txt" | head -20
 rpingqp() { grep -E 'comm rping ' "$OUT/res-qp.txt"; }
 expect_eq "per-QP: both in drv_qp_state RTS" 2 "$(rpingqp | grep -c 'drv_qp_state RTS ')"
@@ -110,7 +116,7 @@ perl -MIO::Socket::INET -e '
 	my $l = IO::Socket::INET->new(LocalAddr => "'$a'", LocalPort => 7997, Listen => 1, ReuseAddr => 1) or die;
 	my $c = $l->accept; sleep 20;' &
 mute=$!
-wait_for 30 listening 7997
+wait_for $((30 * TF)) listening 7997
 timeout 60 rping -c -a $a -I $b -p 7997 -C 1 >"$OUT/rping-mute.txt" 2>&1
 expect_eq "rping to a peer that never answers fails" 1 $(($? != 0))
 kill $mute 2>/dev/null
@@ -139,7 +145,7 @@ req.close()
 lid.close()
 ' $a 7996 >"$OUT/reject-server.txt" 2>&1 &
 server=$!
-wait_for 30 listening 7996
+wait_for $((30 * TF)) listening 7996
 timeout 120 ucmatose -s $a -b $b -p 7996 -c 1 -C 10 >"$OUT/ucmatose-reject-client.txt" 2>&1
 expect_eq "ucmatose to a rejecting server fails" 1 $(($? != 0))
 wait $server
@@ -154,7 +160,7 @@ expect_delta rsiw1 mpa_reject_received 1
 snapshot before
 timeout 120 ucmatose -b $a -p 7995 -c 1 -C 4 -S 64 >"$OUT/ucmatose-term-server.txt" 2>&1 &
 server=$!
-wait_for 30 listening 7995
+wait_for $((30 * TF)) listening 7995
 timeout 120 ucmatose -s $a -b $b -p 7995 -c 1 -C 4 -S 1024 >"$OUT/ucmatose-term-client.txt" 2>&1
 wait $server 2>/dev/null
 snapshot after

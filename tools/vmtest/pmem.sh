@@ -12,23 +12,26 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 
-len=$((256 * 1024))   # PMEM_LEN in rust/selftest_flush.rs
+len=$((256 * 1024))   # PMEM_LEN in rust/selftest/flush.rs
 dmesg -C
 
-check "legacy pmem region (memmap=!) present" test -b /dev/pmem0
+# The pmem device and its namespace are setup (the kernel's, not rsiw's).
+setup "legacy pmem region (memmap=!) present" test -b /dev/pmem0
 ndctl create-namespace -f -e namespace0.0 -m fsdax --map=mem >"$OUT/ndctl.json" 2>&1
 rc=$?
 sed 's/^/#   /' "$OUT/ndctl.json"
-expect_eq "ndctl makes namespace0.0 fsdax" 0 "$rc"
-check "/dev/pmem0 is back" wait_for 10 test -b /dev/pmem0
-expect_eq "/dev/pmem0 supports DAX" 1 "$(cat /sys/block/pmem0/queue/dax 2>/dev/null)"
+setup "ndctl makes namespace0.0 fsdax" test "$rc" = 0
+# 10 s: the block device is back within a second; TF for the debug kernel.
+setup "/dev/pmem0 is back" wait_for $((10 * TF)) test -b /dev/pmem0
+setup "/dev/pmem0 supports DAX" test "$(cat /sys/block/pmem0/queue/dax 2>/dev/null)" = 1
 # Start from zeroes: the pattern can only come from the test.
-check "zero the first MiB of /dev/pmem0" dd if=/dev/zero of=/dev/pmem0 bs=1M count=1 oflag=direct status=none
+setup "zero the first MiB of /dev/pmem0" dd if=/dev/zero of=/dev/pmem0 bs=1M count=1 oflag=direct status=none
 
 # The test opens the device by number (KUnit cases run in kthreads,
 # which do not see this root filesystem's /dev).
 IFS=: read -r maj min </sys/block/pmem0/dev
-check "insmod rsiw.ko (runs rsiw_flush on pmem0 = $maj:$min)" \
+# The load runs the suite; its verdict is checked below.
+setup "insmod rsiw.ko (runs rsiw_flush on pmem0 = $maj:$min)" \
 	insmod "$RSIW_ROOT/rsiw.ko" kunit_pmem_dev=$(((maj << 20) | min))
 dmesg >"$OUT/kunit-dmesg.txt"
 check "rmmod rsiw" rmmod rsiw

@@ -12,7 +12,9 @@
 #   picks one itself) its rdma_cm tests run.
 # - a per-test timeout (SIGALRM in the test, then any child process left
 #   is killed), and one "RESULT <test id> <ok|fail|error|skip|timeout>
-#   <reason>" line per test for tools/vmtest/rdmacore.sh to compare.
+#   <reason>" line per test for tools/vmtest/rdmacore.sh to compare, and
+#   "DONE <tests run>" once the whole suite has run (a run cut short by
+#   a crash or the outer timeout lacks it).
 #
 #   rdmacore-run.py TESTS-DIR NETDEV TIMEOUT [run_tests.py args: --dev D --gid 0 ...]
 import multiprocessing
@@ -100,4 +102,5 @@ class Result(unittest.TextTestResult):
 
 suite = unittest.TestLoader().loadTestsFromModule(tests)
 runner = unittest.TextTestRunner(stream=sys.stderr, verbosity=2, resultclass=Result)
-runner.run(suite)
+result = runner.run(suite)
+print(f'DONE {result.testsRun}', flush=True)

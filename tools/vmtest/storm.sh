@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Connection storms (issue 13, item 1): rdma_cm connect / one round of
+# Connection storms: rdma_cm connect / one round of
 # traffic (a Send each way, an RDMA Write whose data is checked) /
 # disconnect / destroy cycles, each bounded by a timeout and counted,
 # sequentially and 16 at a time, rsiw<->rsiw and rsiw<->siw with either
@@ -28,17 +28,19 @@ dmesg -C
 # local routes by default): connections torn down with pages TCP holds.
 # STORM_MODPARAMS: more rsiw module parameters for both loads (e.g.
 # fpdu_segs_local=1 to compare FPDU sizes).
-check "insmod rsiw.ko zcopy_local=1 ${STORM_MODPARAMS:-}" insmod "$RSIW_ROOT/rsiw.ko" zcopy_local=1 ${STORM_MODPARAMS:-}
-check "modprobe siw" modprobe siw
-check "namespaces n1 and n2" stress_namespaces
-check "veth rsp1 (n1) <-> rsp2 (n2)" veth_pair rsp1 rsp2 10.97.1
-check "veth rsq1 (n1) <-> rsq2 (n2)" veth_pair rsq1 rsq2 10.97.2
-check "rdma link add rsiw0 on rsp1" in1 rdma link add rsiw0 type rsiw netdev rsp1
-check "rdma link add rsiw1 on rsp2" in2 rdma link add rsiw1 type rsiw netdev rsp2
-check "rdma link add rsiw2 on rsq1" in1 rdma link add rsiw2 type rsiw netdev rsq1
-check "rdma link add siw0 on rsq2" in2 rdma link add siw0 type siw netdev rsq2
+setup "insmod rsiw.ko zcopy_local=1 ${STORM_MODPARAMS:-}" insmod "$RSIW_ROOT/rsiw.ko" zcopy_local=1 ${STORM_MODPARAMS:-}
+setup "modprobe siw" modprobe siw
+setup "namespaces n1 and n2" stress_namespaces
+setup "veth rsp1 (n1) <-> rsp2 (n2)" veth_pair rsp1 rsp2 10.97.1
+setup "veth rsq1 (n1) <-> rsq2 (n2)" veth_pair rsq1 rsq2 10.97.2
+setup "rdma link add rsiw0 on rsp1" in1 rdma link add rsiw0 type rsiw netdev rsp1
+setup "rdma link add rsiw1 on rsp2" in2 rdma link add rsiw1 type rsiw netdev rsp2
+setup "rdma link add rsiw2 on rsq1" in1 rdma link add rsiw2 type rsiw netdev rsq1
+setup "rdma link add siw0 on rsq2" in2 rdma link add siw0 type siw netdev rsq2
+# 10 s: a port is ACTIVE as soon as its netdev is up (well under a
+# second); TF for the debug kernel.
 for d in rsiw0 rsiw1 rsiw2 siw0; do
-	check "$d port ACTIVE" wait_for 10 port_active $d
+	setup "$d port ACTIVE" wait_for $((10 * TF)) port_active $d
 done
 
 # storm NAME SERVER_NS SERVER_ADDR CLIENT_NS CLIENT_ADDR SEQ CONC: a
@@ -52,7 +54,11 @@ storm() {
 	for run in "$seq 1" "$conc 16"; do
 		set -- $run
 		n=$1 c=$2
-		ip netns exec "$cns" timeout $((60 + n * 3)) "$STORM" client -a "$sa" -b "$ca" -p $port \
+		# A cycle takes about 0.4 s one at a time on the lean kernel
+		# (100 in 42 s), so 3 s a cycle plus 60 s bounds the run with a
+		# wide margin; each cycle has its own 20 s bound (-t) besides,
+		# ten times its usual time even on the debug kernel.
+		ip netns exec "$cns" timeout $(((60 + n * 3) * TF)) "$STORM" client -a "$sa" -b "$ca" -p $port \
 			-n "$n" -c "$c" -t 20 >"$OUT/storm-$name-$c.txt" 2>&1
 		local rc=$?
 		line=$(grep '^cycles:' "$OUT/storm-$name-$c.txt")
@@ -73,7 +79,8 @@ storm() {
 		stop_server "$name"
 	else
 		kill -TERM "$server"
-		check "$name: the server ends on SIGTERM" wait_for 30 bash -c "! kill -0 $server 2>/dev/null"
+		# 30 s: the server ends within a second of SIGTERM.
+		check "$name: the server ends on SIGTERM" wait_for $((30 * TF)) bash -c "! kill -0 $server 2>/dev/null"
 		wait "$server"
 	fi
 	line=$(grep '^server:' "$OUT/storm-$name-server.txt")
@@ -114,11 +121,7 @@ echo "# SUnreclaim: $sunr0 kB at the baseline, $sunr1 kB after $((600 * scale)) 
 # On a debug kernel KASAN's quarantine holds freed objects back (+1.3 MiB
 # for the second 600 cycles there): kmemleak's scan in check_dmesg_clean
 # decides, as in uvfuzz.sh and soak-kernel.sh.
-if debug_kernel; then
-	echo "# debug kernel: the slab delta is KASAN's quarantine as much as anything; kmemleak decides (below)"
-else
-	check "unreclaimable slab: the second $((600 * scale)) rsiw cycles grew it by under 1 MiB" [ $((sunr2 - sunr1)) -lt 1024 ]
-fi
+slab_check "unreclaimable slab: the second $((600 * scale)) rsiw cycles grew it by under 1 MiB" [ $((sunr2 - sunr1)) -lt 1024 ]
 storm rsiw-server-siw-client n1 10.97.2.1 n2 10.97.2.2 $((100 * scale)) $((200 * scale))
 # rsiw initiating to a siw responder: client-server mode (p2p_rtr=0). In
 # peer-to-peer mode siw as responder misses an RTR that arrives before it
@@ -133,44 +136,51 @@ relink() {
 		in1 rdma link add rsiw2 type rsiw netdev rsq1 &&
 		wait_for 10 port_active rsiw2
 }
-check "rsiw reloaded with p2p_rtr=0, its devices back" relink
+setup "rsiw reloaded with p2p_rtr=0, its devices back" relink
 # siw as responder also fails a reply Send now and then with
 # IBV_WC_LOC_QP_OP_ERR and IBV_EVENT_QP_FATAL on its own QP while the
 # TCP stream stays up (no Terminate, no close), and its accept can miss a
 # first FPDU that arrives before it moved the socket to its data path
 # (nothing more comes in a storm cycle): the rsiw client waits for a reply
 # that never comes, times the cycle out and tears it down. Such cycles are
-# counted and bounded (at most 1 in 20); none may fail otherwise.
+# counted and bounded; none may fail otherwise. The bound: 1 cycle in 20
+# on the lean kernel, where 6 and 9 of 300 timed out (2-3 %); 1 in 10 on
+# the debug kernel, where 14 of 300 did (its slower steps widen siw's
+# windows). More is a regression, of rsiw's client as likely as of siw.
+lost_div=20
+debug_kernel && lost_div=10
 quirk=siw
 storm siw-server-rsiw-client n2 10.97.2.2 n1 10.97.2.1 $((100 * scale)) $((200 * scale))
 quirk=
 siw_errors=$(sed -n 's/.* \([0-9]*\) errors,.*/\1/p' "$OUT/storm-siw-server-rsiw-client-server.txt")
 echo "# siw-server-rsiw-client: $timedout cycles timed out, the siw server reported ${siw_errors:-?} local QP errors"
-check "siw-server-rsiw-client: at most 1 cycle in 20 lost to siw ($timedout of $((300 * scale)))" \
-	[ "$timedout" -le $((300 * scale / 20)) ]
+check "siw-server-rsiw-client: at most 1 cycle in $lost_div lost to siw ($timedout of $((300 * scale)))" \
+	[ "$timedout" -le $((300 * scale / lost_div)) ]
 t1=$(date +%s)
+# (No check of the total: the runs above already require every cycle.)
 echo "# storm: $total cycles in $((t1 - t0)) s"
-check "at least $((1500 * scale)) cycles ran" [ "$total" -ge $((1500 * scale)) ]
 
 # Nothing left behind.
 no_established() { [ "$(established)" = 0 ]; }
 res_back() { [ "$(res_counts)" = "$res0" ]; }
 alloc_back() { [ "$(tcp_alloc)" -le "$alloc0" ]; }
-check "no established TCP socket left (n1, n2)" wait_for 30 no_established
-check "RDMA objects back to the baseline (rdma resource show)" wait_for 30 res_back
+# 30 s: the connections close within a second or two of their cycles'
+# end; an allocated socket lasts until TCP's close handshake ends, and an
+# orphan in FIN_WAIT2 until tcp_fin_timeout (60 s), hence 90 s. TF for
+# the debug kernel.
+check "no established TCP socket left (n1, n2)" wait_for $((30 * TF)) no_established
+check "RDMA objects back to the baseline (rdma resource show)" wait_for $((30 * TF)) res_back
 res1=$(res_counts)
 [ "$res1" = "$res0" ] || echo "# after: $res1"
-check "TCP sockets allocated back to the baseline ($alloc0)" wait_for 90 alloc_back
+check "TCP sockets allocated back to the baseline ($alloc0)" wait_for $((90 * TF)) alloc_back
 echo "# after: TCP sockets allocated $(tcp_alloc)"
 sunr3=$(sunreclaim_settled)
 echo "# after: SUnreclaim $sunr3 kB (baseline $sunr0 kB, $((sunr3 - sunr0)) kB over $total cycles and a module reload)"
 
-check "rdma link delete siw0" in2 rdma link delete siw0
-for d in rsiw0 rsiw1 rsiw2; do
-	check "rdma link delete $d" rdma link delete $d
-done
+check_base "rdma link delete siw0" in2 rdma link delete siw0
+check "rdma link delete rsiw0, rsiw1, rsiw2" bash -c 'for d in rsiw0 rsiw1 rsiw2; do rdma link delete $d || exit 1; done'
 check "rmmod rsiw" rmmod rsiw
-check "rmmod siw" rmmod siw
+check_base "rmmod siw" rmmod siw
 dmesg >"$OUT/dmesg.txt"
 check_dmesg_clean "dmesg has no warnings, oopses or leaks"
 finish

@@ -13,7 +13,11 @@ set -u
 export RDMAV_DRIVERS="$RSIW_ROOT/tools/provider/librsiw"
 a=10.97.0.1
 b=10.97.0.2
-local_veth rsiwu0 $a rsiwu1 $b
+setup "veth pair rsiwu0/rsiwu1" local_veth rsiwu0 $a rsiwu1 $b
+# Bounds: a server listens (or its listener is gone) within a second on
+# the lean kernel: 30 s, times TF on the debug kernel. Each program's own
+# timeout (120-300 s, for runs of a few seconds) only keeps a hang from
+# taking the guest's whole limit.
 
 # A client started before its server listens (lib.sh's `listening`) is
 # refused.
@@ -27,14 +31,14 @@ ulimit -c unlimited
 echo "$OUT/core.%e.%p" >/proc/sys/kernel/core_pattern
 
 dmesg -C
-check "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
-check "rdma link add rsiw0 on rsiwu0" rdma link add rsiw0 type rsiw netdev rsiwu0
-check "rdma link add rsiw1 on rsiwu1" rdma link add rsiw1 type rsiw netdev rsiwu1
+setup "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
+setup "rdma link add rsiw0 on rsiwu0" rdma link add rsiw0 type rsiw netdev rsiwu0
+setup "rdma link add rsiw1 on rsiwu1" rdma link add rsiw1 type rsiw netdev rsiwu1
 
 # --- rping: Sends and RDMA Read/Write, every payload checked (-V) ---
 timeout 120 rping -s -a $a -C 20 -S 4096 -v >"$OUT/rping-server.txt" 2>&1 &
 server=$!
-wait_for 30 listening 7174
+wait_for $((30 * TF)) listening 7174
 check "rping client: 20 rounds of 4 KiB, data verified" \
 	to "$OUT/rping-client.txt" timeout 120 rping -c -a $a -I $b -C 20 -S 4096 -V -v
 wait $server
@@ -68,10 +72,10 @@ for t in ib_write_bw ib_read_bw ib_send_bw; do
 	rxdev=rsiw0
 	[ $t = ib_read_bw ] && rxdev=rsiw1
 	w0=$(counter $rxdev rx_work_octets)
-	wait_for 30 not_listening 18515
+	wait_for $((30 * TF)) not_listening 18515
 	timeout 120 $t -R -d rsiw0 -s 65536 -n 200 >"$OUT/$t-server.txt" 2>&1 &
 	server=$!
-	wait_for 30 listening 18515
+	wait_for $((30 * TF)) listening 18515
 	check "$t -R: the client runs 200 messages of 64 KiB" \
 		to "$OUT/$t-client.txt" perftest_client timeout 120 $t -R -d rsiw1 --source_ip $b -s 65536 -n 200 $a
 	wait $server
@@ -79,7 +83,7 @@ for t in ib_write_bw ib_read_bw ib_send_bw; do
 	# "#bytes #iterations BW-peak BW-average MsgRate"
 	row=$(grep -E '^ +65536 +200 ' "$OUT/$t-client.txt")
 	echo "# $t: $(echo "$row" | awk '{print $4 " MB/s average"}')"
-	check "$t -R: a bandwidth above 0 reported" awk -v bw="$(echo "$row" | awk '{print $4}')" 'BEGIN { exit !(bw > 0) }'
+	check "$t -R: its result row for 200 messages of 64 KiB, a bandwidth above 0" awk -v bw="$(echo "$row" | awk '{print $4}')" 'BEGIN { exit !(bw > 0) }'
 	w1=$(counter $rxdev rx_work_octets)
 	echo "# $t: $rxdev read $((w1 - w0)) octets in the RX work"
 	if [ $t = ib_read_bw ]; then
@@ -92,10 +96,10 @@ done
 # --- perftest atomics with rdma_cm (-R): FetchAdd and CmpSwap ---
 for t in "ib_atomic_bw -A FETCH_AND_ADD" "ib_atomic_bw -A CMP_AND_SWAP" "ib_atomic_lat -A FETCH_AND_ADD"; do
 	f=$(echo "$t" | tr ' ' '_')
-	wait_for 30 not_listening 18515
+	wait_for $((30 * TF)) not_listening 18515
 	timeout 120 $t -R -d rsiw0 -n 200 >"$OUT/$f-server.txt" 2>&1 &
 	server=$!
-	wait_for 30 listening 18515
+	wait_for $((30 * TF)) listening 18515
 	check "$t -R: the client runs 200 atomics" \
 		to "$OUT/$f-client.txt" perftest_client timeout 120 $t -R -d rsiw1 --source_ip $b -n 200 $a
 	wait $server
@@ -113,7 +117,7 @@ done
 # --- qperf over rdma_cm (-cm1): Send, RDMA Read and Write bandwidth, latency ---
 qperf >"$OUT/qperf-server.txt" 2>&1 &
 qserver=$!
-wait_for 30 listening 19765
+wait_for $((30 * TF)) listening 19765
 check "qperf -cm1 rc_bw rc_lat rc_rdma_read_bw rc_rdma_write_bw" \
 	to "$OUT/qperf-client.txt" timeout 180 qperf -cm1 -t 3 $a rc_bw rc_lat rc_rdma_read_bw rc_rdma_write_bw
 kill $qserver 2>/dev/null
@@ -155,11 +159,11 @@ check "rdma link delete rsiw1" rdma link delete rsiw1
 # client's route, and so its device, would be the server's). fi_pingpong
 # -c checks every payload; the server on rsiw2, the client on rsiw3, each
 # device's cm_established counter must move. ---
-bench_netns 10.95.0.1 10.95.0.2
+setup "namespaces bA and bB joined by veth" bench_netns 10.95.0.1 10.95.0.2
 ina() { ip netns exec bA "$@"; }
 inb() { ip netns exec bB "$@"; }
-check "rdma link add rsiw2 on bcA (namespace bA)" ina rdma link add rsiw2 type rsiw netdev bcA
-check "rdma link add rsiw3 on bcB (namespace bB)" inb rdma link add rsiw3 type rsiw netdev bcB
+setup "rdma link add rsiw2 on bcA (namespace bA)" ina rdma link add rsiw2 type rsiw netdev bcA
+setup "rdma link add rsiw3 on bcB (namespace bB)" inb rdma link add rsiw3 type rsiw netdev bcB
 to "$OUT/fi_info.txt" ina fi_info -p verbs -d rsiw2
 check "fi_info: libfabric's verbs provider offers rsiw2 as an iWARP MSG endpoint" \
 	grep -q 'protocol: FI_PROTO_IWARP' "$OUT/fi_info.txt"
@@ -169,10 +173,10 @@ for ep in "msg verbs 64 1000" "msg verbs 65536 100" "rdm verbs;ofi_rxm 64 1000" 
 	read -r kind prov size n <<<"$ep"
 	f="$OUT/fi_pingpong-$kind-$size"
 	e0=$(counter rsiw2 cm_established) e1=$(counter rsiw3 cm_established)
-	wait_for 30 not_listening 47592 bA
+	wait_for $((30 * TF)) not_listening 47592 bA
 	ina timeout 120 fi_pingpong -p "$prov" -e $kind -d rsiw2 -I $n -S $size -c >"$f-server.txt" 2>&1 &
 	server=$!
-	wait_for 30 listening 47592 bA
+	wait_for $((30 * TF)) listening 47592 bA
 	check "fi_pingpong -e $kind ($prov): $n messages of $size octets, each checked" \
 		to "$f-client.txt" inb timeout 120 fi_pingpong -p "$prov" -e $kind -d rsiw3 -I $n -S $size -c 10.95.0.1
 	wait $server
@@ -191,10 +195,10 @@ done
 # rstream and riostream, 1 000 transfers of 4 KiB, each verified (-T v),
 # and rcopy, a 4 MiB file copied and compared ---
 for t in rstream riostream; do
-	wait_for 30 not_listening 7471 bA
+	wait_for $((30 * TF)) not_listening 7471 bA
 	ina timeout 120 $t -b 10.95.0.1 -T v -S 4096 -C 1000 >"$OUT/$t-server.txt" 2>&1 &
 	server=$!
-	wait_for 30 listening 7471 bA
+	wait_for $((30 * TF)) listening 7471 bA
 	check "$t -T v: 1000 transfers of 4 KiB over rsockets, verified" \
 		to "$OUT/$t-client.txt" inb timeout 120 $t -s 10.95.0.1 -T v -S 4096 -C 1000
 	wait $server
@@ -207,7 +211,7 @@ rc_dir=$(mktemp -d)
 head -c 4194304 /dev/urandom >"$rc_dir/src"
 ina timeout 120 rcopy >"$OUT/rcopy-server.txt" 2>&1 &
 server=$!
-wait_for 30 listening 7427 bA
+wait_for $((30 * TF)) listening 7427 bA
 check "rcopy: a 4 MiB file over rsockets" \
 	to "$OUT/rcopy-client.txt" inb timeout 120 rcopy "$rc_dir/src" "10.95.0.1:$rc_dir/dst"
 check "rcopy: the copy is the file" cmp "$rc_dir/src" "$rc_dir/dst"
@@ -239,10 +243,10 @@ done
 # softirq for 50 ms): printed, and the share must not be nothing ---
 w0=$(counter rsiw2 rx_work_octets)
 qpb=$RSIW_ROOT/tools/bench/rsiw-qpbench
-wait_for 30 not_listening 18520 bA
+wait_for $((30 * TF)) not_listening 18520 bA
 ina timeout 60 $qpb server -a 10.95.0.1 -p 18520 -n 1 -m send >"$OUT/qpbench-server.txt" 2>&1 &
 server=$!
-wait_for 30 listening 18520 bA
+wait_for $((30 * TF)) listening 18520 bA
 check "rsiw-qpbench -m send -d 4: 64 KiB Sends for 2 s" \
 	to "$OUT/qpbench-client.txt" inb timeout 60 $qpb client -a 10.95.0.1 -b 10.95.0.2 -p 18520 -n 1 -m send -d 4 -t 2
 wait $server
