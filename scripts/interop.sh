@@ -24,11 +24,11 @@ pair() {
 	port=$((port + 1))
 	log "== interop: $name (target over $tk, host over $hk)"
 	scripts/vm-run.sh --quiet --timeout $((540 * tf)) --mem 2G --append kunit.enable=0 --nic "listen:$port" --out "$out/$name-target" \
-		-- tools/vmtest/$script $tr "$tk" $crc &
+		-- tests/interop/$script $tr "$tk" $crc &
 	local tpid=$!
 	# (vm-run.sh --nic connect: waits until the target's QEMU listens.)
 	scripts/vm-run.sh --quiet --timeout $((500 * tf)) --mem 2G --append kunit.enable=0 --nic "connect:$port" --out "$out/$name-host" \
-		-- tools/vmtest/$script $hr "$hk" $crc
+		-- tests/interop/$script $hr "$hk" $crc
 	wait "$tpid"
 	local side
 	for side in target host; do

@@ -19,7 +19,7 @@
 #   --out DIR         output.log, console.log, dmesg.txt, status (default: a
 #                     fresh directory under $RSIW_CACHE/vm)
 #   --share DIR       also show DIR in the guest at its path (repeatable)
-#   --no-build        use rsiw.ko and tools/provider as they are (default:
+#   --no-build        use rsiw.ko and providers/rsiw as they are (default:
 #                     `make` them first; the test kernel is built if missing)
 #
 # COMMAND runs as root in the guest's initial namespace, from the caller's
@@ -71,7 +71,7 @@ export KDIR=${KDIR:-$kdir}
 if [ "$build" = 1 ]; then
 	log "building rsiw.ko and the provider (make)"
 	make -s -C "$RSIW_ROOT" KDIR="$KDIR" modules >&2 || die "module build failed"
-	make -s -C "$RSIW_ROOT/tools/provider" >&2 || die "provider build failed"
+	make -s -C "$RSIW_ROOT/providers/rsiw" >&2 || die "provider build failed"
 fi
 
 if [ -z "$out" ]; then
@@ -84,7 +84,7 @@ rm -f "$out/output.log"
 
 "$RSIW_ROOT/scripts/vm-run.sh" --quiet --timeout "$timeout_s" --mem "$mem" --append kunit.enable=0 \
 	--out "$out" "${shares[@]}" -- \
-	bash "$RSIW_ROOT/tools/vmtest/rsiw-vm-guest.sh" "$nodes" "$mtu" "$crc" "$@" &
+	bash "$RSIW_ROOT/tools/rsiw-vm/guest.sh" "$nodes" "$mtu" "$crc" "$@" &
 vm=$!
 # The command's output as it comes (the guest writes it through 9p).
 tail -c +1 -F --pid="$vm" "$out/output.log" 2>/dev/null || true

@@ -123,14 +123,15 @@ has_kunit rsiw.ko || fatal "test module has KUnit suites" "$logs/module.log"
 grep -iE 'warning' "$logs/module.log" >&2 || true
 record "module build" 1 0
 
-log "== userspace provider (tools/provider)"
-make -s -C tools/provider >"$logs/provider.log" 2>&1 || fatal "provider build" "$logs/provider.log"
-make -s -C tools/stress >>"$logs/provider.log" 2>&1 || fatal "rsiw-storm, rsiw-uvfuzz, rsiw-hostile-ring build" "$logs/provider.log"
-make -s -C tools/bench >>"$logs/provider.log" 2>&1 || fatal "rsiw-qpbench build" "$logs/provider.log"
+log "== userspace provider (providers/rsiw)"
+make -s -C providers/rsiw >"$logs/provider.log" 2>&1 || fatal "provider build" "$logs/provider.log"
+make -s -C tests/progs >>"$logs/provider.log" 2>&1 || fatal "rsiw-storm, rsiw-uvfuzz, rsiw-hostile-ring build" "$logs/provider.log"
+make -s -C bench/qpbench >>"$logs/provider.log" 2>&1 || fatal "rsiw-qpbench build" "$logs/provider.log"
 # rdma-core 55 in a private prefix (ibv_wr_flush) and the provider and
 # checks built against it.
 rc55=$(scripts/build-rdma-core.sh 2>>"$logs/provider.log") &&
-	make -s -C tools/provider RDMA_CORE="$rc55" >>"$logs/provider.log" 2>&1 ||
+	make -s -C providers/rsiw RDMA_CORE="$rc55" >>"$logs/provider.log" 2>&1 &&
+	make -s -C tests/progs RDMA_CORE="$rc55" >>"$logs/provider.log" 2>&1 ||
 	fatal "provider against rdma-core 55" "$logs/provider.log"
 record "provider build" 1 0
 
@@ -163,62 +164,62 @@ vm_test() {
 }
 
 # Device lifecycle; the KUnit suites run at its first insmod.
-vm_test foundation 2G "" tools/vmtest/foundation.sh
+vm_test foundation 2G "" tests/core/foundation.sh
 # A real kernel ULP end to end: NVMe-oF over rsiw (the KUnit suites ran
 # above; they need not run again at each insmod here).
-vm_test nvmeof 3G kunit.enable=0 tools/vmtest/nvmeof.sh 64
+vm_test nvmeof 3G kunit.enable=0 tests/nvmeof/nvmeof.sh 64
 # rmmod rsiw under NVMe-oF I/O: bounded, devices and controller gone,
 # only the expected kernel messages.
-vm_test nvmeof-rmmod 3G kunit.enable=0 tools/vmtest/nvmeof-rmmod.sh
+vm_test nvmeof-rmmod 3G kunit.enable=0 tests/nvmeof/nvmeof-rmmod.sh
 # Sustained NVMe-oF writes (1 GiB through dd and fio, then a flush), MPA
 # CRC off and on: nvmet-rdma's pooled MRs, fast-registered and
 # invalidated by RDMA Read with Local Invalidate for every command; no
 # Terminate, no I/O timeout, data verified.
-VM_TIMEOUT=1200 vm_test nvmeof-sustained 3G kunit.enable=0 tools/vmtest/nvmeof-sustained.sh 1024
+VM_TIMEOUT=1200 vm_test nvmeof-sustained 3G kunit.enable=0 tests/nvmeof/nvmeof-sustained.sh 1024
 # One Terminate injected under NVMe-oF I/O (the test build's
 # kunit_terminate_after_mib): recovery from the flushed completions and a
 # reconnect within seconds, no I/O timeout, the data intact.
-vm_test nvmeof-terminate 3G kunit.enable=0 tools/vmtest/nvmeof-terminate.sh 256
+vm_test nvmeof-terminate 3G kunit.enable=0 tests/nvmeof/nvmeof-terminate.sh 256
 # nvmet-rdma on shared receive queues (use_srq=1): a disconnect under I/O
 # on another connection without the drain's one-minute wait for Last WQE.
-vm_test nvmeof-srq 3G kunit.enable=0 tools/vmtest/nvmeof-srq.sh 64
+vm_test nvmeof-srq 3G kunit.enable=0 tests/nvmeof/nvmeof-srq.sh 64
 # The other kernel ULP users of soft RNICs run: NFS over RDMA (nfsd's
 # svcrdma and the xprtrdma client, NFSv4.2 over rsiw), data compared on
 # both sides, with siw's and NFS/TCP's figures beside rsiw's.
-vm_test nfs 2G kunit.enable=0 tools/vmtest/nfs.sh 32
+vm_test nfs 2G kunit.enable=0 tests/nfs/nfs.sh 32
 # RDMA Commit into persistent memory: emulated pmem (RAM-backed below the
 # 2G), an fsdax namespace, the rsiw_flush suite with its pmem case.
-vm_test pmem 2G 'memmap=64M!1G kunit.filter_glob=rsiw_flush' tools/vmtest/pmem.sh
+vm_test pmem 2G 'memmap=64M!1G kunit.filter_glob=rsiw_flush' tests/commit/pmem.sh
 # Unchanged rdma-core applications through rsiw's provider: rping,
 # perftest -R, qperf -cm1.
-vm_test userspace 2G kunit.enable=0 tools/vmtest/userspace.sh
+vm_test userspace 2G kunit.enable=0 tests/userspace/userspace.sh
 # The provider built against rdma-core 55: its tools, and RDMA Commit
 # from userspace (ibv_wr_flush through the send ring).
-vm_test userspace55 2G kunit.enable=0 tools/vmtest/userspace55.sh
+vm_test userspace55 2G kunit.enable=0 tests/userspace/userspace55.sh
 # RDMA Commit into QEMU's emulated NVDIMM (ACPI NFIT): from a process into
 # device-DAX and from a kernel consumer into fs-DAX, read back in the guest
 # and (nvdimm-image.sh) in the host's backing file.
-VM_ARGS="--nvdimm 256M" vm_test nvdimm 2G kunit.filter_glob=rsiw_flush tools/vmtest/nvdimm.sh
+VM_ARGS="--nvdimm 256M" vm_test nvdimm 2G kunit.filter_glob=rsiw_flush tests/commit/nvdimm.sh
 if only nvdimm; then
 	log "== host: the NVDIMM's backing file"
-	tools/vmtest/nvdimm-image.sh "$logs/vm-nvdimm" >"$logs/nvdimm-image.log" 2>&1
+	tests/commit/nvdimm-image.sh "$logs/vm-nvdimm" >"$logs/nvdimm-image.log" 2>&1
 	grep -E '^(ok|not ok)' "$logs/nvdimm-image.log"
 	record "NVDIMM image" "$(grep -c '^ok - ' "$logs/nvdimm-image.log")" "$(grep -c '^not ok - ' "$logs/nvdimm-image.log")"
 fi
 # Trace events, per-QP attributes and port counters (Documentation/usage.md).
-vm_test observe 2G kunit.enable=0 tools/vmtest/observe.sh
+vm_test observe 2G kunit.enable=0 tests/core/observe.sh
 # rdma-core's own test suite (Debian's python3-pyverbs) on rsiw and on siw
 # in one boot: rsiw passes every test siw passes.
-VM_TIMEOUT=1200 vm_test rdmacore 2G kunit.enable=0 tools/vmtest/rdmacore.sh
+VM_TIMEOUT=1200 vm_test rdmacore 2G kunit.enable=0 tests/userspace/rdmacore.sh
 # make install / uninstall into the guest's own /lib/modules and libibverbs
 # directory: modprobe by name, rdma link add autoloading, the provider
 # without RDMAV_DRIVERS.
-vm_test install 2G kunit.enable=0 tools/vmtest/install.sh
+vm_test install 2G kunit.enable=0 tests/install/install.sh
 # Containers: exclusive netns mode, devices in namespaces, rping inside,
 # a device moved, NVMe-oF's initial-namespace limit.
-vm_test netns 3G kunit.enable=0 tools/vmtest/netns.sh
+vm_test netns 3G kunit.enable=0 tests/netns/netns.sh
 # The main job's demo (scripts/run.sh) keeps working.
-vm_test demo 3G kunit.enable=0 tools/vmtest/rsiw-vm-guest.sh 2 "" 0 tools/vmtest/demo.sh
+vm_test demo 3G kunit.enable=0 tools/rsiw-vm/guest.sh 2 "" 0 tools/rsiw-vm/demo.sh
 # kernel_quiet FILE...: rsiw-vm's guest notes any kernel warning, oops,
 # KASAN/UBSAN report or hang in dmesg; a test run through it fails on
 # that note as the other guests fail on check_dmesg_clean.
@@ -250,34 +251,34 @@ record "dkms-check (test kernel, no-Rust tree)" "$dp" "$df"
 # Reliability (issue 13, Documentation/reliability.md): connection storms
 # rsiw<->rsiw and rsiw<->siw, a scale soak, link faults under userspace
 # load, a malformed-FPDU flood against the logs and counters.
-vm_test storm 2G kunit.enable=0 tools/vmtest/storm.sh
-vm_test soak 2G kunit.enable=0 tools/vmtest/soak.sh 1024
+vm_test storm 2G kunit.enable=0 tests/stress/storm.sh
+vm_test soak 2G kunit.enable=0 tests/stress/soak.sh 1024
 # The same scale as a kernel ULP: 1024 QP pairs through the in-kernel
 # rdma_cm (KUnit rsiw_scale), three rounds per load, two loads.
-VM_TIMEOUT=1200 vm_test soak-kernel 3G kunit.filter_glob=rsiw_scale tools/vmtest/soak-kernel.sh 1024
-vm_test linkfault 2G kunit.enable=0 tools/vmtest/linkfault.sh
+VM_TIMEOUT=1200 vm_test soak-kernel 3G kunit.filter_glob=rsiw_scale tests/stress/soak-kernel.sh 1024
+vm_test linkfault 2G kunit.enable=0 tests/stress/linkfault.sh
 # Link faults under a kernel ULP: NVMe-oF I/O over rsiw on a veth pair.
-VM_TIMEOUT=900 vm_test nvmeof-linkfault 3G kunit.enable=0 tools/vmtest/nvmeof-linkfault.sh
-vm_test logattack 2G kunit.enable=0 tools/vmtest/logattack.sh
+VM_TIMEOUT=900 vm_test nvmeof-linkfault 3G kunit.enable=0 tests/stress/nvmeof-linkfault.sh
+vm_test logattack 2G kunit.enable=0 tests/security/logattack.sh
 # A hostile peer against an unprivileged QP: Write FPDUs and Read
 # Responses stalled while the target re-registers at the same STag (the
 # test module's kunit_stag_reuse), and every length/offset at its edge.
-vm_test hostile-peer 2G kunit.enable=0 tools/vmtest/hostile-peer.sh
+vm_test hostile-peer 2G kunit.enable=0 tests/security/hostile-peer.sh
 # Hostile userspace: rsiw-uvfuzz as nobody (random verbs, raw uverbs
 # commands, connections, exits with objects alive); then nothing left,
 # the devices still work. And user objects' kernel memory is charged to
 # the owner's memory cgroup: its limit stops the process, not the machine.
-vm_test uvfuzz 2G kunit.enable=0 tools/vmtest/uvfuzz.sh
+vm_test uvfuzz 2G kunit.enable=0 tests/security/uvfuzz.sh
 # A hostile process as nobody: a full CQ never drained (one CQ_ERR), poll
 # after destroy on a ringless CQ, another process's QP number in
 # rdma_connect/rdma_accept (refused).
-vm_test hostile-process 2G kunit.enable=0 tools/vmtest/hostile-process.sh
+vm_test hostile-process 2G kunit.enable=0 tests/security/hostile-process.sh
 # A hostile process against the shared rings (as nobody): its producer
 # indices raced against the doorbells of a QP in Error (bounded flushes,
 # no lockup), and two QPs on one SRQ with one peer closing (the other
 # keeps its receives).
-vm_test hostile-ring 2G kunit.enable=0 tools/vmtest/hostile-ring.sh
-vm_test memcg 2G kunit.enable=0 tools/vmtest/memcg.sh
+vm_test hostile-ring 2G kunit.enable=0 tests/security/hostile-ring.sh
+vm_test memcg 2G kunit.enable=0 tests/security/memcg.sh
 
 # host_check NAME COMMAND...: a host-side check of a VM test, as an ok /
 # not ok line counted in $vp / $vf.
@@ -297,20 +298,21 @@ fi
 # /mnt must not hide a tree there. A copy of what a guest needs of this
 # checkout under a fresh /tmp directory, KDIR a symlink there, run with
 # scripts/rsiw-vm.sh from a working directory there, output there too
-# (tools/vmtest/anywhere.sh checks the guest's view).
+# (tests/vm-tool/anywhere.sh checks the guest's view).
 vm_anywhere() {
 	local tmp token rc vp=0 vf=0 out="$logs/vm-anywhere"
 	log "== VM: a checkout, working directory, KDIR and output under /tmp"
 	tmp=$(mktemp -d /tmp/rsiw-anywhere.XXXXXX)
 	token=$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')
-	mkdir -p "$tmp/rsiw/tools/provider" "$tmp/work"
+	mkdir -p "$tmp/rsiw/providers/rsiw" "$tmp/rsiw/tests" "$tmp/rsiw/tools" "$tmp/work"
 	cp -r scripts "$tmp/rsiw/"
-	cp -r tools/vmtest "$tmp/rsiw/tools/"
+	cp -r tests/common "$tmp/rsiw/tests/"
+	cp -r tools/rsiw-vm "$tmp/rsiw/tools/"
 	cp rsiw.ko "$tmp/rsiw/"
-	cp tools/provider/librsiw-rdmav*.so "$tmp/rsiw/tools/provider/"
+	cp providers/rsiw/librsiw-rdmav*.so "$tmp/rsiw/providers/rsiw/"
 	ln -s "$kdir" "$tmp/kdir"
 	echo "$token" >"$tmp/work/token"
-	cp tools/vmtest/anywhere.sh "$tmp/work/probe.sh"
+	cp tests/vm-tool/anywhere.sh "$tmp/work/probe.sh"
 	(cd "$tmp/work" && KDIR="$tmp/kdir" RSIW_CACHE="$tmp/cache" "$tmp/rsiw/scripts/rsiw-vm.sh" \
 		--no-build --nodes 1 --mtu 1400 --crc --timeout $((400 * tfactor)) --out "$tmp/out" \
 		-- ./probe.sh "$tmp" "$token") >"$tmp/stdout" 2>"$tmp/stderr"
@@ -334,15 +336,15 @@ vm_anywhere() {
 }
 
 # Your own program on rsiw: scripts/rsiw-vm.sh runs rdma-core's rping
-# (tools/vmtest/examples/rping.sh) between two nodes, and a failing
+# (tools/rsiw-vm/examples/rping.sh) between two nodes, and a failing
 # command's status comes back.
 vm_rsiw_vm() {
 	local rc vp=0 vf=0 out="$logs/vm-rsiw-vm"
-	log "== VM: scripts/rsiw-vm.sh --nodes 2 -- tools/vmtest/examples/rping.sh"
+	log "== VM: scripts/rsiw-vm.sh --nodes 2 -- tools/rsiw-vm/examples/rping.sh"
 	# --no-build: the test module built above stays (rsiw-vm.sh alone
 	# would build the production one).
 	KDIR="$kdir" scripts/rsiw-vm.sh --no-build --nodes 2 --timeout $((300 * tfactor)) --out "$out" \
-		-- tools/vmtest/examples/rping.sh >"$logs/rsiw-vm.log" 2>&1
+		-- tools/rsiw-vm/examples/rping.sh >"$logs/rsiw-vm.log" 2>&1
 	rc=$?
 	grep '^rsiw-vm: node' "$logs/rsiw-vm.log"
 	host_check "rsiw-vm.sh rping example: exit status 0" [ "$rc" = 0 ]

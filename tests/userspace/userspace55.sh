@@ -1,0 +1,62 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# rsiw's provider built against rdma-core 55 (scripts/build-rdma-core.sh,
+# make -C providers/rsiw and -C tests/progs RDMA_CORE=<prefix>: rdma-core-55/ in each)
+# under that rdma-core's libibverbs, beside Debian's 44 (userspace.sh): two
+# rsiw devices on a veth pair; rdma-core 55's ibv_devinfo and rping -V,
+# rsiw-uverbs-check built against 55, and rsiw-flush-check on anonymous
+# memory (its registration checks; its flushes once the provider offers
+# IBV_QP_EX_WITH_FLUSH, exit 77 until then).
+set -u
+. "$(dirname "$0")/../common/lib.sh"
+
+prov="$RSIW_ROOT/providers/rsiw/rdma-core-55"
+progs="$RSIW_ROOT/tests/progs/rdma-core-55"
+P=$(readelf -d "$progs/rsiw-uverbs-check" 2>/dev/null | sed -n 's/.*runpath: \[\(.*\)\/lib\]/\1/p')
+check "the rdma-core 55 build of the provider and its checks are there" \
+	test -f "$prov/librsiw-rdmav34.so" -a -x "$progs/rsiw-uverbs-check" -a -x "$progs/rsiw-flush-check"
+check "their libibverbs is the prefix's rdma-core 55 ($P)" test -f "$P/lib/libibverbs.so.1.14.55.0"
+export RDMAV_DRIVERS="$prov/librsiw"
+a=10.95.0.1
+b=10.95.0.2
+local_veth rsiwv0 $a rsiwv1 $b
+ulimit -c unlimited
+echo "$OUT/core.%e.%p" >/proc/sys/kernel/core_pattern
+
+dmesg -C
+check "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
+check "rdma link add rsiw0 on rsiwv0" rdma link add rsiw0 type rsiw netdev rsiwv0
+check "rdma link add rsiw1 on rsiwv1" rdma link add rsiw1 type rsiw netdev rsiwv1
+
+LD_LIBRARY_PATH=$P/lib "$P/bin/ibv_devinfo" -d rsiw0 >"$OUT/devinfo55.txt" 2>&1
+check "rdma-core 55's ibv_devinfo: rsiw0 is iWARP" grep -q 'transport:.*iWARP' "$OUT/devinfo55.txt"
+expect_eq "the process mapped rdma-core 55's libibverbs" 1 \
+	"$(ldd "$progs/rsiw-uverbs-check" | grep -c "$P/lib/libibverbs.so.1")"
+
+LD_LIBRARY_PATH=$P/lib timeout 120 "$P/bin/rping" -s -a $a -C 10 -S 4096 -v >"$OUT/rping55-server.txt" 2>&1 &
+server=$!
+wait_for 30 listening 7174
+check "rdma-core 55's rping -V: 10 rounds of 4 KiB" \
+	to "$OUT/rping55-client.txt" env LD_LIBRARY_PATH=$P/lib timeout 120 "$P/bin/rping" -c -a $a -I $b -C 10 -S 4096 -V -v
+wait $server
+expect_eq "its server's exit status" 0 $?
+expect_eq "rping client rounds" 10 "$(grep -c 'ping data' "$OUT/rping55-client.txt")"
+
+to "$OUT/uverbs-check55.txt" "$progs/rsiw-uverbs-check" $a $b
+sed -n 's/^\(not \)\{0,1\}ok - /rsiw-uverbs-check (55): &/p' "$OUT/uverbs-check55.txt"
+check "rsiw-uverbs-check (rdma-core 55): every check passed" grep -qx PASSED "$OUT/uverbs-check55.txt"
+
+timeout 120 "$progs/rsiw-flush-check" $a $b >"$OUT/flush-check.txt" 2>&1
+frc=$?
+sed -n 's/^\(not \)\{0,1\}ok - /rsiw-flush-check: &/p; s/^skip - /# rsiw-flush-check: skip - /p' "$OUT/flush-check.txt"
+case $frc in
+0) pass "rsiw-flush-check: every check passed" ;;
+77) check "rsiw-flush-check skipped its flushes only for want of IBV_QP_EX_WITH_FLUSH" \
+	grep -q '^skip - ibv_create_qp_ex with IBV_QP_EX_WITH_FLUSH' "$OUT/flush-check.txt" ;;
+*) fail "rsiw-flush-check: exit $frc" ;;
+esac
+
+check "rmmod rsiw" rmmod rsiw
+check_dmesg_clean "dmesg has no warnings, oopses or leaks"
+finish
