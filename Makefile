@@ -18,14 +18,14 @@ all: modules provider
 modules:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) LLVM=$(LLVM) $(KBUILD_TOOLS) RSIW_TEST=0 modules
 
-# The test module (what scripts/test.sh loads): the same driver plus the
+# The test module (what the VM tests load, tests/check): the same driver plus the
 # KUnit suites, which run at insmod on a kernel with KUnit.
 test:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) LLVM=$(LLVM) $(KBUILD_TOOLS) RSIW_TEST=1 modules
 
 # rdma-core's provider for rsiw devices (userspace, against libibverbs).
 provider:
-	$(MAKE) -C tools/provider
+	$(MAKE) -C providers/rsiw
 
 # Install (Documentation/usage.md, "Installing"): the module into KDIR's
 # kernel's module tree through kbuild's modules_install (the directory
@@ -53,7 +53,7 @@ install-module:
 	$(depmod_cmd)
 
 install-provider:
-	$(MAKE) -C tools/provider install
+	$(MAKE) -C providers/rsiw install
 
 uninstall: uninstall-module uninstall-provider
 
@@ -65,11 +65,12 @@ uninstall-module:
 	if [ -d $(MODDIR) ]; then $(depmod_cmd); fi
 
 uninstall-provider:
-	$(MAKE) -C tools/provider uninstall
+	$(MAKE) -C providers/rsiw uninstall
 
 clean:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) LLVM=$(LLVM) $(KBUILD_TOOLS) clean
-	$(MAKE) -C tools/provider clean
+	$(MAKE) -C providers/rsiw clean
+	$(MAKE) -C tests/progs clean
 	rm -f rust/ffi/sys_generated.rs
 
 host-test:

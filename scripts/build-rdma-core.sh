@@ -12,7 +12,7 @@
 #   RSIW_JOBS              ninja -j (default: cores + 1)
 #
 # Use it: scripts/rdma-core-env.sh (LD_LIBRARY_PATH and the prefix's
-# provider configuration), `make -C tools/provider RDMA_CORE=<prefix>`.
+# provider configuration), `make -C providers/rsiw RDMA_CORE=<prefix>`.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 

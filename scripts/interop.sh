@@ -5,14 +5,16 @@
 # NVMe over Fabrics, one over siw and one over rsiw, in both directions,
 # with MPA CRC off and on, and NFS over RDMA in both directions:
 #   scripts/interop.sh [OUTDIR]
-# Prints the guests' checks and ends with "interop: N passed, N failed".
+# Prints the guests' result lines, each tagged with its pair and side
+# (tests/common/results.sh), and ends with "interop: N passed, N failed"
+# (rsiw's; the baseline's and the skips just above).
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
-cd "$RSIW_ROOT"
+cd "$RSIW_ROOT" || exit
 out=${1:-$RSIW_ROOT/out/interop}
 mkdir -p "$out"
-passed=0
-failed=0
+. "$RSIW_ROOT/tests/common/results.sh"
+rm -f "$out"/*/results
 port=$((46000 + RANDOM % 1000))
 tf=$RSIW_TIME_FACTOR # 4 on the debug kernel (lib.sh)
 
@@ -24,35 +26,28 @@ pair() {
 	port=$((port + 1))
 	log "== interop: $name (target over $tk, host over $hk)"
 	scripts/vm-run.sh --quiet --timeout $((540 * tf)) --mem 2G --append kunit.enable=0 --nic "listen:$port" --out "$out/$name-target" \
-		-- tools/vmtest/$script $tr "$tk" $crc &
+		-- tests/interop/$script $tr "$tk" $crc &
 	local tpid=$!
 	# (vm-run.sh --nic connect: waits until the target's QEMU listens.)
 	scripts/vm-run.sh --quiet --timeout $((500 * tf)) --mem 2G --append kunit.enable=0 --nic "connect:$port" --out "$out/$name-host" \
-		-- tools/vmtest/$script $hr "$hk" $crc
+		-- tests/interop/$script $hr "$hk" $crc
 	wait "$tpid"
 	local side
 	for side in target host; do
-		local f="$out/$name-$side/output.log"
-		if [ -f "$f" ]; then
-			sed "s/^/[$name $side] /" "$f" | grep -E '\] (ok|not ok)'
-			passed=$((passed + $(grep -c '^ok - ' "$f")))
-			local nf
-			nf=$(grep -c '^not ok - ' "$f")
-			local st
-			st=$(cat "$out/$name-$side/status" 2>/dev/null)
-			[ "$st" = 0 ] || [ "$nf" -gt 0 ] || nf=1
-			failed=$((failed + nf))
-			# A side that failed: what it printed last, and how the
-			# guest ended (status 124: killed at its time limit).
-			if [ "$nf" -gt 0 ]; then
-				echo "[$name $side] # unfinished or failed: guest status ${st:-none}"
-				tail -25 "$f" | sed "s/^/[$name $side] # tail: /"
-				tail -12 "$out/$name-$side/dmesg.txt" 2>/dev/null | sed "s/^/[$name $side] # tail: dmesg: /"
-			fi
-		else
-			echo "[$name $side] not ok - the guest produced no output"
-			failed=$((failed + 1))
+		local d="$out/$name-$side" st
+		st=$(cat "$d/status" 2>/dev/null)
+		mkdir -p "$d"
+		results_lines "$d/output.log" 2>/dev/null | results_tag "[$name $side]" >"$d/results"
+		# A side that did not finish is a failure even when every
+		# check it printed passed (status 124: killed at its time limit);
+		# what it printed last, and its kernel's last words.
+		if [ "$st" != 0 ]; then
+			grep -q '^not ok - ' "$d/results" ||
+				echo "not ok - [$name $side] the guest did not finish (guest status ${st:-none})" >>"$d/results"
+			tail -25 "$d/output.log" 2>/dev/null | sed "s/^/# [$name $side] tail: /" >>"$d/results"
+			tail -12 "$d/dmesg.txt" 2>/dev/null | sed "s/^/# [$name $side] tail: dmesg: /" >>"$d/results"
 		fi
+		cat "$d/results"
 	done
 }
 
@@ -63,5 +58,8 @@ pair siw-target-rsiw-host-crc siw rsiw crc
 pair rsiw-target-siw-host-crc rsiw siw crc
 NFS_PAIR=1 pair nfs-siw-server-rsiw-client siw rsiw
 NFS_PAIR=1 pair nfs-rsiw-server-siw-client rsiw siw
-echo "interop: $passed passed, $failed failed"
-[ "$failed" = 0 ]
+# The counts of everything printed above (tests/common/results.sh).
+read -r p f sk bp bf < <(cat "$out"/*/results | results_count)
+echo "interop: baseline $bp passed, $bf failed; $sk skipped"
+echo "interop: $p passed, $f failed"
+[ "$f" = 0 ]

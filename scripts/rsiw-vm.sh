@@ -19,12 +19,15 @@
 #   --out DIR         output.log, console.log, dmesg.txt, status (default: a
 #                     fresh directory under $RSIW_CACHE/vm)
 #   --share DIR       also show DIR in the guest at its path (repeatable)
-#   --no-build        use rsiw.ko and tools/provider as they are (default:
+#   --no-build        use rsiw.ko and providers/rsiw as they are (default:
 #                     `make` them first; the test kernel is built if missing)
 #
 # COMMAND runs as root in the guest's initial namespace, from the caller's
 # working directory (any path, /tmp included; the guest sees the host's
-# files read-only, its /tmp is its own), with:
+# files read-only, its /tmp, /run, /var/tmp and /mnt are its own). A
+# COMMAND or an argument naming a file or directory there (/tmp/x/try.sh)
+# is shown to the guest: its directory is shared (--share) and a note
+# says so. A COMMAND the guest cannot find is refused before the boot. With:
 #   RSIW_NODE1_ADDR, RSIW_NODE2_ADDR   the addresses of rsiw0 and rsiw1
 #   RSIW_NODE1_DEV, RSIW_NODE2_DEV     rsiw0, rsiw1
 #   RSIW_NODES                         1 or 2
@@ -63,6 +66,54 @@ done
 case "$nodes" in 1 | 2) ;; *) die "--nodes takes 1 or 2" ;; esac
 case "$mtu" in "" | *[!0-9]*) [ -z "$mtu" ] || die "--mtu takes a number" ;; esac
 
+# The guest's own directories (scripts/vm-init.sh): the host's files
+# there are hidden unless shared. /proc, /sys and /dev are the guest's.
+guest_private=(/tmp /run /var/tmp /var/lib/nvme /etc/nvme /mnt)
+# The guest's PATH (scripts/vm-init.sh, tools/rsiw-vm/guest.sh).
+guest_path=$RSIW_ROOT/tools/rsiw-vm/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+# hidden PATH: the guest-private directory PATH (absolute, symlinks kept)
+# lies in, outside everything shared with the guest; fails if none.
+hidden() {
+	local p=$1 d s
+	for s in "$RSIW_ROOT" "$PWD" ${KDIR:+"$KDIR"} "${share_dirs[@]}"; do
+		s=$(realpath -sm "$s")
+		case "$p" in "$s" | "$s"/*) return 1 ;; esac
+	done
+	for d in "${guest_private[@]}"; do
+		case "$p" in "$d" | "$d"/*) echo "$d"; return 0 ;; esac
+	done
+	return 1
+}
+# show PATH WHAT: share PATH's directory (PATH itself if a directory, or
+# if the directory is a guest-private one) when the guest would not see it.
+show() {
+	local p d top
+	p=$(realpath -s "$1")
+	top=$(hidden "$p") || return 0
+	d=$p
+	[ -d "$p" ] || d=$(dirname "$p")
+	[ "$d" != "$top" ] || d=$p
+	share_dirs+=("$d")
+	shares+=(--share "$d")
+	log "note: $2 $1 is in $top, which the guest has its own of: sharing $d with it (read-only, at the same path)"
+}
+share_dirs=()
+for ((i = 1; i < ${#shares[@]}; i += 2)); do share_dirs+=("${shares[i]}"); done
+case "$1" in
+*/*)
+	[ -e "$1" ] || die "COMMAND $1: no such file or directory (the guest runs it at the same path as here)"
+	[ -d "$1" ] && die "COMMAND $1 is a directory"
+	show "$1" COMMAND ;;
+*)
+	PATH=$guest_path type -P "$1" >/dev/null ||
+		die "COMMAND $1 is not on the guest's PATH ($guest_path): give its path (./$1, or an absolute one)" ;;
+esac
+for a in "${@:2}"; do
+	case "$a" in -*) continue ;; esac
+	[ -e "$a" ] || continue
+	show "$a" argument
+done
+
 if [ -z "${KDIR:-}" ] && ! kdir=$(resolve_kdir 2>/dev/null); then
 	log "no test kernel for this configuration yet: building it (about 15 minutes the first time)"
 	kdir=$("$RSIW_ROOT/scripts/build-kernel.sh")
@@ -71,7 +122,7 @@ export KDIR=${KDIR:-$kdir}
 if [ "$build" = 1 ]; then
 	log "building rsiw.ko and the provider (make)"
 	make -s -C "$RSIW_ROOT" KDIR="$KDIR" modules >&2 || die "module build failed"
-	make -s -C "$RSIW_ROOT/tools/provider" >&2 || die "provider build failed"
+	make -s -C "$RSIW_ROOT/providers/rsiw" >&2 || die "provider build failed"
 fi
 
 if [ -z "$out" ]; then
@@ -84,7 +135,7 @@ rm -f "$out/output.log"
 
 "$RSIW_ROOT/scripts/vm-run.sh" --quiet --timeout "$timeout_s" --mem "$mem" --append kunit.enable=0 \
 	--out "$out" "${shares[@]}" -- \
-	bash "$RSIW_ROOT/tools/vmtest/rsiw-vm-guest.sh" "$nodes" "$mtu" "$crc" "$@" &
+	bash "$RSIW_ROOT/tools/rsiw-vm/guest.sh" "$nodes" "$mtu" "$crc" "$@" &
 vm=$!
 # The command's output as it comes (the guest writes it through 9p).
 tail -c +1 -F --pid="$vm" "$out/output.log" 2>/dev/null || true

@@ -18,20 +18,20 @@ APT_PACKAGES=(
 	qemu-system-x86 busybox-static iproute2
 	rdma-core ibverbs-utils rdmacm-utils perftest qperf libibverbs-dev librdmacm-dev
 	nvme-cli ndctl
-	# sustained NVMe-oF I/O with verification (tools/vmtest/nvmeof-sustained.sh)
+	# sustained NVMe-oF I/O with verification (tests/nvmeof/nvmeof-sustained.sh)
 	fio
-	# blktests' ./check (tools/vmtest/blktests-nvme.sh)
+	# blktests' ./check (tests/nvmeof/blktests-nvme.sh)
 	gawk
-	# NFS over RDMA: rpc.nfsd, rpc.mountd, exportfs, mount.nfs4 (tools/vmtest/nfs.sh)
+	# NFS over RDMA: rpc.nfsd, rpc.mountd, exportfs, mount.nfs4 (tests/nfs/nfs.sh)
 	nfs-kernel-server
-	# rdma-core's own test suite (tools/vmtest/rdmacore.sh runs it from the package)
+	# rdma-core's own test suite (tests/userspace/rdmacore.sh runs it from the package)
 	python3-pyverbs
 	# libfabric's verbs provider and fi_pingpong, Open MPI and mpi4py
-	# (tools/vmtest/userspace.sh)
+	# (tests/userspace/userspace.sh)
 	libfabric-bin openmpi-bin python3-mpi4py
-	# reads the cores of crashed guest processes (tools/vmtest/userspace.sh)
+	# reads the cores of crashed guest processes (tests/userspace/userspace.sh)
 	gdb
-	# dkms.conf's build, install and remove (tools/vmtest/install.sh runs
+	# dkms.conf's build, install and remove (tests/install/install.sh runs
 	# the host's dkms in the guest)
 	dkms
 	# a private rdma-core 55 with ibv_wr_flush (scripts/build-rdma-core.sh)
@@ -72,6 +72,6 @@ printf '1.85.0\n%s\n' "$rustc_v" | sort -V -C || die "rustc $rustc_v is older th
 log "toolchain ok: rustc $rustc_v, bindgen $bg, clang/libclang $clang_major"
 
 # rdma-core 55 (ibv_wr_flush) in a private prefix for the userspace Commit
-# tests (tools/provider RDMA_CORE=..., tools/vmtest/nvdimm.sh); a minute
+# tests (providers/rsiw RDMA_CORE=..., tests/commit/nvdimm.sh); a minute
 # the first time, then only a check.
 "$RSIW_ROOT/scripts/build-rdma-core.sh" >/dev/null

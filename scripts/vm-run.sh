@@ -34,7 +34,7 @@
 #                       same NVDIMM)
 #   --quiet             do not echo the guest console
 #   --plugin SPEC       load a QEMU TCG plugin (QEMU's -plugin SPEC, e.g.
-#                       tools/qemu-plugin/insncount.so,out=FILE)
+#                       bench/qemu-plugin/insncount.so,out=FILE)
 #
 # The command runs with the working directory of the caller (the same path
 # in the guest), HOME=/tmp, and RSIW_VM_OUT pointing at the shared output

@@ -1,0 +1,354 @@
+# SPDX-License-Identifier: GPL-2.0
+# Helpers for guest-side test scripts (run inside scripts/vm-run.sh).
+# Each check of rsiw prints "ok - NAME" or "not ok - NAME"; a check of a
+# baseline (Linux siw, TCP) rather than of rsiw prints "ok - [siw] NAME"
+# or "not ok - [siw] NAME"; something not run prints "skip - NAME:
+# REASON" (never a pass); a setup step prints a "# setup: ..." line, or
+# "not ok - setup: ..." and ends the script. `finish` prints the "N
+# passed, N failed" line and sets the exit status (from rsiw's failures;
+# in baseline_mode, from the baseline's too).
+
+RSIW_ROOT=${RSIW_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+OUT=${RSIW_VM_OUT:-/tmp}
+passed=0
+failed=0
+skipped=0
+base_passed=0
+base_failed=0
+
+pass() { passed=$((passed + 1)); echo "ok - $*"; }
+fail() { failed=$((failed + 1)); echo "not ok - $*"; }
+# skip NAME: REASON: NAME was not run, for REASON (what would run it).
+skip() { skipped=$((skipped + 1)); echo "skip - $*"; }
+# base_pass / base_fail NAME: a check of the baseline, not of rsiw.
+base_pass() { base_passed=$((base_passed + 1)); echo "ok - [siw] $*"; }
+base_fail() { base_failed=$((base_failed + 1)); echo "not ok - [siw] $*"; }
+
+# check NAME COMMAND...: passes when COMMAND succeeds.
+check() {
+	local name=$1
+	shift
+	if "$@"; then pass "$name"; else fail "$name"; fi
+}
+
+# check_base NAME COMMAND...: check, of the baseline (siw, TCP).
+check_base() {
+	local name=$1
+	shift
+	if "$@"; then base_pass "$name"; else base_fail "$name"; fi
+}
+
+# setup NAME COMMAND...: a step that prepares a test rather than tests
+# rsiw (a module loaded, a link or a device added): a "# setup: NAME"
+# line when COMMAND succeeds; otherwise "not ok - setup: NAME", the end
+# of the kernel log, and the script ends (nothing after it can mean
+# anything).
+setup() {
+	local name=$1
+	shift
+	if "$@"; then
+		echo "# setup: $name"
+		return 0
+	fi
+	fail "setup: $name"
+	dmesg | tail -20 | sed 's/^/#   /'
+	finish
+	exit 1
+}
+
+# to FILE COMMAND...: runs COMMAND with its output in FILE (inside check).
+to() {
+	local file=$1
+	shift
+	"$@" >"$file" 2>&1
+}
+
+# expect_eq NAME EXPECTED ACTUAL
+expect_eq() {
+	if [ "$2" = "$3" ]; then pass "$1"; else fail "$1 (expected '$2', got '$3')"; fi
+}
+
+# baseline_mode: from here on every check is the baseline's ("[siw]"):
+# for a script run on siw alone (its KIND), or the end of a guest that
+# checks only siw's side (its teardown and kernel log). Its exit status
+# then follows the baseline's failures.
+baseline_mode() {
+	pass() { base_pass "$@"; }
+	fail() { base_fail "$@"; }
+	baseline_exit=1
+}
+
+# expect_eq_base NAME EXPECTED ACTUAL: expect_eq, of the baseline.
+expect_eq_base() {
+	if [ "$2" = "$3" ]; then base_pass "$1"; else base_fail "$1 (expected '$2', got '$3')"; fi
+}
+
+# wait_for SECONDS COMMAND...: polls until COMMAND succeeds.
+wait_for() {
+	local deadline=$(($(date +%s) + $1))
+	shift
+	until "$@"; do
+		[ "$(date +%s)" -lt "$deadline" ] || return 1
+		sleep 0.2
+	done
+}
+
+# perftest_client COMMAND...: COMMAND (a perftest -R client, under any
+# wrappers) with perftest-connect-delay.so preloaded, so that its data
+# connection waits for the server's listener: perftest 4.5-0.17's server
+# listens for it only after the handshake the client connects right after
+# (tests/progs/perftest-connect-delay.c has the details).
+PERFTEST_SHIM=$RSIW_ROOT/tests/progs/perftest-connect-delay.so
+perftest_client() {
+	[ -f "$PERFTEST_SHIM" ] || { echo "no $PERFTEST_SHIM: make provider" >&2; return 1; }
+	LD_PRELOAD="$PERFTEST_SHIM${LD_PRELOAD:+:$LD_PRELOAD}" "$@"
+}
+
+# listening PORT [NETNS]: a TCP listener on PORT (an rdma_cm listener on
+# iWARP is one), in network namespace NETNS if given.
+listening() {
+	if [ -n "${2:-}" ]; then
+		ip netns exec "$2" ss -Hltn "sport = :$1"
+	else
+		ss -Hltn "sport = :$1"
+	fi | grep -q .
+}
+
+# not_listening PORT [NETNS]: no TCP listener on PORT (yet, or any more).
+not_listening() { ! listening "$@"; }
+
+# counter DEV NAME: a port counter of rsiw device DEV as `rdma statistic
+# show link` prints it.
+counter() {
+	rdma statistic show link "$1/1" | awk -v n="$2" '{ for (i = 1; i < NF; i++) if ($i == n) { print $(i + 1); exit } }'
+}
+
+# median: the median of the numbers on stdin (separated by spaces or
+# newlines; nothing if there are none).
+median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
+
+# mpi_pingpong NETNS N SIZE [PROVIDER]: bench/mpi-pingpong.py in two
+# Open MPI ranks in NETNS, as root, through libfabric's RDM endpoint only
+# (the OFI MTL with PROVIDER, by default verbs;ofi_rxm: no TCP or
+# shared-memory fallback).
+mpi_pingpong() {
+	ip netns exec "$1" env HOME=/tmp OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+		timeout 300 mpirun -np 2 --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "${4:-verbs;ofi_rxm}" \
+		-x RDMAV_DRIVERS "$RSIW_ROOT/bench/mpi-pingpong.py" "$2" "$3"
+}
+
+# bench_netns ADDR_A ADDR_B: namespaces bA and bB joined by veth bcA
+# (ADDR_A/24, in bA) and bcB (ADDR_B/24, in bB), loopback up, RDMA
+# devices shared across namespaces: what the benchmarks and profiles use,
+# so that traffic crosses the veth rather than lo.
+bench_netns() {
+	rdma system set netns shared 2>/dev/null
+	ip netns add bA && ip netns add bB &&
+		ip link add bcA type veth peer name bcB &&
+		ip link set bcA netns bA && ip link set bcB netns bB &&
+		ip -n bA addr add "$1/24" dev bcA && ip -n bB addr add "$2/24" dev bcB &&
+		ip -n bA link set lo up && ip -n bA link set bcA up &&
+		ip -n bB link set lo up && ip -n bB link set bcB up
+}
+
+# qperf_us: the latency in qperf's output (on stdin), in µs.
+qperf_us() {
+	awk '$1 == "latency" { v = $3; if ($4 == "ms") v *= 1000; if ($4 == "ns") v /= 1000; print v }'
+}
+
+# qperf_msgs: the messages qperf sent, from its -vv output on stdin.
+qperf_msgs() {
+	awk '$1 == "loc_send_msgs" { gsub(",", "", $3); print $3 }'
+}
+
+# local_veth IF0 ADDR0 IF1 ADDR1: a veth pair in this namespace, ADDRn/24
+# on IFn, both up. A connection between the two local addresses runs over
+# lo, so accept_local is on and rp_filter off (rdma_cm resolves the peer
+# with ARP out of the bound device).
+local_veth() {
+	ip link add "$1" type veth peer name "$3" &&
+		ip addr add "$2/24" dev "$1" && ip addr add "$4/24" dev "$3" &&
+		ip link set "$1" up && ip link set "$3" up || return
+	local c
+	for c in all "$1" "$3"; do
+		sysctl -qw "net.ipv4.conf.$c.accept_local=1" "net.ipv4.conf.$c.rp_filter=0"
+	done
+}
+
+# debug_kernel: this guest runs the debug flavour (kmemleak present):
+# KASAN's quarantine holds freed objects back and every step is several
+# times slower, so slab and time bounds made for the lean kernel do not
+# hold; kmemleak's scan in check_dmesg_clean decides about leaks.
+debug_kernel() { [ -w /sys/kernel/debug/kmemleak ]; }
+# TF: what a guest's time bounds are multiplied by: 4 on the debug
+# kernel (the factor scripts/lib.sh's RSIW_TIME_FACTOR gives the guest's
+# whole time limit there), 1 on the lean one.
+TF=${RSIW_TIME_FACTOR:-1}
+debug_kernel && TF=4
+
+# slab_check NAME COMMAND...: a check of a slab bound (unreclaimable slab,
+# objects in use). On the debug kernel KASAN's quarantine holds freed
+# objects back (up to 1/32 of memory) and kmemleak tracks every
+# allocation in objects of its own, so no such bound holds there: a skip
+# line says so, and kmemleak's scan in check_dmesg_clean looks for the
+# leaks instead.
+slab_check() {
+	local name=$1
+	shift
+	if debug_kernel; then
+		skip "$name: the debug kernel's KASAN quarantine holds freed objects back, so no slab bound holds; kmemleak's scan (the dmesg check) looks for leaks, the lean kernel checks this bound"
+	else
+		check "$name" "$@"
+	fi
+}
+
+# check_dmesg_clean NAME [EXPLAINED]: fails on any kernel warning, bug,
+# oops, leak report or hung task, and on any user-space crash the kernel
+# logs (a process killed by SIGSEGV, SIGBUS, SIGILL or a trap: "segfault
+# at", "traps:", "general protection"). EXPLAINED, an extended regex,
+# drops lines the caller has already checked and explained (a known crash
+# of a third-party tool, verified from its core).
+check_dmesg_clean() {
+	local bad leaks explained=${2:-}
+	# Debug kernels: a kmemleak scan now, rather than at its 10-minute
+	# period; suspects whose allocation trace passes through rsiw or the
+	# RDMA core count, boot-time ones do not.
+	if debug_kernel; then
+		echo scan >/sys/kernel/debug/kmemleak
+		sleep 6
+		echo scan >/sys/kernel/debug/kmemleak
+		leaks=$(awk 'function flush() { if (keep) print o }
+			/^unreferenced object/ {flush(); o = $0; keep = 0; next}
+			/rsiw|ib_|rdma|iw_cm|iwcm/ {keep = 1}
+			END {flush()}' /sys/kernel/debug/kmemleak)
+		if [ -n "$leaks" ]; then
+			echo "# kmemleak suspects (rsiw/RDMA traces):"
+			echo "$leaks" | sed 's/^/#   /'
+			fail "$1 (kmemleak)"
+			return
+		fi
+	fi
+	bad=$(dmesg | grep -E 'WARNING:|BUG:|Oops|general protection|segfault at|traps:|refcount_t:|kmemleak:|UBSAN:|KASAN:|hung_task|blocked for more than|rcu_sched self-detected|soft lockup' || true)
+	if [ -n "$explained" ] && [ -n "$bad" ]; then
+		bad=$(echo "$bad" | grep -vE "$explained" || true)
+	fi
+	if [ -z "$bad" ]; then pass "$1"; else fail "$1"; echo "$bad" | sed 's/^/#   /'; fi
+}
+
+finish() {
+	local extra=""
+	[ "$skipped" = 0 ] || extra="$extra, $skipped skipped"
+	[ "$base_passed$base_failed" = 00 ] || extra="$extra; baseline [siw]: $base_passed passed, $base_failed failed"
+	echo "$passed passed, $failed failed$extra"
+	[ "$failed" = 0 ] && { [ "${baseline_exit:-0}" = 0 ] || [ "$base_failed" = 0 ]; }
+}
+
+# nvmet_export NQN DEVICE ADDR: an NVMe-oF subsystem with one namespace on
+# DEVICE, any host allowed, on an RDMA port at ADDR:4420 (nvmet configfs).
+nvmet_export() {
+	local nqn=$1 dev=$2 addr=$3 cfg=/sys/kernel/config/nvmet
+	mkdir $cfg/subsystems/$nqn &&
+		echo 1 >$cfg/subsystems/$nqn/attr_allow_any_host &&
+		mkdir $cfg/subsystems/$nqn/namespaces/1 &&
+		echo "$dev" >$cfg/subsystems/$nqn/namespaces/1/device_path &&
+		echo 1 >$cfg/subsystems/$nqn/namespaces/1/enable &&
+		mkdir -p $cfg/ports/1 &&
+		echo rdma >$cfg/ports/1/addr_trtype &&
+		echo ipv4 >$cfg/ports/1/addr_adrfam &&
+		echo "$addr" >$cfg/ports/1/addr_traddr &&
+		echo 4420 >$cfg/ports/1/addr_trsvcid &&
+		ln -s $cfg/subsystems/$nqn $cfg/ports/1/subsystems/$nqn
+}
+
+# nvmet_unexport NQN: undoes nvmet_export.
+nvmet_unexport() {
+	local nqn=$1 cfg=/sys/kernel/config/nvmet
+	rm -f $cfg/ports/1/subsystems/$nqn
+	rmdir $cfg/ports/1 $cfg/subsystems/$nqn/namespaces/1 $cfg/subsystems/$nqn 2>/dev/null
+}
+
+# nvme_connect NQN ADDR [OPTION...]: the NVMe-oF host side (fixed host
+# identity); OPTIONs go to nvme connect (e.g. --host-traddr=, --reconnect-delay=).
+nvme_connect() {
+	local hid=5b2f1c2e-6d7a-4b8c-9e0f-112233445566 nqn=$1 addr=$2
+	shift 2
+	timeout 60 nvme connect -t rdma -a "$addr" -s 4420 -n "$nqn" \
+		--hostnqn=nqn.2014-08.org.nvmexpress:uuid:$hid --hostid=$hid "$@"
+}
+
+# nvmeof_over_rsiw NQN IP: one guest, both ends over rsiw0 on veth0 (IP/24):
+# load rsiw, a memory-backed null_blk exported by nvmet-rdma, nvme-rdma
+# connected to it; sets $dev to the namespace's block device. The module,
+# link and ULP loads are setup; nvmet-rdma's listener on rsiw, the
+# connection and its namespace are checks.
+nvmeof_over_rsiw() {
+	local nqn=$1 ip=$2
+	setup "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
+	ip link add veth0 type veth peer name veth1
+	ip addr add $ip/24 dev veth0
+	ip link set veth0 up
+	ip link set veth1 up
+	setup "rdma link add rsiw0 on veth0" rdma link add rsiw0 type rsiw netdev veth0
+	setup "memory-backed null_blk" modprobe null_blk nr_devices=1 memory_backed=1 gb=1 queue_mode=2
+	setup "nvmet-rdma and nvme-rdma load" modprobe -a nvmet-rdma nvme-rdma
+	check "nvmet port on rsiw" nvmet_export $nqn /dev/nullb0 $ip
+	check "nvme connect over rsiw" nvme_connect $nqn $ip
+	# 10 s: the namespace's block device appears within a second of the
+	# connect on the lean kernel; TF for the debug kernel.
+	check "namespace appears" wait_for $((10 * TF)) bash -c 'ls /dev/nvme*n1 >/dev/null 2>&1'
+	dev=$(ls /dev/nvme*n1 2>/dev/null | head -1)
+}
+
+# NFS over RDMA (nfs.sh, interop-nfs.sh): NFSv4.2, RDMA on port 20049.
+NFS_RDMA_PORT=20049
+
+# nfs_server_up DIR TRANSPORT: nfsd with NFSv4 only, listening on TCP (2049;
+# rpc.nfsd refuses NFSv4 without it) and, with TRANSPORT rdma, on RDMA too,
+# exporting DIR as the NFSv4 root. nfs-utils keeps its export table and
+# state under /var/lib/nfs: the guest's own (its root is the host's,
+# read-only).
+nfs_server_up() {
+	local dir=$1 listen=(--tcp --rdma=$NFS_RDMA_PORT)
+	[ "$2" = tcp ] && listen=(--tcp)
+	if ! mountpoint -q /var/lib/nfs; then
+		mount -t tmpfs tmpfs /var/lib/nfs || return 1
+		touch /var/lib/nfs/etab /var/lib/nfs/rmtab
+		mkdir -p /var/lib/nfs/v4recovery
+	fi
+	mkdir -p "$dir"
+	modprobe -a nfsd rpcrdma || return 1
+	mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd || return 1
+	pgrep -x rpcbind >/dev/null || rpcbind || return 1
+	exportfs -o rw,no_root_squash,insecure,fsid=0,no_subtree_check "*:$dir" || return 1
+	pgrep -x rpc.mountd >/dev/null || rpc.mountd -N 3 || return 1
+	# Grace period and lease at 10 s, the least nfsd takes: a new server
+	# refuses OPENs until its grace period ends, and without nfsdcld (no
+	# client tracking) /proc/fs/nfsd/v4_end_grace cannot end it early, so
+	# wait it out here, not inside a timed transfer.
+	rpc.nfsd -N 3 --no-udp "${listen[@]}" -G 10 -L 10 4 || return 1
+	wait_for 30 grep -qx Y /proc/fs/nfsd/v4_end_grace
+}
+
+# nfs_server_down: undoes nfs_server_up (but the state directory).
+nfs_server_down() {
+	rpc.nfsd 0
+	exportfs -ua
+	pkill -x rpc.mountd
+	pkill -x rpcbind
+	umount /proc/fs/nfsd
+	sleep 1
+	modprobe -r nfsd rpcrdma
+}
+
+# nfs_proto MOUNTPOINT TRANSPORT: the NFS mount on MOUNTPOINT runs over
+# TRANSPORT (its proto= in /proc/mounts).
+nfs_proto() { grep " $1 " /proc/mounts | grep -q "proto=$2"; }
+
+# nfs_mount ADDR MOUNTPOINT TRANSPORT [SECONDS]: mounts ADDR's NFSv4 root,
+# retrying for SECONDS (default 20) while the server comes up.
+nfs_mount() {
+	local opts=vers=4.2,proto=rdma,port=$NFS_RDMA_PORT
+	[ "$3" = tcp ] && opts=vers=4.2,proto=tcp
+	mkdir -p "$2"
+	wait_for "${4:-20}" mount -t nfs4 -o "$opts" "$1:/" "$2" 2>/dev/null
+}

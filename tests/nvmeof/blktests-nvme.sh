@@ -1,0 +1,81 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# blktests' NVMe group (linux-blktests/blktests, fetched by the caller and
+# never part of this tree) with nvme_trtype=rdma, over Linux siw and over
+# rsiw in one boot, as a user runs it. blktests picks its soft RDMA driver
+# with USE_RXE; a copy of the checkout in the guest gets the same kind of
+# selector, USE_RSIW, which loads rsiw.ko (this checkout's) and makes
+# `rdma link add ... type rsiw` devices where blktests makes siw ones.
+# Prints one line per test and driver ("blktests DRIVER TEST STATUS
+# SECONDS") and the two drivers' totals; the table in the note comes from
+# these lines.
+#   blktests-nvme.sh BLKTESTS_DIR [TESTS...]   (default: the nvme group)
+set -u
+. "$(dirname "$0")/../common/lib.sh"
+
+src=$1
+shift
+tests=("$@")
+[ ${#tests[@]} -gt 0 ] || tests=(nvme)
+work=/tmp/blktests
+
+# blktests' ./check reads process substitutions: the guest's /dev has
+# no /dev/fd of its own.
+[ -e /dev/fd ] || ln -s /proc/self/fd /dev/fd
+rm -rf "$work"
+cp -a "$src" "$work"
+cd "$work" || exit 1
+# The selector: rsiw where blktests would load siw.
+python3 - <<'EOF'
+import re
+p = 'common/multipath-over-rdma'
+s = open(p).read()
+s = s.replace('''	if [ -z "$USE_RXE" ]; then
+		modprobe siw || return $?
+		type=siw''', '''	if [ -n "$USE_RSIW" ]; then
+		[ -d /sys/module/rsiw ] || insmod "$RSIW_KO" || return $?
+		type=rsiw
+	elif [ -z "$USE_RXE" ]; then
+		modprobe siw || return $?
+		type=siw''', 1)
+open(p, 'w').write(s)
+p = 'common/nvme'
+s = open(p).read()
+s = s.replace('''		if [ -n "$USE_RXE" ]; then
+			_have_driver rdma_rxe''', '''		if [ -n "$USE_RSIW" ]; then
+			_have_driver rsiw
+		elif [ -n "$USE_RXE" ]; then
+			_have_driver rdma_rxe''', 1)
+open(p, 'w').write(s)
+EOF
+grep -q USE_RSIW common/multipath-over-rdma && grep -q USE_RSIW common/nvme ||
+	{ echo "not ok - blktests' soft-RDMA selector could be extended"; exit 1; }
+make -s >/dev/null 2>&1 || echo "# blktests' helpers did not all build (some tests may skip)"
+
+export RSIW_KO=$RSIW_ROOT/rsiw.ko
+# The network blktests binds its soft RDMA devices to: a veth pair.
+ip link add veth0 type veth peer name veth1
+ip addr add 10.99.0.1/24 dev veth0
+ip link set veth0 up
+ip link set veth1 up
+for drv in siw rsiw; do
+	rm -rf results
+	dmesg -C
+	if [ $drv = rsiw ]; then export USE_RSIW=1; else unset USE_RSIW; fi
+	t0=$(date +%s)
+	nvme_trtype=rdma timeout 5400 ./check "${tests[@]}" >"$RSIW_VM_OUT/blktests-$drv.log" 2>&1
+	echo "# $drv: ./check ${tests[*]} took $(($(date +%s) - t0)) s"
+	# One line per test from the results directory: status and runtime.
+	for d in results/nodev*/nvme/* results/nodev/nvme/*; do
+		[ -f "$d" ] || continue
+		st=$(sed -n 's/^status\t//p' "$d")
+		rt=$(sed -n 's/^runtime\t//p' "$d")
+		echo "blktests $drv $(basename "$d") ${st:-?} ${rt:-?}"
+	done | sort -u
+	cp -a results "$RSIW_VM_OUT/blktests-results-$drv" 2>/dev/null
+	dmesg >"$RSIW_VM_OUT/dmesg-blktests-$drv.txt"
+	rdma link show | awk '{print $2}' | sed 's,/.*,,' | while read -r l; do rdma link delete "$l"; done
+	rmmod rsiw 2>/dev/null
+	modprobe -r siw 2>/dev/null
+done
