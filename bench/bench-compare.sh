@@ -440,7 +440,7 @@ nvme_bench() {
 	fi
 	if nvmet_port $tr; then
 		host_addr=()
-		[ $nvme_path = veth ] && host_addr=(--host-traddr=$NH)
+		[ $nvme_path = veth ] && host_addr=("--host-traddr=$NH")
 		if timeout 60 nvme connect -t $tr -a $NT -s 4420 -n $NQN "${host_addr[@]}" \
 			--hostnqn=nqn.2014-08.org.nvmexpress:uuid:$HOSTID --hostid=$HOSTID \
 			>"$logs/nvme-connect.txt" 2>&1 && wait_for 20 nvme_dev >/dev/null; then

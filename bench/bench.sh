@@ -174,7 +174,7 @@ if [ "${1:-}" = --insncount ]; then
 	grep '^insncount:' "$out/output.log" || true
 	[ "$rc" = 0 ] || die "the guest run failed ($rc): $out/output.log"
 	# Rust symbols demangled when rustfilt is there (cargo install rustfilt).
-	demangle=cat
+	demangle="cat"
 	command -v rustfilt >/dev/null && demangle=rustfilt
 	python3 bench/qemu-plugin/insncount.py "$out/counts.txt" "$out/insncount-manifest.txt" "$out/kallsyms" 40 \
 		--sites rsiw.ko ${INSN_HOT:+--hot "$INSN_HOT"} | $demangle | tee "$out/report.txt"

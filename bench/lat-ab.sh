@@ -32,7 +32,7 @@ test=${AB_TEST:-rc_lat} size=${AB_SIZE:-64}
 [ "$test" = rc_lat ] || size=${AB_SIZE:-64K}
 unit=us impls="A B siw tcp"
 case $test in *bw) unit=MB/s impls="A B tcp" ;; esac
-pin_a= pin_b=
+pin_a='' pin_b=''
 if [ "${LAT_PIN:-0}" = 1 ]; then pin_a="taskset -c 0" pin_b="taskset -c 1"; fi
 ina() { ip netns exec bA "$@"; }
 inb() { ip netns exec bB "$@"; }

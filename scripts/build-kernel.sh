@@ -56,11 +56,10 @@ else
 	"${mk[@]}" olddefconfig >/dev/null
 	# Options that did not stick are worth a warning, not an error: some
 	# depend on others the fragment does not spell out.
-	missing=0
 	for f in "${fragments[@]}"; do
 		while IFS= read -r line; do
 			case "$line" in CONFIG_*=[ym]) ;; *) continue ;; esac
-			grep -qx "$line" "$build_dir/.config" || { log "note: $line did not stick"; missing=1; }
+			grep -qx "$line" "$build_dir/.config" || { log "note: $line did not stick"; }
 		done <"$f"
 	done
 	grep -qx 'CONFIG_RUST=y' "$build_dir/.config" || die "CONFIG_RUST did not stick: is the Rust toolchain usable? (make rustavailable)"

@@ -29,7 +29,7 @@
 # reproduces it. Ends with "fuzz: N passed, N failed".
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
-cd "$RSIW_ROOT"
+cd "$RSIW_ROOT" || exit 1
 
 seconds=15
 long=0
@@ -171,7 +171,7 @@ for t in "${targets[@]}"; do
 	read -r c2 b2 < <(corpus_stat "$corpus")
 
 	log "coverage of $t"
-	lines=? regions=?
+	lines='?' regions='?'
 	if cargo fuzz coverage --fuzz-dir fuzz "$t" "$corpus" >"$logdir/coverage.log" 2>&1; then
 		# cargo-fuzz 0.13 puts it under the workspace's target/ with --fuzz-dir.
 		covbin=

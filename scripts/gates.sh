@@ -14,14 +14,14 @@
 #   checkpatch   the module's C and headers (checkpatch.pl --no-tree -f)
 #   clang-format the provider, with rdma-core's .clang-format (from the
 #                rdma-core source scripts/build-rdma-core.sh unpacks)
-#   shellcheck   the scripts, at severity warning and above (quoting
-#                and other style notes are not gated)
+#   shell        the scripts through shellcheck, at severity warning and
+#                above (quoting and other style notes are not gated)
 #
 #   scripts/gates.sh [GATE...]      (default: all of them)
 # Ends with "gates: N passed, N failed"; logs in out/gates/.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
-cd "$RSIW_ROOT"
+cd "$RSIW_ROOT" || exit 1
 
 logs=$RSIW_ROOT/out/gates
 rm -rf "$logs"
@@ -29,7 +29,7 @@ mkdir -p "$logs"
 pass=0
 fail=0
 gates=("$@")
-[ ${#gates[@]} -gt 0 ] || gates=(rustfmt clippy build cargo checkpatch clang-format shellcheck)
+[ ${#gates[@]} -gt 0 ] || gates=(rustfmt clippy build cargo checkpatch clang-format shell)
 
 result() { # result NAME STATUS LOG
 	if [ "$2" = 0 ]; then
@@ -121,7 +121,7 @@ for g in "${gates[@]}"; do
 	cargo) gate_cargo; result "cargo clippy on the host crates, -D warnings" $? "$logs/cargo.log" ;;
 	checkpatch) gate_checkpatch; result "checkpatch on the module's C and headers" $? "$logs/checkpatch.log" ;;
 	clang-format) gate_clang_format; result "rdma-core's clang-format on the provider" $? "$logs/clang-format.log" ;;
-	shellcheck) gate_shellcheck; result "shellcheck (severity warning) on the scripts" $? "$logs/shellcheck.log" ;;
+	shell) gate_shellcheck; result "shellcheck (severity warning) on the scripts" $? "$logs/shellcheck.log" ;;
 	*) echo "not ok - unknown gate $g"; fail=$((fail + 1)) ;;
 	esac
 done

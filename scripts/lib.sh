@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # SPDX-License-Identifier: GPL-2.0
 # Shared shell helpers for rsiw's scripts. Source it; do not run it.
 
@@ -13,6 +14,7 @@ RSIW_KERNEL_FLAVOUR=${RSIW_KERNEL_FLAVOUR:-lean}
 # Guest time limits scale with it: the debug kernel runs several times
 # slower under TCG.
 RSIW_TIME_FACTOR=1
+# shellcheck disable=SC2034 # read by the scripts that source this
 if [ "$RSIW_KERNEL_FLAVOUR" = debug ]; then RSIW_TIME_FACTOR=4; fi
 
 log() { printf '[rsiw %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }

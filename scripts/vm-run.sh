@@ -172,6 +172,7 @@ if [ -n "$nvdimm" ]; then
 	fi
 	machine=q35,nvdimm=on
 	mem_args=(-m "$(to_mib "$mem")M,slots=2,maxmem=$(($(to_mib "$mem") + nv_mib))M")
+	# shellcheck disable=SC2054 # QEMU option values: commas, not separators
 	nvdimm_args=(-object "memory-backend-file,id=nv0,share=on,mem-path=$img,size=${nv_mib}M"
 		-device nvdimm,id=nvdimm0,memdev=nv0)
 fi
@@ -195,6 +196,7 @@ cmdline+=" tsc=reliable"
 # test makes it.)
 case "$(basename "$(readlink -f "$kdir")")" in *-debug-*) cmdline+=" no5lvl" ;; esac
 
+# shellcheck disable=SC2054 # QEMU option values: commas, not separators
 qemu=(qemu-system-x86_64 -machine "$machine" -accel "$accel" -cpu "$cpu" -smp "$smp" "${mem_args[@]}"
 	-kernel "$kernel" -append "$cmdline"
 	-nographic -no-reboot -serial mon:stdio -nodefaults

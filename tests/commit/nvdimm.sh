@@ -117,7 +117,7 @@ if [ "$have_check" = 1 ]; then
 		grep -q '^ok - an fs-DAX file.s pages are not pinned for an MR: EOPNOTSUPP' "$OUT/fsdax-check.txt"
 	check "rmmod rsiw (after fs-DAX)" rmmod rsiw
 fi
-echo "# umount /mnt/pmem: $(umount /mnt/pmem 2>&1 && echo done)"
+echo "# umount /mnt/pmem: $(umount /mnt/pmem 2>&1 && echo "done")"
 
 # ---- 3. device-DAX ----
 ndctl create-namespace -f -e namespace0.0 -m devdax >"$OUT/ndctl-devdax.json" 2>&1

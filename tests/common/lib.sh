@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # SPDX-License-Identifier: GPL-2.0
 # Helpers for guest-side test scripts (run inside scripts/vm-run.sh).
 # Each check of rsiw prints "ok - NAME" or "not ok - NAME"; a check of a
@@ -9,6 +10,7 @@
 # in baseline_mode, from the baseline's too).
 
 RSIW_ROOT=${RSIW_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+# shellcheck disable=SC2034 # read by the guest scripts that source this
 OUT=${RSIW_VM_OUT:-/tmp}
 passed=0
 failed=0
@@ -308,7 +310,7 @@ NFS_RDMA_PORT=20049
 # state under /var/lib/nfs: the guest's own (its root is the host's,
 # read-only).
 nfs_server_up() {
-	local dir=$1 listen=(--tcp --rdma=$NFS_RDMA_PORT)
+	local dir=$1 listen=(--tcp "--rdma=$NFS_RDMA_PORT")
 	[ "$2" = tcp ] && listen=(--tcp)
 	if ! mountpoint -q /var/lib/nfs; then
 		mount -t tmpfs tmpfs /var/lib/nfs || return 1

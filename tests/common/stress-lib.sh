@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # SPDX-License-Identifier: GPL-2.0
 # Helpers for the reliability tests (storm.sh, soak.sh, linkfault.sh):
 # two network namespaces n1 and n2 joined by veth pairs, rdma devices on
@@ -68,6 +69,7 @@ slab_shrink() {
 
 # TCP's TIME_WAIT state (60 s after each close; counted by `tw` in
 # /proc/net/sockstat, not a leak): its caches, for in_use's SKIP.
+# shellcheck disable=SC2034 # read by the stress scripts that source this
 TW_CACHES='^(tw_sock_TCP|tcp_bind_bucket|tcp_bind2_bucket)$'
 
 # tw_count [NS]: TCP sockets in TIME_WAIT (/proc/net/sockstat) in this

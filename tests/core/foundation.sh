@@ -72,6 +72,7 @@ check "sysfs node_desc set" grep -q rsiw $sys/node_desc
 # check their values).
 counters="tx_zcopy_octets tx_zcopy_batches tx_zcopy_copied terminate_sent terminate_received rx_crc_errors rx_protocol_errors"
 counters="$counters mpa_reject_sent mpa_reject_received cm_timeouts cm_failures cm_established rx_work_octets"
+# shellcheck disable=SC2010 # sysfs attribute names: plain words
 expect_eq "sysfs hw_counters of port 1" "$(echo $counters | tr ' ' '\n' | sort | tr '\n' ' ')" "$(ls $sys/ports/1/hw_counters | grep -v lifespan | sort | tr '\n' ' ')"
 rdma statistic show link rsiw0/1 >"$OUT/rdma-statistic.txt" 2>&1
 check "rdma statistic shows every counter at 0 on a new device" bash -c "for c in $counters; do grep -qE \" \$c 0( |\$)\" $OUT/rdma-statistic.txt || exit 1; done"
@@ -119,6 +120,7 @@ ip link del veth2
 check "removing the netdev removes rsiw2" wait_for $((10 * TF)) test ! -e /sys/class/infiniband/rsiw2
 check "rdma link add rsiw1 on veth1 again" rdma link add rsiw1 type rsiw netdev veth1
 check "rmmod with two live devices" rmmod rsiw
+# shellcheck disable=SC2010 # sysfs device names: plain words
 check "no rsiw device left" test -z "$(ls /sys/class/infiniband 2>/dev/null | grep rsiw)"
 check "module gone" bash -c '! grep -q "^rsiw " /proc/modules'
 

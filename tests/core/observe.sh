@@ -32,6 +32,7 @@ snapshot() {
 	for d in rsiw0 rsiw1; do
 		for n in cm_established cm_timeouts cm_failures mpa_reject_sent mpa_reject_received \
 			terminate_sent terminate_received rx_crc_errors rx_protocol_errors; do
+			# shellcheck disable=SC2034 # a nameref: fills the caller's array
 			s[$d.$n]=$(counter $d $n)
 		done
 	done

@@ -43,6 +43,7 @@ diagnose() {
 		echo "diagnosis: $1"
 		ip -br addr show dev "$nic"
 		ip neigh show dev "$nic"
+		# shellcheck disable=SC2046 # one address
 		ping -c 1 -W 2 $([ "$role" = target ] && echo 10.99.1.2 || echo $target_ip) | grep -E 'transmitted|from'
 		ss -tan
 		if [ "$kind" = rsiw ]; then
@@ -62,8 +63,8 @@ if [ "$role" = target ]; then
 	wait_s=360
 	debug_kernel && wait_s=1440
 	timeout $wait_s busybox nc -l -p 5001 >/tmp/host-said
-	check "host finished and reported" grep -q done /tmp/host-said
-	grep -q done /tmp/host-said || diagnose "the host did not report in $wait_s s"
+	check "host finished and reported" grep -q "done" /tmp/host-said
+	grep -q "done" /tmp/host-said || diagnose "the host did not report in $wait_s s"
 	nvmet_unexport $nqn
 	if [ "$kind" = rsiw ]; then check "unload nvmet-rdma" modprobe -r nvmet-rdma; else check_base "unload nvmet-rdma" modprobe -r nvmet-rdma; fi
 else
@@ -96,7 +97,7 @@ else
 	fi
 	check "nvme disconnect" bash -c "nvme disconnect -n $nqn | grep -q 'disconnected 1'"
 	if [ "$kind" = rsiw ]; then check "unload nvme-rdma" modprobe -r nvme-rdma; else check_base "unload nvme-rdma" modprobe -r nvme-rdma; fi
-	for _ in $(seq 1 20); do echo done >/dev/tcp/$target_ip/5001 2>/dev/null && break; sleep 1; done
+	for _ in $(seq 1 20); do echo "done" >/dev/tcp/$target_ip/5001 2>/dev/null && break; sleep 1; done
 fi
 if [ "$kind" = rsiw ]; then
 	want=off

@@ -77,6 +77,7 @@ load() {
 	# Samples; /proc/slabinfo kept at the highest SUnreclaim seen.
 	(top=0
 	while :; do
+		# shellcheck disable=SC2046 # three numbers, split on purpose
 		set -- $(awk '$1 == "SUnreclaim:" { u = $2 } $1 == "Slab:" { s = $2 } $1 == "MemFree:" { f = $2 }
 			END { print u, s, f }' /proc/meminfo)
 		echo "$1 $2 $3"

@@ -186,6 +186,7 @@ if rdma link add rsiwn0 type rsiw netdev rsiwd0 &&
 		rt=$(elapsed "$t0")
 		umount /mnt/rsiw-demo
 		expect_eq "NVMe-oF over rsiw: a 32 MiB file on ext4 written (${wt} s) and, after a remount, read back identical (${rt} s), sha256 $sum..." "$sum" "$back"
+		# shellcheck disable=SC2034 # kept for the summary below
 		nvme_ok=1
 	else
 		fail "NVMe-oF over rsiw: mkfs.ext4 and mount $dev"
