@@ -17,7 +17,6 @@ mod device;
 mod ffi;
 mod mem;
 mod qp;
-mod prof;
 mod ring;
 #[cfg(rsiw_kunit)]
 mod selftest;

@@ -231,7 +231,6 @@ impl Cq {
         let res = self.ring.lock().push(c);
         match res {
             Ok(true) => {
-                let _p = crate::prof::Probe::start(crate::prof::Phase::CqNotify);
                 self.notifier.completion();
                 Ok(())
             }

@@ -679,7 +679,6 @@ impl Qp {
     /// A process's doorbell on its send ring: the TX work looks at the
     /// ring (in Error: what was posted is flushed).
     pub(crate) fn doorbell_send(self: &Arc<Self>) -> Result {
-        let _p = crate::prof::Probe::start(crate::prof::Phase::Doorbell);
         if !self.rings {
             return Err(EINVAL);
         }

@@ -3,7 +3,6 @@
 //! callbacks, and the end of the stream (close, fail, detach).
 
 use super::*;
-use crate::prof::{Phase, Probe};
 use crate::ffi::runtime::{clock_us, wait_ms};
 
 /// The RX work started this long after it was queued (`clock_us` units,
@@ -360,11 +359,9 @@ impl Qp {
     /// callback, where `self` is the `Arc<Qp>` the hook holds; the engine
     /// needs an Arc to schedule TX, so go through the stream lock).
     pub(crate) fn rx_queued(&self, rx: &SockRx<'_>) {
-        let _p = Probe::start(Phase::RxCallback);
         let mut events = Events::default();
         let mut wants_tx = false;
         rx.read(&mut |chunk| self.rx_engine(&mut events, &mut wants_tx, chunk));
-        let _p = Probe::start(Phase::RxAfter);
         self.after_callback(&events, wants_tx);
     }
 
@@ -373,7 +370,6 @@ impl Qp {
         let mut st = self.stream.lock();
         let st = &mut *st;
         let Some(engine) = st.engine.as_deref_mut() else { return chunk.len() };
-        let _p = Probe::start(Phase::RxEngine);
         let mut host = QpHost { qp: self, st: &mut st.host, events, zc: None };
         let n = engine.rx(&mut host, &ModuleCrc32c, chunk);
         QpStats::bump(&self.stats.rx_bytes, n as u64);

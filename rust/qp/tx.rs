@@ -3,7 +3,6 @@
 //! fills) or zero-copy (FPDU headers around the registered pages).
 
 use super::*;
-use crate::prof::{Phase, Probe};
 
 impl Qp {
     /// Schedules the TX work (idempotent).
@@ -76,7 +75,6 @@ impl Qp {
     /// socket is full (then `write_space` kicks again). The caller owns the
     /// run (`tx_running`).
     fn tx_rounds(self: &Arc<Self>) {
-        let _p = Probe::start(Phase::TxRun);
         // After the run went (`tx_running` set, `SeqCst`): `detach` either
         // waits for this run, or stored the flag before it looked at the
         // run flags, and this load sees it.
@@ -124,7 +122,6 @@ impl Qp {
         if !self.rings {
             return;
         }
-        let _p = Probe::start(Phase::TxRingFlags);
         let again = self.sq.lock().tx_stopped();
         if again {
             self.kick();
@@ -154,7 +151,6 @@ impl Qp {
     /// Takes the pending TX bytes (producing them from the engine if there
     /// are none), sends what the socket takes, puts the rest back.
     pub(crate) fn tx_round_copy(self: &Arc<Self>) -> TxRound {
-        let mut pre = Some(Probe::start(Phase::TxPreEngine));
         let mut events = Events::default();
         let mut failed_out = false;
         let mut drained = false;
@@ -195,8 +191,6 @@ impl Qp {
                 if st.tx.is_empty() {
                     None // no buffer (the allocation failed): next round
                 } else {
-                    drop(pre.take());
-                    let _p = Probe::start(Phase::TxEngine);
                     let mut host = QpHost { qp: self, st: &mut st.host, events: &mut events, zc: None };
                     let n = engine.tx(&mut host, &ModuleCrc32c, &mut st.tx);
                     // The buffer, not the engine, ended the round: bulk.
@@ -230,7 +224,6 @@ impl Qp {
             }
         };
         drop(st);
-        drop(pre);
         self.handle_events(&events);
         if failed_out {
             // The stream ended with our Terminate.
@@ -242,13 +235,10 @@ impl Qp {
         };
 
         self.tx_blocked.store(true, Ordering::Release);
-        let send = Probe::start(Phase::TxSockSend);
         let sent = match self.sock.lock().as_ref() {
             Some(s) => s.send(&[&buf[off..len]], false),
             None => Err(ENOTCONN),
         };
-        drop(send);
-        let _p = Probe::start(Phase::TxPostSend);
         let lost = match sent {
             Ok(n) => {
                 QpStats::bump(&self.stats.tx_bytes, n as u64);
