@@ -271,7 +271,7 @@ impl Cq {
     }
 
     /// Completions queued.
-    #[allow(dead_code)] // For the QP code.
+    #[cfg(rsiw_kunit)]
     pub(crate) fn len(&self) -> usize {
         self.ring.lock().len()
     }
