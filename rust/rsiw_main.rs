@@ -17,19 +17,22 @@ mod device;
 mod ffi;
 mod mem;
 mod qp;
-mod prof;
 mod ring;
 #[cfg(rsiw_kunit)]
 mod selftest;
 
 /// The sans-IO protocol engine, compiled from the same sources as the host
-/// crate `rsiw-engine` (rust/engine). Not all of it is used by the driver yet.
-#[allow(dead_code, unreachable_pub, unused_imports)]
+/// crate `rsiw-engine` (rust/engine).
+#[expect(
+    dead_code,
+    unreachable_pub,
+    unused_imports,
+    reason = "the host crate's public API: parts and re-exports only the host tools use, `pub` items that are crate-private here"
+)]
 #[path = "engine/src/lib.rs"]
 mod engine;
 // The engine's own paths are `crate::wire`, `crate::error`, ...: make them
 // resolve here as they do in the host crate, where the engine is the root.
-#[allow(unused_imports)]
 use engine::*;
 
 /// `module!` with rsiw's parameters; the KUnit-only ones are passed in by

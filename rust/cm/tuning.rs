@@ -27,6 +27,7 @@ fn rtr_of_bits(v: u8) -> Option<RtrSet> {
     (!set.is_empty()).then_some(set)
 }
 
+#[cfg(rsiw_kunit)]
 fn bits_of_rtr(set: Option<RtrSet>) -> u8 {
     set.map_or(0, |s| {
         u8::from(s.contains(Rtr::Send)) | u8::from(s.contains(Rtr::Write)) << 1 | u8::from(s.contains(Rtr::Read)) << 2
@@ -53,13 +54,13 @@ impl CmTuning {
 
     /// What an initiator of this device offers: `Some(None)` client-server,
     /// `Some(Some(kinds))` peer-to-peer with `kinds`, `None` the default.
-    #[allow(dead_code)] // Used by the self-tests.
+    #[cfg(rsiw_kunit)]
     pub(crate) fn set_p2p(&self, p2p: Option<Option<RtrSet>>) {
         self.p2p.store(p2p.map_or(UNSET, bits_of_rtr), Ordering::Relaxed);
     }
 
     /// The CRC policy of this device (`None`: the `mpa_crc` default).
-    #[allow(dead_code)] // Used by the self-tests.
+    #[cfg(rsiw_kunit)]
     pub(crate) fn set_crc(&self, crc: Option<CrcPolicy>) {
         let v = match crc {
             None => UNSET,
@@ -71,7 +72,7 @@ impl CmTuning {
     }
 
     /// The initiator's RTR delay of this device (`None`: `rtr_delay_ms`).
-    #[allow(dead_code)] // Used by the self-tests.
+    #[cfg(rsiw_kunit)]
     pub(crate) fn set_rtr_delay_ms(&self, ms: Option<u32>) {
         self.rtr_delay_ms.store(ms.map_or(u32::MAX, |m| m.min(1000)), Ordering::Relaxed);
     }

@@ -231,7 +231,6 @@ impl Cq {
         let res = self.ring.lock().push(c);
         match res {
             Ok(true) => {
-                let _p = crate::prof::Probe::start(crate::prof::Phase::CqNotify);
                 self.notifier.completion();
                 Ok(())
             }
@@ -272,7 +271,7 @@ impl Cq {
     }
 
     /// Completions queued.
-    #[allow(dead_code)] // For the QP code.
+    #[cfg(rsiw_kunit)]
     pub(crate) fn len(&self) -> usize {
         self.ring.lock().len()
     }

@@ -426,16 +426,6 @@ impl Mr {
         (self.index.load(Ordering::Relaxed) << 8) | u32::from(self.state.lock().key)
     }
 
-    #[allow(dead_code)] // For the QP code.
-    pub(crate) fn pd(&self) -> u32 {
-        self.pd
-    }
-
-    #[allow(dead_code)] // For the QP code.
-    pub(crate) fn kind(&self) -> MrKind {
-        self.kind
-    }
-
     /// The region the engine's validators see, if `stag` names this MR
     /// with its current key. A deregistered MR (its memory detached) has none: the table no
     /// longer names it, and a cached reference must ask the table again.

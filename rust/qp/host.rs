@@ -5,7 +5,6 @@
 
 use super::*;
 use crate::ffi::mem::pages::access;
-use crate::prof::{Phase, Probe};
 
 /// An engine event as the QP keeps it: the engine's [`Event`], the peer's
 /// Terminate by its error alone. (An `Event` carries the whole Terminate,
@@ -226,7 +225,6 @@ impl Host for QpHost<'_> {
     }
 
     fn sq_next_into(&mut self, out: &mut SendWr) -> bool {
-        let _p = Probe::start(Phase::SqNext);
         // Local entries (registration, invalidation) are carried out here,
         // under the stream lock, and one that fails does not fail the QP:
         // at most `MAX_LOCAL_RUN` of them per call, then the TX run stops
@@ -323,7 +321,6 @@ impl Host for QpHost<'_> {
     }
 
     fn rq_peek(&mut self) -> Option<RecvWr> {
-        let _p = Probe::start(Phase::RqPeek);
         // Taken at the first look, off the QP's own RQ or the SRQ: the
         // engine looks when a message for it arrives, which takes it (the
         // engine's next `rq_pop` is this WR; a stream that fails flushes
@@ -363,7 +360,6 @@ impl Host for QpHost<'_> {
     }
 
     fn complete(&mut self, c: crate::engine::qp::Completion) {
-        let _p = Probe::start(Phase::Complete);
         let (cq, opcode) = match c.queue {
             WorkQueue::Send => {
                 let placed = match c.opcode {
@@ -440,7 +436,6 @@ impl Host for QpHost<'_> {
     }
 
     fn read_source(&mut self, wr: &Local, offset: u32, dst: &mut [u8]) -> Result<(), TermError> {
-        let _p = Probe::start(Phase::ReadSource);
         // By reference: an entry is a few hundred octets.
         let sqe = match &self.st.cur.sqe {
             Some(s) if self.st.cur.handle == wr.handle => s,
@@ -458,7 +453,6 @@ impl Host for QpHost<'_> {
     }
 
     fn check_source(&mut self, wr: &Local, len: u32) -> Result<(), TermError> {
-        let _p = Probe::start(Phase::CheckSource);
         // By reference: an entry is a few hundred octets.
         let sqe = match &self.st.cur.sqe {
             Some(s) if self.st.cur.handle == wr.handle => s,
@@ -522,7 +516,6 @@ impl Host for QpHost<'_> {
     }
 
     fn place_recv(&mut self, _wr: &RecvWr, offset: u32, data: &[u8]) -> Result<(), TermError> {
-        let _p = Probe::start(Phase::PlaceRecv);
         if !self.claim() {
             return Err(error::ddp::U_NO_BUFFER);
         }

@@ -5,28 +5,34 @@
 //! Contexts and locks:
 //! - `post_send`/`post_recv` (any context) take only the queue locks and
 //!   schedule the TX work item.
-//! - RX runs in the socket's `data_ready` (softirq, socket locked): each
-//!   linear chunk of the skb goes through `engine.rx`, which places payload
-//!   straight into registered memory (one copy).
-//! - TX runs in a work item: it fills a buffer from `engine.tx` under the
-//!   engine lock, then sends it with the lock dropped (sending may sleep).
-//!   A work item never runs concurrently with itself, so the bytes leave in
-//!   the order the engine produced them.
-//! - Lock order: engine → queue (SQ, RQ/SRQ) → CQ / STag table.
+//! - RX runs in the socket's `data_ready` (softirq, socket locked), or,
+//!   for bulk on a route that stays in the host, in the RX work item
+//!   (`RxCtl`): each linear chunk of the skb goes through `engine.rx`,
+//!   which places payload straight into registered memory (one copy).
+//! - TX runs in one TX run at a time (`TxCtl`): the TX work item, or a
+//!   process's doorbell inline. The run holds the TX-owned state (the
+//!   copy buffer, the zero-copy round) for its duration; each round fills
+//!   it from the engine under the stream lock, then sends it with the lock
+//!   dropped (sending may sleep), so the bytes leave in the order the
+//!   engine produced them.
+//! - Every call into the engine goes through `Qp::engine_session`: the
+//!   stream lock, a host view, the call, the lock dropped, then the events
+//!   and the TX kick.
+//! - Lock order: TX-owned state → stream → queue (SQ, RQ/SRQ) → CQ / STag
+//!   table; TX-owned state → socket.
 
-pub(crate) mod send_order;
-pub(crate) mod srq;
-mod verbs;
-mod stats;
-
-mod sq;
-mod stream;
-mod tx;
 mod host;
+pub(crate) mod send_order;
+mod sq;
+pub(crate) mod srq;
+mod stats;
+mod stream;
 mod table;
+mod tx;
+mod verbs;
 
-pub(crate) use self::sq::*;
 pub(crate) use self::host::*;
+pub(crate) use self::sq::*;
 pub(crate) use self::table::*;
 pub(crate) use self::stats::QpStats;
 #[cfg(rsiw_kunit)]
@@ -162,7 +168,7 @@ struct HostState {
     sq_drained: bool,
 }
 
-/// Zero-copy TX state; only the TX work touches it.
+/// The zero-copy round's state (part of [`TxOwned`]).
 struct ZeroCopyTx {
     /// FPDU payloads of at least `zcopy_min` octets go by reference on
     /// this stream (the engine has the size); false: the stream copies.
@@ -216,21 +222,112 @@ const MASKED_HANDLE: u64 = 1 << 63;
 /// or an invalidation), whose data no engine call may read.
 const NO_HANDLE: u64 = u64::MAX;
 
-/// State that only changes under the engine lock.
+/// The copying rounds' buffer (part of [`TxOwned`]).
+struct CopyTx {
+    /// `buf[off..len]` are bytes the engine produced that the socket has
+    /// not taken yet. Allocated and zeroed by the first copying round at
+    /// `TX_BUF_SMALL`, and once more at `TX_BUF` after a round filled it
+    /// (`grow`): a round fills it without clearing it again.
+    buf: KVec<u8>,
+    off: usize,
+    len: usize,
+    /// A round filled the small buffer: the next round with nothing
+    /// pending takes a `TX_BUF` one.
+    grow: bool,
+}
+
+impl CopyTx {
+    /// Octets a copying round left unsent.
+    fn pending(&self) -> bool {
+        self.off < self.len
+    }
+}
+
+/// What only the TX run touches, held by the run's owner for the whole
+/// run (`Qp::tx_rounds`): a round fills it under the stream lock and sends
+/// from it with that lock dropped, with no lock to take it back.
+struct TxOwned {
+    copy: CopyTx,
+    zc: ZeroCopyTx,
+}
+
+/// Who may transmit, and what tells the TX run to act.
+#[pin_data]
+struct TxCtl {
+    /// The TX work item is queued (`Qp::kick`).
+    queued: AtomicBool,
+    /// A TX run (the work item, or a process's doorbell inline) owns the
+    /// transmit side.
+    running: AtomicBool,
+    /// A TX run was refused while another went on (`Qp::tx_acquire`).
+    missed: AtomicBool,
+    /// The TX run is sending or the socket did not take everything: a
+    /// `write_space` must kick it.
+    blocked: AtomicBool,
+    /// Send our FIN once everything queued has left.
+    fin_pending: AtomicBool,
+    /// Set by the close timer, read by the TX run.
+    close_expired: AtomicBool,
+    /// The TX run's own state: locked by the run's owner for the run, and
+    /// otherwise only briefly (`attach`, `detach`, the self-tests'
+    /// statistics).
+    #[pin]
+    owned: Mutex<TxOwned>,
+}
+
+/// The RX work item's flags (`Qp::rx_offload`).
+struct RxCtl {
+    /// The RX work is queued.
+    queued: AtomicBool,
+    /// The RX work runs (its events included): `detach` waits it out.
+    running: AtomicBool,
+    /// When the RX work was last queued (`clock_us`).
+    queued_at: AtomicU32,
+    /// Until when (`clock_us`) `data_ready` reads everything itself: the
+    /// RX work started late, no CPU was free for it.
+    inline_until: AtomicU32,
+    /// The stream's route stays in the host (loopback, veth): its receive
+    /// softirq runs on the sending CPU, and bulk reads go to the RX work.
+    local: AtomicBool,
+}
+
+/// Zero-copy TX as the rest of the QP sees it, without the TX run's lock.
+struct ZcCtl {
+    /// The next TX round sends by page reference (`ZeroCopyTx::from_pages`
+    /// is set): a TX round of a copying stream skips the zero-copy round.
+    /// On a stream whose pages TCP copies (`copies`) the rounds set and
+    /// clear it: set by a copy round the buffer ended (bulk), cleared by a
+    /// round that referenced no pages (small messages keep the copying
+    /// round, which costs less than a batch of pages).
+    on: AtomicBool,
+    /// The stream sends payload from the pages for TCP to copy
+    /// (`ZeroCopyTx::tcp_copies`).
+    copies: AtomicBool,
+    /// The TX run waits for page releases (too many batches out).
+    stalled: AtomicBool,
+    /// Torn down: a late page release only drops its reference.
+    detached: AtomicBool,
+    /// This QP's batches TCP has not released yet.
+    live: AtomicU32,
+    /// Completions that waited for page releases (statistics).
+    deferred: AtomicU64,
+}
+
+/// The self-tests' knobs of a QP; the production module has none.
+#[cfg(rsiw_kunit)]
+struct TestHooks {
+    /// The zero-copy threshold for the next stream (`u32::MAX`: the
+    /// module parameter), always by reference.
+    zc_min: AtomicU32,
+    /// Bulk goes to the RX work whoever sent it (their senders are kernel
+    /// threads) and however late it starts.
+    rx_forced: AtomicBool,
+}
+
+/// State that only changes under the stream lock.
 struct StreamState {
     engine: Option<KBox<Engine>>,
     host: HostState,
-    /// The copying rounds' buffer: `tx[tx_off..tx_len]` are bytes the
-    /// engine produced that the socket has not taken yet. Allocated and
-    /// zeroed by the first copying round at `TX_BUF_SMALL`, and once more
-    /// at `TX_BUF` after a round filled it (`tx_grow`): a round fills it
-    /// without clearing it again.
-    tx: KVec<u8>,
-    tx_off: usize,
-    tx_len: usize,
-    /// A round filled the small buffer: the next round with nothing
-    /// pending takes a `TX_BUF` one.
-    tx_grow: bool,
     /// The socket is gone: everything flushed, nothing more to send.
     dead: bool,
 }
@@ -321,26 +418,10 @@ pub(crate) struct Qp {
     /// softirq of the CPU that received it (`rx_offload`).
     #[pin]
     rx_work: Work<Qp, 1>,
-    rx_work_queued: AtomicBool,
-    /// The RX work runs (its events included): `detach` waits it out.
-    rx_running: AtomicBool,
-    /// When the RX work was last queued (`clock_us`).
-    rx_queued_at: AtomicU32,
-    /// Until when (`clock_us`) `data_ready` reads everything itself: the
-    /// RX work started late, no CPU was free for it.
-    rx_inline_until: AtomicU32,
-    /// The stream's route stays in the host (loopback, veth): its receive
-    /// softirq runs on the sending CPU, and bulk reads go to `rx_work`.
-    rx_local: AtomicBool,
-    /// The self-tests' override: bulk goes to the RX work whoever sent it
-    /// (their senders are kernel threads) and however late it starts.
-    rx_work_forced: AtomicBool,
-    tx_queued: AtomicBool,
-    /// A TX run (the work item, or a process's doorbell inline) owns the
-    /// transmit side.
-    tx_running: AtomicBool,
-    /// A TX run was refused while another went on (`Qp::tx_acquire`).
-    tx_missed: AtomicBool,
+    #[pin]
+    tx: TxCtl,
+    rx: RxCtl,
+    zc: ZcCtl,
     /// `detach` waits the TX and RX work out: a run that starts from now
     /// on touches nothing of the QP's links and ends at once. Cleared by
     /// a reset (the QP may connect again), never after `destroy_qp`.
@@ -349,34 +430,6 @@ pub(crate) struct Qp {
     /// the ULP moving the QP to Error. WRs are flushed, the iw_cm sees a
     /// disconnect, no `IB_EVENT_QP_FATAL` is raised.
     quiet_end: AtomicBool,
-    /// Send our FIN once everything queued has left (TX work).
-    fin_pending: AtomicBool,
-    #[pin]
-    zc: Mutex<ZeroCopyTx>,
-    /// The self-tests' choice of zero-copy threshold (`u32::MAX`: the
-    /// module parameter).
-    zc_min_override: AtomicU32,
-    /// The TX work is sending or the socket did not take everything: a
-    /// `write_space` must kick it.
-    tx_blocked: AtomicBool,
-    /// Completions that waited for page releases (statistics).
-    zc_deferred: AtomicU64,
-    /// This QP's batches TCP has not released yet.
-    zc_live: AtomicU32,
-    /// Torn down: a late page release only drops its reference.
-    zc_detached: AtomicBool,
-    /// The next TX round sends by page reference (`ZeroCopyTx::from_pages` is
-    /// set): a TX round of a copying stream skips the zero-copy state's
-    /// lock. On a stream whose pages TCP copies (`zc_copies`) the rounds
-    /// set and clear it: set by a copy round the buffer ended (bulk),
-    /// cleared by a round that referenced no pages (small messages keep
-    /// the copying round, which costs less than a batch of pages).
-    zc_on: AtomicBool,
-    /// The stream sends payload from the pages for TCP to copy
-    /// (`ZeroCopyTx::tcp_copies`).
-    zc_copies: AtomicBool,
-    /// The TX work waits for page releases (too many batches out).
-    zc_stalled: AtomicBool,
     /// What `rdma resource show qp -dd` reports.
     stats: QpStats,
     /// The remote rights of `IB_QP_ACCESS_FLAGS` (`IB_ACCESS_REMOTE_*`),
@@ -387,12 +440,12 @@ pub(crate) struct Qp {
     close_timer: HrTimer<Qp>,
     #[pin]
     close_handle: SpinLockIrq<Option<ArcHrTimerHandle<Qp>>>,
-    /// Set by the close timer, read by the TX work.
-    close_expired: AtomicBool,
     /// The memory cgroup of the task that created the QP: it pays for
     /// what the stream allocates later, also from the CM's or the TX
     /// work item (the engine, the send-order ring, TX buffers).
     memcg: MemCgroup,
+    #[cfg(rsiw_kunit)]
+    hooks: TestHooks,
 }
 
 impl_has_work! {
@@ -413,7 +466,7 @@ impl HrTimerCallback for Qp {
     fn run(this: ArcBorrow<'_, Self>, _ctx: HrTimerCallbackContext<'_, Self>) -> HrTimerRestart {
         // Hard interrupt context (the handle holds a reference, so this
         // one is not the last): note it and let the TX work act.
-        this.close_expired.store(true, Ordering::Release);
+        this.tx.close_expired.store(true, Ordering::Release);
         Arc::from(this).kick();
         HrTimerRestart::NoRestart
     }
@@ -463,12 +516,9 @@ impl Qp {
                 mrs: MrCache::default(),
                 sq_drained: false,
             },
-            tx: KVec::new(),
-            tx_off: 0,
-            tx_len: 0,
-            tx_grow: false,
             dead: false,
         };
+        let owned = TxOwned { copy: CopyTx { buf: KVec::new(), off: 0, len: 0, grow: false }, zc };
         Arc::pin_init(
             try_pin_init!(Qp {
                 qpn: init.qpn,
@@ -491,33 +541,39 @@ impl Qp {
                 cm <- new_spinlock_irq!(None, "rsiw_qp_cm"),
                 tx_work <- new_work!("rsiw_qp_tx"),
                 rx_work <- new_work!("rsiw_qp_rx"),
-                rx_work_queued: AtomicBool::new(false),
-                rx_running: AtomicBool::new(false),
-                rx_queued_at: AtomicU32::new(0),
-                rx_inline_until: AtomicU32::new(0),
-                rx_local: AtomicBool::new(false),
-                rx_work_forced: AtomicBool::new(false),
-                tx_queued: AtomicBool::new(false),
+                tx <- pin_init!(TxCtl {
+                    queued: AtomicBool::new(false),
+                    running: AtomicBool::new(false),
+                    missed: AtomicBool::new(false),
+                    blocked: AtomicBool::new(false),
+                    fin_pending: AtomicBool::new(false),
+                    close_expired: AtomicBool::new(false),
+                    owned <- new_mutex!(owned, "rsiw_qp_tx"),
+                }),
+                rx: RxCtl {
+                    queued: AtomicBool::new(false),
+                    running: AtomicBool::new(false),
+                    queued_at: AtomicU32::new(0),
+                    inline_until: AtomicU32::new(0),
+                    local: AtomicBool::new(false),
+                },
+                zc: ZcCtl {
+                    on: AtomicBool::new(false),
+                    copies: AtomicBool::new(false),
+                    stalled: AtomicBool::new(false),
+                    detached: AtomicBool::new(false),
+                    live: AtomicU32::new(0),
+                    deferred: AtomicU64::new(0),
+                },
                 works_closed: AtomicBool::new(false),
-                tx_running: AtomicBool::new(false),
-                tx_missed: AtomicBool::new(false),
                 quiet_end: AtomicBool::new(false),
-                fin_pending: AtomicBool::new(false),
-                zc <- new_mutex!(zc, "rsiw_qp_zc"),
-                zc_min_override: AtomicU32::new(u32::MAX),
-                tx_blocked: AtomicBool::new(false),
-                zc_deferred: AtomicU64::new(0),
-                zc_live: AtomicU32::new(0),
-                zc_detached: AtomicBool::new(false),
-                zc_on: AtomicBool::new(false),
-                zc_copies: AtomicBool::new(false),
-                zc_stalled: AtomicBool::new(false),
                 stats: QpStats::new(),
                 remote_access: AtomicU32::new(QP_REMOTE_RIGHTS),
                 close_timer <- HrTimer::new(),
                 close_handle <- new_spinlock_irq!(None, "rsiw_qp_close"),
-                close_expired: AtomicBool::new(false),
                 memcg: MemCgroup::current(),
+                #[cfg(rsiw_kunit)]
+                hooks: TestHooks { zc_min: AtomicU32::new(u32::MAX), rx_forced: AtomicBool::new(false) },
             }? Error),
             GFP_KERNEL_ACCOUNT,
         )
@@ -679,7 +735,6 @@ impl Qp {
     /// A process's doorbell on its send ring: the TX work looks at the
     /// ring (in Error: what was posted is flushed).
     pub(crate) fn doorbell_send(self: &Arc<Self>) -> Result {
-        let _p = crate::prof::Probe::start(crate::prof::Phase::Doorbell);
         if !self.rings {
             return Err(EINVAL);
         }
@@ -837,41 +892,69 @@ impl Qp {
 
     // ---- engine plumbing -----------------------------------------------
 
-    /// Runs `f` on the engine with a host view, then handles the events
-    /// it produced. `None` if the QP has no stream.
+    /// The one way into the engine: `body` makes its calls through
+    /// [`EngineCalls::call`], each under the stream lock with a host view;
+    /// then, every lock dropped, the events they produced are handled and
+    /// TX is kicked if the engine has octets to send (but from the TX run,
+    /// which goes on sending itself).
+    pub(super) fn engine_session<R>(
+        &self,
+        caller: Caller<'_>,
+        body: impl FnOnce(&mut EngineCalls<'_>) -> R,
+    ) -> R {
+        let mut calls = EngineCalls { qp: self, events: Events::default(), wants_tx: false };
+        let r = body(&mut calls);
+        let EngineCalls { events, wants_tx, .. } = calls;
+        match caller {
+            Caller::TxRun(this) => this.handle_events(&events),
+            Caller::Process(this) => this.after_engine(&events, wants_tx),
+            Caller::Callback => {
+                if let Some(this) = self.links.qp_arc() {
+                    this.after_engine(&events, wants_tx);
+                }
+            }
+        }
+        r
+    }
+
+    /// One engine call in a session of its own from process context (see
+    /// [`Self::engine_session`]). `None` if the QP has no stream.
     fn with_engine<R>(
         self: &Arc<Self>,
         f: impl FnOnce(&mut Engine, &mut QpHost<'_>) -> R,
     ) -> Option<R> {
-        let mut events = Events::default();
-        let (r, wants_tx) = {
-            let mut st = self.stream.lock();
-            let st = &mut *st;
-            let engine = st.engine.as_deref_mut()?;
-            let mut host = QpHost { qp: self, st: &mut st.host, events: &mut events, zc: None };
-            let r = f(engine, &mut host);
-            (r, engine.wants_tx())
-        };
-        self.handle_events(&events);
+        self.engine_session(Caller::Process(self), |calls| calls.call(None, |e, h, _| f(e, h)))
+    }
+
+    /// What follows a session's engine calls: their events, then the TX
+    /// kick if the engine wants to send.
+    fn after_engine(self: &Arc<Self>, events: &Events, wants_tx: bool) {
+        self.handle_events(events);
         if wants_tx {
             self.kick();
         }
-        Some(r)
     }
 
+    /// Leftover stream octets from the CM (`attach`): their own session.
     fn rx_chunk(self: &Arc<Self>, chunk: &[u8]) -> usize {
-        // The engine consumes every byte it is given. Counted under the
-        // stream lock, as every write of `rx_bytes` is.
-        let n = self.with_engine(|e, h| {
-            let n = e.rx(h, &ModuleCrc32c, chunk);
-            QpStats::bump(&h.qp.stats.rx_bytes, n as u64);
-            #[cfg(rsiw_kunit)]
-            if injected_terminate_due(h.qp.stats.rx_bytes.load(Ordering::Relaxed)) {
-                e.terminate(h, error::rdmap::LOCAL_CATA);
-            }
-            n
-        });
-        n.unwrap_or(chunk.len())
+        self.engine_session(Caller::Process(self), |calls| self.rx_engine(calls, chunk))
+    }
+
+    /// One chunk of the stream into the engine (a session's call). Counted
+    /// under the stream lock, as every write of `rx_bytes` is. The engine
+    /// consumes every byte it is given.
+    fn rx_engine(&self, calls: &mut EngineCalls<'_>, chunk: &[u8]) -> usize {
+        calls
+            .call(None, |engine, host, _| {
+                let n = engine.rx(host, &ModuleCrc32c, chunk);
+                QpStats::bump(&self.stats.rx_bytes, n as u64);
+                #[cfg(rsiw_kunit)]
+                if injected_terminate_due(self.stats.rx_bytes.load(Ordering::Relaxed)) {
+                    engine.terminate(host, error::rdmap::LOCAL_CATA);
+                }
+                n
+            })
+            .unwrap_or(chunk.len())
     }
 
     fn handle_events(self: &Arc<Self>, events: &Events) {
@@ -944,7 +1027,7 @@ impl Qp {
             }
             if matches!(e, QpEvent::Closed | QpEvent::ConnectionLost) {
                 // The stream is over: our FIN follows what is still queued.
-                self.fin_pending.store(true, Ordering::Release);
+                self.tx.fin_pending.store(true, Ordering::Release);
                 self.kick();
             }
             if matches!(e, QpEvent::Ready) {
@@ -972,6 +1055,49 @@ impl Qp {
         }
     }
 
+}
+
+/// Who acts on what a session of engine calls produced, once the stream
+/// lock is dropped (`Qp::engine_session`).
+#[derive(Clone, Copy)]
+pub(super) enum Caller<'a> {
+    /// The TX run: it handles the events and goes on sending itself.
+    TxRun(&'a Arc<Qp>),
+    /// Process context holding the QP's reference: the events, then a TX
+    /// kick if the engine wants to send.
+    Process(&'a Arc<Qp>),
+    /// A socket callback, where only `&Qp` is at hand (the hook's `Arc`
+    /// keeps the QP alive): the same, through a reference from the links.
+    Callback,
+}
+
+/// A session of engine calls (`Qp::engine_session`): the events they
+/// produced and whether the engine wants to send.
+pub(super) struct EngineCalls<'a> {
+    qp: &'a Qp,
+    events: Events,
+    wants_tx: bool,
+}
+
+impl EngineCalls<'_> {
+    /// One engine call: `f` runs under the stream lock with the engine, a
+    /// host view (with `zc`, the page list of a zero-copy round being
+    /// planned) and the stream's `dead` flag. `None` if the QP has no
+    /// engine.
+    #[inline(always)]
+    pub(super) fn call<R>(
+        &mut self,
+        zc: Option<&mut Segments>,
+        f: impl FnOnce(&mut Engine, &mut QpHost<'_>, &mut bool) -> R,
+    ) -> Option<R> {
+        let mut st = self.qp.stream.lock();
+        let st = &mut *st;
+        let engine = st.engine.as_deref_mut()?;
+        let mut host = QpHost { qp: self.qp, st: &mut st.host, events: &mut self.events, zc };
+        let r = f(engine, &mut host, &mut st.dead);
+        self.wants_tx |= engine.wants_tx();
+        Some(r)
+    }
 }
 
 // The device reports these limits; a peer must never be promised more

@@ -3,7 +3,6 @@
 //! callbacks, and the end of the stream (close, fail, detach).
 
 use super::*;
-use crate::prof::{Phase, Probe};
 use crate::ffi::runtime::{clock_us, wait_ms};
 
 /// The RX work started this long after it was queued (`clock_us` units,
@@ -32,8 +31,8 @@ impl Qp {
         }
         // A new stream (a QP may be reset and connected again).
         self.quiet_end.store(false, Ordering::Release);
-        self.close_expired.store(false, Ordering::Release);
-        self.fin_pending.store(false, Ordering::Release);
+        self.tx.close_expired.store(false, Ordering::Release);
+        self.tx.fin_pending.store(false, Ordering::Release);
         // The active side attaches from the CM's work item: what the
         // stream allocates is charged to the QP's creator all the same.
         let mut engine =
@@ -41,7 +40,7 @@ impl Qp {
         // IRD/ORD clamped to the engine's queues (MAX_IRD, MAX_ORD).
         engine.establish_params(params);
         let local = sock.local_route();
-        self.rx_local.store(local, Ordering::Release);
+        self.rx.local.store(local, Ordering::Release);
         let (zc_min, tcp_copies) = self.zcopy_mode(local);
         // A stream that sends by page reference holds its completions
         // until TCP releases the pages: their ring comes with it. (One
@@ -55,9 +54,10 @@ impl Qp {
             }
         }
         engine.set_tx_ref_min(zc_min);
-        self.zc_detached.store(false, Ordering::Release);
+        self.zc.detached.store(false, Ordering::Release);
         {
-            let mut zc = self.zc.lock();
+            let mut owned = self.tx.owned.lock();
+            let zc = &mut owned.zc;
             zc.from_pages = zc_min.is_some();
             zc.tcp_copies = tcp_copies;
             zc.order_ring = !tcp_copies;
@@ -67,8 +67,8 @@ impl Qp {
             zc.refs.clear();
         }
         // A stream whose pages TCP copies starts on copying rounds.
-        self.zc_copies.store(zc_min.is_some() && tcp_copies, Ordering::Release);
-        self.zc_on.store(zc_min.is_some() && !tcp_copies, Ordering::Release);
+        self.zc.copies.store(zc_min.is_some() && tcp_copies, Ordering::Release);
+        self.zc.on.store(zc_min.is_some() && !tcp_copies, Ordering::Release);
         self.stream.lock().engine = Some(engine);
         self.enter(QpState::Rts);
         // Hook first, then read what arrived before: nothing is lost.
@@ -192,10 +192,10 @@ impl Qp {
         // between its queued and run flags) is one that looks at the flag.
         self.works_closed.store(true, Ordering::SeqCst);
         let idle = || {
-            !self.tx_queued.load(Ordering::SeqCst)
-                && !self.tx_running.load(Ordering::SeqCst)
-                && !self.rx_work_queued.load(Ordering::SeqCst)
-                && !self.rx_running.load(Ordering::SeqCst)
+            !self.tx.queued.load(Ordering::SeqCst)
+                && !self.tx.running.load(Ordering::SeqCst)
+                && !self.rx.queued.load(Ordering::SeqCst)
+                && !self.rx.running.load(Ordering::SeqCst)
         };
         let mut waited_s = 0u32;
         while !wait_ms(10_000, idle) {
@@ -205,7 +205,8 @@ impl Qp {
         {
             // The unsent batch and the spare notification hold references
             // (the notification one on this QP).
-            let mut zc = self.zc.lock();
+            let mut owned = self.tx.owned.lock();
+            let zc = &mut owned.zc;
             zc.batch.clear();
             zc.refs.clear();
             zc.notif = None;
@@ -228,7 +229,7 @@ impl Qp {
         self.wait_zc_released(5000);
         {
             let _st = self.stream.lock();
-            self.zc_detached.store(true, Ordering::Release);
+            self.zc.detached.store(true, Ordering::Release);
         }
         self.drain_order();
         let mut st = self.stream.lock();
@@ -239,7 +240,7 @@ impl Qp {
     /// Waits up to `ms` for TCP to release every batch of this QP's pages;
     /// whether it did. Sleeps.
     pub(crate) fn wait_zc_released(&self, ms: u32) -> bool {
-        wait_ms(ms, || self.zc_live.load(Ordering::Acquire) == 0)
+        wait_ms(ms, || self.zc.live.load(Ordering::Acquire) == 0)
     }
 }
 
@@ -299,9 +300,9 @@ impl SocketEvents for Qp {
         // started late not long ago (no CPU free for it). Sent by a kernel
         // thread (a TX work answering Reads), the thread has nothing to
         // get back to: reading here costs no hop.
-        if self.rx_local.load(Ordering::Relaxed) {
+        if self.rx.local.load(Ordering::Relaxed) {
             let min = crate::module_parameters::rx_offload_min.value();
-            let forced = self.rx_work_forced.load(Ordering::Relaxed);
+            let forced = self.rx_work_forced();
             if min != 0 && rx.queued() >= min && (forced || rx.in_process() && !self.rx_work_held_off()) {
                 if let Some(this) = self.links.qp_arc() {
                     if this.rx_offload() {
@@ -315,8 +316,10 @@ impl SocketEvents for Qp {
 
     fn write_space(&self) {
         // Only a TX work that could not send everything needs the room.
-        if self.tx_blocked.load(Ordering::Acquire) {
-            self.after_callback(&Events::default(), true);
+        if self.tx.blocked.load(Ordering::Acquire) {
+            if let Some(this) = self.links.qp_arc() {
+                this.kick();
+            }
         }
     }
 
@@ -331,22 +334,16 @@ impl SocketEvents for Qp {
             if matches!(state, TcpState::CloseWait | TcpState::Closing | TcpState::LastAck | TcpState::TimeWait) {
                 self.quiet_end.store(true, Ordering::Release);
             }
-            let mut events = Events::default();
-            let mut was_done = false;
-            {
-                let mut st = self.stream.lock();
-                let st = &mut *st;
-                if let Some(engine) = st.engine.as_deref_mut() {
-                    let mut host = QpHost { qp: self, st: &mut st.host, events: &mut events, zc: None };
-                    if engine.is_done() {
-                        was_done = true;
-                    } else {
-                        engine.on_connection_lost(&mut host);
+            let was_done = self.engine_session(Caller::Callback, |calls| {
+                calls.call(None, |engine, host, _| {
+                    let done = engine.is_done();
+                    if !done {
+                        engine.on_connection_lost(host);
                     }
-                }
-            }
-            self.after_callback(&events, false);
-            if was_done {
+                    done
+                })
+            });
+            if was_done == Some(true) {
                 // The stream had already ended (a Terminate either way):
                 // the peer's FIN or reset closes it for the iw_cm.
                 self.end_cm();
@@ -357,32 +354,9 @@ impl SocketEvents for Qp {
 
 impl Qp {
     /// Hands the socket's queued data to the engine (inside a socket
-    /// callback, where `self` is the `Arc<Qp>` the hook holds; the engine
-    /// needs an Arc to schedule TX, so go through the stream lock).
+    /// callback, where `self` is the `Arc<Qp>` the hook holds).
     pub(crate) fn rx_queued(&self, rx: &SockRx<'_>) {
-        let _p = Probe::start(Phase::RxCallback);
-        let mut events = Events::default();
-        let mut wants_tx = false;
-        rx.read(&mut |chunk| self.rx_engine(&mut events, &mut wants_tx, chunk));
-        let _p = Probe::start(Phase::RxAfter);
-        self.after_callback(&events, wants_tx);
-    }
-
-    /// One chunk of the stream into the engine (under the socket's lock).
-    fn rx_engine(&self, events: &mut Events, wants_tx: &mut bool, chunk: &[u8]) -> usize {
-        let mut st = self.stream.lock();
-        let st = &mut *st;
-        let Some(engine) = st.engine.as_deref_mut() else { return chunk.len() };
-        let _p = Probe::start(Phase::RxEngine);
-        let mut host = QpHost { qp: self, st: &mut st.host, events, zc: None };
-        let n = engine.rx(&mut host, &ModuleCrc32c, chunk);
-        QpStats::bump(&self.stats.rx_bytes, n as u64);
-        #[cfg(rsiw_kunit)]
-        if injected_terminate_due(self.stats.rx_bytes.load(Ordering::Relaxed)) {
-            engine.terminate(&mut host, error::rdmap::LOCAL_CATA);
-        }
-        *wants_tx |= engine.wants_tx();
-        n
+        self.engine_session(Caller::Callback, |calls| rx.read(&mut |chunk| self.rx_engine(calls, chunk)));
     }
 
     /// Self-tests: bulk goes to the RX work also when a kernel thread sent
@@ -391,23 +365,37 @@ impl Qp {
     /// none free).
     #[cfg(rsiw_kunit)]
     pub(crate) fn force_rx_work(&self) {
-        self.rx_work_forced.store(true, Ordering::Relaxed);
+        self.hooks.rx_forced.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the self-tests forced bulk to the RX work
+    /// ([`Self::force_rx_work`]); never in the production module.
+    #[inline(always)]
+    fn rx_work_forced(&self) -> bool {
+        #[cfg(rsiw_kunit)]
+        {
+            self.hooks.rx_forced.load(Ordering::Relaxed)
+        }
+        #[cfg(not(rsiw_kunit))]
+        {
+            false
+        }
     }
 
     /// Whether `data_ready` reads bulk itself for now (the RX work started
     /// late recently).
     fn rx_work_held_off(&self) -> bool {
-        let until = self.rx_inline_until.load(Ordering::Relaxed);
+        let until = self.rx.inline_until.load(Ordering::Relaxed);
         until != 0 && (clock_us().wrapping_sub(until) as i32) < 0
     }
 
     /// Schedules the RX work (idempotent). False if it cannot run (the
     /// module is going away): read in the callback then.
     pub(crate) fn rx_offload(self: &Arc<Self>) -> bool {
-        if self.rx_work_queued.swap(true, Ordering::AcqRel) {
+        if self.rx.queued.swap(true, Ordering::AcqRel) {
             return true;
         }
-        self.rx_queued_at.store(clock_us(), Ordering::Relaxed);
+        self.rx.queued_at.store(clock_us(), Ordering::Relaxed);
         match crate::ffi::runtime::rx_queue() {
             Some(q) => {
                 // Already queued (a race with the flag): it will run.
@@ -415,7 +403,7 @@ impl Qp {
                 true
             }
             None => {
-                self.rx_work_queued.store(false, Ordering::Release);
+                self.rx.queued.store(false, Ordering::Release);
                 false
             }
         }
@@ -427,56 +415,38 @@ impl Qp {
     fn run_rx(self: &Arc<Self>) {
         // Running before no longer queued: `detach` never sees neither
         // while a run is about to start.
-        self.rx_running.store(true, Ordering::SeqCst);
-        self.rx_work_queued.store(false, Ordering::SeqCst);
-        // As for the TX run (`tx_rounds`): after `rx_running`.
+        self.rx.running.store(true, Ordering::SeqCst);
+        self.rx.queued.store(false, Ordering::SeqCst);
+        // As for the TX run (`tx_rounds`): after `RxCtl::running`.
         if self.works_closed.load(Ordering::SeqCst) {
-            self.rx_running.store(false, Ordering::SeqCst);
+            self.rx.running.store(false, Ordering::SeqCst);
             return;
         }
         // Late: every CPU was busy (processes busy-polling on the others,
         // say), and waiting for one costs more than reading in the
         // softirq. Read there for a while, then try again. (Counting late
-        // starts in a row before holding off measured worse both ways:
-        // Documentation/performance.md, session 32.)
+        // starts in a row before holding off did no better for bulk and
+        // raised the busy-polling latency: Documentation/performance.md.)
         let now = clock_us();
-        if now.wrapping_sub(self.rx_queued_at.load(Ordering::Relaxed)) > RX_WORK_LATE_US {
-            self.rx_inline_until.store(now.wrapping_add(RX_INLINE_HOLD_US), Ordering::Relaxed);
+        if now.wrapping_sub(self.rx.queued_at.load(Ordering::Relaxed)) > RX_WORK_LATE_US {
+            self.rx.inline_until.store(now.wrapping_add(RX_INLINE_HOLD_US), Ordering::Relaxed);
         }
         self.rx_read();
-        self.rx_running.store(false, Ordering::SeqCst);
+        self.rx.running.store(false, Ordering::SeqCst);
     }
 
     fn rx_read(self: &Arc<Self>) {
-        let mut events = Events::default();
-        let mut wants_tx = false;
-        {
+        self.engine_session(Caller::Process(self), |calls| {
             let sock = self.sock.lock();
             let Some(s) = sock.as_ref() else { return };
             // Counted as the stream's octets read meanwhile: what TCP's
             // backlog held is read in `release_sock`, inside `read`, by
             // this work's own `data_ready` calls.
             let before = self.stats.rx_bytes.load(Ordering::Relaxed);
-            s.read(&mut |chunk| self.rx_engine(&mut events, &mut wants_tx, chunk));
+            s.read(&mut |chunk| self.rx_engine(calls, chunk));
             let n = self.stats.rx_bytes.load(Ordering::Relaxed).wrapping_sub(before);
             self.links.device().counters().add(HwCounter::RxWorkOctets, n);
-        }
-        self.handle_events(&events);
-        if wants_tx {
-            self.kick();
-        }
-    }
-
-    /// Event handling and TX scheduling from a socket callback, where only
-    /// `&Qp` is at hand: the hook's `Arc` keeps the QP alive, so take a new
-    /// reference from the links for the work item.
-    pub(crate) fn after_callback(&self, events: &Events, wants_tx: bool) {
-        if let Some(this) = self.links.qp_arc() {
-            this.handle_events(events);
-            if wants_tx {
-                this.kick();
-            }
-        }
+        });
     }
 }
 

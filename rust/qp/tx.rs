@@ -3,12 +3,11 @@
 //! fills) or zero-copy (FPDU headers around the registered pages).
 
 use super::*;
-use crate::prof::{Phase, Probe};
 
 impl Qp {
     /// Schedules the TX work (idempotent).
     pub(crate) fn kick(self: &Arc<Self>) {
-        if self.tx_queued.swap(true, Ordering::AcqRel) {
+        if self.tx.queued.swap(true, Ordering::AcqRel) {
             return;
         }
         match crate::ffi::runtime::tx_queue() {
@@ -19,14 +18,14 @@ impl Qp {
             }
             // The module is going away: no device, so no QP, is left to
             // send (unreachable while a QP lives).
-            None => self.tx_queued.store(false, Ordering::Release),
+            None => self.tx.queued.store(false, Ordering::Release),
         }
     }
 
     /// The TX work: fill from the engine, send, until the engine has
     /// nothing more or the socket is full (then `write_space` kicks again).
     pub(crate) fn run_tx(self: &Arc<Self>) {
-        self.tx_queued.store(false, Ordering::Release);
+        self.tx.queued.store(false, Ordering::Release);
         if self.tx_acquire() {
             self.tx_rounds();
         }
@@ -38,7 +37,7 @@ impl Qp {
     /// process busy-polling its CQ ring then does not have to yield its
     /// CPU to a kernel worker for its sends to leave.
     pub(crate) fn tx_inline(self: &Arc<Self>) {
-        if self.tx_running.compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
+        if self.tx.running.compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
             self.tx_rounds();
         } else {
             self.kick();
@@ -46,15 +45,15 @@ impl Qp {
     }
 
     /// Makes this the one TX run (work item or inline). A run that finds
-    /// another going leaves a note (`tx_missed`) the other acts on when it
+    /// another going leaves a note (`missed`) the other acts on when it
     /// stops; if it stopped meanwhile, this one runs after all.
     fn tx_acquire(&self) -> bool {
         loop {
-            if self.tx_running.compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
+            if self.tx.running.compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
                 return true;
             }
-            self.tx_missed.store(true, Ordering::SeqCst);
-            if self.tx_running.load(Ordering::SeqCst) {
+            self.tx.missed.store(true, Ordering::SeqCst);
+            if self.tx.running.load(Ordering::SeqCst) {
                 return false;
             }
         }
@@ -62,22 +61,22 @@ impl Qp {
 
     /// Ends a TX run; a run refused meanwhile is queued again.
     fn tx_release(self: &Arc<Self>) {
-        self.tx_running.store(false, Ordering::SeqCst);
+        self.tx.running.store(false, Ordering::SeqCst);
         // Read before the swap (a locked instruction): a note is rare.
         // All `SeqCst`: either this load sees the note of a run refused
-        // meanwhile, or that run's load sees `tx_running` clear and it
-        // runs itself (`tx_acquire`).
-        if self.tx_missed.load(Ordering::SeqCst) && self.tx_missed.swap(false, Ordering::SeqCst) {
+        // meanwhile, or that run's load sees `running` clear and it runs
+        // itself (`tx_acquire`).
+        if self.tx.missed.load(Ordering::SeqCst) && self.tx.missed.swap(false, Ordering::SeqCst) {
             self.kick();
         }
     }
 
     /// Fill from the engine, send, until the engine has nothing more or the
     /// socket is full (then `write_space` kicks again). The caller owns the
-    /// run (`tx_running`).
+    /// run (`TxCtl::running`); it holds the TX-owned state for all its
+    /// rounds.
     fn tx_rounds(self: &Arc<Self>) {
-        let _p = Probe::start(Phase::TxRun);
-        // After the run went (`tx_running` set, `SeqCst`): `detach` either
+        // After the run went (`running` set, `SeqCst`): `detach` either
         // waits for this run, or stored the flag before it looked at the
         // run flags, and this load sees it.
         if self.works_closed.load(Ordering::SeqCst) {
@@ -86,7 +85,7 @@ impl Qp {
         }
         // Read first: the swap is a locked instruction, and the flag is
         // almost never set.
-        if self.close_expired.load(Ordering::Relaxed) && self.close_expired.swap(false, Ordering::AcqRel) {
+        if self.tx.close_expired.load(Ordering::Relaxed) && self.tx.close_expired.swap(false, Ordering::AcqRel) {
             self.close_timed_out();
         }
         if self.ib_state() == QpState::Err {
@@ -97,10 +96,12 @@ impl Qp {
         // A process's send ring gets `RSIW_RING_SQ_ACTIVE` (no doorbell
         // needed while this runs) at the run's first look at it
         // (`SendQueue::take_for_tx`), under the lock that look takes.
+        let mut owned = self.tx.owned.lock();
         for _ in 0..64 {
-            match self.tx_round() {
+            match self.tx_round(&mut owned) {
                 TxRound::More => continue,
                 TxRound::Done => {
+                    drop(owned);
                     self.ring_idle();
                     self.tx_release();
                     return;
@@ -108,6 +109,7 @@ impl Qp {
             }
         }
         // Be fair to other work items: continue in a new run.
+        drop(owned);
         self.tx_release();
         self.kick();
     }
@@ -124,7 +126,6 @@ impl Qp {
         if !self.rings {
             return;
         }
-        let _p = Probe::start(Phase::TxRingFlags);
         let again = self.sq.lock().tx_stopped();
         if again {
             self.kick();
@@ -132,139 +133,103 @@ impl Qp {
     }
 
     /// One TX round: zero-copy if the stream sends by reference.
-    pub(crate) fn tx_round(self: &Arc<Self>) -> TxRound {
-        if !self.zc_on.load(Ordering::Acquire) {
-            return self.tx_round_copy();
-        }
-        let mut zc = self.zc.lock();
+    fn tx_round(self: &Arc<Self>, owned: &mut TxOwned) -> TxRound {
         // Octets a copying round left unsent go first (a zero-copy round
         // falls back to copying when it has no page for its headers).
-        let copy_pending = || {
-            let st = self.stream.lock();
-            st.tx_off < st.tx_len
-        };
-        if zc.from_pages && !copy_pending() {
-            self.tx_round_zc(&mut zc)
+        if self.zc.on.load(Ordering::Acquire) && owned.zc.from_pages && !owned.copy.pending() {
+            self.tx_round_zc(owned)
         } else {
-            drop(zc);
-            self.tx_round_copy()
+            self.tx_round_copy(&mut owned.copy)
         }
     }
 
-    /// Takes the pending TX bytes (producing them from the engine if there
-    /// are none), sends what the socket takes, puts the rest back.
-    pub(crate) fn tx_round_copy(self: &Arc<Self>) -> TxRound {
-        let mut pre = Some(Probe::start(Phase::TxPreEngine));
-        let mut events = Events::default();
-        let mut failed_out = false;
-        let mut drained = false;
+    /// Sends the pending TX octets (producing them from the engine if there
+    /// are none); what the socket does not take stays for the next round.
+    fn tx_round_copy(self: &Arc<Self>, tx: &mut CopyTx) -> TxRound {
         // The buffer comes with the first copying round, allocated in
-        // process context with the lock dropped: a connected QP that never
+        // process context before the stream lock: a connected QP that never
         // copies holds none, one that never fills `TX_BUF_SMALL` holds no
-        // more (see `TX_BUF`). Once it has the size it needs, a round
-        // takes the stream's lock once before its send.
-        let mut st = self.stream.lock();
-        let want = if st.tx_grow { TX_BUF } else { TX_BUF_SMALL };
-        if st.tx.len() < want && st.tx_off >= st.tx_len {
-            drop(st);
-            let fresh = self.memcg.charge(|| KVec::from_elem(0u8, want, GFP_KERNEL_ACCOUNT)).ok();
-            st = self.stream.lock();
-            if let Some(buf) = fresh {
-                // Unless a round in between (the other context) has put
-                // octets in the old one.
-                if st.tx.len() < buf.len() && st.tx_off >= st.tx_len {
-                    st.tx = buf;
-                }
+        // more (see `TX_BUF`).
+        let want = if tx.grow { TX_BUF } else { TX_BUF_SMALL };
+        if tx.buf.len() < want && !tx.pending() {
+            if let Ok(buf) = self.memcg.charge(|| KVec::from_elem(0u8, want, GFP_KERNEL_ACCOUNT)) {
+                tx.buf = buf;
             }
         }
-        let taken = {
-            let st = &mut *st;
-            if st.dead {
-                None
-            } else if st.tx_off < st.tx_len {
-                Some((core::mem::take(&mut st.tx), st.tx_off, st.tx_len))
-            } else if let Some(engine) = st.engine.as_deref_mut() {
-                st.tx_off = 0;
-                st.tx_len = 0;
-                if st.tx.is_empty() {
+        let mut failed_out = false;
+        let mut drained = false;
+        let have = self.engine_session(Caller::TxRun(self), |calls| {
+            calls.call(None, |engine, host, dead| {
+                if *dead {
+                    return false;
+                }
+                if tx.pending() {
+                    return true;
+                }
+                tx.off = 0;
+                tx.len = 0;
+                if tx.buf.is_empty() {
                     // The process-context allocation failed: try here.
                     if let Ok(buf) = KVec::from_elem(0u8, TX_BUF_SMALL, GFP_ATOMIC) {
-                        st.tx = buf;
+                        tx.buf = buf;
                     }
                 }
-                if st.tx.is_empty() {
-                    None // no buffer (the allocation failed): next round
-                } else {
-                    drop(pre.take());
-                    let _p = Probe::start(Phase::TxEngine);
-                    let mut host = QpHost { qp: self, st: &mut st.host, events: &mut events, zc: None };
-                    let n = engine.tx(&mut host, &ModuleCrc32c, &mut st.tx);
-                    // The buffer, not the engine, ended the round: bulk.
-                    // A stream whose pages TCP copies sends it from the
-                    // pages from the next round on (and grows its buffer
-                    // only for bulk that cannot go from them, above); any
-                    // other grows its buffer.
-                    if n == st.tx.len() || engine.wants_tx() {
-                        if self.zc_copies.load(Ordering::Relaxed) {
-                            self.zc_on.store(true, Ordering::Relaxed);
-                        } else if st.tx.len() < TX_BUF {
-                            st.tx_grow = true;
-                        }
-                    }
-                    // Room was left and nothing is half sent: the engine
-                    // had no more to give (another post meanwhile finds
-                    // this run going and has it run again, `tx_missed`).
-                    drained = n < st.tx.len() && !engine.wants_tx() && !engine.is_done();
-                    if n == 0 && engine.state() == EngineState::Error {
-                        // The Terminate, if any, is in the socket: flush what
-                        // was posted while the stream failed, then close the
-                        // LLP stream (a Terminate is the stream's last message).
-                        engine.flush(&mut host);
-                        st.dead = true;
-                        failed_out = true;
-                    }
-                    (n > 0).then(|| (core::mem::take(&mut st.tx), 0, n))
+                if tx.buf.is_empty() {
+                    return false; // no buffer (the allocation failed): next round
                 }
-            } else {
-                None
-            }
-        };
-        drop(st);
-        drop(pre);
-        self.handle_events(&events);
+                let n = engine.tx(host, &ModuleCrc32c, &mut tx.buf);
+                // The buffer, not the engine, ended the round: bulk. A
+                // stream whose pages TCP copies sends it from the pages
+                // from the next round on (and grows its buffer only for
+                // bulk that cannot go from them, `zc_plan`); any other
+                // grows its buffer.
+                if n == tx.buf.len() || engine.wants_tx() {
+                    if self.zc.copies.load(Ordering::Relaxed) {
+                        self.zc.on.store(true, Ordering::Relaxed);
+                    } else if tx.buf.len() < TX_BUF {
+                        tx.grow = true;
+                    }
+                }
+                // Room was left and nothing is half sent: the engine had no
+                // more to give (another post meanwhile finds this run going
+                // and has it run again, `TxCtl::missed`).
+                drained = n < tx.buf.len() && !engine.wants_tx() && !engine.is_done();
+                if n == 0 && engine.state() == EngineState::Error {
+                    // The Terminate, if any, is in the socket: flush what
+                    // was posted while the stream failed, then close the
+                    // LLP stream (a Terminate is the stream's last message).
+                    engine.flush(host);
+                    *dead = true;
+                    failed_out = true;
+                }
+                tx.len = n;
+                n > 0
+            })
+            .unwrap_or(false)
+        });
         if failed_out {
             // The stream ended with our Terminate.
             self.end_stream_out();
         }
-        let Some((buf, mut off, len)) = taken else {
+        if !have {
             self.fin_if_pending();
             return TxRound::Done;
-        };
+        }
 
-        self.tx_blocked.store(true, Ordering::Release);
-        let send = Probe::start(Phase::TxSockSend);
+        self.tx.blocked.store(true, Ordering::Release);
         let sent = match self.sock.lock().as_ref() {
-            Some(s) => s.send(&[&buf[off..len]], false),
+            Some(s) => s.send(&[&tx.buf[tx.off..tx.len]], false),
             None => Err(ENOTCONN),
         };
-        drop(send);
-        let _p = Probe::start(Phase::TxPostSend);
         let lost = match sent {
             Ok(n) => {
                 QpStats::bump(&self.stats.tx_bytes, n as u64);
-                off += n;
+                tx.off += n;
                 false
             }
             Err(e) => e != EAGAIN,
         };
-        let blocked = off < len;
-        {
-            let mut st = self.stream.lock();
-            st.tx = buf;
-            st.tx_off = off;
-            st.tx_len = len;
-        }
-        match self.round_end(lost, blocked) {
+        match self.round_end(lost, tx.pending()) {
             // All of it left and the engine had no more: no second round
             // to find nothing (a message's one round trip of the locks).
             TxRound::More if drained => {
@@ -278,7 +243,7 @@ impl Qp {
     /// The end of a TX round that sent: the socket is gone (`lost`), full
     /// (`blocked`: `write_space` kicks the work again) or took it all.
     fn round_end(self: &Arc<Self>, lost: bool, blocked: bool) -> TxRound {
-        self.tx_blocked.store(blocked, Ordering::Release);
+        self.tx.blocked.store(blocked, Ordering::Release);
         if lost {
             self.with_engine(|e, h| e.on_connection_lost(h));
             TxRound::Done
@@ -292,7 +257,7 @@ impl Qp {
     /// Everything the engine produced has left: the FIN, if the stream's
     /// end asked for one.
     fn fin_if_pending(&self) {
-        if self.fin_pending.load(Ordering::Relaxed) && self.fin_pending.swap(false, Ordering::AcqRel) {
+        if self.tx.fin_pending.load(Ordering::Relaxed) && self.tx.fin_pending.swap(false, Ordering::AcqRel) {
             self.shutdown_sock();
         }
     }
@@ -308,20 +273,22 @@ impl Qp {
     /// TCP's release), for tests of that path. The self-tests' override
     /// always sends by reference.
     pub(crate) fn zcopy_mode(&self, local: bool) -> (Option<usize>, bool) {
-        match self.zc_min_override.load(Ordering::Relaxed) {
-            u32::MAX => {
-                let min = crate::module_parameters::zcopy_min.value();
-                let copies = local && !crate::module_parameters::zcopy_local.value();
-                ((min > 0).then_some(min as usize), copies)
+        #[cfg(rsiw_kunit)]
+        {
+            let v = self.hooks.zc_min.load(Ordering::Relaxed);
+            if v != u32::MAX {
+                return ((v > 0).then_some(v as usize), false);
             }
-            v => ((v > 0).then_some(v as usize), false),
         }
+        let min = crate::module_parameters::zcopy_min.value();
+        let copies = local && !crate::module_parameters::zcopy_local.value();
+        ((min > 0).then_some(min as usize), copies)
     }
 
     /// Overrides `zcopy_min` for the next stream (`None`: the parameter).
     #[cfg(rsiw_kunit)]
     pub(crate) fn set_zcopy_min(&self, min: Option<u32>) {
-        self.zc_min_override.store(min.unwrap_or(u32::MAX), Ordering::Relaxed);
+        self.hooks.zc_min.store(min.unwrap_or(u32::MAX), Ordering::Relaxed);
     }
 
     /// Zero-copy statistics: octets sent by reference, literal octets
@@ -329,8 +296,8 @@ impl Qp {
     /// completions that waited for the peer's acknowledgement.
     #[cfg(rsiw_kunit)]
     pub(crate) fn zcopy_stats(&self) -> (u64, u64, u64) {
-        let zc = self.zc.lock();
-        (zc.ref_octets, zc.literal_octets, self.zc_deferred.load(Ordering::Relaxed))
+        let owned = self.tx.owned.lock();
+        (owned.zc.ref_octets, owned.zc.literal_octets, self.zc.deferred.load(Ordering::Relaxed))
     }
 
     /// The stream is over: deliver every waiting send completion (a flush
@@ -362,152 +329,204 @@ impl ZcOwner for Qp {
         let stalled = {
             let mut st = this.stream.lock();
             this.release_batch(&mut st, token);
-            this.zc_stalled.swap(false, Ordering::AcqRel)
+            this.zc.stalled.swap(false, Ordering::AcqRel)
         };
-        this.zc_live.fetch_sub(1, Ordering::AcqRel);
-        if stalled && !this.zc_detached.load(Ordering::Acquire) {
+        this.zc.live.fetch_sub(1, Ordering::AcqRel);
+        if stalled && !this.zc.detached.load(Ordering::Acquire) {
             this.kick();
         }
     }
 }
 
+/// What the stream lock's part of a zero-copy plan found (`Qp::zc_plan`).
+enum Planned {
+    /// Nothing to send: the stream is dead, too many batches are out, or
+    /// the QP has no engine.
+    Nothing,
+    /// The last batch has octets the socket did not take yet.
+    Rest,
+    /// A new plan of `n` octets in `pieces` pieces; `no_pages`: it took no
+    /// page.
+    New { n: usize, pieces: usize, no_pages: bool },
+}
+
+/// What a zero-copy round sends (`Qp::zc_plan`).
+enum ZcPlan {
+    /// Nothing (or the stream is dead).
+    Idle,
+    /// The batch; `no_pages`: this round planned one that took no page.
+    Send { no_pages: bool },
+    /// The plan and its pages disagree.
+    Broken,
+}
+
 impl Qp {
-    /// A zero-copy TX round: plan the next octets from the engine (payload
-    /// by page reference, literal octets into the literal page), send the
-    /// batch by page reference (`MSG_ZEROCOPY` with the batch's
-    /// notification, `MSG_SPLICE_PAGES` for literal octets only), keep
-    /// what the socket did not take
-    /// for the next round, then deliver the send completions the peer's
-    /// acknowledgements allow.
-    pub(super) fn tx_round_zc(self: &Arc<Self>, zc: &mut ZeroCopyTx) -> TxRound {
-        let mut events = Events::default();
-        let mut failed_out = false;
-        let mut broken = false;
-        // This round planned a batch that took no page.
-        let mut no_pages = false;
-        if zc.batch.remaining() == 0 {
-            let ready = self.memcg.charge(|| zc.lit.ensure(ZC_LITERAL_MIN).is_ok() && zc.ensure_lists().is_ok());
-            if !ready {
-                // No page for the headers or no lists now: copy this round.
-                return self.tx_round_copy();
+    /// A zero-copy TX round, in three steps: prepare what a new batch
+    /// needs (`zc_prepare`), plan the next octets from the engine (payload
+    /// by page reference, literal octets into the literal page:
+    /// `zc_plan`), send the batch and settle (`zc_send`).
+    fn tx_round_zc(self: &Arc<Self>, owned: &mut TxOwned) -> TxRound {
+        if owned.zc.batch.remaining() == 0 && !self.zc_prepare(&mut owned.zc) {
+            // No page for the headers, no lists, ring or notification
+            // now: copy this round.
+            return self.tx_round_copy(&mut owned.copy);
+        }
+        match self.zc_plan(owned) {
+            ZcPlan::Send { no_pages } => self.zc_send(&mut owned.zc, no_pages),
+            ZcPlan::Idle => {
+                // Nothing planned (or the stream is dead): nothing left to send.
+                self.zc_batch_gone(&mut owned.zc);
+                self.fin_if_pending();
+                TxRound::Done
             }
-            if !zc.order_ring {
-                let need = self.stream.lock().host.order.ring_needed();
-                if let Some(cap) = need {
-                    match self.memcg.charge(|| SendOrder::alloc_ring(cap)) {
-                        Ok(ring) => self.stream.lock().host.order.set_ring(ring),
-                        Err(_) => return self.tx_round_copy(),
-                    }
+            ZcPlan::Broken => {
+                // Cannot happen (the plan and the pages are built
+                // together): the stream would be corrupt, so it ends here.
+                if crate::ffi::runtime::ratelimited() {
+                    pr_err!("qp {}: zero-copy round out of step, closing\n", self.qpn);
                 }
-                zc.order_ring = true;
-            }
-            if zc.notif.is_none() && !zc.tcp_copies {
-                match self.links.qp_arc().map(Notif::new) {
-                    Some(Ok(n)) => zc.notif = Some(n),
-                    _ => return self.tx_round_copy(),
-                }
+                owned.zc.batch.clear();
+                self.zc_batch_gone(&mut owned.zc);
+                self.with_engine(|e, h| e.on_connection_lost(h));
+                TxRound::Done
             }
         }
-        let have = {
-            let mut st = self.stream.lock();
-            let st = &mut *st;
-            if st.dead {
-                zc.batch.clear();
-                zc.copy_batch = None;
-                false
-            } else if zc.batch.remaining() > 0 {
-                true
-            } else if !st.host.order.can_plan() {
-                // Too many batches TCP has not released: a release kicks.
-                self.zc_stalled.store(true, Ordering::Release);
-                false
-            } else if let Some(engine) = st.engine.as_deref_mut() {
-                let ZeroCopyTx { lit, refs, pieces, .. } = &mut *zc;
-                let (n, np) = {
-                    let mut plan = TxPlan::new(lit.free_mut(), pieces, TX_BUF);
-                    let mut host = QpHost { qp: self, st: &mut st.host, events: &mut events, zc: Some(refs) };
-                    let n = engine.tx_plan(&mut host, &ModuleCrc32c, &mut plan);
-                    (n, plan.pieces().len())
-                };
-                if zc.refs.is_empty() {
-                    no_pages = true;
-                    st.host.order.no_batch();
-                    if zc.tcp_copies {
-                        // No payload went from the pages: back to copying
-                        // rounds once this batch has left (a copying round
-                        // never looks at it). If that was bulk all the same
-                        // (memory TCP cannot take by page, e.g. slab), with
-                        // a buffer for it, not the literal page's few KiB a
-                        // round.
-                        zc.to_copy = true;
-                        if engine.wants_tx() {
-                            st.tx_grow = true;
-                        }
-                    }
-                } else if zc.tcp_copies {
-                    zc.copy_batch = Some(st.host.order.new_batch());
-                    zc.batch.set_copy();
-                } else if let Some(mut notif) = zc.notif.take() {
-                    notif.set_token(st.host.order.new_batch());
-                    self.zc_live.fetch_add(1, Ordering::AcqRel);
-                    zc.batch.set_notif(notif);
+    }
+
+    /// Before a new batch: the round's lists and literal page, the send
+    /// order's ring and the batch's notification, allocated in process
+    /// context (the plan runs under the stream lock). False if one is
+    /// missing: the round copies.
+    fn zc_prepare(&self, zc: &mut ZeroCopyTx) -> bool {
+        let ready = self.memcg.charge(|| zc.lit.ensure(ZC_LITERAL_MIN).is_ok() && zc.ensure_lists().is_ok());
+        if !ready {
+            return false;
+        }
+        if !zc.order_ring {
+            let need = self.stream.lock().host.order.ring_needed();
+            if let Some(cap) = need {
+                match self.memcg.charge(|| SendOrder::alloc_ring(cap)) {
+                    Ok(ring) => self.stream.lock().host.order.set_ring(ring),
+                    Err(_) => return false,
                 }
-                // The referenced pages in plan order, taken off the front.
-                let mut refs = zc.refs.drain();
-                for i in 0..np {
-                    let ok = match zc.pieces[i] {
-                        Piece::Literal(l) => {
-                            zc.literal_octets += l as u64;
-                            zc.lit.take(l).is_some_and(|seg| zc.batch.segments().push(seg).is_ok())
-                        }
-                        Piece::Host(l) => {
-                            zc.ref_octets += l as u64;
-                            if !zc.tcp_copies {
-                                QpStats::bump(&self.stats.tx_zcopy_bytes, l as u64);
-                                self.links.device().counters().add(HwCounter::TxZcopyOctets, l as u64);
-                            }
-                            refs.move_front(l, zc.batch.segments())
-                        }
-                    };
-                    broken |= !ok;
-                }
-                broken |= !refs.is_empty();
-                drop(refs);
-                if n == 0 && engine.state() == EngineState::Error {
-                    let mut host = QpHost { qp: self, st: &mut st.host, events: &mut events, zc: None };
-                    engine.flush(&mut host);
-                    st.dead = true;
-                    failed_out = true;
-                }
-                n > 0
-            } else {
-                false
             }
+            zc.order_ring = true;
+        }
+        if zc.notif.is_none() && !zc.tcp_copies {
+            match self.links.qp_arc().map(Notif::new) {
+                Some(Ok(n)) => zc.notif = Some(n),
+                _ => return false,
+            }
+        }
+        true
+    }
+
+    /// Plans the round under the stream lock (one engine call) and lays
+    /// the plan out as the batch to send.
+    fn zc_plan(self: &Arc<Self>, owned: &mut TxOwned) -> ZcPlan {
+        let TxOwned { copy, zc } = owned;
+        let mut failed_out = false;
+        let planned = {
+            let ZeroCopyTx { tcp_copies, copy_batch, to_copy, lit, refs, pieces, batch, notif, .. } = &mut *zc;
+            self.engine_session(Caller::TxRun(self), |calls| {
+                calls
+                    .call(Some(refs), |engine, host, dead| {
+                        let planned = if *dead {
+                            batch.clear();
+                            *copy_batch = None;
+                            Planned::Nothing
+                        } else if batch.remaining() > 0 {
+                            Planned::Rest
+                        } else if !host.st.order.can_plan() {
+                            // Too many batches TCP has not released: a release kicks.
+                            self.zc.stalled.store(true, Ordering::Release);
+                            Planned::Nothing
+                        } else {
+                            let mut plan = TxPlan::new(lit.free_mut(), pieces, TX_BUF);
+                            let n = engine.tx_plan(host, &ModuleCrc32c, &mut plan);
+                            let np = plan.pieces().len();
+                            let no_pages = host.zc.as_deref().is_none_or(Segments::is_empty);
+                            if no_pages {
+                                host.st.order.no_batch();
+                                if *tcp_copies {
+                                    // No payload went from the pages: back to
+                                    // copying rounds once this batch has left
+                                    // (a copying round never looks at it). If
+                                    // that was bulk all the same (memory TCP
+                                    // cannot take by page, e.g. slab), with a
+                                    // buffer for it, not the literal page's
+                                    // few KiB a round.
+                                    *to_copy = true;
+                                    if engine.wants_tx() {
+                                        copy.grow = true;
+                                    }
+                                }
+                            } else if *tcp_copies {
+                                *copy_batch = Some(host.st.order.new_batch());
+                                batch.set_copy();
+                            } else if let Some(mut next) = notif.take() {
+                                next.set_token(host.st.order.new_batch());
+                                self.zc.live.fetch_add(1, Ordering::AcqRel);
+                                batch.set_notif(next);
+                            }
+                            if n == 0 && engine.state() == EngineState::Error {
+                                host.zc = None;
+                                engine.flush(host);
+                                *dead = true;
+                                failed_out = true;
+                            }
+                            Planned::New { n, pieces: np, no_pages }
+                        };
+                        self.zc.deferred.store(host.st.order.deferred(), Ordering::Relaxed);
+                        planned
+                    })
+                    .unwrap_or(Planned::Nothing)
+            })
         };
-        self.zc_deferred.store(self.stream.lock().host.order.deferred(), Ordering::Relaxed);
-        self.handle_events(&events);
         if failed_out {
             self.drain_order();
             self.end_stream_out();
         }
-        if broken {
-            // Cannot happen (the plan and the pages are built together):
-            // the stream would be corrupt, so it ends here.
-            if crate::ffi::runtime::ratelimited() {
-                pr_err!("qp {}: zero-copy round out of step, closing\n", self.qpn);
-            }
-            zc.batch.clear();
-            self.zc_batch_gone(zc);
-            self.with_engine(|e, h| e.on_connection_lost(h));
-            return TxRound::Done;
+        match planned {
+            Planned::Nothing => ZcPlan::Idle,
+            Planned::Rest => ZcPlan::Send { no_pages: false },
+            Planned::New { pieces, .. } if !self.zc_fill_batch(zc, pieces) => ZcPlan::Broken,
+            Planned::New { n, no_pages, .. } if n > 0 => ZcPlan::Send { no_pages },
+            Planned::New { .. } => ZcPlan::Idle,
         }
-        if !have {
-            // Nothing planned (or the stream is dead): nothing left to send.
-            self.zc_batch_gone(zc);
-            self.fin_if_pending();
-            return TxRound::Done;
+    }
+
+    /// Lays the first `np` pieces of the plan out as the batch: literal
+    /// runs from the literal page, payload from the referenced pages in
+    /// plan order, taken off the front. False if the two do not match.
+    fn zc_fill_batch(&self, zc: &mut ZeroCopyTx, np: usize) -> bool {
+        let mut ok = true;
+        let mut refs = zc.refs.drain();
+        for piece in &zc.pieces[..np] {
+            ok &= match *piece {
+                Piece::Literal(l) => {
+                    zc.literal_octets += l as u64;
+                    zc.lit.take(l).is_some_and(|seg| zc.batch.segments().push(seg).is_ok())
+                }
+                Piece::Host(l) => {
+                    zc.ref_octets += l as u64;
+                    if !zc.tcp_copies {
+                        QpStats::bump(&self.stats.tx_zcopy_bytes, l as u64);
+                        self.links.device().counters().add(HwCounter::TxZcopyOctets, l as u64);
+                    }
+                    refs.move_front(l, zc.batch.segments())
+                }
+            };
         }
-        self.tx_blocked.store(true, Ordering::Release);
+        ok && refs.is_empty()
+    }
+
+    /// Sends the batch by page reference (`MSG_ZEROCOPY` with the batch's
+    /// notification, `MSG_SPLICE_PAGES` for literal octets only), keeps
+    /// what the socket did not take for the next round, and delivers the
+    /// send completions a batch TCP copied allows.
+    fn zc_send(self: &Arc<Self>, zc: &mut ZeroCopyTx, no_pages: bool) -> TxRound {
+        self.tx.blocked.store(true, Ordering::Release);
         let sent = match self.sock.lock().as_ref() {
             Some(s) => s.send_pages(&mut zc.batch, self.zc_send_limit(no_pages)),
             None => Err(ENOTCONN),
@@ -535,7 +554,7 @@ impl Qp {
     /// no page turns the stream back to copying rounds now.
     fn zc_batch_gone(&self, zc: &mut ZeroCopyTx) {
         if core::mem::take(&mut zc.to_copy) {
-            self.zc_on.store(false, Ordering::Relaxed);
+            self.zc.on.store(false, Ordering::Relaxed);
         }
     }
 }
@@ -591,7 +610,7 @@ impl Qp {
     /// holds. None once `detach` ran: it sets the flag under that lock, so
     /// once it returns no completion reaches the (then freed) CQ.
     fn release_batch(&self, st: &mut StreamState, id: u64) {
-        if !self.zc_detached.load(Ordering::Acquire) {
+        if !self.zc.detached.load(Ordering::Acquire) {
             st.host.order.released(id, |wc| {
                 let _ = self.links.send_cq().push(wc);
             });
@@ -599,6 +618,7 @@ impl Qp {
     }
 }
 
+/// Whether a TX run goes on with another round.
 pub(crate) enum TxRound {
     More,
     Done,

@@ -190,8 +190,7 @@ pub(crate) mod harness {
     pub(crate) struct CmPair {
         pub(crate) client: Side,
         pub(crate) server: Side,
-        /// Held: the listener lives as long as the pair.
-        #[allow(dead_code)]
+        #[expect(dead_code, reason = "held, not read: the listener lives as long as the pair")]
         pub(crate) listener: CmId,
         pub(crate) request: Seen,
         pub(crate) client_est: Seen,

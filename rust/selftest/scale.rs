@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-//! Scale soak as a kernel ULP (issue 13, item 2, the kernel half): N
+//! Scale soak as a kernel ULP: N
 //! connected QP pairs at once through rdma_cm between two rsiw devices on
 //! the guest's veth pair (`rsiwkt0` 10.98.0.1 server / `rsiwkt1`
 //! 10.98.0.2 client, as `rsiw_rdma_cm`), traffic on every one, all torn

@@ -202,8 +202,8 @@ mod tests {
     /// still sends from the pages) is taken by TCP only in part, as by a
     /// full socket. The rest of that round leaves before the next Write's
     /// FPDU, which goes by a copying round: the peer places every Write,
-    /// with no Terminate. (Before session 33's fix the rest stayed behind
-    /// unsent and the stream went out of step: here the receiver placed
+    /// with no Terminate. (When that rest was left behind unsent, the
+    /// stream went out of step: here the receiver placed
     /// the out-of-step stream through the global rkey, and the guest
     /// oopsed.)
     #[test]
