@@ -10,10 +10,20 @@
 # Prints one line per test and driver ("blktests DRIVER TEST STATUS
 # SECONDS") and the two drivers' totals; the table in the note comes from
 # these lines.
-#   blktests-nvme.sh BLKTESTS_DIR [TESTS...]   (default: the nvme group)
+#   blktests-nvme.sh [--drivers "siw rsiw"] [--ko RSIW_KO] BLKTESTS_DIR [TESTS...]
+#   (default: both drivers, this checkout's rsiw.ko, the nvme group)
 set -u
 . "$(dirname "$0")/../common/lib.sh"
 
+drivers="siw rsiw"
+ko=$RSIW_ROOT/rsiw.ko
+while [ $# -gt 0 ]; do
+	case $1 in
+	--drivers) drivers=$2; shift 2 ;;
+	--ko) ko=$2; shift 2 ;;
+	*) break ;;
+	esac
+done
 src=$1
 shift
 tests=("$@")
@@ -53,16 +63,24 @@ grep -q USE_RSIW common/multipath-over-rdma && grep -q USE_RSIW common/nvme ||
 	{ echo "not ok - blktests' soft-RDMA selector could be extended"; exit 1; }
 make -s >/dev/null 2>&1 || echo "# blktests' helpers did not all build (some tests may skip)"
 
-export RSIW_KO=$RSIW_ROOT/rsiw.ko
+export RSIW_KO=$ko
 # The network blktests binds its soft RDMA devices to: a veth pair.
 ip link add veth0 type veth peer name veth1
 ip addr add 10.99.0.1/24 dev veth0
 ip link set veth0 up
 ip link set veth1 up
-for drv in siw rsiw; do
+for drv in $drivers; do
 	rm -rf results
 	dmesg -C
-	if [ $drv = rsiw ]; then export USE_RSIW=1; else unset USE_RSIW; fi
+	if [ "$drv" = rsiw ]; then
+		export USE_RSIW=1
+		# blktests' _have_driver looks for /sys/module/rsiw (or a module
+		# modprobe can find): load it before ./check, not only in
+		# start_soft_rdma.
+		insmod "$RSIW_KO" || { echo "not ok - setup: insmod $RSIW_KO"; exit 1; }
+	else
+		unset USE_RSIW
+	fi
 	t0=$(date +%s)
 	nvme_trtype=rdma timeout 5400 ./check "${tests[@]}" >"$RSIW_VM_OUT/blktests-$drv.log" 2>&1
 	echo "# $drv: ./check ${tests[*]} took $(($(date +%s) - t0)) s"
@@ -71,7 +89,7 @@ for drv in siw rsiw; do
 		[ -f "$d" ] || continue
 		st=$(sed -n 's/^status\t//p' "$d")
 		rt=$(sed -n 's/^runtime\t//p' "$d")
-		echo "blktests $drv $(basename "$d") ${st:-?} ${rt:-?}"
+		echo "blktests $drv $(basename "$(dirname "$(dirname "$d")")")/$(basename "$d") ${st:-?} ${rt:-?}"
 	done | sort -u
 	cp -a results "$RSIW_VM_OUT/blktests-results-$drv" 2>/dev/null
 	dmesg >"$RSIW_VM_OUT/dmesg-blktests-$drv.txt"
