@@ -12,6 +12,7 @@
 #ifndef RSIW_RDMA_CORE_PABI34_H
 #define RSIW_RDMA_CORE_PABI34_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -218,6 +219,39 @@ RSIW_LEGACY_CMD(modify_qp);
 RSIW_LEGACY_CMD(create_srq);
 RSIW_LEGACY_CMD(modify_srq);
 RSIW_LEGACY_CMD(query_srq);
+
+/*
+ * libibverbs' log: VERBS_LOG_LEVEL selects the levels printed, to
+ * VERBS_LOG_FILE (a release build of libibverbs prints nothing without
+ * it). The macros keep errno, and prefix the device and the function.
+ */
+enum {
+	VERBS_LOG_LEVEL_NONE,
+	VERBS_LOG_ERR,
+	VERBS_LOG_WARN,
+	VERBS_LOG_INFO,
+	VERBS_LOG_DEBUG,
+};
+
+void __verbs_log(struct verbs_context *ctx, uint32_t level, const char *fmt,
+		 ...) __attribute__((format(printf, 3, 4)));
+
+#define verbs_log(ctx, level, format, arg...)                                  \
+	do {                                                                   \
+		int verbs_log_errno = errno;                                   \
+		__verbs_log(ctx, level, "%s: %s:%d: " format,                  \
+			    (ctx)->context.device->name, __func__, __LINE__,   \
+			    ##arg);                                            \
+		errno = verbs_log_errno;                                       \
+	} while (0)
+#define verbs_debug(ctx, format, arg...)                                       \
+	verbs_log(ctx, VERBS_LOG_DEBUG, format, ##arg)
+#define verbs_info(ctx, format, arg...)                                        \
+	verbs_log(ctx, VERBS_LOG_INFO, format, ##arg)
+#define verbs_warn(ctx, format, arg...)                                        \
+	verbs_log(ctx, VERBS_LOG_WARN, format, ##arg)
+#define verbs_err(ctx, format, arg...)                                         \
+	verbs_log(ctx, VERBS_LOG_ERR, format, ##arg)
 
 void verbs_register_driver_34(const struct verbs_device_ops *ops);
 void *_verbs_init_and_alloc_context(struct ibv_device *device, int cmd_fd, size_t alloc_size,

@@ -12,6 +12,7 @@
  * command with no WR) per list, none while the kernel's TX work runs.
  * The kernel checks every entry it reads as it checks a kernel WR.
  * With an ABI 1 kernel (or RSIW_NO_RINGS set) every verb is a command.
+ * Messages go through libibverbs' log (VERBS_LOG_LEVEL, VERBS_LOG_FILE).
  *
  * The extended verbs: ibv_create_qp_ex with send_ops_flags gives an
  * ibv_qp_ex whose ibv_wr_* calls build a WR list, posted at
@@ -155,18 +156,26 @@ static struct rsiw_cq *cqx_to_rcq(struct ibv_cq_ex *cqx)
 static int rsiw_ring_map(struct ibv_context *ctx, struct rsiw_ring *r,
 			 const struct rsiw_ring_info *info, uint32_t stride)
 {
+	struct verbs_context *vctx = &to_rctx(ctx)->vctx;
 	void *m;
 
 	if (!info->entries || (info->entries & (info->entries - 1)) ||
-	    info->size < RSIW_RING_HDR + (size_t)info->entries * stride)
+	    info->size < RSIW_RING_HDR + (size_t)info->entries * stride) {
+		verbs_err(vctx, "ring of %u entries in %u bytes: not a ring of %u-byte entries\n",
+			  info->entries, info->size, stride);
 		return EINVAL;
+	}
 	m = mmap(NULL, info->size, PROT_READ | PROT_WRITE, MAP_SHARED, ctx->cmd_fd,
 		 (off_t)info->offset);
-	if (m == MAP_FAILED)
-		return errno;
-	if (getenv("RSIW_DEBUG"))
-		fprintf(stderr, "rsiw: ring fd %d offset %#llx size %u entries %u at %p\n", ctx->cmd_fd,
-			(unsigned long long)info->offset, info->size, info->entries, m);
+	if (m == MAP_FAILED) {
+		int err = errno;
+
+		verbs_err(vctx, "mmap of the ring at offset %#llx: %s\n",
+			  (unsigned long long)info->offset, strerror(err));
+		return err;
+	}
+	verbs_debug(vctx, "ring fd %d offset %#llx size %u entries %u at %p\n", ctx->cmd_fd,
+		    (unsigned long long)info->offset, info->size, info->entries, m);
 	r->map = m;
 	r->map_len = info->size;
 	r->ctl = m;
@@ -1656,11 +1665,18 @@ static struct verbs_context *rsiw_alloc_context(struct ibv_device *ibdev, int cm
 		     resp.drv.sqe_size == sizeof(struct rsiw_sqe) &&
 		     resp.drv.rqe_size == sizeof(struct rsiw_rqe) &&
 		     resp.drv.cqe_size == sizeof(struct rsiw_cqe) &&
-		     resp.drv.ring_hdr == RSIW_RING_HDR && !getenv("RSIW_NO_RINGS");
-	if (getenv("RSIW_DEBUG"))
-		fprintf(stderr, "rsiw: context ABI %u (entries %u/%u/%u, header %u): rings %s\n",
-			resp.drv.abi_version, resp.drv.sqe_size, resp.drv.rqe_size,
-			resp.drv.cqe_size, resp.drv.ring_hdr, ctx->rings ? "on" : "off");
+		     resp.drv.ring_hdr == RSIW_RING_HDR;
+	/* A kernel of our ABI whose entries we cannot read: commands only. */
+	if (resp.drv.abi_version == RSIW_ABI_VERSION && !ctx->rings)
+		verbs_warn(&ctx->vctx, "the kernel's ring layout differs from the provider's: no rings\n");
+	/* Documented in rsiw(7): commands only, to compare or to debug. */
+	if (ctx->rings && getenv("RSIW_NO_RINGS")) {
+		verbs_debug(&ctx->vctx, "RSIW_NO_RINGS is set: no rings\n");
+		ctx->rings = 0;
+	}
+	verbs_debug(&ctx->vctx, "context ABI %u (entries %u/%u/%u, header %u): rings %s\n",
+		    resp.drv.abi_version, resp.drv.sqe_size, resp.drv.rqe_size, resp.drv.cqe_size,
+		    resp.drv.ring_hdr, ctx->rings ? "on" : "off");
 	verbs_set_ops(&ctx->vctx, &rsiw_context_ops);
 	return &ctx->vctx;
 }
