@@ -25,6 +25,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -198,9 +199,18 @@ static void *rsiw_ring_slot(struct rsiw_ring *r, uint32_t idx)
 	return r->ent + (size_t)(idx & (r->entries - 1)) * r->stride;
 }
 
+/*
+ * The control words of a ring (struct rsiw_ring_ctl) are shared with the
+ * kernel, which reads and writes them with its own atomics.
+ */
+static _Atomic(uint32_t) *rsiw_ctl(uint32_t *p)
+{
+	return (_Atomic(uint32_t) *)p;
+}
+
 static uint32_t rsiw_load(uint32_t *p)
 {
-	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+	return atomic_load_explicit(rsiw_ctl(p), memory_order_acquire);
 }
 
 /*
@@ -210,7 +220,7 @@ static uint32_t rsiw_load(uint32_t *p)
  */
 static void rsiw_ring_sync(struct rsiw_ring *r)
 {
-	r->idx = __atomic_load_n(&r->ctl->producer, __ATOMIC_RELAXED);
+	r->idx = atomic_load_explicit(rsiw_ctl(&r->ctl->producer), memory_order_relaxed);
 }
 
 /* Room for one more entry on a ring we produce. */
@@ -225,8 +235,8 @@ static int rsiw_ring_full(struct rsiw_ring *r)
  */
 static uint32_t rsiw_ring_publish(struct rsiw_ring *r)
 {
-	__atomic_store_n(&r->ctl->producer, r->idx, __ATOMIC_RELEASE);
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	atomic_store_explicit(rsiw_ctl(&r->ctl->producer), r->idx, memory_order_release);
+	atomic_thread_fence(memory_order_seq_cst);
 	return rsiw_load(&r->ctl->flags);
 }
 
@@ -259,7 +269,7 @@ static int rsiw_cq_ring_poll(struct rsiw_cq *cq, int ne, struct ibv_wc *wc)
 		r->idx++;
 	}
 	if (n)
-		__atomic_store_n(&r->ctl->consumer, r->idx, __ATOMIC_RELEASE);
+		atomic_store_explicit(rsiw_ctl(&r->ctl->consumer), r->idx, memory_order_release);
 	return n;
 }
 
@@ -283,8 +293,9 @@ static int rsiw_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 
 	if (!cq->ring.map)
 		return ibv_cmd_req_notify_cq(ibcq, solicited_only);
-	__atomic_store_n(&cq->ring.ctl->armed,
-			 solicited_only ? RSIW_CQ_ARM_SOLICITED : RSIW_CQ_ARM_NEXT, __ATOMIC_RELEASE);
+	atomic_store_explicit(rsiw_ctl(&cq->ring.ctl->armed),
+			      solicited_only ? RSIW_CQ_ARM_SOLICITED : RSIW_CQ_ARM_NEXT,
+			      memory_order_release);
 	return 0;
 }
 
