@@ -35,7 +35,7 @@
 #define RSIW_PABI_VERSION IBVERBS_PABI_VERSION
 /* ccan's; rsiw.c defines its own (the same), and driver.h is parsed already. */
 #undef container_of
-/* rsiw.c names verbs_register_driver_34 itself: another private ABI is a port. */
+/* rsiw.c names verbs_register_driver_34: another private ABI is a port. */
 #if IBVERBS_PABI_VERSION != 34
 #error "rsiw's provider is written for rdma-core's private ABI 34"
 #endif

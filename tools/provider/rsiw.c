@@ -43,7 +43,8 @@
 #define RSIW_DEVICE_FLUSH_GLOBAL (1ULL << 38)
 #define RSIW_DEVICE_FLUSH_PERSISTENT (1ULL << 39)
 
-#define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
+#define container_of(ptr, type, member)                                        \
+	((type *)((char *)(ptr) - offsetof(type, member)))
 
 struct rsiw_device {
 	struct verbs_device vdev;
@@ -61,7 +62,8 @@ struct rsiw_ring {
 	struct rsiw_ring_ctl *ctl;
 	uint8_t *ent;
 	uint32_t entries, stride;
-	uint32_t idx; /* ours: the producer index of a WQ ring, the consumer of a CQ ring */
+	/* Ours: the producer index of a WQ ring, the consumer of a CQ ring. */
+	uint32_t idx;
 };
 
 struct rsiw_srq {
@@ -125,9 +127,11 @@ struct rsiw_qp {
 struct rsiw_cq {
 	struct verbs_cq vcq;
 	int ex; /* created by ibv_create_cq_ex */
-	pthread_mutex_t lock; /* ex: held from a successful start_poll to end_poll */
+	/* ex: held from a successful start_poll to end_poll. */
+	pthread_mutex_t lock;
 	struct ibv_wc wc[RSIW_CQ_BATCH];
-	int n, pos; /* wc[pos] is the current one, wc[pos + 1 .. n) are buffered */
+	/* wc[pos] is the current one, wc[pos + 1 .. n) are buffered. */
+	int n, pos;
 	struct rsiw_ring ring; /* ABI 2 (map NULL: polled through commands) */
 	pthread_spinlock_t ring_lock;
 };
@@ -162,12 +166,12 @@ static int rsiw_ring_map(struct ibv_context *ctx, struct rsiw_ring *r,
 
 	if (!info->entries || (info->entries & (info->entries - 1)) ||
 	    info->size < RSIW_RING_HDR + (size_t)info->entries * stride) {
-		verbs_err(vctx, "ring of %u entries in %u bytes: not a ring of %u-byte entries\n",
+		verbs_err(vctx, "ring of %u entries in %u bytes, %u each\n",
 			  info->entries, info->size, stride);
 		return EINVAL;
 	}
-	m = mmap(NULL, info->size, PROT_READ | PROT_WRITE, MAP_SHARED, ctx->cmd_fd,
-		 (off_t)info->offset);
+	m = mmap(NULL, info->size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 ctx->cmd_fd, (off_t)info->offset);
 	if (m == MAP_FAILED) {
 		int err = errno;
 
@@ -175,8 +179,9 @@ static int rsiw_ring_map(struct ibv_context *ctx, struct rsiw_ring *r,
 			  (unsigned long long)info->offset, strerror(err));
 		return err;
 	}
-	verbs_debug(vctx, "ring fd %d offset %#llx size %u entries %u at %p\n", ctx->cmd_fd,
-		    (unsigned long long)info->offset, info->size, info->entries, m);
+	verbs_debug(vctx, "ring fd %d offset %#llx size %u entries %u at %p\n",
+		    ctx->cmd_fd, (unsigned long long)info->offset, info->size,
+		    info->entries, m);
 	r->map = m;
 	r->map_len = info->size;
 	r->ctl = m;
@@ -220,7 +225,8 @@ static uint32_t rsiw_load(uint32_t *p)
  */
 static void rsiw_ring_sync(struct rsiw_ring *r)
 {
-	r->idx = atomic_load_explicit(rsiw_ctl(&r->ctl->producer), memory_order_relaxed);
+	r->idx = atomic_load_explicit(rsiw_ctl(&r->ctl->producer),
+				      memory_order_relaxed);
 }
 
 /* Room for one more entry on a ring we produce. */
@@ -235,7 +241,8 @@ static int rsiw_ring_full(struct rsiw_ring *r)
  */
 static uint32_t rsiw_ring_publish(struct rsiw_ring *r)
 {
-	atomic_store_explicit(rsiw_ctl(&r->ctl->producer), r->idx, memory_order_release);
+	atomic_store_explicit(rsiw_ctl(&r->ctl->producer), r->idx,
+			      memory_order_release);
 	atomic_thread_fence(memory_order_seq_cst);
 	return rsiw_load(&r->ctl->flags);
 }
@@ -269,7 +276,8 @@ static int rsiw_cq_ring_poll(struct rsiw_cq *cq, int ne, struct ibv_wc *wc)
 		r->idx++;
 	}
 	if (n)
-		atomic_store_explicit(rsiw_ctl(&r->ctl->consumer), r->idx, memory_order_release);
+		atomic_store_explicit(rsiw_ctl(&r->ctl->consumer), r->idx,
+				      memory_order_release);
 	return n;
 }
 
@@ -294,13 +302,15 @@ static int rsiw_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	if (!cq->ring.map)
 		return ibv_cmd_req_notify_cq(ibcq, solicited_only);
 	atomic_store_explicit(rsiw_ctl(&cq->ring.ctl->armed),
-			      solicited_only ? RSIW_CQ_ARM_SOLICITED : RSIW_CQ_ARM_NEXT,
+			      solicited_only ? RSIW_CQ_ARM_SOLICITED :
+					       RSIW_CQ_ARM_NEXT,
 			      memory_order_release);
 	return 0;
 }
 
 /* A send WR as a ring entry, checked as the kernel checks it. */
-static int rsiw_fill_sqe(struct rsiw_qp *qp, struct rsiw_sqe *e, const struct ibv_send_wr *wr)
+static int rsiw_fill_sqe(struct rsiw_qp *qp, struct rsiw_sqe *e,
+			 const struct ibv_send_wr *wr)
 {
 	uint32_t len = 0;
 	int i;
@@ -336,15 +346,17 @@ static int rsiw_fill_sqe(struct rsiw_qp *qp, struct rsiw_sqe *e, const struct ib
 		e->remote_addr = wr->wr.atomic.remote_addr;
 		e->compare_add = wr->wr.atomic.compare_add;
 		e->swap = wr->wr.atomic.swap;
-		if (wr->num_sge != 1 || wr->sg_list[0].length < 8 || (e->remote_addr & 7))
+		if (wr->num_sge != 1 || wr->sg_list[0].length < 8 ||
+		    (e->remote_addr & 7))
 			return EINVAL;
 		break;
 	default:
-		/* Send with Immediate (no iWARP wire form), memory windows, TSO. */
+		/* Send with Immediate (no iWARP wire form), MW binds, TSO. */
 		return EOPNOTSUPP;
 	}
 	e->opcode = wr->opcode;
-	if (wr->opcode == IBV_WR_RDMA_WRITE || wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ||
+	if (wr->opcode == IBV_WR_RDMA_WRITE ||
+	    wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ||
 	    wr->opcode == IBV_WR_RDMA_READ) {
 		e->rkey = wr->wr.rdma.rkey;
 		e->remote_addr = wr->wr.rdma.remote_addr;
@@ -353,14 +365,17 @@ static int rsiw_fill_sqe(struct rsiw_qp *qp, struct rsiw_sqe *e, const struct ib
 	}
 	if ((uint32_t)wr->num_sge > qp->max_send_sge)
 		return EINVAL;
-	if ((wr->send_flags & IBV_SEND_INLINE) && wr->opcode != IBV_WR_RDMA_READ &&
-	    wr->opcode != IBV_WR_ATOMIC_CMP_AND_SWP && wr->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD) {
+	if ((wr->send_flags & IBV_SEND_INLINE) &&
+	    wr->opcode != IBV_WR_RDMA_READ &&
+	    wr->opcode != IBV_WR_ATOMIC_CMP_AND_SWP &&
+	    wr->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD) {
 		for (i = 0; i < wr->num_sge; i++) {
 			uint32_t n = wr->sg_list[i].length;
 
 			if (n > qp->max_inline || len + n > qp->max_inline)
 				return EINVAL;
-			memcpy(e->inline_data + len, (void *)(uintptr_t)wr->sg_list[i].addr, n);
+			memcpy(e->inline_data + len,
+			       (void *)(uintptr_t)wr->sg_list[i].addr, n);
 			len += n;
 		}
 		e->flags |= RSIW_SQE_INLINE;
@@ -396,12 +411,18 @@ static int rsiw_sq_needs_doorbell(uint32_t flags)
  * ping-pong under QEMU measured a third of the post-to-wire time
  * (Documentation/performance.md, "The doorbell system call").
  */
-_Static_assert(sizeof(struct ib_uverbs_post_send) == sizeof(struct ib_uverbs_post_recv), "layout");
+_Static_assert(sizeof(struct ib_uverbs_post_send) ==
+		       sizeof(struct ib_uverbs_post_recv),
+	       "layout");
 _Static_assert(offsetof(struct ib_uverbs_post_send, wqe_size) ==
-	      offsetof(struct ib_uverbs_post_recv, wqe_size), "layout");
-_Static_assert(sizeof(struct ib_uverbs_post_send_resp) == sizeof(struct ib_uverbs_post_recv_resp), "layout");
+		       offsetof(struct ib_uverbs_post_recv, wqe_size),
+	       "layout");
+_Static_assert(sizeof(struct ib_uverbs_post_send_resp) ==
+		       sizeof(struct ib_uverbs_post_recv_resp),
+	       "layout");
 
-static void rsiw_doorbell(struct rsiw_qp *qp, uint32_t command, uint32_t wqe_size)
+static void rsiw_doorbell(struct rsiw_qp *qp, uint32_t command,
+			  uint32_t wqe_size)
 {
 	struct {
 		struct ib_uverbs_cmd_hdr hdr;
@@ -420,16 +441,19 @@ static void rsiw_doorbell(struct rsiw_qp *qp, uint32_t command, uint32_t wqe_siz
 
 static void rsiw_sq_doorbell(struct rsiw_qp *qp)
 {
-	rsiw_doorbell(qp, IB_USER_VERBS_CMD_POST_SEND, sizeof(struct ib_uverbs_send_wr));
+	rsiw_doorbell(qp, IB_USER_VERBS_CMD_POST_SEND,
+		      sizeof(struct ib_uverbs_send_wr));
 }
 
 static void rsiw_rq_doorbell(struct rsiw_qp *qp)
 {
-	rsiw_doorbell(qp, IB_USER_VERBS_CMD_POST_RECV, sizeof(struct ib_uverbs_recv_wr));
+	rsiw_doorbell(qp, IB_USER_VERBS_CMD_POST_RECV,
+		      sizeof(struct ib_uverbs_recv_wr));
 }
 
-/* Posts filled entries: fill(qp, entry, item) for each, one doorbell at most. */
-static int rsiw_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+/* Posts a WR list on the send ring, with one doorbell at most. */
+static int rsiw_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+			  struct ibv_send_wr **bad_wr)
 {
 	struct rsiw_qp *qp = to_rqp(ibqp);
 	uint32_t flags = 0;
@@ -444,7 +468,8 @@ static int rsiw_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ib
 			ret = ENOMEM;
 			break;
 		}
-		ret = rsiw_fill_sqe(qp, rsiw_ring_slot(&qp->sq, qp->sq.idx), wr);
+		ret = rsiw_fill_sqe(qp, rsiw_ring_slot(&qp->sq, qp->sq.idx),
+				    wr);
 		if (ret)
 			break;
 		qp->sq.idx++;
@@ -453,7 +478,7 @@ static int rsiw_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ib
 	if (posted)
 		flags = rsiw_ring_publish(&qp->sq);
 	pthread_spin_unlock(&qp->sq_lock);
-	/* None while the kernel's TX work runs (it looks again before it stops). */
+	/* None while the kernel's TX work runs (it looks again at the end). */
 	if (posted && rsiw_sq_needs_doorbell(flags))
 		rsiw_sq_doorbell(qp);
 	if (ret)
@@ -461,7 +486,8 @@ static int rsiw_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ib
 	return ret;
 }
 
-static int rsiw_fill_rqe(struct rsiw_ring *r, uint32_t max_sge, const struct ibv_recv_wr *wr)
+static int rsiw_fill_rqe(struct rsiw_ring *r, uint32_t max_sge,
+			 const struct ibv_recv_wr *wr)
 {
 	struct rsiw_rqe *e = rsiw_ring_slot(r, r->idx);
 	int i;
@@ -480,8 +506,9 @@ static int rsiw_fill_rqe(struct rsiw_ring *r, uint32_t max_sge, const struct ibv
 }
 
 /* Fills receive entries from a WR list; returns the flags after publishing. */
-static int rsiw_post_rq_ring(struct rsiw_ring *r, pthread_spinlock_t *lock, uint32_t max_sge,
-			     struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr, uint32_t *flags)
+static int rsiw_post_rq_ring(struct rsiw_ring *r, pthread_spinlock_t *lock,
+			     uint32_t max_sge, struct ibv_recv_wr *wr,
+			     struct ibv_recv_wr **bad_wr, uint32_t *flags)
 {
 	int ret = 0, posted = 0;
 
@@ -508,7 +535,8 @@ static int rsiw_post_rq_ring(struct rsiw_ring *r, pthread_spinlock_t *lock, uint
 }
 
 /* No system call, except in Error (the kernel flushes what was posted). */
-static int rsiw_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
+static int rsiw_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+			  struct ibv_recv_wr **bad_wr)
 {
 	struct rsiw_qp *qp = to_rqp(ibqp);
 	uint32_t flags;
@@ -516,7 +544,8 @@ static int rsiw_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ib
 
 	if (!qp->rq.map)
 		return ibv_cmd_post_recv(ibqp, wr, bad_wr);
-	ret = rsiw_post_rq_ring(&qp->rq, &qp->rq_lock, qp->max_recv_sge, wr, bad_wr, &flags);
+	ret = rsiw_post_rq_ring(&qp->rq, &qp->rq_lock, qp->max_recv_sge, wr,
+				bad_wr, &flags);
 	if (flags & RSIW_RING_ERROR)
 		rsiw_rq_doorbell(qp);
 	return ret;
@@ -530,13 +559,14 @@ static int rsiw_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 
 	if (!srq->rq.map)
 		return ibv_cmd_post_srq_recv(ibsrq, wr, bad_wr);
-	return rsiw_post_rq_ring(&srq->rq, &srq->lock, srq->max_sge, wr, bad_wr, &flags);
+	return rsiw_post_rq_ring(&srq->rq, &srq->lock, srq->max_sge, wr, bad_wr,
+				 &flags);
 }
 
 /* ---- direct verbs (rsiwdv.h) ---- */
 
-__attribute__((visibility("default"))) int rsiwdv_query_qp(struct ibv_qp *ibqp,
-							    struct rsiwdv_qp *out)
+__attribute__((visibility("default"))) int
+rsiwdv_query_qp(struct ibv_qp *ibqp, struct rsiwdv_qp *out)
 {
 	struct rsiw_qp *qp = to_rqp(ibqp);
 
@@ -550,8 +580,9 @@ __attribute__((visibility("default"))) int rsiwdv_query_qp(struct ibv_qp *ibqp,
 	return 0;
 }
 
-/* Rings the send queue's doorbell (after writing entries through rsiwdv_query_qp). */
-__attribute__((visibility("default"))) int rsiwdv_sq_doorbell(struct ibv_qp *ibqp)
+/* Rings the SQ's doorbell (after writing entries through rsiwdv_query_qp). */
+__attribute__((visibility("default"))) int
+rsiwdv_sq_doorbell(struct ibv_qp *ibqp)
 {
 	struct ibv_send_wr *bad;
 
@@ -563,8 +594,9 @@ __attribute__((visibility("default"))) int rsiwdv_sq_doorbell(struct ibv_qp *ibq
  * opcode for them. One WR on the send ring; the completion's opcode is
  * IBV_WC_COMP_SWAP or IBV_WC_FETCH_ADD.
  */
-__attribute__((visibility("default"))) int rsiwdv_post_masked_atomic(
-	struct ibv_qp *ibqp, const struct rsiwdv_masked_atomic *a)
+__attribute__((visibility("default"))) int
+rsiwdv_post_masked_atomic(struct ibv_qp *ibqp,
+			  const struct rsiwdv_masked_atomic *a)
 {
 	struct rsiw_qp *qp = to_rqp(ibqp);
 	struct rsiw_sqe *e;
@@ -573,7 +605,8 @@ __attribute__((visibility("default"))) int rsiwdv_post_masked_atomic(
 	if (!qp->sq.map)
 		return EOPNOTSUPP;
 	if (a->sge.length < 8 || (a->remote_addr & 7) ||
-	    (a->op != RSIWDV_MASKED_CMP_SWAP && a->op != RSIWDV_MASKED_FETCH_ADD))
+	    (a->op != RSIWDV_MASKED_CMP_SWAP &&
+	     a->op != RSIWDV_MASKED_FETCH_ADD))
 		return EINVAL;
 	pthread_spin_lock(&qp->sq_lock);
 	rsiw_ring_sync(&qp->sq);
@@ -584,8 +617,9 @@ __attribute__((visibility("default"))) int rsiwdv_post_masked_atomic(
 	e = rsiw_ring_slot(&qp->sq, qp->sq.idx);
 	memset(e, 0, sizeof(*e));
 	e->wr_id = a->wr_id;
-	e->opcode = a->op == RSIWDV_MASKED_CMP_SWAP ? RSIW_WR_MASKED_ATOMIC_CMP_AND_SWP
-						      : RSIW_WR_MASKED_ATOMIC_FETCH_AND_ADD;
+	e->opcode = a->op == RSIWDV_MASKED_CMP_SWAP ?
+			    RSIW_WR_MASKED_ATOMIC_CMP_AND_SWP :
+			    RSIW_WR_MASKED_ATOMIC_FETCH_AND_ADD;
 	e->flags = a->signaled ? RSIW_SQE_SIGNALED : 0;
 	e->rkey = a->rkey;
 	e->remote_addr = a->remote_addr;
@@ -607,34 +641,40 @@ __attribute__((visibility("default"))) int rsiwdv_post_masked_atomic(
 
 static int rsiw_query_device_ex(struct ibv_context *ctx,
 				const struct ibv_query_device_ex_input *input,
-				struct ibv_device_attr_ex *attr, size_t attr_size)
+				struct ibv_device_attr_ex *attr,
+				size_t attr_size)
 {
+	size_t cap_flags_end =
+		offsetof(struct ibv_device_attr_ex, device_cap_flags_ex) +
+		sizeof(attr->device_cap_flags_ex);
 	struct ib_uverbs_ex_query_device_resp resp;
 	size_t resp_size = sizeof(resp);
 	uint64_t fw;
 	int ret;
 
-	ret = ibv_cmd_query_device_any(ctx, input, attr, attr_size, &resp, &resp_size);
+	ret = ibv_cmd_query_device_any(ctx, input, attr, attr_size, &resp,
+				       &resp_size);
 	if (ret)
 		return ret;
 	/* The kernel reports fw_ver as a number: major.minor.sub. */
 	fw = resp.base.fw_ver;
-	snprintf(attr->orig_attr.fw_ver, sizeof(attr->orig_attr.fw_ver), "%u.%u.%u",
-		 (unsigned int)(fw >> 32), (unsigned int)(fw >> 16) & 0xffff,
-		 (unsigned int)fw & 0xffff);
+	snprintf(attr->orig_attr.fw_ver, sizeof(attr->orig_attr.fw_ver),
+		 "%u.%u.%u", (unsigned int)(fw >> 32),
+		 (unsigned int)(fw >> 16) & 0xffff, (unsigned int)fw & 0xffff);
 	/*
 	 * RDMA Commit (Flush) goes through the send ring with ibv_wr_flush
 	 * (rdma-core 45+): without either, the device's flush capabilities
 	 * are not this process's to use.
 	 */
 	if ((!to_rctx(ctx)->rings || !RSIW_QP_EX_WITH_FLUSH) &&
-	    attr_size >= offsetof(struct ibv_device_attr_ex, device_cap_flags_ex) +
-				 sizeof(attr->device_cap_flags_ex))
-		attr->device_cap_flags_ex &= ~(RSIW_DEVICE_FLUSH_GLOBAL | RSIW_DEVICE_FLUSH_PERSISTENT);
+	    attr_size >= cap_flags_end)
+		attr->device_cap_flags_ex &= ~(RSIW_DEVICE_FLUSH_GLOBAL |
+					       RSIW_DEVICE_FLUSH_PERSISTENT);
 	return 0;
 }
 
-static int rsiw_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr)
+static int rsiw_query_port(struct ibv_context *ctx, uint8_t port,
+			   struct ibv_port_attr *attr)
 {
 	struct ibv_query_port cmd;
 
@@ -666,8 +706,8 @@ static int rsiw_dealloc_pd(struct ibv_pd *pd)
 	return ret;
 }
 
-static struct ibv_mr *rsiw_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t hca_va,
-				  int access)
+static struct ibv_mr *rsiw_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
+				  uint64_t hca_va, int access)
 {
 	struct ib_uverbs_reg_mr_resp resp;
 	struct ibv_reg_mr cmd;
@@ -675,8 +715,8 @@ static struct ibv_mr *rsiw_reg_mr(struct ibv_pd *pd, void *addr, size_t length, 
 
 	if (!vmr)
 		return NULL;
-	if (ibv_cmd_reg_mr(pd, addr, length, hca_va, access, vmr, &cmd, sizeof(cmd), &resp,
-			   sizeof(resp))) {
+	if (ibv_cmd_reg_mr(pd, addr, length, hca_va, access, vmr, &cmd,
+			   sizeof(cmd), &resp, sizeof(resp))) {
 		free(vmr);
 		return NULL;
 	}
@@ -702,9 +742,10 @@ struct rsiw_create_cq_resp_all {
 	struct rsiw_create_cq_resp drv;
 };
 
-/* The create command, asking for a ring on an ABI 2 context, and its mapping. */
-static int rsiw_cq_create_cmd(struct ibv_context *ctx, struct rsiw_cq *cq, int cqe,
-			      struct ibv_comp_channel *channel, int comp_vector)
+/* The create command (asking for a ring on an ABI 2 context), and its map. */
+static int rsiw_cq_create_cmd(struct ibv_context *ctx, struct rsiw_cq *cq,
+			      int cqe, struct ibv_comp_channel *channel,
+			      int comp_vector)
 {
 	struct rsiw_create_cq_resp_all resp;
 	struct rsiw_create_cq_cmd cmd;
@@ -713,13 +754,15 @@ static int rsiw_cq_create_cmd(struct ibv_context *ctx, struct rsiw_cq *cq, int c
 	memset(&cmd, 0, sizeof(cmd));
 	memset(&resp, 0, sizeof(resp));
 	if (!to_rctx(ctx)->rings)
-		return ibv_cmd_create_cq(ctx, cqe, channel, comp_vector, &cq->vcq.cq, &cmd.ibv,
-					 sizeof(cmd.ibv), &resp.ibv, sizeof(resp.ibv));
+		return ibv_cmd_create_cq(ctx, cqe, channel, comp_vector,
+					 &cq->vcq.cq, &cmd.ibv, sizeof(cmd.ibv),
+					 &resp.ibv, sizeof(resp.ibv));
 	cmd.drv.flags = RSIW_CREATE_RINGS;
-	if (ibv_cmd_create_cq(ctx, cqe, channel, comp_vector, &cq->vcq.cq, &cmd.ibv, sizeof(cmd),
-			      &resp.ibv, sizeof(resp)))
+	if (ibv_cmd_create_cq(ctx, cqe, channel, comp_vector, &cq->vcq.cq,
+			      &cmd.ibv, sizeof(cmd), &resp.ibv, sizeof(resp)))
 		return -1;
-	ret = rsiw_ring_map(ctx, &cq->ring, &resp.drv.cq, sizeof(struct rsiw_cqe));
+	ret = rsiw_ring_map(ctx, &cq->ring, &resp.drv.cq,
+			    sizeof(struct rsiw_cqe));
 	if (ret) {
 		ibv_cmd_destroy_cq(&cq->vcq.cq);
 		errno = ret;
@@ -732,7 +775,8 @@ static int rsiw_cq_create_cmd(struct ibv_context *ctx, struct rsiw_cq *cq, int c
 }
 
 static struct ibv_cq *rsiw_create_cq(struct ibv_context *ctx, int cqe,
-				     struct ibv_comp_channel *channel, int comp_vector)
+				     struct ibv_comp_channel *channel,
+				     int comp_vector)
 {
 	struct rsiw_cq *cq = calloc(1, sizeof(*cq));
 
@@ -822,7 +866,7 @@ static uint32_t rsiw_read_byte_len(struct ibv_cq_ex *cqx)
 	return rsiw_cqx_cur(cqx)->byte_len;
 }
 
-/* The immediate, or for a Send with Invalidate the invalidated key (a union). */
+/* The immediate, or for a Send with Invalidate the invalidated key. */
 static __be32 rsiw_read_imm_data(struct ibv_cq_ex *cqx)
 {
 	return rsiw_cqx_cur(cqx)->imm_data;
@@ -880,7 +924,8 @@ static struct ibv_cq_ex *rsiw_create_cq_ex(struct ibv_context *ctx,
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (rsiw_cq_create_cmd(ctx, cq, (int)attr->cqe, attr->channel, attr->comp_vector)) {
+	if (rsiw_cq_create_cmd(ctx, cq, (int)attr->cqe, attr->channel,
+			       attr->comp_vector)) {
 		free(cq);
 		return NULL;
 	}
@@ -939,7 +984,8 @@ static int rsiw_resize_cq(struct ibv_cq *cq, int cqe)
 	struct ib_uverbs_resize_cq_resp resp;
 	struct ibv_resize_cq cmd;
 
-	return ibv_cmd_resize_cq(cq, cqe, &cmd, sizeof(cmd), &resp, sizeof(resp));
+	return ibv_cmd_resize_cq(cq, cqe, &cmd, sizeof(cmd), &resp,
+				 sizeof(resp));
 }
 
 static int rsiw_destroy_cq(struct ibv_cq *ibcq)
@@ -971,13 +1017,15 @@ struct rsiw_create_qp_resp_all {
 
 /* Maps a new QP's rings (ABI 2); on failure the QP is destroyed. */
 static int rsiw_qp_rings(struct ibv_context *ctx, struct rsiw_qp *qp,
-			 const struct rsiw_create_qp_resp *drv, const struct ibv_qp_cap *cap,
-			 int has_srq)
+			 const struct rsiw_create_qp_resp *drv,
+			 const struct ibv_qp_cap *cap, int has_srq)
 {
-	int ret = rsiw_ring_map(ctx, &qp->sq, &drv->sq, sizeof(struct rsiw_sqe));
+	int ret =
+		rsiw_ring_map(ctx, &qp->sq, &drv->sq, sizeof(struct rsiw_sqe));
 
 	if (!ret && !has_srq)
-		ret = rsiw_ring_map(ctx, &qp->rq, &drv->rq, sizeof(struct rsiw_rqe));
+		ret = rsiw_ring_map(ctx, &qp->rq, &drv->rq,
+				    sizeof(struct rsiw_rqe));
 	if (ret) {
 		rsiw_ring_unmap(&qp->sq);
 		ibv_cmd_destroy_qp(&qp->vqp.qp);
@@ -992,7 +1040,8 @@ static int rsiw_qp_rings(struct ibv_context *ctx, struct rsiw_qp *qp,
 	return 0;
 }
 
-static struct ibv_qp *rsiw_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+static struct ibv_qp *rsiw_create_qp(struct ibv_pd *pd,
+				     struct ibv_qp_init_attr *attr)
 {
 	struct rsiw_create_qp_resp_all resp;
 	struct rsiw_create_qp_cmd cmd;
@@ -1005,12 +1054,14 @@ static struct ibv_qp *rsiw_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr 
 	memset(&cmd, 0, sizeof(cmd));
 	memset(&resp, 0, sizeof(resp));
 	cmd.drv.flags = rings ? RSIW_CREATE_RINGS : 0;
-	if (ibv_cmd_create_qp(pd, &qp->vqp.qp, attr, &cmd.ibv, rings ? sizeof(cmd) : sizeof(cmd.ibv),
-			      &resp.ibv, rings ? sizeof(resp) : sizeof(resp.ibv))) {
+	if (ibv_cmd_create_qp(pd, &qp->vqp.qp, attr, &cmd.ibv,
+			      rings ? sizeof(cmd) : sizeof(cmd.ibv), &resp.ibv,
+			      rings ? sizeof(resp) : sizeof(resp.ibv))) {
 		free(qp);
 		return NULL;
 	}
-	if (rings && rsiw_qp_rings(pd->context, qp, &resp.drv, &attr->cap, attr->srq != NULL)) {
+	if (rings && rsiw_qp_rings(pd->context, qp, &resp.drv, &attr->cap,
+				   attr->srq != NULL)) {
 		free(qp);
 		return NULL;
 	}
@@ -1020,12 +1071,14 @@ static struct ibv_qp *rsiw_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr 
 /* ---- the extended QP: ibv_wr_* build a WR list, one post at complete ---- */
 
 /* The RC operations the uverbs post_send command carries to rsiw. */
-#define RSIW_SEND_OPS                                                                  \
-	(IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_RDMA_WRITE | \
-	 IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |                \
-	 IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+#define RSIW_SEND_OPS                                                          \
+	(IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_INV |                  \
+	 IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |      \
+	 IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |        \
+	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
 /* What the send ring adds (ABI 2): Local Invalidate (and Flush, below). */
-#define RSIW_RING_SEND_OPS (RSIW_SEND_OPS | IBV_QP_EX_WITH_LOCAL_INV | RSIW_QP_EX_WITH_FLUSH)
+#define RSIW_RING_SEND_OPS                                                     \
+	(RSIW_SEND_OPS | IBV_QP_EX_WITH_LOCAL_INV | RSIW_QP_EX_WITH_FLUSH)
 
 static void rsiw_wr_fail(struct rsiw_qp *qp, int err)
 {
@@ -1061,7 +1114,8 @@ static struct ibv_send_wr *rsiw_wr_new(struct ibv_qp_ex *qpx, uint64_t op_flag,
 		rsiw_wr_fail(qp, EOPNOTSUPP);
 		return NULL;
 	}
-	if (rsiw_grow((void **)&qp->wrs, &qp->wr_cap, qp->nwr + 1, sizeof(*qp->wrs))) {
+	if (rsiw_grow((void **)&qp->wrs, &qp->wr_cap, qp->nwr + 1,
+		      sizeof(*qp->wrs))) {
 		rsiw_wr_fail(qp, ENOMEM);
 		return NULL;
 	}
@@ -1098,9 +1152,11 @@ static void rsiw_wr_send_inv(struct ibv_qp_ex *qpx, uint32_t invalidate_rkey)
 		wr->invalidate_rkey = invalidate_rkey;
 }
 
-static void rsiw_wr_rdma_write(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t remote_addr)
+static void rsiw_wr_rdma_write(struct ibv_qp_ex *qpx, uint32_t rkey,
+			       uint64_t remote_addr)
 {
-	struct ibv_send_wr *wr = rsiw_wr_new(qpx, IBV_QP_EX_WITH_RDMA_WRITE, IBV_WR_RDMA_WRITE);
+	struct ibv_send_wr *wr =
+		rsiw_wr_new(qpx, IBV_QP_EX_WITH_RDMA_WRITE, IBV_WR_RDMA_WRITE);
 
 	if (wr) {
 		wr->wr.rdma.rkey = rkey;
@@ -1108,11 +1164,12 @@ static void rsiw_wr_rdma_write(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t re
 	}
 }
 
-static void rsiw_wr_rdma_write_imm(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t remote_addr,
-				   __be32 imm_data)
+static void rsiw_wr_rdma_write_imm(struct ibv_qp_ex *qpx, uint32_t rkey,
+				   uint64_t remote_addr, __be32 imm_data)
 {
-	struct ibv_send_wr *wr = rsiw_wr_new(qpx, IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM,
-					     IBV_WR_RDMA_WRITE_WITH_IMM);
+	struct ibv_send_wr *wr =
+		rsiw_wr_new(qpx, IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM,
+			    IBV_WR_RDMA_WRITE_WITH_IMM);
 
 	if (wr) {
 		wr->wr.rdma.rkey = rkey;
@@ -1121,9 +1178,11 @@ static void rsiw_wr_rdma_write_imm(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_
 	}
 }
 
-static void rsiw_wr_rdma_read(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t remote_addr)
+static void rsiw_wr_rdma_read(struct ibv_qp_ex *qpx, uint32_t rkey,
+			      uint64_t remote_addr)
 {
-	struct ibv_send_wr *wr = rsiw_wr_new(qpx, IBV_QP_EX_WITH_RDMA_READ, IBV_WR_RDMA_READ);
+	struct ibv_send_wr *wr =
+		rsiw_wr_new(qpx, IBV_QP_EX_WITH_RDMA_READ, IBV_WR_RDMA_READ);
 
 	if (wr) {
 		wr->wr.rdma.rkey = rkey;
@@ -1131,11 +1190,13 @@ static void rsiw_wr_rdma_read(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t rem
 	}
 }
 
-static void rsiw_wr_atomic_cmp_swp(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t remote_addr,
-				   uint64_t compare, uint64_t swap)
+static void rsiw_wr_atomic_cmp_swp(struct ibv_qp_ex *qpx, uint32_t rkey,
+				   uint64_t remote_addr, uint64_t compare,
+				   uint64_t swap)
 {
-	struct ibv_send_wr *wr = rsiw_wr_new(qpx, IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP,
-					     IBV_WR_ATOMIC_CMP_AND_SWP);
+	struct ibv_send_wr *wr =
+		rsiw_wr_new(qpx, IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP,
+			    IBV_WR_ATOMIC_CMP_AND_SWP);
 
 	if (wr) {
 		wr->wr.atomic.rkey = rkey;
@@ -1145,11 +1206,12 @@ static void rsiw_wr_atomic_cmp_swp(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_
 	}
 }
 
-static void rsiw_wr_atomic_fetch_add(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t remote_addr,
-				     uint64_t add)
+static void rsiw_wr_atomic_fetch_add(struct ibv_qp_ex *qpx, uint32_t rkey,
+				     uint64_t remote_addr, uint64_t add)
 {
-	struct ibv_send_wr *wr = rsiw_wr_new(qpx, IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD,
-					     IBV_WR_ATOMIC_FETCH_AND_ADD);
+	struct ibv_send_wr *wr =
+		rsiw_wr_new(qpx, IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD,
+			    IBV_WR_ATOMIC_FETCH_AND_ADD);
 
 	if (wr) {
 		wr->wr.atomic.rkey = rkey;
@@ -1167,14 +1229,15 @@ static void rsiw_wr_send_imm(struct ibv_qp_ex *qpx, __be32 imm_data)
 
 static void rsiw_wr_local_inv(struct ibv_qp_ex *qpx, uint32_t invalidate_rkey)
 {
-	struct ibv_send_wr *wr = rsiw_wr_new(qpx, IBV_QP_EX_WITH_LOCAL_INV, IBV_WR_LOCAL_INV);
+	struct ibv_send_wr *wr =
+		rsiw_wr_new(qpx, IBV_QP_EX_WITH_LOCAL_INV, IBV_WR_LOCAL_INV);
 
 	if (wr)
 		wr->invalidate_rkey = invalidate_rkey;
 }
 
-static void rsiw_wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw, uint32_t rkey,
-			    const struct ibv_mw_bind_info *info)
+static void rsiw_wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw,
+			    uint32_t rkey, const struct ibv_mw_bind_info *info)
 {
 	(void)mw;
 	(void)rkey;
@@ -1182,7 +1245,8 @@ static void rsiw_wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw, uint32_t r
 	rsiw_wr_fail(qpx_to_rqp(qpx), EOPNOTSUPP);
 }
 
-static void rsiw_wr_send_tso(struct ibv_qp_ex *qpx, void *hdr, uint16_t hdr_sz, uint16_t mss)
+static void rsiw_wr_send_tso(struct ibv_qp_ex *qpx, void *hdr, uint16_t hdr_sz,
+			     uint16_t mss)
 {
 	(void)hdr;
 	(void)hdr_sz;
@@ -1190,8 +1254,8 @@ static void rsiw_wr_send_tso(struct ibv_qp_ex *qpx, void *hdr, uint16_t hdr_sz, 
 	rsiw_wr_fail(qpx_to_rqp(qpx), EOPNOTSUPP);
 }
 
-static void rsiw_wr_atomic_write(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t remote_addr,
-				 const void *atomic_wr)
+static void rsiw_wr_atomic_write(struct ibv_qp_ex *qpx, uint32_t rkey,
+				 uint64_t remote_addr, const void *atomic_wr)
 {
 	(void)rkey;
 	(void)remote_addr;
@@ -1199,8 +1263,8 @@ static void rsiw_wr_atomic_write(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t 
 	rsiw_wr_fail(qpx_to_rqp(qpx), EOPNOTSUPP);
 }
 
-static void rsiw_wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah, uint32_t remote_qpn,
-				uint32_t remote_qkey)
+static void rsiw_wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah,
+				uint32_t remote_qpn, uint32_t remote_qkey)
 {
 	(void)ah;
 	(void)remote_qpn;
@@ -1226,7 +1290,8 @@ static void rsiw_wr_set_sge_list(struct ibv_qp_ex *qpx, size_t num_sge,
 		rsiw_wr_fail(qp, EINVAL); /* one data setter per WR */
 		return;
 	}
-	if (rsiw_grow((void **)&qp->sges, &qp->sge_cap, qp->nsge + num_sge, sizeof(*qp->sges))) {
+	if (rsiw_grow((void **)&qp->sges, &qp->sge_cap, qp->nsge + num_sge,
+		      sizeof(*qp->sges))) {
 		rsiw_wr_fail(qp, ENOMEM);
 		return;
 	}
@@ -1236,7 +1301,8 @@ static void rsiw_wr_set_sge_list(struct ibv_qp_ex *qpx, size_t num_sge,
 	qp->nsge += num_sge;
 }
 
-static void rsiw_wr_set_sge(struct ibv_qp_ex *qpx, uint32_t lkey, uint64_t addr, uint32_t length)
+static void rsiw_wr_set_sge(struct ibv_qp_ex *qpx, uint32_t lkey, uint64_t addr,
+			    uint32_t length)
 {
 	struct ibv_sge sge = { .addr = addr, .length = length, .lkey = lkey };
 
@@ -1264,10 +1330,12 @@ static void rsiw_wr_set_inline_data_list(struct ibv_qp_ex *qpx, size_t num_buf,
 	for (i = 0; i < num_buf; i++)
 		len += buf_list[i].length;
 	if (len > qp->max_inline) {
-		rsiw_wr_fail(qp, ENOMEM); /* as other providers: more than max_inline_data */
+		/* As other providers: more than max_inline_data. */
+		rsiw_wr_fail(qp, ENOMEM);
 		return;
 	}
-	if (rsiw_grow((void **)&qp->inl, &qp->inl_cap, qp->ninl + (uint32_t)len + 1, 1)) {
+	if (rsiw_grow((void **)&qp->inl, &qp->inl_cap,
+		      qp->ninl + (uint32_t)len + 1, 1)) {
 		rsiw_wr_fail(qp, ENOMEM);
 		return;
 	}
@@ -1275,14 +1343,16 @@ static void rsiw_wr_set_inline_data_list(struct ibv_qp_ex *qpx, size_t num_buf,
 	w->inl_off = qp->ninl;
 	w->inl_len = (uint32_t)len;
 	for (i = 0; i < num_buf; i++) {
-		memcpy(qp->inl + qp->ninl, buf_list[i].addr, buf_list[i].length);
+		memcpy(qp->inl + qp->ninl, buf_list[i].addr,
+		       buf_list[i].length);
 		qp->ninl += buf_list[i].length;
 	}
 	w->wr.send_flags |= IBV_SEND_INLINE;
 	w->wr.num_sge = len ? 1 : 0;
 }
 
-static void rsiw_wr_set_inline_data(struct ibv_qp_ex *qpx, void *addr, size_t length)
+static void rsiw_wr_set_inline_data(struct ibv_qp_ex *qpx, void *addr,
+				    size_t length)
 {
 	struct ibv_data_buf buf = { .addr = addr, .length = length };
 
@@ -1324,7 +1394,8 @@ static int rsiw_wr_post_ring(struct rsiw_qp *qp)
 			memset(e, 0, sizeof(*e));
 			e->wr_id = w->wr.wr_id;
 			e->opcode = RSIW_WR_FLUSH;
-			e->flags = (w->wr.send_flags & IBV_SEND_SIGNALED) ? RSIW_SQE_SIGNALED : 0;
+			if (w->wr.send_flags & IBV_SEND_SIGNALED)
+				e->flags |= RSIW_SQE_SIGNALED;
 			if (w->wr.send_flags & IBV_SEND_FENCE)
 				e->flags |= RSIW_SQE_FENCE;
 			e->rkey = w->wr.wr.rdma.rkey;
@@ -1341,7 +1412,7 @@ static int rsiw_wr_post_ring(struct rsiw_qp *qp)
 		qp->sq.idx++;
 		posted++;
 	}
-	/* All or nothing, as the list is one post: take back what was filled. */
+	/* All or nothing, the list is one post: take back what was filled. */
 	if (ret)
 		qp->sq.idx -= (uint32_t)posted;
 	else if (posted) {
@@ -1356,16 +1427,19 @@ static int rsiw_wr_post_ring(struct rsiw_qp *qp)
 }
 
 #if RSIW_HAVE_WR_FLUSH
-static void rsiw_wr_flush(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t remote_addr, size_t len,
-			  uint8_t type, uint8_t level)
+static void rsiw_wr_flush(struct ibv_qp_ex *qpx, uint32_t rkey,
+			  uint64_t remote_addr, size_t len, uint8_t type,
+			  uint8_t level)
 {
-	struct ibv_send_wr *wr = rsiw_wr_new(qpx, IBV_QP_EX_WITH_FLUSH, RSIW_WR_IS_FLUSH);
+	struct ibv_send_wr *wr =
+		rsiw_wr_new(qpx, IBV_QP_EX_WITH_FLUSH, RSIW_WR_IS_FLUSH);
 	struct rsiw_wr *w;
 
 	if (!wr)
 		return;
 	if (len > UINT32_MAX) {
-		rsiw_wr_fail(qpx_to_rqp(qpx), EINVAL); /* the wire's ranges are 32-bit */
+		/* The wire's ranges are 32-bit. */
+		rsiw_wr_fail(qpx_to_rqp(qpx), EINVAL);
 		return;
 	}
 	w = container_of(wr, struct rsiw_wr, wr);
@@ -1390,17 +1464,22 @@ static int rsiw_wr_complete(struct ibv_qp_ex *qpx)
 			struct rsiw_wr *w = &qp->wrs[i];
 
 			if (w->inl) {
-				w->inl_sge.addr = (uintptr_t)(qp->inl + w->inl_off);
+				w->inl_sge.addr =
+					(uintptr_t)(qp->inl + w->inl_off);
 				w->inl_sge.length = w->inl_len;
 				w->inl_sge.lkey = 0;
 				w->wr.sg_list = &w->inl_sge;
 			} else {
-				w->wr.sg_list = w->wr.num_sge ? &qp->sges[w->sge_off] : NULL;
+				w->wr.sg_list = w->wr.num_sge ?
+							&qp->sges[w->sge_off] :
+							NULL;
 			}
-			w->wr.next = i + 1 < qp->nwr ? &qp->wrs[i + 1].wr : NULL;
+			w->wr.next =
+				i + 1 < qp->nwr ? &qp->wrs[i + 1].wr : NULL;
 		}
-		ret = qp->sq.map ? rsiw_wr_post_ring(qp)
-				 : ibv_cmd_post_send(&qp->vqp.qp, &qp->wrs[0].wr, &bad);
+		ret = qp->sq.map ? rsiw_wr_post_ring(qp) :
+				   ibv_cmd_post_send(&qp->vqp.qp,
+						     &qp->wrs[0].wr, &bad);
 	}
 	rsiw_wr_reset(qp);
 	pthread_spin_unlock(&qp->lock);
@@ -1420,7 +1499,8 @@ static void rsiw_wr_abort(struct ibv_qp_ex *qpx)
  * anything else (other ops, create flags other than none, XRC, RSS, TSO)
  * is EOPNOTSUPP.
  */
-static struct ibv_qp *rsiw_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr)
+static struct ibv_qp *rsiw_create_qp_ex(struct ibv_context *ctx,
+					struct ibv_qp_init_attr_ex *attr)
 {
 	struct rsiw_create_qp_resp_all resp;
 	struct rsiw_create_qp_cmd cmd;
@@ -1430,17 +1510,20 @@ static struct ibv_qp *rsiw_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_i
 	int rings = to_rctx(ctx)->rings;
 	uint64_t ops = 0;
 
-	/* Create flags: none supported, so only "none" (rdma-core's tests ask so). */
-	if ((attr->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
-					   IBV_QP_INIT_ATTR_CREATE_FLAGS)) ||
-	    ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags)) {
+	/* Create flags: none supported, so only "none" (rdma-core's tests). */
+	if ((attr->comp_mask &
+	     ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
+			 IBV_QP_INIT_ATTR_CREATE_FLAGS)) ||
+	    ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
+	     attr->create_flags)) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
 	a.comp_mask &= ~(uint32_t)IBV_QP_INIT_ATTR_CREATE_FLAGS;
 	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
 		ops = attr->send_ops_flags;
-		if (ops & ~(uint64_t)(rings ? RSIW_RING_SEND_OPS : RSIW_SEND_OPS)) {
+		if (ops &
+		    ~(uint64_t)(rings ? RSIW_RING_SEND_OPS : RSIW_SEND_OPS)) {
 			errno = EOPNOTSUPP;
 			return NULL;
 		}
@@ -1453,8 +1536,10 @@ static struct ibv_qp *rsiw_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_i
 	memset(&cmd, 0, sizeof(cmd));
 	memset(&resp, 0, sizeof(resp));
 	cmd.drv.flags = rings ? RSIW_CREATE_RINGS : 0;
-	if (ibv_cmd_create_qp_ex(ctx, &qp->vqp, &a, &cmd.ibv, rings ? sizeof(cmd) : sizeof(cmd.ibv),
-				 &resp.ibv, rings ? sizeof(resp) : sizeof(resp.ibv))) {
+	if (ibv_cmd_create_qp_ex(ctx, &qp->vqp, &a, &cmd.ibv,
+				 rings ? sizeof(cmd) : sizeof(cmd.ibv),
+				 &resp.ibv,
+				 rings ? sizeof(resp) : sizeof(resp.ibv))) {
 		free(qp);
 		return NULL;
 	}
@@ -1498,15 +1583,17 @@ static struct ibv_qp *rsiw_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_i
 	return &qp->vqp.qp;
 }
 
-static int rsiw_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
-			 struct ibv_qp_init_attr *init_attr)
+static int rsiw_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
+			 int attr_mask, struct ibv_qp_init_attr *init_attr)
 {
 	struct ibv_query_qp cmd;
 
-	return ibv_cmd_query_qp(qp, attr, attr_mask, init_attr, &cmd, sizeof(cmd));
+	return ibv_cmd_query_qp(qp, attr, attr_mask, init_attr, &cmd,
+				sizeof(cmd));
 }
 
-static int rsiw_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
+static int rsiw_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
+			  int attr_mask)
 {
 	struct ibv_modify_qp cmd;
 
@@ -1545,7 +1632,8 @@ struct rsiw_create_srq_resp_all {
 	struct rsiw_create_srq_resp drv;
 };
 
-static struct ibv_srq *rsiw_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
+static struct ibv_srq *rsiw_create_srq(struct ibv_pd *pd,
+				       struct ibv_srq_init_attr *attr)
 {
 	struct rsiw_create_srq_resp_all resp;
 	struct rsiw_create_srq_cmd cmd;
@@ -1557,13 +1645,15 @@ static struct ibv_srq *rsiw_create_srq(struct ibv_pd *pd, struct ibv_srq_init_at
 	memset(&cmd, 0, sizeof(cmd));
 	memset(&resp, 0, sizeof(resp));
 	cmd.drv.flags = rings ? RSIW_CREATE_RINGS : 0;
-	if (ibv_cmd_create_srq(pd, &srq->srq, attr, &cmd.ibv, rings ? sizeof(cmd) : sizeof(cmd.ibv),
-			       &resp.ibv, rings ? sizeof(resp) : sizeof(resp.ibv))) {
+	if (ibv_cmd_create_srq(pd, &srq->srq, attr, &cmd.ibv,
+			       rings ? sizeof(cmd) : sizeof(cmd.ibv), &resp.ibv,
+			       rings ? sizeof(resp) : sizeof(resp.ibv))) {
 		free(srq);
 		return NULL;
 	}
 	if (rings) {
-		ret = rsiw_ring_map(pd->context, &srq->rq, &resp.drv.rq, sizeof(struct rsiw_rqe));
+		ret = rsiw_ring_map(pd->context, &srq->rq, &resp.drv.rq,
+				    sizeof(struct rsiw_rqe));
 		if (ret) {
 			ibv_cmd_destroy_srq(&srq->srq);
 			free(srq);
@@ -1577,7 +1667,8 @@ static struct ibv_srq *rsiw_create_srq(struct ibv_pd *pd, struct ibv_srq_init_at
 	return &srq->srq;
 }
 
-static int rsiw_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int attr_mask)
+static int rsiw_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr,
+			   int attr_mask)
 {
 	struct ibv_modify_srq cmd;
 
@@ -1642,8 +1733,8 @@ static const struct verbs_context_ops rsiw_context_ops = {
 	.resize_cq = rsiw_resize_cq,
 };
 
-static struct verbs_context *rsiw_alloc_context(struct ibv_device *ibdev, int cmd_fd,
-						void *private_data)
+static struct verbs_context *rsiw_alloc_context(struct ibv_device *ibdev,
+						int cmd_fd, void *private_data)
 {
 	struct {
 		struct ibv_get_context ibv;
@@ -1656,18 +1747,19 @@ static struct verbs_context *rsiw_alloc_context(struct ibv_device *ibdev, int cm
 	struct rsiw_context *ctx;
 
 	(void)private_data;
-	/* The offset of the verbs_context in ours, as a pointer (the ABI's way). */
-	ctx = _verbs_init_and_alloc_context(ibdev, cmd_fd, sizeof(*ctx),
-					    (struct verbs_context *)offsetof(struct rsiw_context, vctx),
-					    RSIW_DRIVER_ID);
+	/* The offset of the verbs_context in ours, as a pointer (the ABI's). */
+	ctx = _verbs_init_and_alloc_context(
+		ibdev, cmd_fd, sizeof(*ctx),
+		(struct verbs_context *)offsetof(struct rsiw_context, vctx),
+		RSIW_DRIVER_ID);
 	if (!ctx)
 		return NULL;
 	memset(&cmd, 0, sizeof(cmd));
 	memset(&resp, 0, sizeof(resp));
 	/* A kernel without rings (ABI 1) answers nothing: commands only. */
 	cmd.drv.abi_version = RSIW_ABI_VERSION;
-	if (ibv_cmd_get_context(&ctx->vctx, &cmd.ibv, sizeof(cmd),
-				&resp.ibv, sizeof(resp))) {
+	if (ibv_cmd_get_context(&ctx->vctx, &cmd.ibv, sizeof(cmd), &resp.ibv,
+				sizeof(resp))) {
 		verbs_uninit_context(&ctx->vctx);
 		free(ctx);
 		return NULL;
@@ -1679,15 +1771,18 @@ static struct verbs_context *rsiw_alloc_context(struct ibv_device *ibdev, int cm
 		     resp.drv.ring_hdr == RSIW_RING_HDR;
 	/* A kernel of our ABI whose entries we cannot read: commands only. */
 	if (resp.drv.abi_version == RSIW_ABI_VERSION && !ctx->rings)
-		verbs_warn(&ctx->vctx, "the kernel's ring layout differs from the provider's: no rings\n");
+		verbs_warn(&ctx->vctx,
+			   "kernel's ring layout differs: no rings\n");
 	/* Documented in rsiw(7): commands only, to compare or to debug. */
 	if (ctx->rings && getenv("RSIW_NO_RINGS")) {
 		verbs_debug(&ctx->vctx, "RSIW_NO_RINGS is set: no rings\n");
 		ctx->rings = 0;
 	}
-	verbs_debug(&ctx->vctx, "context ABI %u (entries %u/%u/%u, header %u): rings %s\n",
-		    resp.drv.abi_version, resp.drv.sqe_size, resp.drv.rqe_size, resp.drv.cqe_size,
-		    resp.drv.ring_hdr, ctx->rings ? "on" : "off");
+	verbs_debug(&ctx->vctx,
+		    "context ABI %u (entries %u/%u/%u, header %u): rings %s\n",
+		    resp.drv.abi_version, resp.drv.sqe_size, resp.drv.rqe_size,
+		    resp.drv.cqe_size, resp.drv.ring_hdr,
+		    ctx->rings ? "on" : "off");
 	verbs_set_ops(&ctx->vctx, &rsiw_context_ops);
 	return &ctx->vctx;
 }
