@@ -36,7 +36,11 @@
 #include <rdma/ib_user_verbs.h>
 
 #include "rdma_core_compat.h"
+#ifdef RSIW_RDMA_CORE_TREE
+#include <rdma/rsiw-abi.h>
+#else
 #include "../../include/uapi/rdma/rsiw-abi.h"
+#endif
 #include "rsiwdv.h"
 
 /* ib_uverbs_device_cap_flags (the kernel's IB_DEVICE_FLUSH_*). */
@@ -1815,7 +1819,11 @@ static const struct verbs_device_ops rsiw_device_ops = {
 	.alloc_context = rsiw_alloc_context,
 };
 
+#ifdef RSIW_RDMA_CORE_TREE
+PROVIDER_DRIVER(rsiw, rsiw_device_ops);
+#else
 __attribute__((constructor)) static void rsiw_register_driver(void)
 {
 	verbs_register_driver_34(&rsiw_device_ops);
 }
+#endif
