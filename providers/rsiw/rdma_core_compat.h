@@ -13,6 +13,11 @@
  *   a copy. rdma-core 44 and 55 share private ABI 34 (the same
  *   verbs_context_ops, verbs_qp, verbs_mr, ... and symbol versions); what
  *   differs is the public verbs.h, below.
+ * - Inside rdma-core's own source tree (CMakeLists.txt, the folder copied
+ *   to providers/rsiw/): CMake defines RSIW_RDMA_CORE_TREE and
+ *   RSIW_RDMA_CORE_MAJOR; the private headers are the tree's, the
+ *   kernel's ABI header comes from its kernel-headers/ (rdma/rsiw-abi.h),
+ *   and the provider registers itself with PROVIDER_DRIVER().
  *
  * RSIW_RDMA_CORE_MAJOR (from the Makefile: pkg-config's libibverbs version
  * 1.14.<major>.0) selects the public-API differences:
@@ -29,13 +34,17 @@
 #define RSIW_RDMA_CORE_MAJOR 44
 #endif
 
+#if defined(RSIW_RDMA_CORE_TREE) && !defined(RSIW_RDMA_CORE_PRIVATE)
+#define RSIW_RDMA_CORE_PRIVATE
+#endif
+
 #ifdef RSIW_RDMA_CORE_PRIVATE
 #include <infiniband/driver.h>
 #include <infiniband/kern-abi.h>
 #define RSIW_PABI_VERSION IBVERBS_PABI_VERSION
 /* ccan's; rsiw.c defines its own (the same), and driver.h is parsed already. */
 #undef container_of
-/* rsiw.c names verbs_register_driver_34 itself: another private ABI is a port. */
+/* rsiw.c names verbs_register_driver_34: another private ABI is a port. */
 #if IBVERBS_PABI_VERSION != 34
 #error "rsiw's provider is written for rdma-core's private ABI 34"
 #endif

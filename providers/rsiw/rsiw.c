@@ -12,6 +12,7 @@
  * command with no WR) per list, none while the kernel's TX work runs.
  * The kernel checks every entry it reads as it checks a kernel WR.
  * With an ABI 1 kernel (or RSIW_NO_RINGS set) every verb is a command.
+ * Messages go through libibverbs' log (VERBS_LOG_LEVEL, VERBS_LOG_FILE).
  *
  * The extended verbs: ibv_create_qp_ex with send_ops_flags gives an
  * ibv_qp_ex whose ibv_wr_* calls build a WR list, posted at
@@ -24,6 +25,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,14 +36,19 @@
 #include <rdma/ib_user_verbs.h>
 
 #include "rdma_core_compat.h"
+#ifdef RSIW_RDMA_CORE_TREE
+#include <rdma/rsiw-abi.h>
+#else
 #include "../../include/uapi/rdma/rsiw-abi.h"
+#endif
 #include "rsiwdv.h"
 
 /* ib_uverbs_device_cap_flags (the kernel's IB_DEVICE_FLUSH_*). */
 #define RSIW_DEVICE_FLUSH_GLOBAL (1ULL << 38)
 #define RSIW_DEVICE_FLUSH_PERSISTENT (1ULL << 39)
 
-#define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
+#define container_of(ptr, type, member)                                        \
+	((type *)((char *)(ptr) - offsetof(type, member)))
 
 struct rsiw_device {
 	struct verbs_device vdev;
@@ -59,7 +66,8 @@ struct rsiw_ring {
 	struct rsiw_ring_ctl *ctl;
 	uint8_t *ent;
 	uint32_t entries, stride;
-	uint32_t idx; /* ours: the producer index of a WQ ring, the consumer of a CQ ring */
+	/* Ours: the producer index of a WQ ring, the consumer of a CQ ring. */
+	uint32_t idx;
 };
 
 struct rsiw_srq {
@@ -123,9 +131,11 @@ struct rsiw_qp {
 struct rsiw_cq {
 	struct verbs_cq vcq;
 	int ex; /* created by ibv_create_cq_ex */
-	pthread_mutex_t lock; /* ex: held from a successful start_poll to end_poll */
+	/* ex: held from a successful start_poll to end_poll. */
+	pthread_mutex_t lock;
 	struct ibv_wc wc[RSIW_CQ_BATCH];
-	int n, pos; /* wc[pos] is the current one, wc[pos + 1 .. n) are buffered */
+	/* wc[pos] is the current one, wc[pos + 1 .. n) are buffered. */
+	int n, pos;
 	struct rsiw_ring ring; /* ABI 2 (map NULL: polled through commands) */
 	pthread_spinlock_t ring_lock;
 };
@@ -155,18 +165,27 @@ static struct rsiw_cq *cqx_to_rcq(struct ibv_cq_ex *cqx)
 static int rsiw_ring_map(struct ibv_context *ctx, struct rsiw_ring *r,
 			 const struct rsiw_ring_info *info, uint32_t stride)
 {
+	struct verbs_context *vctx = &to_rctx(ctx)->vctx;
 	void *m;
 
 	if (!info->entries || (info->entries & (info->entries - 1)) ||
-	    info->size < RSIW_RING_HDR + (size_t)info->entries * stride)
+	    info->size < RSIW_RING_HDR + (size_t)info->entries * stride) {
+		verbs_err(vctx, "ring of %u entries in %u bytes, %u each\n",
+			  info->entries, info->size, stride);
 		return EINVAL;
-	m = mmap(NULL, info->size, PROT_READ | PROT_WRITE, MAP_SHARED, ctx->cmd_fd,
-		 (off_t)info->offset);
-	if (m == MAP_FAILED)
-		return errno;
-	if (getenv("RSIW_DEBUG"))
-		fprintf(stderr, "rsiw: ring fd %d offset %#llx size %u entries %u at %p\n", ctx->cmd_fd,
-			(unsigned long long)info->offset, info->size, info->entries, m);
+	}
+	m = mmap(NULL, info->size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 ctx->cmd_fd, (off_t)info->offset);
+	if (m == MAP_FAILED) {
+		int err = errno;
+
+		verbs_err(vctx, "mmap of the ring at offset %#llx: %s\n",
+			  (unsigned long long)info->offset, strerror(err));
+		return err;
+	}
+	verbs_debug(vctx, "ring fd %d offset %#llx size %u entries %u at %p\n",
+		    ctx->cmd_fd, (unsigned long long)info->offset, info->size,
+		    info->entries, m);
 	r->map = m;
 	r->map_len = info->size;
 	r->ctl = m;
@@ -189,9 +208,18 @@ static void *rsiw_ring_slot(struct rsiw_ring *r, uint32_t idx)
 	return r->ent + (size_t)(idx & (r->entries - 1)) * r->stride;
 }
 
+/*
+ * The control words of a ring (struct rsiw_ring_ctl) are shared with the
+ * kernel, which reads and writes them with its own atomics.
+ */
+static _Atomic(uint32_t) *rsiw_ctl(uint32_t *p)
+{
+	return (_Atomic(uint32_t) *)p;
+}
+
 static uint32_t rsiw_load(uint32_t *p)
 {
-	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+	return atomic_load_explicit(rsiw_ctl(p), memory_order_acquire);
 }
 
 /*
@@ -201,7 +229,8 @@ static uint32_t rsiw_load(uint32_t *p)
  */
 static void rsiw_ring_sync(struct rsiw_ring *r)
 {
-	r->idx = __atomic_load_n(&r->ctl->producer, __ATOMIC_RELAXED);
+	r->idx = atomic_load_explicit(rsiw_ctl(&r->ctl->producer),
+				      memory_order_relaxed);
 }
 
 /* Room for one more entry on a ring we produce. */
@@ -216,8 +245,9 @@ static int rsiw_ring_full(struct rsiw_ring *r)
  */
 static uint32_t rsiw_ring_publish(struct rsiw_ring *r)
 {
-	__atomic_store_n(&r->ctl->producer, r->idx, __ATOMIC_RELEASE);
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	atomic_store_explicit(rsiw_ctl(&r->ctl->producer), r->idx,
+			      memory_order_release);
+	atomic_thread_fence(memory_order_seq_cst);
 	return rsiw_load(&r->ctl->flags);
 }
 
@@ -250,7 +280,8 @@ static int rsiw_cq_ring_poll(struct rsiw_cq *cq, int ne, struct ibv_wc *wc)
 		r->idx++;
 	}
 	if (n)
-		__atomic_store_n(&r->ctl->consumer, r->idx, __ATOMIC_RELEASE);
+		atomic_store_explicit(rsiw_ctl(&r->ctl->consumer), r->idx,
+				      memory_order_release);
 	return n;
 }
 
@@ -274,13 +305,16 @@ static int rsiw_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 
 	if (!cq->ring.map)
 		return ibv_cmd_req_notify_cq(ibcq, solicited_only);
-	__atomic_store_n(&cq->ring.ctl->armed,
-			 solicited_only ? RSIW_CQ_ARM_SOLICITED : RSIW_CQ_ARM_NEXT, __ATOMIC_RELEASE);
+	atomic_store_explicit(rsiw_ctl(&cq->ring.ctl->armed),
+			      solicited_only ? RSIW_CQ_ARM_SOLICITED :
+					       RSIW_CQ_ARM_NEXT,
+			      memory_order_release);
 	return 0;
 }
 
 /* A send WR as a ring entry, checked as the kernel checks it. */
-static int rsiw_fill_sqe(struct rsiw_qp *qp, struct rsiw_sqe *e, const struct ibv_send_wr *wr)
+static int rsiw_fill_sqe(struct rsiw_qp *qp, struct rsiw_sqe *e,
+			 const struct ibv_send_wr *wr)
 {
 	uint32_t len = 0;
 	int i;
@@ -316,15 +350,17 @@ static int rsiw_fill_sqe(struct rsiw_qp *qp, struct rsiw_sqe *e, const struct ib
 		e->remote_addr = wr->wr.atomic.remote_addr;
 		e->compare_add = wr->wr.atomic.compare_add;
 		e->swap = wr->wr.atomic.swap;
-		if (wr->num_sge != 1 || wr->sg_list[0].length < 8 || (e->remote_addr & 7))
+		if (wr->num_sge != 1 || wr->sg_list[0].length < 8 ||
+		    (e->remote_addr & 7))
 			return EINVAL;
 		break;
 	default:
-		/* Send with Immediate (no iWARP wire form), memory windows, TSO. */
+		/* Send with Immediate (no iWARP wire form), MW binds, TSO. */
 		return EOPNOTSUPP;
 	}
 	e->opcode = wr->opcode;
-	if (wr->opcode == IBV_WR_RDMA_WRITE || wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ||
+	if (wr->opcode == IBV_WR_RDMA_WRITE ||
+	    wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ||
 	    wr->opcode == IBV_WR_RDMA_READ) {
 		e->rkey = wr->wr.rdma.rkey;
 		e->remote_addr = wr->wr.rdma.remote_addr;
@@ -333,14 +369,17 @@ static int rsiw_fill_sqe(struct rsiw_qp *qp, struct rsiw_sqe *e, const struct ib
 	}
 	if ((uint32_t)wr->num_sge > qp->max_send_sge)
 		return EINVAL;
-	if ((wr->send_flags & IBV_SEND_INLINE) && wr->opcode != IBV_WR_RDMA_READ &&
-	    wr->opcode != IBV_WR_ATOMIC_CMP_AND_SWP && wr->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD) {
+	if ((wr->send_flags & IBV_SEND_INLINE) &&
+	    wr->opcode != IBV_WR_RDMA_READ &&
+	    wr->opcode != IBV_WR_ATOMIC_CMP_AND_SWP &&
+	    wr->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD) {
 		for (i = 0; i < wr->num_sge; i++) {
 			uint32_t n = wr->sg_list[i].length;
 
 			if (n > qp->max_inline || len + n > qp->max_inline)
 				return EINVAL;
-			memcpy(e->inline_data + len, (void *)(uintptr_t)wr->sg_list[i].addr, n);
+			memcpy(e->inline_data + len,
+			       (void *)(uintptr_t)wr->sg_list[i].addr, n);
 			len += n;
 		}
 		e->flags |= RSIW_SQE_INLINE;
@@ -376,12 +415,18 @@ static int rsiw_sq_needs_doorbell(uint32_t flags)
  * ping-pong under QEMU measured a third of the post-to-wire time
  * (Documentation/performance.md, "The doorbell system call").
  */
-_Static_assert(sizeof(struct ib_uverbs_post_send) == sizeof(struct ib_uverbs_post_recv), "layout");
+_Static_assert(sizeof(struct ib_uverbs_post_send) ==
+		       sizeof(struct ib_uverbs_post_recv),
+	       "layout");
 _Static_assert(offsetof(struct ib_uverbs_post_send, wqe_size) ==
-	      offsetof(struct ib_uverbs_post_recv, wqe_size), "layout");
-_Static_assert(sizeof(struct ib_uverbs_post_send_resp) == sizeof(struct ib_uverbs_post_recv_resp), "layout");
+		       offsetof(struct ib_uverbs_post_recv, wqe_size),
+	       "layout");
+_Static_assert(sizeof(struct ib_uverbs_post_send_resp) ==
+		       sizeof(struct ib_uverbs_post_recv_resp),
+	       "layout");
 
-static void rsiw_doorbell(struct rsiw_qp *qp, uint32_t command, uint32_t wqe_size)
+static void rsiw_doorbell(struct rsiw_qp *qp, uint32_t command,
+			  uint32_t wqe_size)
 {
 	struct {
 		struct ib_uverbs_cmd_hdr hdr;
@@ -400,16 +445,19 @@ static void rsiw_doorbell(struct rsiw_qp *qp, uint32_t command, uint32_t wqe_siz
 
 static void rsiw_sq_doorbell(struct rsiw_qp *qp)
 {
-	rsiw_doorbell(qp, IB_USER_VERBS_CMD_POST_SEND, sizeof(struct ib_uverbs_send_wr));
+	rsiw_doorbell(qp, IB_USER_VERBS_CMD_POST_SEND,
+		      sizeof(struct ib_uverbs_send_wr));
 }
 
 static void rsiw_rq_doorbell(struct rsiw_qp *qp)
 {
-	rsiw_doorbell(qp, IB_USER_VERBS_CMD_POST_RECV, sizeof(struct ib_uverbs_recv_wr));
+	rsiw_doorbell(qp, IB_USER_VERBS_CMD_POST_RECV,
+		      sizeof(struct ib_uverbs_recv_wr));
 }
 
-/* Posts filled entries: fill(qp, entry, item) for each, one doorbell at most. */
-static int rsiw_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+/* Posts a WR list on the send ring, with one doorbell at most. */
+static int rsiw_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+			  struct ibv_send_wr **bad_wr)
 {
 	struct rsiw_qp *qp = to_rqp(ibqp);
 	uint32_t flags = 0;
@@ -424,7 +472,8 @@ static int rsiw_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ib
 			ret = ENOMEM;
 			break;
 		}
-		ret = rsiw_fill_sqe(qp, rsiw_ring_slot(&qp->sq, qp->sq.idx), wr);
+		ret = rsiw_fill_sqe(qp, rsiw_ring_slot(&qp->sq, qp->sq.idx),
+				    wr);
 		if (ret)
 			break;
 		qp->sq.idx++;
@@ -433,7 +482,7 @@ static int rsiw_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ib
 	if (posted)
 		flags = rsiw_ring_publish(&qp->sq);
 	pthread_spin_unlock(&qp->sq_lock);
-	/* None while the kernel's TX work runs (it looks again before it stops). */
+	/* None while the kernel's TX work runs (it looks again at the end). */
 	if (posted && rsiw_sq_needs_doorbell(flags))
 		rsiw_sq_doorbell(qp);
 	if (ret)
@@ -441,7 +490,8 @@ static int rsiw_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ib
 	return ret;
 }
 
-static int rsiw_fill_rqe(struct rsiw_ring *r, uint32_t max_sge, const struct ibv_recv_wr *wr)
+static int rsiw_fill_rqe(struct rsiw_ring *r, uint32_t max_sge,
+			 const struct ibv_recv_wr *wr)
 {
 	struct rsiw_rqe *e = rsiw_ring_slot(r, r->idx);
 	int i;
@@ -460,8 +510,9 @@ static int rsiw_fill_rqe(struct rsiw_ring *r, uint32_t max_sge, const struct ibv
 }
 
 /* Fills receive entries from a WR list; returns the flags after publishing. */
-static int rsiw_post_rq_ring(struct rsiw_ring *r, pthread_spinlock_t *lock, uint32_t max_sge,
-			     struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr, uint32_t *flags)
+static int rsiw_post_rq_ring(struct rsiw_ring *r, pthread_spinlock_t *lock,
+			     uint32_t max_sge, struct ibv_recv_wr *wr,
+			     struct ibv_recv_wr **bad_wr, uint32_t *flags)
 {
 	int ret = 0, posted = 0;
 
@@ -488,7 +539,8 @@ static int rsiw_post_rq_ring(struct rsiw_ring *r, pthread_spinlock_t *lock, uint
 }
 
 /* No system call, except in Error (the kernel flushes what was posted). */
-static int rsiw_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
+static int rsiw_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+			  struct ibv_recv_wr **bad_wr)
 {
 	struct rsiw_qp *qp = to_rqp(ibqp);
 	uint32_t flags;
@@ -496,7 +548,8 @@ static int rsiw_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ib
 
 	if (!qp->rq.map)
 		return ibv_cmd_post_recv(ibqp, wr, bad_wr);
-	ret = rsiw_post_rq_ring(&qp->rq, &qp->rq_lock, qp->max_recv_sge, wr, bad_wr, &flags);
+	ret = rsiw_post_rq_ring(&qp->rq, &qp->rq_lock, qp->max_recv_sge, wr,
+				bad_wr, &flags);
 	if (flags & RSIW_RING_ERROR)
 		rsiw_rq_doorbell(qp);
 	return ret;
@@ -510,13 +563,14 @@ static int rsiw_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 
 	if (!srq->rq.map)
 		return ibv_cmd_post_srq_recv(ibsrq, wr, bad_wr);
-	return rsiw_post_rq_ring(&srq->rq, &srq->lock, srq->max_sge, wr, bad_wr, &flags);
+	return rsiw_post_rq_ring(&srq->rq, &srq->lock, srq->max_sge, wr, bad_wr,
+				 &flags);
 }
 
 /* ---- direct verbs (rsiwdv.h) ---- */
 
-__attribute__((visibility("default"))) int rsiwdv_query_qp(struct ibv_qp *ibqp,
-							    struct rsiwdv_qp *out)
+__attribute__((visibility("default"))) int
+rsiwdv_query_qp(struct ibv_qp *ibqp, struct rsiwdv_qp *out)
 {
 	struct rsiw_qp *qp = to_rqp(ibqp);
 
@@ -530,8 +584,9 @@ __attribute__((visibility("default"))) int rsiwdv_query_qp(struct ibv_qp *ibqp,
 	return 0;
 }
 
-/* Rings the send queue's doorbell (after writing entries through rsiwdv_query_qp). */
-__attribute__((visibility("default"))) int rsiwdv_sq_doorbell(struct ibv_qp *ibqp)
+/* Rings the SQ's doorbell (after writing entries through rsiwdv_query_qp). */
+__attribute__((visibility("default"))) int
+rsiwdv_sq_doorbell(struct ibv_qp *ibqp)
 {
 	struct ibv_send_wr *bad;
 
@@ -543,8 +598,9 @@ __attribute__((visibility("default"))) int rsiwdv_sq_doorbell(struct ibv_qp *ibq
  * opcode for them. One WR on the send ring; the completion's opcode is
  * IBV_WC_COMP_SWAP or IBV_WC_FETCH_ADD.
  */
-__attribute__((visibility("default"))) int rsiwdv_post_masked_atomic(
-	struct ibv_qp *ibqp, const struct rsiwdv_masked_atomic *a)
+__attribute__((visibility("default"))) int
+rsiwdv_post_masked_atomic(struct ibv_qp *ibqp,
+			  const struct rsiwdv_masked_atomic *a)
 {
 	struct rsiw_qp *qp = to_rqp(ibqp);
 	struct rsiw_sqe *e;
@@ -553,7 +609,8 @@ __attribute__((visibility("default"))) int rsiwdv_post_masked_atomic(
 	if (!qp->sq.map)
 		return EOPNOTSUPP;
 	if (a->sge.length < 8 || (a->remote_addr & 7) ||
-	    (a->op != RSIWDV_MASKED_CMP_SWAP && a->op != RSIWDV_MASKED_FETCH_ADD))
+	    (a->op != RSIWDV_MASKED_CMP_SWAP &&
+	     a->op != RSIWDV_MASKED_FETCH_ADD))
 		return EINVAL;
 	pthread_spin_lock(&qp->sq_lock);
 	rsiw_ring_sync(&qp->sq);
@@ -564,8 +621,9 @@ __attribute__((visibility("default"))) int rsiwdv_post_masked_atomic(
 	e = rsiw_ring_slot(&qp->sq, qp->sq.idx);
 	memset(e, 0, sizeof(*e));
 	e->wr_id = a->wr_id;
-	e->opcode = a->op == RSIWDV_MASKED_CMP_SWAP ? RSIW_WR_MASKED_ATOMIC_CMP_AND_SWP
-						      : RSIW_WR_MASKED_ATOMIC_FETCH_AND_ADD;
+	e->opcode = a->op == RSIWDV_MASKED_CMP_SWAP ?
+			    RSIW_WR_MASKED_ATOMIC_CMP_AND_SWP :
+			    RSIW_WR_MASKED_ATOMIC_FETCH_AND_ADD;
 	e->flags = a->signaled ? RSIW_SQE_SIGNALED : 0;
 	e->rkey = a->rkey;
 	e->remote_addr = a->remote_addr;
@@ -587,34 +645,40 @@ __attribute__((visibility("default"))) int rsiwdv_post_masked_atomic(
 
 static int rsiw_query_device_ex(struct ibv_context *ctx,
 				const struct ibv_query_device_ex_input *input,
-				struct ibv_device_attr_ex *attr, size_t attr_size)
+				struct ibv_device_attr_ex *attr,
+				size_t attr_size)
 {
+	size_t cap_flags_end =
+		offsetof(struct ibv_device_attr_ex, device_cap_flags_ex) +
+		sizeof(attr->device_cap_flags_ex);
 	struct ib_uverbs_ex_query_device_resp resp;
 	size_t resp_size = sizeof(resp);
 	uint64_t fw;
 	int ret;
 
-	ret = ibv_cmd_query_device_any(ctx, input, attr, attr_size, &resp, &resp_size);
+	ret = ibv_cmd_query_device_any(ctx, input, attr, attr_size, &resp,
+				       &resp_size);
 	if (ret)
 		return ret;
 	/* The kernel reports fw_ver as a number: major.minor.sub. */
 	fw = resp.base.fw_ver;
-	snprintf(attr->orig_attr.fw_ver, sizeof(attr->orig_attr.fw_ver), "%u.%u.%u",
-		 (unsigned int)(fw >> 32), (unsigned int)(fw >> 16) & 0xffff,
-		 (unsigned int)fw & 0xffff);
+	snprintf(attr->orig_attr.fw_ver, sizeof(attr->orig_attr.fw_ver),
+		 "%u.%u.%u", (unsigned int)(fw >> 32),
+		 (unsigned int)(fw >> 16) & 0xffff, (unsigned int)fw & 0xffff);
 	/*
 	 * RDMA Commit (Flush) goes through the send ring with ibv_wr_flush
 	 * (rdma-core 45+): without either, the device's flush capabilities
 	 * are not this process's to use.
 	 */
 	if ((!to_rctx(ctx)->rings || !RSIW_QP_EX_WITH_FLUSH) &&
-	    attr_size >= offsetof(struct ibv_device_attr_ex, device_cap_flags_ex) +
-				 sizeof(attr->device_cap_flags_ex))
-		attr->device_cap_flags_ex &= ~(RSIW_DEVICE_FLUSH_GLOBAL | RSIW_DEVICE_FLUSH_PERSISTENT);
+	    attr_size >= cap_flags_end)
+		attr->device_cap_flags_ex &= ~(RSIW_DEVICE_FLUSH_GLOBAL |
+					       RSIW_DEVICE_FLUSH_PERSISTENT);
 	return 0;
 }
 
-static int rsiw_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr)
+static int rsiw_query_port(struct ibv_context *ctx, uint8_t port,
+			   struct ibv_port_attr *attr)
 {
 	struct ibv_query_port cmd;
 
@@ -646,8 +710,8 @@ static int rsiw_dealloc_pd(struct ibv_pd *pd)
 	return ret;
 }
 
-static struct ibv_mr *rsiw_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t hca_va,
-				  int access)
+static struct ibv_mr *rsiw_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
+				  uint64_t hca_va, int access)
 {
 	struct ib_uverbs_reg_mr_resp resp;
 	struct ibv_reg_mr cmd;
@@ -655,8 +719,8 @@ static struct ibv_mr *rsiw_reg_mr(struct ibv_pd *pd, void *addr, size_t length, 
 
 	if (!vmr)
 		return NULL;
-	if (ibv_cmd_reg_mr(pd, addr, length, hca_va, access, vmr, &cmd, sizeof(cmd), &resp,
-			   sizeof(resp))) {
+	if (ibv_cmd_reg_mr(pd, addr, length, hca_va, access, vmr, &cmd,
+			   sizeof(cmd), &resp, sizeof(resp))) {
 		free(vmr);
 		return NULL;
 	}
@@ -682,9 +746,10 @@ struct rsiw_create_cq_resp_all {
 	struct rsiw_create_cq_resp drv;
 };
 
-/* The create command, asking for a ring on an ABI 2 context, and its mapping. */
-static int rsiw_cq_create_cmd(struct ibv_context *ctx, struct rsiw_cq *cq, int cqe,
-			      struct ibv_comp_channel *channel, int comp_vector)
+/* The create command (asking for a ring on an ABI 2 context), and its map. */
+static int rsiw_cq_create_cmd(struct ibv_context *ctx, struct rsiw_cq *cq,
+			      int cqe, struct ibv_comp_channel *channel,
+			      int comp_vector)
 {
 	struct rsiw_create_cq_resp_all resp;
 	struct rsiw_create_cq_cmd cmd;
@@ -693,13 +758,15 @@ static int rsiw_cq_create_cmd(struct ibv_context *ctx, struct rsiw_cq *cq, int c
 	memset(&cmd, 0, sizeof(cmd));
 	memset(&resp, 0, sizeof(resp));
 	if (!to_rctx(ctx)->rings)
-		return ibv_cmd_create_cq(ctx, cqe, channel, comp_vector, &cq->vcq.cq, &cmd.ibv,
-					 sizeof(cmd.ibv), &resp.ibv, sizeof(resp.ibv));
+		return ibv_cmd_create_cq(ctx, cqe, channel, comp_vector,
+					 &cq->vcq.cq, &cmd.ibv, sizeof(cmd.ibv),
+					 &resp.ibv, sizeof(resp.ibv));
 	cmd.drv.flags = RSIW_CREATE_RINGS;
-	if (ibv_cmd_create_cq(ctx, cqe, channel, comp_vector, &cq->vcq.cq, &cmd.ibv, sizeof(cmd),
-			      &resp.ibv, sizeof(resp)))
+	if (ibv_cmd_create_cq(ctx, cqe, channel, comp_vector, &cq->vcq.cq,
+			      &cmd.ibv, sizeof(cmd), &resp.ibv, sizeof(resp)))
 		return -1;
-	ret = rsiw_ring_map(ctx, &cq->ring, &resp.drv.cq, sizeof(struct rsiw_cqe));
+	ret = rsiw_ring_map(ctx, &cq->ring, &resp.drv.cq,
+			    sizeof(struct rsiw_cqe));
 	if (ret) {
 		ibv_cmd_destroy_cq(&cq->vcq.cq);
 		errno = ret;
@@ -712,7 +779,8 @@ static int rsiw_cq_create_cmd(struct ibv_context *ctx, struct rsiw_cq *cq, int c
 }
 
 static struct ibv_cq *rsiw_create_cq(struct ibv_context *ctx, int cqe,
-				     struct ibv_comp_channel *channel, int comp_vector)
+				     struct ibv_comp_channel *channel,
+				     int comp_vector)
 {
 	struct rsiw_cq *cq = calloc(1, sizeof(*cq));
 
@@ -802,7 +870,7 @@ static uint32_t rsiw_read_byte_len(struct ibv_cq_ex *cqx)
 	return rsiw_cqx_cur(cqx)->byte_len;
 }
 
-/* The immediate, or for a Send with Invalidate the invalidated key (a union). */
+/* The immediate, or for a Send with Invalidate the invalidated key. */
 static __be32 rsiw_read_imm_data(struct ibv_cq_ex *cqx)
 {
 	return rsiw_cqx_cur(cqx)->imm_data;
@@ -860,7 +928,8 @@ static struct ibv_cq_ex *rsiw_create_cq_ex(struct ibv_context *ctx,
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (rsiw_cq_create_cmd(ctx, cq, (int)attr->cqe, attr->channel, attr->comp_vector)) {
+	if (rsiw_cq_create_cmd(ctx, cq, (int)attr->cqe, attr->channel,
+			       attr->comp_vector)) {
 		free(cq);
 		return NULL;
 	}
@@ -919,7 +988,8 @@ static int rsiw_resize_cq(struct ibv_cq *cq, int cqe)
 	struct ib_uverbs_resize_cq_resp resp;
 	struct ibv_resize_cq cmd;
 
-	return ibv_cmd_resize_cq(cq, cqe, &cmd, sizeof(cmd), &resp, sizeof(resp));
+	return ibv_cmd_resize_cq(cq, cqe, &cmd, sizeof(cmd), &resp,
+				 sizeof(resp));
 }
 
 static int rsiw_destroy_cq(struct ibv_cq *ibcq)
@@ -951,13 +1021,15 @@ struct rsiw_create_qp_resp_all {
 
 /* Maps a new QP's rings (ABI 2); on failure the QP is destroyed. */
 static int rsiw_qp_rings(struct ibv_context *ctx, struct rsiw_qp *qp,
-			 const struct rsiw_create_qp_resp *drv, const struct ibv_qp_cap *cap,
-			 int has_srq)
+			 const struct rsiw_create_qp_resp *drv,
+			 const struct ibv_qp_cap *cap, int has_srq)
 {
-	int ret = rsiw_ring_map(ctx, &qp->sq, &drv->sq, sizeof(struct rsiw_sqe));
+	int ret =
+		rsiw_ring_map(ctx, &qp->sq, &drv->sq, sizeof(struct rsiw_sqe));
 
 	if (!ret && !has_srq)
-		ret = rsiw_ring_map(ctx, &qp->rq, &drv->rq, sizeof(struct rsiw_rqe));
+		ret = rsiw_ring_map(ctx, &qp->rq, &drv->rq,
+				    sizeof(struct rsiw_rqe));
 	if (ret) {
 		rsiw_ring_unmap(&qp->sq);
 		ibv_cmd_destroy_qp(&qp->vqp.qp);
@@ -972,7 +1044,8 @@ static int rsiw_qp_rings(struct ibv_context *ctx, struct rsiw_qp *qp,
 	return 0;
 }
 
-static struct ibv_qp *rsiw_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+static struct ibv_qp *rsiw_create_qp(struct ibv_pd *pd,
+				     struct ibv_qp_init_attr *attr)
 {
 	struct rsiw_create_qp_resp_all resp;
 	struct rsiw_create_qp_cmd cmd;
@@ -985,12 +1058,14 @@ static struct ibv_qp *rsiw_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr 
 	memset(&cmd, 0, sizeof(cmd));
 	memset(&resp, 0, sizeof(resp));
 	cmd.drv.flags = rings ? RSIW_CREATE_RINGS : 0;
-	if (ibv_cmd_create_qp(pd, &qp->vqp.qp, attr, &cmd.ibv, rings ? sizeof(cmd) : sizeof(cmd.ibv),
-			      &resp.ibv, rings ? sizeof(resp) : sizeof(resp.ibv))) {
+	if (ibv_cmd_create_qp(pd, &qp->vqp.qp, attr, &cmd.ibv,
+			      rings ? sizeof(cmd) : sizeof(cmd.ibv), &resp.ibv,
+			      rings ? sizeof(resp) : sizeof(resp.ibv))) {
 		free(qp);
 		return NULL;
 	}
-	if (rings && rsiw_qp_rings(pd->context, qp, &resp.drv, &attr->cap, attr->srq != NULL)) {
+	if (rings && rsiw_qp_rings(pd->context, qp, &resp.drv, &attr->cap,
+				   attr->srq != NULL)) {
 		free(qp);
 		return NULL;
 	}
@@ -1000,12 +1075,14 @@ static struct ibv_qp *rsiw_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr 
 /* ---- the extended QP: ibv_wr_* build a WR list, one post at complete ---- */
 
 /* The RC operations the uverbs post_send command carries to rsiw. */
-#define RSIW_SEND_OPS                                                                  \
-	(IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_RDMA_WRITE | \
-	 IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |                \
-	 IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+#define RSIW_SEND_OPS                                                          \
+	(IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_INV |                  \
+	 IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |      \
+	 IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |        \
+	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
 /* What the send ring adds (ABI 2): Local Invalidate (and Flush, below). */
-#define RSIW_RING_SEND_OPS (RSIW_SEND_OPS | IBV_QP_EX_WITH_LOCAL_INV | RSIW_QP_EX_WITH_FLUSH)
+#define RSIW_RING_SEND_OPS                                                     \
+	(RSIW_SEND_OPS | IBV_QP_EX_WITH_LOCAL_INV | RSIW_QP_EX_WITH_FLUSH)
 
 static void rsiw_wr_fail(struct rsiw_qp *qp, int err)
 {
@@ -1041,7 +1118,8 @@ static struct ibv_send_wr *rsiw_wr_new(struct ibv_qp_ex *qpx, uint64_t op_flag,
 		rsiw_wr_fail(qp, EOPNOTSUPP);
 		return NULL;
 	}
-	if (rsiw_grow((void **)&qp->wrs, &qp->wr_cap, qp->nwr + 1, sizeof(*qp->wrs))) {
+	if (rsiw_grow((void **)&qp->wrs, &qp->wr_cap, qp->nwr + 1,
+		      sizeof(*qp->wrs))) {
 		rsiw_wr_fail(qp, ENOMEM);
 		return NULL;
 	}
@@ -1078,9 +1156,11 @@ static void rsiw_wr_send_inv(struct ibv_qp_ex *qpx, uint32_t invalidate_rkey)
 		wr->invalidate_rkey = invalidate_rkey;
 }
 
-static void rsiw_wr_rdma_write(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t remote_addr)
+static void rsiw_wr_rdma_write(struct ibv_qp_ex *qpx, uint32_t rkey,
+			       uint64_t remote_addr)
 {
-	struct ibv_send_wr *wr = rsiw_wr_new(qpx, IBV_QP_EX_WITH_RDMA_WRITE, IBV_WR_RDMA_WRITE);
+	struct ibv_send_wr *wr =
+		rsiw_wr_new(qpx, IBV_QP_EX_WITH_RDMA_WRITE, IBV_WR_RDMA_WRITE);
 
 	if (wr) {
 		wr->wr.rdma.rkey = rkey;
@@ -1088,11 +1168,12 @@ static void rsiw_wr_rdma_write(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t re
 	}
 }
 
-static void rsiw_wr_rdma_write_imm(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t remote_addr,
-				   __be32 imm_data)
+static void rsiw_wr_rdma_write_imm(struct ibv_qp_ex *qpx, uint32_t rkey,
+				   uint64_t remote_addr, __be32 imm_data)
 {
-	struct ibv_send_wr *wr = rsiw_wr_new(qpx, IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM,
-					     IBV_WR_RDMA_WRITE_WITH_IMM);
+	struct ibv_send_wr *wr =
+		rsiw_wr_new(qpx, IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM,
+			    IBV_WR_RDMA_WRITE_WITH_IMM);
 
 	if (wr) {
 		wr->wr.rdma.rkey = rkey;
@@ -1101,9 +1182,11 @@ static void rsiw_wr_rdma_write_imm(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_
 	}
 }
 
-static void rsiw_wr_rdma_read(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t remote_addr)
+static void rsiw_wr_rdma_read(struct ibv_qp_ex *qpx, uint32_t rkey,
+			      uint64_t remote_addr)
 {
-	struct ibv_send_wr *wr = rsiw_wr_new(qpx, IBV_QP_EX_WITH_RDMA_READ, IBV_WR_RDMA_READ);
+	struct ibv_send_wr *wr =
+		rsiw_wr_new(qpx, IBV_QP_EX_WITH_RDMA_READ, IBV_WR_RDMA_READ);
 
 	if (wr) {
 		wr->wr.rdma.rkey = rkey;
@@ -1111,11 +1194,13 @@ static void rsiw_wr_rdma_read(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t rem
 	}
 }
 
-static void rsiw_wr_atomic_cmp_swp(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t remote_addr,
-				   uint64_t compare, uint64_t swap)
+static void rsiw_wr_atomic_cmp_swp(struct ibv_qp_ex *qpx, uint32_t rkey,
+				   uint64_t remote_addr, uint64_t compare,
+				   uint64_t swap)
 {
-	struct ibv_send_wr *wr = rsiw_wr_new(qpx, IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP,
-					     IBV_WR_ATOMIC_CMP_AND_SWP);
+	struct ibv_send_wr *wr =
+		rsiw_wr_new(qpx, IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP,
+			    IBV_WR_ATOMIC_CMP_AND_SWP);
 
 	if (wr) {
 		wr->wr.atomic.rkey = rkey;
@@ -1125,11 +1210,12 @@ static void rsiw_wr_atomic_cmp_swp(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_
 	}
 }
 
-static void rsiw_wr_atomic_fetch_add(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t remote_addr,
-				     uint64_t add)
+static void rsiw_wr_atomic_fetch_add(struct ibv_qp_ex *qpx, uint32_t rkey,
+				     uint64_t remote_addr, uint64_t add)
 {
-	struct ibv_send_wr *wr = rsiw_wr_new(qpx, IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD,
-					     IBV_WR_ATOMIC_FETCH_AND_ADD);
+	struct ibv_send_wr *wr =
+		rsiw_wr_new(qpx, IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD,
+			    IBV_WR_ATOMIC_FETCH_AND_ADD);
 
 	if (wr) {
 		wr->wr.atomic.rkey = rkey;
@@ -1147,14 +1233,15 @@ static void rsiw_wr_send_imm(struct ibv_qp_ex *qpx, __be32 imm_data)
 
 static void rsiw_wr_local_inv(struct ibv_qp_ex *qpx, uint32_t invalidate_rkey)
 {
-	struct ibv_send_wr *wr = rsiw_wr_new(qpx, IBV_QP_EX_WITH_LOCAL_INV, IBV_WR_LOCAL_INV);
+	struct ibv_send_wr *wr =
+		rsiw_wr_new(qpx, IBV_QP_EX_WITH_LOCAL_INV, IBV_WR_LOCAL_INV);
 
 	if (wr)
 		wr->invalidate_rkey = invalidate_rkey;
 }
 
-static void rsiw_wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw, uint32_t rkey,
-			    const struct ibv_mw_bind_info *info)
+static void rsiw_wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw,
+			    uint32_t rkey, const struct ibv_mw_bind_info *info)
 {
 	(void)mw;
 	(void)rkey;
@@ -1162,7 +1249,8 @@ static void rsiw_wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw, uint32_t r
 	rsiw_wr_fail(qpx_to_rqp(qpx), EOPNOTSUPP);
 }
 
-static void rsiw_wr_send_tso(struct ibv_qp_ex *qpx, void *hdr, uint16_t hdr_sz, uint16_t mss)
+static void rsiw_wr_send_tso(struct ibv_qp_ex *qpx, void *hdr, uint16_t hdr_sz,
+			     uint16_t mss)
 {
 	(void)hdr;
 	(void)hdr_sz;
@@ -1170,8 +1258,8 @@ static void rsiw_wr_send_tso(struct ibv_qp_ex *qpx, void *hdr, uint16_t hdr_sz, 
 	rsiw_wr_fail(qpx_to_rqp(qpx), EOPNOTSUPP);
 }
 
-static void rsiw_wr_atomic_write(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t remote_addr,
-				 const void *atomic_wr)
+static void rsiw_wr_atomic_write(struct ibv_qp_ex *qpx, uint32_t rkey,
+				 uint64_t remote_addr, const void *atomic_wr)
 {
 	(void)rkey;
 	(void)remote_addr;
@@ -1179,8 +1267,8 @@ static void rsiw_wr_atomic_write(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t 
 	rsiw_wr_fail(qpx_to_rqp(qpx), EOPNOTSUPP);
 }
 
-static void rsiw_wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah, uint32_t remote_qpn,
-				uint32_t remote_qkey)
+static void rsiw_wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah,
+				uint32_t remote_qpn, uint32_t remote_qkey)
 {
 	(void)ah;
 	(void)remote_qpn;
@@ -1206,7 +1294,8 @@ static void rsiw_wr_set_sge_list(struct ibv_qp_ex *qpx, size_t num_sge,
 		rsiw_wr_fail(qp, EINVAL); /* one data setter per WR */
 		return;
 	}
-	if (rsiw_grow((void **)&qp->sges, &qp->sge_cap, qp->nsge + num_sge, sizeof(*qp->sges))) {
+	if (rsiw_grow((void **)&qp->sges, &qp->sge_cap, qp->nsge + num_sge,
+		      sizeof(*qp->sges))) {
 		rsiw_wr_fail(qp, ENOMEM);
 		return;
 	}
@@ -1216,7 +1305,8 @@ static void rsiw_wr_set_sge_list(struct ibv_qp_ex *qpx, size_t num_sge,
 	qp->nsge += num_sge;
 }
 
-static void rsiw_wr_set_sge(struct ibv_qp_ex *qpx, uint32_t lkey, uint64_t addr, uint32_t length)
+static void rsiw_wr_set_sge(struct ibv_qp_ex *qpx, uint32_t lkey, uint64_t addr,
+			    uint32_t length)
 {
 	struct ibv_sge sge = { .addr = addr, .length = length, .lkey = lkey };
 
@@ -1244,10 +1334,12 @@ static void rsiw_wr_set_inline_data_list(struct ibv_qp_ex *qpx, size_t num_buf,
 	for (i = 0; i < num_buf; i++)
 		len += buf_list[i].length;
 	if (len > qp->max_inline) {
-		rsiw_wr_fail(qp, ENOMEM); /* as other providers: more than max_inline_data */
+		/* As other providers: more than max_inline_data. */
+		rsiw_wr_fail(qp, ENOMEM);
 		return;
 	}
-	if (rsiw_grow((void **)&qp->inl, &qp->inl_cap, qp->ninl + (uint32_t)len + 1, 1)) {
+	if (rsiw_grow((void **)&qp->inl, &qp->inl_cap,
+		      qp->ninl + (uint32_t)len + 1, 1)) {
 		rsiw_wr_fail(qp, ENOMEM);
 		return;
 	}
@@ -1255,14 +1347,16 @@ static void rsiw_wr_set_inline_data_list(struct ibv_qp_ex *qpx, size_t num_buf,
 	w->inl_off = qp->ninl;
 	w->inl_len = (uint32_t)len;
 	for (i = 0; i < num_buf; i++) {
-		memcpy(qp->inl + qp->ninl, buf_list[i].addr, buf_list[i].length);
+		memcpy(qp->inl + qp->ninl, buf_list[i].addr,
+		       buf_list[i].length);
 		qp->ninl += buf_list[i].length;
 	}
 	w->wr.send_flags |= IBV_SEND_INLINE;
 	w->wr.num_sge = len ? 1 : 0;
 }
 
-static void rsiw_wr_set_inline_data(struct ibv_qp_ex *qpx, void *addr, size_t length)
+static void rsiw_wr_set_inline_data(struct ibv_qp_ex *qpx, void *addr,
+				    size_t length)
 {
 	struct ibv_data_buf buf = { .addr = addr, .length = length };
 
@@ -1304,7 +1398,8 @@ static int rsiw_wr_post_ring(struct rsiw_qp *qp)
 			memset(e, 0, sizeof(*e));
 			e->wr_id = w->wr.wr_id;
 			e->opcode = RSIW_WR_FLUSH;
-			e->flags = (w->wr.send_flags & IBV_SEND_SIGNALED) ? RSIW_SQE_SIGNALED : 0;
+			if (w->wr.send_flags & IBV_SEND_SIGNALED)
+				e->flags |= RSIW_SQE_SIGNALED;
 			if (w->wr.send_flags & IBV_SEND_FENCE)
 				e->flags |= RSIW_SQE_FENCE;
 			e->rkey = w->wr.wr.rdma.rkey;
@@ -1321,7 +1416,7 @@ static int rsiw_wr_post_ring(struct rsiw_qp *qp)
 		qp->sq.idx++;
 		posted++;
 	}
-	/* All or nothing, as the list is one post: take back what was filled. */
+	/* All or nothing, the list is one post: take back what was filled. */
 	if (ret)
 		qp->sq.idx -= (uint32_t)posted;
 	else if (posted) {
@@ -1336,16 +1431,19 @@ static int rsiw_wr_post_ring(struct rsiw_qp *qp)
 }
 
 #if RSIW_HAVE_WR_FLUSH
-static void rsiw_wr_flush(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t remote_addr, size_t len,
-			  uint8_t type, uint8_t level)
+static void rsiw_wr_flush(struct ibv_qp_ex *qpx, uint32_t rkey,
+			  uint64_t remote_addr, size_t len, uint8_t type,
+			  uint8_t level)
 {
-	struct ibv_send_wr *wr = rsiw_wr_new(qpx, IBV_QP_EX_WITH_FLUSH, RSIW_WR_IS_FLUSH);
+	struct ibv_send_wr *wr =
+		rsiw_wr_new(qpx, IBV_QP_EX_WITH_FLUSH, RSIW_WR_IS_FLUSH);
 	struct rsiw_wr *w;
 
 	if (!wr)
 		return;
 	if (len > UINT32_MAX) {
-		rsiw_wr_fail(qpx_to_rqp(qpx), EINVAL); /* the wire's ranges are 32-bit */
+		/* The wire's ranges are 32-bit. */
+		rsiw_wr_fail(qpx_to_rqp(qpx), EINVAL);
 		return;
 	}
 	w = container_of(wr, struct rsiw_wr, wr);
@@ -1370,17 +1468,22 @@ static int rsiw_wr_complete(struct ibv_qp_ex *qpx)
 			struct rsiw_wr *w = &qp->wrs[i];
 
 			if (w->inl) {
-				w->inl_sge.addr = (uintptr_t)(qp->inl + w->inl_off);
+				w->inl_sge.addr =
+					(uintptr_t)(qp->inl + w->inl_off);
 				w->inl_sge.length = w->inl_len;
 				w->inl_sge.lkey = 0;
 				w->wr.sg_list = &w->inl_sge;
 			} else {
-				w->wr.sg_list = w->wr.num_sge ? &qp->sges[w->sge_off] : NULL;
+				w->wr.sg_list = w->wr.num_sge ?
+							&qp->sges[w->sge_off] :
+							NULL;
 			}
-			w->wr.next = i + 1 < qp->nwr ? &qp->wrs[i + 1].wr : NULL;
+			w->wr.next =
+				i + 1 < qp->nwr ? &qp->wrs[i + 1].wr : NULL;
 		}
-		ret = qp->sq.map ? rsiw_wr_post_ring(qp)
-				 : ibv_cmd_post_send(&qp->vqp.qp, &qp->wrs[0].wr, &bad);
+		ret = qp->sq.map ? rsiw_wr_post_ring(qp) :
+				   ibv_cmd_post_send(&qp->vqp.qp,
+						     &qp->wrs[0].wr, &bad);
 	}
 	rsiw_wr_reset(qp);
 	pthread_spin_unlock(&qp->lock);
@@ -1400,7 +1503,8 @@ static void rsiw_wr_abort(struct ibv_qp_ex *qpx)
  * anything else (other ops, create flags other than none, XRC, RSS, TSO)
  * is EOPNOTSUPP.
  */
-static struct ibv_qp *rsiw_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr)
+static struct ibv_qp *rsiw_create_qp_ex(struct ibv_context *ctx,
+					struct ibv_qp_init_attr_ex *attr)
 {
 	struct rsiw_create_qp_resp_all resp;
 	struct rsiw_create_qp_cmd cmd;
@@ -1410,17 +1514,20 @@ static struct ibv_qp *rsiw_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_i
 	int rings = to_rctx(ctx)->rings;
 	uint64_t ops = 0;
 
-	/* Create flags: none supported, so only "none" (rdma-core's tests ask so). */
-	if ((attr->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
-					   IBV_QP_INIT_ATTR_CREATE_FLAGS)) ||
-	    ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags)) {
+	/* Create flags: none supported, so only "none" (rdma-core's tests). */
+	if ((attr->comp_mask &
+	     ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
+			 IBV_QP_INIT_ATTR_CREATE_FLAGS)) ||
+	    ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
+	     attr->create_flags)) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
 	a.comp_mask &= ~(uint32_t)IBV_QP_INIT_ATTR_CREATE_FLAGS;
 	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
 		ops = attr->send_ops_flags;
-		if (ops & ~(uint64_t)(rings ? RSIW_RING_SEND_OPS : RSIW_SEND_OPS)) {
+		if (ops &
+		    ~(uint64_t)(rings ? RSIW_RING_SEND_OPS : RSIW_SEND_OPS)) {
 			errno = EOPNOTSUPP;
 			return NULL;
 		}
@@ -1433,8 +1540,10 @@ static struct ibv_qp *rsiw_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_i
 	memset(&cmd, 0, sizeof(cmd));
 	memset(&resp, 0, sizeof(resp));
 	cmd.drv.flags = rings ? RSIW_CREATE_RINGS : 0;
-	if (ibv_cmd_create_qp_ex(ctx, &qp->vqp, &a, &cmd.ibv, rings ? sizeof(cmd) : sizeof(cmd.ibv),
-				 &resp.ibv, rings ? sizeof(resp) : sizeof(resp.ibv))) {
+	if (ibv_cmd_create_qp_ex(ctx, &qp->vqp, &a, &cmd.ibv,
+				 rings ? sizeof(cmd) : sizeof(cmd.ibv),
+				 &resp.ibv,
+				 rings ? sizeof(resp) : sizeof(resp.ibv))) {
 		free(qp);
 		return NULL;
 	}
@@ -1478,15 +1587,17 @@ static struct ibv_qp *rsiw_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_i
 	return &qp->vqp.qp;
 }
 
-static int rsiw_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
-			 struct ibv_qp_init_attr *init_attr)
+static int rsiw_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
+			 int attr_mask, struct ibv_qp_init_attr *init_attr)
 {
 	struct ibv_query_qp cmd;
 
-	return ibv_cmd_query_qp(qp, attr, attr_mask, init_attr, &cmd, sizeof(cmd));
+	return ibv_cmd_query_qp(qp, attr, attr_mask, init_attr, &cmd,
+				sizeof(cmd));
 }
 
-static int rsiw_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
+static int rsiw_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
+			  int attr_mask)
 {
 	struct ibv_modify_qp cmd;
 
@@ -1525,7 +1636,8 @@ struct rsiw_create_srq_resp_all {
 	struct rsiw_create_srq_resp drv;
 };
 
-static struct ibv_srq *rsiw_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
+static struct ibv_srq *rsiw_create_srq(struct ibv_pd *pd,
+				       struct ibv_srq_init_attr *attr)
 {
 	struct rsiw_create_srq_resp_all resp;
 	struct rsiw_create_srq_cmd cmd;
@@ -1537,13 +1649,15 @@ static struct ibv_srq *rsiw_create_srq(struct ibv_pd *pd, struct ibv_srq_init_at
 	memset(&cmd, 0, sizeof(cmd));
 	memset(&resp, 0, sizeof(resp));
 	cmd.drv.flags = rings ? RSIW_CREATE_RINGS : 0;
-	if (ibv_cmd_create_srq(pd, &srq->srq, attr, &cmd.ibv, rings ? sizeof(cmd) : sizeof(cmd.ibv),
-			       &resp.ibv, rings ? sizeof(resp) : sizeof(resp.ibv))) {
+	if (ibv_cmd_create_srq(pd, &srq->srq, attr, &cmd.ibv,
+			       rings ? sizeof(cmd) : sizeof(cmd.ibv), &resp.ibv,
+			       rings ? sizeof(resp) : sizeof(resp.ibv))) {
 		free(srq);
 		return NULL;
 	}
 	if (rings) {
-		ret = rsiw_ring_map(pd->context, &srq->rq, &resp.drv.rq, sizeof(struct rsiw_rqe));
+		ret = rsiw_ring_map(pd->context, &srq->rq, &resp.drv.rq,
+				    sizeof(struct rsiw_rqe));
 		if (ret) {
 			ibv_cmd_destroy_srq(&srq->srq);
 			free(srq);
@@ -1557,7 +1671,8 @@ static struct ibv_srq *rsiw_create_srq(struct ibv_pd *pd, struct ibv_srq_init_at
 	return &srq->srq;
 }
 
-static int rsiw_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int attr_mask)
+static int rsiw_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr,
+			   int attr_mask)
 {
 	struct ibv_modify_srq cmd;
 
@@ -1622,8 +1737,8 @@ static const struct verbs_context_ops rsiw_context_ops = {
 	.resize_cq = rsiw_resize_cq,
 };
 
-static struct verbs_context *rsiw_alloc_context(struct ibv_device *ibdev, int cmd_fd,
-						void *private_data)
+static struct verbs_context *rsiw_alloc_context(struct ibv_device *ibdev,
+						int cmd_fd, void *private_data)
 {
 	struct {
 		struct ibv_get_context ibv;
@@ -1636,18 +1751,19 @@ static struct verbs_context *rsiw_alloc_context(struct ibv_device *ibdev, int cm
 	struct rsiw_context *ctx;
 
 	(void)private_data;
-	/* The offset of the verbs_context in ours, as a pointer (the ABI's way). */
-	ctx = _verbs_init_and_alloc_context(ibdev, cmd_fd, sizeof(*ctx),
-					    (struct verbs_context *)offsetof(struct rsiw_context, vctx),
-					    RSIW_DRIVER_ID);
+	/* The offset of the verbs_context in ours, as a pointer (the ABI's). */
+	ctx = _verbs_init_and_alloc_context(
+		ibdev, cmd_fd, sizeof(*ctx),
+		(struct verbs_context *)offsetof(struct rsiw_context, vctx),
+		RSIW_DRIVER_ID);
 	if (!ctx)
 		return NULL;
 	memset(&cmd, 0, sizeof(cmd));
 	memset(&resp, 0, sizeof(resp));
 	/* A kernel without rings (ABI 1) answers nothing: commands only. */
 	cmd.drv.abi_version = RSIW_ABI_VERSION;
-	if (ibv_cmd_get_context(&ctx->vctx, &cmd.ibv, sizeof(cmd),
-				&resp.ibv, sizeof(resp))) {
+	if (ibv_cmd_get_context(&ctx->vctx, &cmd.ibv, sizeof(cmd), &resp.ibv,
+				sizeof(resp))) {
 		verbs_uninit_context(&ctx->vctx);
 		free(ctx);
 		return NULL;
@@ -1656,11 +1772,21 @@ static struct verbs_context *rsiw_alloc_context(struct ibv_device *ibdev, int cm
 		     resp.drv.sqe_size == sizeof(struct rsiw_sqe) &&
 		     resp.drv.rqe_size == sizeof(struct rsiw_rqe) &&
 		     resp.drv.cqe_size == sizeof(struct rsiw_cqe) &&
-		     resp.drv.ring_hdr == RSIW_RING_HDR && !getenv("RSIW_NO_RINGS");
-	if (getenv("RSIW_DEBUG"))
-		fprintf(stderr, "rsiw: context ABI %u (entries %u/%u/%u, header %u): rings %s\n",
-			resp.drv.abi_version, resp.drv.sqe_size, resp.drv.rqe_size,
-			resp.drv.cqe_size, resp.drv.ring_hdr, ctx->rings ? "on" : "off");
+		     resp.drv.ring_hdr == RSIW_RING_HDR;
+	/* A kernel of our ABI whose entries we cannot read: commands only. */
+	if (resp.drv.abi_version == RSIW_ABI_VERSION && !ctx->rings)
+		verbs_warn(&ctx->vctx,
+			   "kernel's ring layout differs: no rings\n");
+	/* Documented in rsiw(7): commands only, to compare or to debug. */
+	if (ctx->rings && getenv("RSIW_NO_RINGS")) {
+		verbs_debug(&ctx->vctx, "RSIW_NO_RINGS is set: no rings\n");
+		ctx->rings = 0;
+	}
+	verbs_debug(&ctx->vctx,
+		    "context ABI %u (entries %u/%u/%u, header %u): rings %s\n",
+		    resp.drv.abi_version, resp.drv.sqe_size, resp.drv.rqe_size,
+		    resp.drv.cqe_size, resp.drv.ring_hdr,
+		    ctx->rings ? "on" : "off");
 	verbs_set_ops(&ctx->vctx, &rsiw_context_ops);
 	return &ctx->vctx;
 }
@@ -1693,7 +1819,11 @@ static const struct verbs_device_ops rsiw_device_ops = {
 	.alloc_context = rsiw_alloc_context,
 };
 
+#ifdef RSIW_RDMA_CORE_TREE
+PROVIDER_DRIVER(rsiw, rsiw_device_ops);
+#else
 __attribute__((constructor)) static void rsiw_register_driver(void)
 {
 	verbs_register_driver_34(&rsiw_device_ops);
 }
+#endif

@@ -12,9 +12,9 @@
 
 /* The QP's rings (include/uapi/rdma/rsiw-abi.h), for tests and tools. */
 struct rsiwdv_qp {
-	void *sq_ring;       /* struct rsiw_ring_ctl, then entries at RSIW_RING_HDR */
+	void *sq_ring; /* struct rsiw_ring_ctl, then entries at RSIW_RING_HDR */
 	uint32_t sq_entries;
-	void *rq_ring;       /* NULL with an SRQ */
+	void *rq_ring; /* NULL with an SRQ */
 	uint32_t rq_entries;
 };
 
@@ -43,6 +43,7 @@ struct rsiwdv_masked_atomic {
 	struct ibv_sge sge;
 };
 
-int rsiwdv_post_masked_atomic(struct ibv_qp *qp, const struct rsiwdv_masked_atomic *a);
+int rsiwdv_post_masked_atomic(struct ibv_qp *qp,
+			      const struct rsiwdv_masked_atomic *a);
 
 #endif /* RSIWDV_H */
