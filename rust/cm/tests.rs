@@ -9,7 +9,7 @@ use super::*;
 /// test-double QP. Raw sockets play misbehaving peers.
 #[cfg(rsiw_kunit)]
 #[kunit_tests(rsiw_cm)]
-mod tests {
+mod cases {
     use super::*;
     use crate::{
         device::DEFAULT_LIMITS,

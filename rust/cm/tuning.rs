@@ -11,9 +11,11 @@ use crate::{
     cm::CmConfig,
     engine::{
         mpa::negotiate::CrcPolicy,
-        wire::mpa::{Rtr, RtrSet},
+        wire::mpa::RtrSet,
     },
 };
+#[cfg(rsiw_kunit)]
+use crate::engine::wire::mpa::Rtr;
 
 /// The RTR kinds the `p2p_rtr` parameter asks an initiator to offer
 /// (bit 0 zero-length Send, bit 1 Write, bit 2 Read); `None` (0):

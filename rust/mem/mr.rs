@@ -947,7 +947,10 @@ impl StagTable {
 /// ([`StagTable::deregister`] detaches it); it is dropped when its entry
 /// is replaced or the cache goes with its QP.
 #[derive(Default)]
-pub(crate) struct MrCache(core::cell::Cell<[Option<(u32, Arc<Mr>)>; 2]>);
+pub(crate) struct MrCache(core::cell::Cell<[CachedMr; 2]>);
+
+/// A cache slot: the STag and the MR it named when cached.
+type CachedMr = Option<(u32, Arc<Mr>)>;
 
 impl MrCache {
     /// Runs `f` on the MR `stag` names: a cached one first, then the one

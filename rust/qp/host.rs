@@ -272,7 +272,7 @@ impl Host for QpHost<'_> {
                 &SqeKind::RegMr { stag, ref req } => {
                     // No WR's local data is here now.
                     self.st.cur.handle = NO_HANDLE;
-                    let res = self.stags().get(stag).map(|mr| mr.fast_register(self.qp.pd, &req));
+                    let res = self.stags().get(stag).map(|mr| mr.fast_register(self.qp.pd, req));
                     self.local_done(wr_id, signaled, WcOpcode::RegMr, matches!(res, Some(Ok(()))));
                 }
                 &SqeKind::LocalInv { stag } => {

@@ -71,6 +71,10 @@ mod callers {
     }
 
     impl Caller {
+        #[expect(
+            clippy::too_many_arguments,
+            reason = "a test caller's whole setup, named at each call"
+        )]
         pub(crate) fn new(
             mr: &Arc<Mr>,
             locks: &Locks,

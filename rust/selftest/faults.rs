@@ -10,7 +10,7 @@ use kernel::prelude::*;
 
 #[cfg(rsiw_kunit)]
 #[kunit_tests(rsiw_faults)]
-mod faults {
+mod cases {
     use kernel::{
         prelude::*,
         time::{delay::fsleep, Delta},
@@ -302,7 +302,7 @@ mod faults {
 
         // The connection is closed after the Terminate (FIN reaches the
         // peer), and that is not a second fatal event.
-        check!(wait_until(3000, || rig.peer().map_or(false, |p| p.state().is_closing())));
+        check!(wait_until(3000, || rig.peer().is_ok_and(|p| p.state().is_closing())));
         fsleep(Delta::from_millis(20));
         check!(QP_EVENTS.fatal() == 1);
         check!(QP_EVENTS.other() == 0);
@@ -631,7 +631,7 @@ mod faults {
             check!(w.status == WC_WR_FLUSH_ERR);
         }
         check!(qp.qp::<crate::device::Rsiw>().ib_state() == QpState::Err);
-        check!(wait_until(3000, || rig.peer().map_or(false, |p| p.state().is_closing())));
+        check!(wait_until(3000, || rig.peer().is_ok_and(|p| p.state().is_closing())));
         fsleep(Delta::from_millis(20));
         check!(QP_EVENTS.fatal() == 0);
         Ok(())

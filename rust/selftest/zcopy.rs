@@ -365,7 +365,7 @@ mod tests {
             drop(notif);
             check!(probe.released.load(Ordering::Acquire) == 1);
             check!(probe.token.load(Ordering::Relaxed) == 7);
-            check!(probe.copied.load(Ordering::Relaxed) == !keeps);
+            check!(probe.copied.load(Ordering::Relaxed) != keeps);
         }
         Ok(())
     }
