@@ -133,7 +133,10 @@ impl kernel::Module for RsiwModule {
         let cm = cm::Runtime::new()?;
         let registration = ffi::ib::Registration::new()?;
         pr_info!("software iWARP RNIC loaded (link type \"rsiw\")\n");
-        Ok(Self { _registration: registration, _cm: cm })
+        Ok(Self {
+            _registration: registration,
+            _cm: cm,
+        })
     }
 }
 

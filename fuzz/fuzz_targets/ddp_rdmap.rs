@@ -18,14 +18,58 @@ struct Table;
 
 impl StagTable for Table {
     fn lookup(&self, stag: u32) -> Option<Region> {
-        let all = Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC | Access::LOCAL_WRITE | Access::COMMIT;
+        let all = Access::REMOTE_WRITE
+            | Access::REMOTE_READ
+            | Access::REMOTE_ATOMIC
+            | Access::LOCAL_WRITE
+            | Access::COMMIT;
         match stag & 0xFF {
             0 => None,
-            1 => Some(Region { base_to: 0, len: 1 << 16, access: all, pd: PD, valid: true, durable: true, reg: u64::from(stag) }),
-            2 => Some(Region { base_to: u64::MAX - 0xFFFF, len: 0x10000, access: all, pd: PD, valid: true, durable: false, reg: u64::from(stag) }),
-            3 => Some(Region { base_to: 0x1000, len: 0x1000, access: Access::REMOTE_READ, pd: PD, valid: true, durable: false, reg: u64::from(stag) }),
-            4 => Some(Region { base_to: 0x1000, len: 0x1000, access: all, pd: 2, valid: true, durable: false, reg: u64::from(stag) }),
-            _ => Some(Region { base_to: 0, len: u64::MAX, access: all, pd: PD, valid: false, durable: false, reg: u64::from(stag) }),
+            1 => Some(Region {
+                base_to: 0,
+                len: 1 << 16,
+                access: all,
+                pd: PD,
+                valid: true,
+                durable: true,
+                reg: u64::from(stag),
+            }),
+            2 => Some(Region {
+                base_to: u64::MAX - 0xFFFF,
+                len: 0x10000,
+                access: all,
+                pd: PD,
+                valid: true,
+                durable: false,
+                reg: u64::from(stag),
+            }),
+            3 => Some(Region {
+                base_to: 0x1000,
+                len: 0x1000,
+                access: Access::REMOTE_READ,
+                pd: PD,
+                valid: true,
+                durable: false,
+                reg: u64::from(stag),
+            }),
+            4 => Some(Region {
+                base_to: 0x1000,
+                len: 0x1000,
+                access: all,
+                pd: 2,
+                valid: true,
+                durable: false,
+                reg: u64::from(stag),
+            }),
+            _ => Some(Region {
+                base_to: 0,
+                len: u64::MAX,
+                access: all,
+                pd: PD,
+                valid: false,
+                durable: false,
+                reg: u64::from(stag),
+            }),
         }
     }
 }
@@ -34,7 +78,10 @@ struct Bufs;
 
 impl RecvQueues for Bufs {
     fn posted_len(&self, qn: u32) -> Option<u32> {
-        [Some(1024), Some(64), Some(128), None].get(qn as usize).copied().flatten()
+        [Some(1024), Some(64), Some(128), None]
+            .get(qn as usize)
+            .copied()
+            .flatten()
     }
 }
 
@@ -61,7 +108,9 @@ fn check(data: &[u8]) -> Result<(), TermError> {
         Body::ReadRequest(r) => {
             let plan = rdmap::validate_read_request(&r, &Table, PD, &mut irq)?;
             let segs = plan.segments(1 + (r.size as usize % 3000).max(14))?;
-            assert!(segs.take(4).all(|(h, range)| range.len() <= 3000 && h.buffer_len() == 14));
+            assert!(segs
+                .take(4)
+                .all(|(h, range)| range.len() <= 3000 && h.buffer_len() == 14));
         }
         Body::AtomicRequest(r) => {
             let plan = rdmap::validate_atomic(&r, &Table, PD)?;
@@ -103,11 +152,16 @@ fuzz_target!(|data: &[u8]| {
     }
 
     // Oracle 1: the Terminate for this segment's error decodes to itself.
-    let err = result.err().unwrap_or(rsiw_engine::error::rdmap::OP_UNSPECIFIED);
+    let err = result
+        .err()
+        .unwrap_or(rsiw_engine::error::rdmap::OP_UNSPECIFIED);
     let t = terminate::Repr::for_error(err, Some(data));
     let mut out = [0u8; 128];
     let n = t.emit_segment(1, &mut out).expect("terminate fits");
-    match rdmap::decode(&out[..n]).expect("own terminate decodes").body {
+    match rdmap::decode(&out[..n])
+        .expect("own terminate decodes")
+        .body
+    {
         Body::Terminate(back) => assert_eq!(back, t),
         other => panic!("not a terminate: {other:?}"),
     }
@@ -116,7 +170,10 @@ fuzz_target!(|data: &[u8]| {
     if let Some(w) = data.get(..24) {
         let word = |i: usize| u64::from_be_bytes(w[i..i + 8].try_into().unwrap());
         let (a, b, m) = (word(0), word(8), word(16));
-        assert_eq!(rdmap::fetch_add_masked(a, b, m), rdmap::fetch_add_masked_rfc(a, b, m));
+        assert_eq!(
+            rdmap::fetch_add_masked(a, b, m),
+            rdmap::fetch_add_masked_rfc(a, b, m)
+        );
         let len = (a % 100_000) as u32;
         // At most ~256 segments: a long message split into tiny segments
         // adds nothing but time (it was 85% of this target's time).

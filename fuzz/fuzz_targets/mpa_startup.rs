@@ -36,7 +36,9 @@ fuzz_target!(|data: &[u8]| {
             p2p: (cfg[0] & 0x20 != 0 && cfg[3] & 8 != 0).then(|| rtr(cfg[3])),
             private_data: rest.get(..usize::from(cfg[3] >> 4)).unwrap_or(&[]),
         };
-        let Ok(mut m) = Initiator::new(&icfg) else { return };
+        let Ok(mut m) = Initiator::new(&icfg) else {
+            return;
+        };
         for c in rest.chunks(chunk) {
             let n = m.receive(&SoftCrc32c, c);
             assert!(n <= c.len());

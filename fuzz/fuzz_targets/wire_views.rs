@@ -32,13 +32,18 @@ fn round_trip<R: PartialEq + core::fmt::Debug>(
 }
 
 fn fpdu_view(data: &[u8]) {
-    let Ok(f) = fpdu::Frame::new_checked(data) else { return };
+    let Ok(f) = fpdu::Frame::new_checked(data) else {
+        return;
+    };
     let _ = (f.ulpdu_len(), f.total_len(), f.ulpdu(), f.pad(), f.crc());
     for crc in [None, Some(&SoftCrc32c)] {
-        let Ok(r) = fpdu::Repr::parse(&f, crc) else { continue };
+        let Ok(r) = fpdu::Repr::parse(&f, crc) else {
+            continue;
+        };
         assert_eq!(r.ulpdu, f.ulpdu());
         let mut out = vec![0u8; r.buffer_len()];
-        r.emit(&mut fpdu::Frame::new_unchecked(&mut out[..]), crc).expect("emit fits");
+        r.emit(&mut fpdu::Frame::new_unchecked(&mut out[..]), crc)
+            .expect("emit fits");
         let f2 = fpdu::Frame::new_checked(&out[..]).expect("own FPDU checks");
         assert_eq!(f2.total_len(), out.len());
         if crc.is_some() {
@@ -61,9 +66,23 @@ fn mpa_view(data: &[u8]) {
         e.emit(&mut out).expect("parsed IRD/ORD fit 14 bits");
         assert_eq!(mpa::Enhanced::parse(&out), Ok(e));
     }
-    let Ok(f) = mpa::Frame::new_checked(data) else { return };
-    let _ = (f.key(), f.kind(), f.marker_flag(), f.crc_flag(), f.reject_flag());
-    let _ = (f.enhanced_flag(), f.reserved(), f.rev(), f.pd_len(), f.total_len());
+    let Ok(f) = mpa::Frame::new_checked(data) else {
+        return;
+    };
+    let _ = (
+        f.key(),
+        f.kind(),
+        f.marker_flag(),
+        f.crc_flag(),
+        f.reject_flag(),
+    );
+    let _ = (
+        f.enhanced_flag(),
+        f.reserved(),
+        f.rev(),
+        f.pd_len(),
+        f.total_len(),
+    );
     let _ = f.private_data();
     let Ok(r) = mpa::Repr::parse(&f) else { return };
     let mut a = vec![0u8; r.buffer_len()];
@@ -76,9 +95,25 @@ fn mpa_view(data: &[u8]) {
 }
 
 fn ddp_view(data: &[u8]) {
-    let Ok(s) = ddp::Segment::new_checked(data) else { return };
-    let _ = (s.tagged(), s.last(), s.version(), s.rsvd_ulp(), s.header_len());
-    let _ = (s.stag(), s.to(), s.rsvd_ulp32(), s.qn(), s.msn(), s.mo(), s.payload());
+    let Ok(s) = ddp::Segment::new_checked(data) else {
+        return;
+    };
+    let _ = (
+        s.tagged(),
+        s.last(),
+        s.version(),
+        s.rsvd_ulp(),
+        s.header_len(),
+    );
+    let _ = (
+        s.stag(),
+        s.to(),
+        s.rsvd_ulp32(),
+        s.qn(),
+        s.msn(),
+        s.mo(),
+        s.payload(),
+    );
     assert_eq!(s.header_len() + s.payload().len(), data.len());
     let Ok(r) = ddp::Repr::parse(&s) else { return };
     assert_eq!(r.buffer_len(), s.header_len());
@@ -94,12 +129,22 @@ fn rdmap_view(data: &[u8]) {
     let c = rdmap::Control::from_byte(data.first().copied().unwrap_or(0));
     assert_eq!(rdmap::Control::from_byte(c.to_byte()), c);
     if let Some(op) = rdmap::Opcode::from_u8(c.opcode) {
-        let _ = (op.tagged(), op.queue(), op.carries_invalidate_stag(), op.solicited());
+        let _ = (
+            op.tagged(),
+            op.queue(),
+            op.carries_invalidate_stag(),
+            op.solicited(),
+        );
         let _ = (op.single_segment(), op.header_len());
     }
-    let Ok(v) = rdmap::ReadRequest::new_checked(data) else { return };
+    let Ok(v) = rdmap::ReadRequest::new_checked(data) else {
+        return;
+    };
     let r = rdmap::ReadRequestRepr::parse(&v);
-    assert_eq!((r.sink_stag, r.size, r.src_to), (v.sink_stag(), v.size(), v.src_to()));
+    assert_eq!(
+        (r.sink_stag, r.size, r.src_to),
+        (v.sink_stag(), v.size(), v.src_to())
+    );
     round_trip(
         &r,
         r.buffer_len(),
@@ -109,10 +154,14 @@ fn rdmap_view(data: &[u8]) {
 }
 
 fn terminate_view(data: &[u8]) {
-    let Ok(h) = terminate::Header::new_checked(data) else { return };
+    let Ok(h) = terminate::Header::new_checked(data) else {
+        return;
+    };
     let _ = (h.error(), h.m(), h.d(), h.r(), h.segment_len());
     let _ = (h.terminated_ddp_header(), h.terminated_rdma_header());
-    let Ok(r) = terminate::Repr::parse(&h) else { return };
+    let Ok(r) = terminate::Repr::parse(&h) else {
+        return;
+    };
     assert!(r.buffer_len() <= terminate::MAX_LEN);
     round_trip(
         &r,
@@ -123,7 +172,10 @@ fn terminate_view(data: &[u8]) {
     // As a whole segment, it decodes through RDMAP to the same Terminate.
     let mut seg = [0u8; 128];
     if let Some(n) = r.emit_segment(7, &mut seg) {
-        match rsiw_engine::rdmap::decode(&seg[..n]).expect("own Terminate decodes").body {
+        match rsiw_engine::rdmap::decode(&seg[..n])
+            .expect("own Terminate decodes")
+            .body
+        {
             rsiw_engine::rdmap::Body::Terminate(back) => assert_eq!(back, r),
             other => panic!("not a Terminate: {other:?}"),
         }
@@ -169,7 +221,10 @@ fn commit_view(data: &[u8]) {
                     &r,
                     r.buffer_len(),
                     |r, b| r.emit(&mut commit::Request::new_unchecked(b)),
-                    |b| commit::RequestRepr::parse(&commit::Request::new_checked(b).unwrap()).unwrap(),
+                    |b| {
+                        commit::RequestRepr::parse(&commit::Request::new_checked(b).unwrap())
+                            .unwrap()
+                    },
                 );
             }
             Err(_) => assert!(n > commit::MAX_REGIONS),
@@ -189,7 +244,9 @@ fn commit_view(data: &[u8]) {
 }
 
 fn immediate_view(data: &[u8]) {
-    let Ok(h) = immediate::Header::new_checked(data) else { return };
+    let Ok(h) = immediate::Header::new_checked(data) else {
+        return;
+    };
     let r = immediate::Repr::parse(&h);
     assert_eq!(r, immediate::Repr::parse(&h));
     let _ = (h.data(), r.imm32());

@@ -42,7 +42,9 @@ impl Cep {
                 }
             }
         }
-        let (Some(sock), Some(a)) = (g.sock.as_ref(), g.active.as_mut()) else { return };
+        let (Some(sock), Some(a)) = (g.sock.as_ref(), g.active.as_mut()) else {
+            return;
+        };
         // As in `pump_request`: the state before the read.
         let closing = sock.state().is_closing();
         read_reply(sock, &mut a.mpa);
@@ -125,7 +127,11 @@ impl Cep {
             // What the peer sends meanwhile stays queued in the socket.
             fsleep(Delta::from_millis(i64::from(self.cfg.rtr_delay_ms)));
         }
-        let stream = Stream { sock, params: *params, leftover: KVec::new() };
+        let stream = Stream {
+            sock,
+            params: *params,
+            leftover: KVec::new(),
+        };
         match active.qp.attach(stream, sink.clone()) {
             Ok(()) => {
                 self.count(HwCounter::CmEstablished);
@@ -198,17 +204,19 @@ pub(crate) fn connect(
         sock.start_connect(remote)?;
         Ok(sock)
     };
-    let r = Arc::new(CepWake(cep.clone()), GFP_KERNEL).map_err(Error::from).and_then(|w| {
-        match start(first, w.clone()) {
-            // TCP already has this four-tuple (another socket's connection,
-            // or its TIME_WAIT): the same address with another port, as for
-            // a port in use.
-            Err(e) if e == EADDRNOTAVAIL && local.port() != 0 => {
-                start(bind_local(net, local.with_port(0), &remote)?, w)
+    let r = Arc::new(CepWake(cep.clone()), GFP_KERNEL)
+        .map_err(Error::from)
+        .and_then(|w| {
+            match start(first, w.clone()) {
+                // TCP already has this four-tuple (another socket's connection,
+                // or its TIME_WAIT): the same address with another port, as for
+                // a port in use.
+                Err(e) if e == EADDRNOTAVAIL && local.port() != 0 => {
+                    start(bind_local(net, local.with_port(0), &remote)?, w)
+                }
+                r => r,
             }
-            r => r,
-        }
-    });
+        });
     let sock = match r {
         Ok(sock) => sock,
         Err(e) => {

@@ -73,7 +73,12 @@ impl CmConfig {
         }
     }
 
-    pub(crate) fn initiator<'a>(&self, ird: u16, ord: u16, private_data: &'a [u8]) -> InitiatorConfig<'a> {
+    pub(crate) fn initiator<'a>(
+        &self,
+        ird: u16,
+        ord: u16,
+        private_data: &'a [u8],
+    ) -> InitiatorConfig<'a> {
         InitiatorConfig {
             crc: self.crc,
             markers: self.markers,

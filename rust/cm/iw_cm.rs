@@ -28,7 +28,10 @@ fn target(id: CmId) -> Result<Arc<dyn CmEventTarget>> {
 
 /// The CM settings of a device: its limits, then its tuning.
 fn config(dev: &Device) -> CmConfig {
-    let cfg = CmConfig { counters: Some(dev.counters().clone()), ..CmConfig::for_device(&dev.attrs().limits) };
+    let cfg = CmConfig {
+        counters: Some(dev.counters().clone()),
+        ..CmConfig::for_device(&dev.attrs().limits)
+    };
     dev.cm_tuning().apply(cfg)
 }
 
@@ -53,14 +56,27 @@ fn find_qp(dev: &Device, qpn: u32, id: &CmId) -> Result<Arc<dyn CmQp>> {
 
 #[vtable]
 impl IwCmOps for Rsiw {
-    fn create_listen(dev: &IbDevice, addr: SockAddr, backlog: i32, v6only: bool, id: CmId) -> Result<usize> {
+    fn create_listen(
+        dev: &IbDevice,
+        addr: SockAddr,
+        backlog: i32,
+        v6only: bool,
+        id: CmId,
+    ) -> Result<usize> {
         let nd = dev.netdev().ok_or(ENODEV)?;
         let opts = ListenOpts {
             // A wildcard listener of this device hears this device only.
             bound_dev_if: addr.is_wildcard().then(|| nd.ifindex()),
             v6only,
         };
-        let lid = super::listen(Net::of(&nd), addr, backlog, opts, config(dev.data()), target(id)?)?;
+        let lid = super::listen(
+            Net::of(&nd),
+            addr,
+            backlog,
+            opts,
+            config(dev.data()),
+            target(id)?,
+        )?;
         Ok(lid as usize)
     }
 
@@ -78,11 +94,25 @@ impl IwCmOps for Rsiw {
     ) -> Result {
         let nd = dev.netdev().ok_or(ENODEV)?;
         let qp = find_qp(dev.data(), qpn, &id)?;
-        super::connect(Net::of(&nd), local, remote, config(dev.data()), params, qp, target(id)?)?;
+        super::connect(
+            Net::of(&nd),
+            local,
+            remote,
+            config(dev.data()),
+            params,
+            qp,
+            target(id)?,
+        )?;
         Ok(())
     }
 
-    fn accept(dev: &IbDevice, conn: usize, params: &ConnParams<'_>, qpn: u32, id: Result<CmId>) -> Result {
+    fn accept(
+        dev: &IbDevice,
+        conn: usize,
+        params: &ConnParams<'_>,
+        qpn: u32,
+        id: Result<CmId>,
+    ) -> Result {
         let cep = conn as u64;
         let id = match id {
             Ok(id) => id,
@@ -124,7 +154,9 @@ pub(crate) struct Runtime {
 impl Runtime {
     pub(crate) fn new() -> Result<Self> {
         super::registry::lock::init();
-        Ok(Self { _queues: Workqueues::new()? })
+        Ok(Self {
+            _queues: Workqueues::new()?,
+        })
     }
 }
 

@@ -110,12 +110,19 @@ pub(crate) fn listen(
     // A wildcard listener of a device on the loopback device needs no
     // socket of its own: the loopback catcher is it.
     let loopback = opts.bound_dev_if == Some(crate::cm::wildcard::LOOPBACK_IFINDEX);
-    let sock = if loopback { None } else { Some(TcpSocket::listen_with(net, addr, backlog, opts)?) };
+    let sock = if loopback {
+        None
+    } else {
+        Some(TcpSocket::listen_with(net, addr, backlog, opts)?)
+    };
     let port = match &sock {
         Some(s) => s.local_addr()?.port(),
         None => addr.port(),
     };
-    let inner = ListenerInner { sock: None, target: Some(target) };
+    let inner = ListenerInner {
+        sock: None,
+        target: Some(target),
+    };
     let l = Arc::pin_init(
         pin_init!(Listener {
             id: next_id(),
@@ -136,7 +143,9 @@ pub(crate) fn listen(
     }
     if let Some(ifindex) = opts.bound_dev_if {
         // Wildcard: connections between local addresses come over lo.
-        if let Err(e) = crate::cm::wildcard::join(net, addr.with_port(port), opts.v6only, ifindex, l.id) {
+        if let Err(e) =
+            crate::cm::wildcard::join(net, addr.with_port(port), opts.v6only, ifindex, l.id)
+        {
             destroy_listener(l.id);
             return Err(e);
         }

@@ -82,29 +82,29 @@ macro_rules! cm_log {
     };
 }
 
+mod active;
 mod config;
-mod iw_cm;
 mod event;
 mod handoff;
-mod sink;
-pub(crate) mod registry;
 mod io;
-mod passive;
-mod active;
+mod iw_cm;
 mod listener;
+mod passive;
+pub(crate) mod registry;
+mod sink;
 #[cfg(rsiw_kunit)]
 mod tests;
 
+pub(crate) use self::active::*;
 pub(crate) use self::config::*;
-pub(crate) use self::iw_cm::Runtime;
 pub(crate) use self::event::*;
 pub(crate) use self::handoff::*;
-pub(crate) use self::sink::*;
-pub(crate) use self::registry::*;
 pub(crate) use self::io::*;
-pub(crate) use self::passive::*;
-pub(crate) use self::active::*;
+pub(crate) use self::iw_cm::Runtime;
 pub(crate) use self::listener::*;
+pub(crate) use self::passive::*;
+pub(crate) use self::registry::*;
+pub(crate) use self::sink::*;
 
 // ---- connection endpoints -----------------------------------------------
 
@@ -293,7 +293,14 @@ impl Cep {
 
     /// `rsiw_mpa` for an exchange that ended without a stream.
     fn trace_mpa_end(&self, initiator: bool, result: &str, error: u16) {
-        trace::mpa(&trace::MpaResult { cm_id: self.id, initiator, result, rtr: "-", error, ..Default::default() });
+        trace::mpa(&trace::MpaResult {
+            cm_id: self.id,
+            initiator,
+            result,
+            rtr: "-",
+            error,
+            ..Default::default()
+        });
     }
 
     /// `rsiw_mpa` for a negotiated stream.

@@ -36,7 +36,10 @@ impl Cep {
                 // A Reply with R set, if the machine refused with one.
                 let reply = m.transmit();
                 let rejected = !reply.is_empty() && send_all(sock, reply).is_ok();
-                cm_log!("cm: MPA request refused ({:#06x}), closing\n", f.error.to_bits());
+                cm_log!(
+                    "cm: MPA request refused ({:#06x}), closing\n",
+                    f.error.to_bits()
+                );
                 if rejected {
                     self.trace_mpa_end(false, "reject_sent", f.error.to_bits());
                     self.count(HwCounter::MpaRejectSent);
@@ -129,7 +132,14 @@ impl Cep {
         sock.unhook();
         send_all(&sock, m.transmit())?;
         let watch_rtr = params.rtr_expected().is_some();
-        qp.attach(Stream { sock, params, leftover: KVec::new() }, sink.clone())?;
+        qp.attach(
+            Stream {
+                sock,
+                params,
+                leftover: KVec::new(),
+            },
+            sink.clone(),
+        )?;
         self.trace_mpa_ok(&params);
         self.count(HwCounter::CmEstablished);
         sink.arm();
@@ -181,7 +191,10 @@ pub(crate) fn start_passive(
     cfg: CmConfig,
     target: Arc<dyn CmEventTarget>,
 ) -> Result {
-    let mpa = KBox::new(Responder::new(&cfg.responder(cfg.max_ird, cfg.max_ord)), GFP_KERNEL)?;
+    let mpa = KBox::new(
+        Responder::new(&cfg.responder(cfg.max_ird, cfg.max_ord)),
+        GFP_KERNEL,
+    )?;
     let mpa_timeout_ms = cfg.mpa_timeout_ms;
     let cep = Cep::new(listener, cfg, CepPhase::AwaitRequest)?;
     let mut sock = sock;

@@ -16,7 +16,11 @@ pub(crate) struct Registry {
 
 impl Registry {
     pub(crate) const fn new() -> Self {
-        Self { ceps: KVec::new(), listeners: KVec::new(), catchers: KVec::new() }
+        Self {
+            ceps: KVec::new(),
+            listeners: KVec::new(),
+            catchers: KVec::new(),
+        }
     }
 }
 
@@ -31,7 +35,9 @@ pub(crate) fn next_id() -> u64 {
 }
 
 pub(crate) fn find_cep(id: u64) -> Option<Arc<Cep>> {
-    lock::with(|r| r.ceps.iter().find(|c| c.id == id).cloned()).ok().flatten()
+    lock::with(|r| r.ceps.iter().find(|c| c.id == id).cloned())
+        .ok()
+        .flatten()
 }
 
 pub(crate) fn unregister_cep(id: u64) {
@@ -48,7 +54,11 @@ pub(crate) fn live_ceps() -> usize {
 /// (connections in negotiation are reported failed to `iw_cm`).
 pub(crate) fn shutdown() {
     let taken = lock::with(|r| {
-        (core::mem::take(&mut r.listeners), core::mem::take(&mut r.ceps), core::mem::take(&mut r.catchers))
+        (
+            core::mem::take(&mut r.listeners),
+            core::mem::take(&mut r.ceps),
+            core::mem::take(&mut r.catchers),
+        )
     });
     if let Ok((listeners, ceps, catchers)) = taken {
         crate::cm::wildcard::shutdown(catchers);

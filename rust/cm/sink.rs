@@ -48,7 +48,12 @@ pub(crate) struct SinkShared {
 pub(crate) struct CmEventSink(Arc<SinkShared>);
 
 impl CmEventSink {
-    pub(crate) fn new(target: Arc<dyn CmEventTarget>, phase: Phase, ird: u16, ord: u16) -> Result<Self> {
+    pub(crate) fn new(
+        target: Arc<dyn CmEventTarget>,
+        phase: Phase,
+        ird: u16,
+        ord: u16,
+    ) -> Result<Self> {
         let st = SinkState {
             phase,
             armed: false,
@@ -141,12 +146,21 @@ impl CmEventSink {
 
     /// Active side: reports `CONNECT_REPLY` with success, or with
     /// `-ECONNRESET` if the QP already lost the connection.
-    pub(crate) fn connect_reply(&self, private_data: &[u8], local: Option<SockAddr>, remote: Option<SockAddr>) {
+    pub(crate) fn connect_reply(
+        &self,
+        private_data: &[u8],
+        local: Option<SockAddr>,
+        remote: Option<SockAddr>,
+    ) {
         let mut g = self.0.state.lock();
         if g.phase != Phase::AwaitReply {
             return;
         }
-        let status = if g.close_pending { -(ECONNRESET.to_errno().abs()) } else { 0 };
+        let status = if g.close_pending {
+            -(ECONNRESET.to_errno().abs())
+        } else {
+            0
+        };
         if let Some(t) = &g.target {
             send_event(
                 &**t,

@@ -57,7 +57,10 @@ mod cases {
 
     impl Recorder {
         fn new() -> Result<Arc<Self>> {
-            Arc::pin_init(pin_init!(Recorder { evs <- new_spinlock_irq!(KVec::new()) }), GFP_KERNEL)
+            Arc::pin_init(
+                pin_init!(Recorder { evs <- new_spinlock_irq!(KVec::new()) }),
+                GFP_KERNEL,
+            )
         }
 
         /// The `n`th event (from 0), waiting up to `ms`.
@@ -102,7 +105,10 @@ mod cases {
 
     impl TestQp {
         fn new(refuse: bool) -> Result<Arc<Self>> {
-            Arc::pin_init(pin_init!(TestQp { refuse, got <- new_mutex!(None) }), GFP_KERNEL)
+            Arc::pin_init(
+                pin_init!(TestQp { refuse, got <- new_mutex!(None) }),
+                GFP_KERNEL,
+            )
         }
 
         fn params(&self) -> Option<StreamParams> {
@@ -118,7 +124,10 @@ mod cases {
         }
     }
 
-    const LO: SockAddr = SockAddr::V4 { addr: [127, 0, 0, 1], port: 0 };
+    const LO: SockAddr = SockAddr::V4 {
+        addr: [127, 0, 0, 1],
+        port: 0,
+    };
 
     fn wait_until(ms: u32, mut cond: impl FnMut() -> bool) -> bool {
         for _ in 0..ms {
@@ -159,7 +168,11 @@ mod cases {
     }
 
     fn params<'a>(ird: u32, ord: u32, pd: &'a [u8]) -> ConnParams<'a> {
-        ConnParams { ird, ord, private_data: pd }
+        ConnParams {
+            ird,
+            ord,
+            private_data: pd,
+        }
     }
 
     fn listen_lo(c: CmConfig) -> Result<(u64, u16, Arc<Recorder>)> {
@@ -200,27 +213,70 @@ mod cases {
         req: Ev,
     }
 
-    fn pair(ccfg: CmConfig, scfg: CmConfig, cp: &ConnParams<'_>, sp: &ConnParams<'_>) -> Result<Pair> {
+    fn pair(
+        ccfg: CmConfig,
+        scfg: CmConfig,
+        cp: &ConnParams<'_>,
+        sp: &ConnParams<'_>,
+    ) -> Result<Pair> {
         let (lid, port, lrec) = listen_lo(scfg)?;
         let (crec, cqp) = (Recorder::new()?, TestQp::new(false)?);
-        connect(Net::init(), LO, LO.with_port(port), ccfg, cp, cqp.clone(), crec.clone())?;
+        connect(
+            Net::init(),
+            LO,
+            LO.with_port(port),
+            ccfg,
+            cp,
+            cqp.clone(),
+            crec.clone(),
+        )?;
         let req = lrec.wait(0, 3000).ok_or(ETIMEDOUT)?;
         check(req.0 == CmEventKind::ConnectRequest && req.1 == 0)?;
         let (srec, sqp) = (Recorder::new()?, TestQp::new(false)?);
         accept(req.3 as u64, sp, &*sqp, srec.clone())?;
         let rep = crec.wait(0, 3000).ok_or(ETIMEDOUT)?;
         check(rep.0 == CmEventKind::ConnectReply && rep.1 == 0)?;
-        Ok(Pair { lid, crec, srec, cqp, sqp, req })
+        Ok(Pair {
+            lid,
+            crec,
+            srec,
+            cqp,
+            sqp,
+            req,
+        })
     }
 
     #[test]
     fn accept_exchanges_private_data_and_ird_ord() -> Result {
         let (kc, ks) = (counters()?, counters()?);
-        let (ccfg, scfg) = (CmConfig { counters: Some(kc.clone()), ..cfg() }, CmConfig { counters: Some(ks.clone()), ..cfg() });
-        let p = pair(ccfg, scfg, &params(8, 4, b"client-pd"), &params(4, 8, b"server-pd"))?;
+        let (ccfg, scfg) = (
+            CmConfig {
+                counters: Some(kc.clone()),
+                ..cfg()
+            },
+            CmConfig {
+                counters: Some(ks.clone()),
+                ..cfg()
+            },
+        );
+        let p = pair(
+            ccfg,
+            scfg,
+            &params(8, 4, b"client-pd"),
+            &params(4, 8, b"server-pd"),
+        )?;
         // Each side counts the connection once, as established.
-        assert_eq!((kc.get(HwCounter::CmEstablished), ks.get(HwCounter::CmEstablished)), (1, 1));
-        assert_eq!(kc.get(HwCounter::CmFailures) + ks.get(HwCounter::CmFailures), 0);
+        assert_eq!(
+            (
+                kc.get(HwCounter::CmEstablished),
+                ks.get(HwCounter::CmEstablished)
+            ),
+            (1, 1)
+        );
+        assert_eq!(
+            kc.get(HwCounter::CmFailures) + ks.get(HwCounter::CmFailures),
+            0
+        );
         // The request as the listener saw it: the client's data, and in
         // rdma_cm's terms (event.ird = the ORD the server may use, <= client
         // IRD; event.ord = the IRD it grants, <= client ORD).
@@ -239,14 +295,20 @@ mod cases {
         assert_eq!(p.srec.count(), 0);
         p.sqp.sink().ok_or(EINVAL)?.established();
         let est = p.srec.wait(0, 100).ok_or(EINVAL)?;
-        assert_eq!((est.0, est.1, est.4, est.5), (CmEventKind::Established, 0, 8, 4));
+        assert_eq!(
+            (est.0, est.1, est.4, est.5),
+            (CmEventKind::Established, 0, 8, 4)
+        );
         // Peer FIN, then teardown: DISCONNECT, CLOSE; nothing after.
         let ssink = p.sqp.sink().ok_or(EINVAL)?;
         ssink.disconnected();
         ssink.closed();
         ssink.closed();
         assert!(ssink.is_closed());
-        assert_eq!(p.srec.wait(1, 100).map(|e| e.0), Some(CmEventKind::Disconnect));
+        assert_eq!(
+            p.srec.wait(1, 100).map(|e| e.0),
+            Some(CmEventKind::Disconnect)
+        );
         assert_eq!(p.srec.wait(2, 100).map(|e| e.0), Some(CmEventKind::Close));
         // The client's QP drops its stream and sink without a word: CLOSE.
         drop(ssink);
@@ -264,36 +326,65 @@ mod cases {
     fn every_rtr_kind_and_client_server() -> Result {
         let kinds = [Some(Rtr::Send), Some(Rtr::Write), Some(Rtr::Read), None];
         for k in kinds {
-            let ccfg = CmConfig { p2p: k.map(RtrSet::one), ..cfg() };
+            let ccfg = CmConfig {
+                p2p: k.map(RtrSet::one),
+                ..cfg()
+            };
             let p = pair(ccfg, cfg(), &params(4, 4, b""), &params(4, 4, b""))?;
             let (cp, sp) = (p.cqp.params().ok_or(EINVAL)?, p.sqp.params().ok_or(EINVAL)?);
             assert_eq!(cp.rtr, k.map(RtrMode::Zero));
             assert_eq!(sp.rtr, cp.rtr);
             if k.is_none() {
                 // Client-server: the CM reports ESTABLISHED itself.
-                assert_eq!(p.srec.wait(0, 200).map(|e| (e.0, e.1)), Some((CmEventKind::Established, 0)));
+                assert_eq!(
+                    p.srec.wait(0, 200).map(|e| (e.0, e.1)),
+                    Some((CmEventKind::Established, 0))
+                );
             } else {
                 assert_eq!(p.srec.count(), 0);
                 p.sqp.sink().ok_or(EINVAL)?.established();
-                assert_eq!(p.srec.wait(0, 100).map(|e| e.0), Some(CmEventKind::Established));
+                assert_eq!(
+                    p.srec.wait(0, 100).map(|e| e.0),
+                    Some(CmEventKind::Established)
+                );
             }
             drop(p.cqp.take());
             drop(p.sqp.take());
             destroy_listener(p.lid);
         }
         // Read RTR works with IRD 0 on the responder's side too.
-        let ccfg = CmConfig { p2p: Some(RtrSet::one(Rtr::Read)), ..cfg() };
+        let ccfg = CmConfig {
+            p2p: Some(RtrSet::one(Rtr::Read)),
+            ..cfg()
+        };
         let p = pair(ccfg, cfg(), &params(4, 4, b""), &params(0, 4, b""))?;
-        assert_eq!(p.sqp.params().and_then(|s| s.rtr), Some(RtrMode::Zero(Rtr::Read)));
+        assert_eq!(
+            p.sqp.params().and_then(|s| s.rtr),
+            Some(RtrMode::Zero(Rtr::Read))
+        );
         drop(p.cqp.take());
         drop(p.sqp.take());
         destroy_listener(p.lid);
         // A responder without a common RTR kind refuses: ECONNREFUSED.
-        let (lid, port, lrec) = listen_lo(CmConfig { rtr: RtrSet::one(Rtr::Send), ..cfg() })?;
+        let (lid, port, lrec) = listen_lo(CmConfig {
+            rtr: RtrSet::one(Rtr::Send),
+            ..cfg()
+        })?;
         let (crec, cqp) = (Recorder::new()?, TestQp::new(false)?);
-        let ccfg = CmConfig { p2p: Some(RtrSet::one(Rtr::Write)), ..cfg() };
-        connect(Net::init(), LO, LO.with_port(port), ccfg, &params(4, 4, b""), cqp.clone(), crec)
-            .and(Ok(()))?;
+        let ccfg = CmConfig {
+            p2p: Some(RtrSet::one(Rtr::Write)),
+            ..cfg()
+        };
+        connect(
+            Net::init(),
+            LO,
+            LO.with_port(port),
+            ccfg,
+            &params(4, 4, b""),
+            cqp.clone(),
+            crec,
+        )
+        .and(Ok(()))?;
         assert!(no_leaks());
         assert_eq!(lrec.count(), 0);
         destroy_listener(lid);
@@ -305,7 +396,11 @@ mod cases {
     fn crc_and_markers_follow_the_request() -> Result {
         for (crc, markers) in [(false, false), (true, false), (false, true), (true, true)] {
             let ccfg = CmConfig {
-                crc: if crc { CrcPolicy::Required } else { CrcPolicy::IfPeerAsks },
+                crc: if crc {
+                    CrcPolicy::Required
+                } else {
+                    CrcPolicy::IfPeerAsks
+                },
                 markers,
                 ..cfg()
             };
@@ -313,7 +408,10 @@ mod cases {
             let (cp, sp) = (p.cqp.params().ok_or(EINVAL)?, p.sqp.params().ok_or(EINVAL)?);
             assert_eq!((cp.framing.crc, sp.framing.crc), (crc, crc));
             // The client asked for markers on what it receives.
-            assert_eq!((cp.framing.markers_rx, sp.framing.markers_tx), (markers, markers));
+            assert_eq!(
+                (cp.framing.markers_rx, sp.framing.markers_tx),
+                (markers, markers)
+            );
             assert!(!cp.framing.markers_tx && !sp.framing.markers_rx);
             drop(p.cqp.take());
             drop(p.sqp.take());
@@ -327,20 +425,52 @@ mod cases {
     fn reject_carries_private_data() -> Result {
         // Each side counts in its own device counters.
         let (ks, kc) = (counters()?, counters()?);
-        let (lid, port, lrec) = listen_lo(CmConfig { counters: Some(ks.clone()), ..cfg() })?;
+        let (lid, port, lrec) = listen_lo(CmConfig {
+            counters: Some(ks.clone()),
+            ..cfg()
+        })?;
         let (crec, cqp) = (Recorder::new()?, TestQp::new(false)?);
-        let ccfg = CmConfig { counters: Some(kc.clone()), ..cfg() };
-        connect(Net::init(), LO, LO.with_port(port), ccfg, &params(4, 4, b"please"), cqp.clone(), crec.clone())?;
+        let ccfg = CmConfig {
+            counters: Some(kc.clone()),
+            ..cfg()
+        };
+        connect(
+            Net::init(),
+            LO,
+            LO.with_port(port),
+            ccfg,
+            &params(4, 4, b"please"),
+            cqp.clone(),
+            crec.clone(),
+        )?;
         let req = lrec.wait(0, 3000).ok_or(ETIMEDOUT)?;
         assert_eq!(&req.2[..], b"please");
         reject(req.3 as u64, b"go away")?;
         let rep = crec.wait(0, 3000).ok_or(ETIMEDOUT)?;
-        assert_eq!((rep.0, rep.1), (CmEventKind::ConnectReply, -(ECONNREFUSED.to_errno().abs())));
+        assert_eq!(
+            (rep.0, rep.1),
+            (CmEventKind::ConnectReply, -(ECONNREFUSED.to_errno().abs()))
+        );
         assert_eq!(&rep.2[..], b"go away");
         assert!(cqp.params().is_none());
-        assert_eq!((ks.get(HwCounter::MpaRejectSent), ks.get(HwCounter::MpaRejectReceived)), (1, 0));
-        assert_eq!((kc.get(HwCounter::MpaRejectSent), kc.get(HwCounter::MpaRejectReceived)), (0, 1));
-        assert_eq!(kc.get(HwCounter::CmFailures) + kc.get(HwCounter::CmEstablished), 0);
+        assert_eq!(
+            (
+                ks.get(HwCounter::MpaRejectSent),
+                ks.get(HwCounter::MpaRejectReceived)
+            ),
+            (1, 0)
+        );
+        assert_eq!(
+            (
+                kc.get(HwCounter::MpaRejectSent),
+                kc.get(HwCounter::MpaRejectReceived)
+            ),
+            (0, 1)
+        );
+        assert_eq!(
+            kc.get(HwCounter::CmFailures) + kc.get(HwCounter::CmEstablished),
+            0
+        );
         // The id is gone: a second accept or reject finds nothing.
         assert_eq!(reject(req.3 as u64, b""), Err(ECONNRESET));
         destroy_listener(lid);
@@ -352,13 +482,27 @@ mod cases {
     fn qp_refusing_the_stream_fails_accept_and_connect() -> Result {
         let (lid, port, lrec) = listen_lo(cfg())?;
         let (crec, cqp) = (Recorder::new()?, TestQp::new(true)?);
-        connect(Net::init(), LO, LO.with_port(port), cfg(), &params(4, 4, b""), cqp, crec.clone())?;
+        connect(
+            Net::init(),
+            LO,
+            LO.with_port(port),
+            cfg(),
+            &params(4, 4, b""),
+            cqp,
+            crec.clone(),
+        )?;
         let req = lrec.wait(0, 3000).ok_or(ETIMEDOUT)?;
         let (srec, sqp) = (Recorder::new()?, TestQp::new(true)?);
-        assert_eq!(accept(req.3 as u64, &params(4, 4, b""), &*sqp, srec.clone()), Err(ENOMEM));
+        assert_eq!(
+            accept(req.3 as u64, &params(4, 4, b""), &*sqp, srec.clone()),
+            Err(ENOMEM)
+        );
         // The client got the Reply, its QP refused too: CONNECT_REPLY -EINVAL.
         let rep = crec.wait(0, 3000).ok_or(ETIMEDOUT)?;
-        assert_eq!((rep.0, rep.1), (CmEventKind::ConnectReply, -(EINVAL.to_errno().abs())));
+        assert_eq!(
+            (rep.0, rep.1),
+            (CmEventKind::ConnectReply, -(EINVAL.to_errno().abs()))
+        );
         // A failed accept precludes events.
         fsleep(Delta::from_millis(50));
         assert_eq!(srec.count(), 0);
@@ -370,7 +514,11 @@ mod cases {
     #[test]
     fn silent_peers_time_out() -> Result {
         let k = counters()?;
-        let quick = CmConfig { mpa_timeout_ms: 200, counters: Some(k.clone()), ..cfg() };
+        let quick = CmConfig {
+            mpa_timeout_ms: 200,
+            counters: Some(k.clone()),
+            ..cfg()
+        };
         // Passive: a client that connects and says nothing is dropped.
         let (lid, port, lrec) = listen_lo(quick.clone())?;
         let raw = TcpSocket::connect(Net::init(), LO.with_port(port), false)?;
@@ -383,12 +531,26 @@ mod cases {
         let server = TcpSocket::listen(Net::init(), LO, 4)?;
         let port = server.local_addr()?.port();
         let (crec, cqp) = (Recorder::new()?, TestQp::new(false)?);
-        connect(Net::init(), LO, LO.with_port(port), quick, &params(4, 4, b""), cqp, crec.clone())?;
+        connect(
+            Net::init(),
+            LO,
+            LO.with_port(port),
+            quick,
+            &params(4, 4, b""),
+            cqp,
+            crec.clone(),
+        )?;
         let rep = crec.wait(0, 3000).ok_or(ETIMEDOUT)?;
-        assert_eq!((rep.0, rep.1), (CmEventKind::ConnectReply, -(ETIMEDOUT.to_errno().abs())));
+        assert_eq!(
+            (rep.0, rep.1),
+            (CmEventKind::ConnectReply, -(ETIMEDOUT.to_errno().abs()))
+        );
         assert!(no_leaks());
         // One timeout each side, nothing else.
-        assert_eq!((k.get(HwCounter::CmTimeouts), k.get(HwCounter::CmFailures)), (2, 0));
+        assert_eq!(
+            (k.get(HwCounter::CmTimeouts), k.get(HwCounter::CmFailures)),
+            (2, 0)
+        );
         Ok(())
     }
 
@@ -415,17 +577,39 @@ mod cases {
         destroy_listener(lid);
         // Active: connecting to a closed port: -ECONNREFUSED.
         let k = counters()?;
-        let kcfg = || CmConfig { counters: Some(k.clone()), ..cfg() };
+        let kcfg = || CmConfig {
+            counters: Some(k.clone()),
+            ..cfg()
+        };
         let closed = TcpSocket::listen(Net::init(), LO, 1)?.local_addr()?.port();
         let crec = Recorder::new()?;
-        connect(Net::init(), LO, LO.with_port(closed), kcfg(), &params(4, 4, b""), TestQp::new(false)?, crec.clone())?;
+        connect(
+            Net::init(),
+            LO,
+            LO.with_port(closed),
+            kcfg(),
+            &params(4, 4, b""),
+            TestQp::new(false)?,
+            crec.clone(),
+        )?;
         let rep = crec.wait(0, 3000).ok_or(ETIMEDOUT)?;
-        assert_eq!((rep.0, rep.1), (CmEventKind::ConnectReply, -(ECONNREFUSED.to_errno().abs())));
+        assert_eq!(
+            (rep.0, rep.1),
+            (CmEventKind::ConnectReply, -(ECONNREFUSED.to_errno().abs()))
+        );
         // Active: the server closes after reading the request: -ECONNRESET.
         let server = TcpSocket::listen(Net::init(), LO, 4)?;
         let port = server.local_addr()?.port();
         let crec = Recorder::new()?;
-        connect(Net::init(), LO, LO.with_port(port), kcfg(), &params(4, 4, b""), TestQp::new(false)?, crec.clone())?;
+        connect(
+            Net::init(),
+            LO,
+            LO.with_port(port),
+            kcfg(),
+            &params(4, 4, b""),
+            TestQp::new(false)?,
+            crec.clone(),
+        )?;
         let mut s = None;
         assert!(wait_until(2000, || {
             s = server.accept().ok().flatten();
@@ -436,22 +620,42 @@ mod cases {
         assert!(read_into(&s, &mut req, 20, 2000));
         s.shutdown();
         let rep = crec.wait(0, 3000).ok_or(ETIMEDOUT)?;
-        assert_eq!((rep.0, rep.1), (CmEventKind::ConnectReply, -(ECONNRESET.to_errno().abs())));
+        assert_eq!(
+            (rep.0, rep.1),
+            (CmEventKind::ConnectReply, -(ECONNRESET.to_errno().abs()))
+        );
         // Active: a reply with a bad key: -EINVAL.
         let crec = Recorder::new()?;
-        connect(Net::init(), LO, LO.with_port(port), kcfg(), &params(4, 4, b""), TestQp::new(false)?, crec.clone())?;
+        connect(
+            Net::init(),
+            LO,
+            LO.with_port(port),
+            kcfg(),
+            &params(4, 4, b""),
+            TestQp::new(false)?,
+            crec.clone(),
+        )?;
         let mut s = None;
         assert!(wait_until(2000, || {
             s = server.accept().ok().flatten();
             s.is_some()
         }));
-        send_all(s.as_ref().ok_or(ENOTCONN)?, b"MPA ID Req Frame\x00\x02\x00\x00")?;
+        send_all(
+            s.as_ref().ok_or(ENOTCONN)?,
+            b"MPA ID Req Frame\x00\x02\x00\x00",
+        )?;
         let rep = crec.wait(0, 3000).ok_or(ETIMEDOUT)?;
-        assert_eq!((rep.0, rep.1), (CmEventKind::ConnectReply, -(EINVAL.to_errno().abs())));
+        assert_eq!(
+            (rep.0, rep.1),
+            (CmEventKind::ConnectReply, -(EINVAL.to_errno().abs()))
+        );
         assert!(no_leaks());
         // Refused, reset, unusable: three failures, no timeout or reject.
         assert_eq!(k.get(HwCounter::CmFailures), 3);
-        assert_eq!(k.get(HwCounter::CmTimeouts) + k.get(HwCounter::MpaRejectReceived), 0);
+        assert_eq!(
+            k.get(HwCounter::CmTimeouts) + k.get(HwCounter::MpaRejectReceived),
+            0
+        );
         Ok(())
     }
 
@@ -499,7 +703,15 @@ mod cases {
         let port = server.local_addr()?.port();
         let (crec, cqp) = (Recorder::new()?, TestQp::new(false)?);
         let ccfg = CmConfig { p2p: None, ..cfg() };
-        connect(Net::init(), LO, LO.with_port(port), ccfg, &params(4, 4, b""), cqp.clone(), crec.clone())?;
+        connect(
+            Net::init(),
+            LO,
+            LO.with_port(port),
+            ccfg,
+            &params(4, 4, b""),
+            cqp.clone(),
+            crec.clone(),
+        )?;
         let mut s = None;
         assert!(wait_until(2000, || {
             s = server.accept().ok().flatten();
@@ -507,7 +719,8 @@ mod cases {
         }));
         let s = s.ok_or(ENOTCONN)?;
         let mut res = raw_responder(&s)?;
-        res.accept(&cfg().responder(4, 4), b"srv").map_err(|_| EINVAL)?;
+        res.accept(&cfg().responder(4, 4), b"srv")
+            .map_err(|_| EINVAL)?;
         let mut out = KVec::new();
         out.extend_from_slice(res.transmit(), GFP_KERNEL)?;
         out.extend_from_slice(&data, GFP_KERNEL)?;
@@ -547,7 +760,15 @@ mod cases {
 
     /// A Reply built by hand (a responder's checks bypassed).
     fn reply_bytes(enhanced: Option<Enhanced>) -> Result<KVec<u8>> {
-        let r = Repr { kind: Kind::Reply, markers: false, crc: false, reject: false, rev: 2, enhanced, private_data: b"" };
+        let r = Repr {
+            kind: Kind::Reply,
+            markers: false,
+            crc: false,
+            reject: false,
+            rev: 2,
+            enhanced,
+            private_data: b"",
+        };
         let mut b = KVec::from_elem(0u8, r.buffer_len(), GFP_KERNEL)?;
         r.emit_bytes(&mut b).map_err(|_| EINVAL)?;
         Ok(b)
@@ -559,16 +780,35 @@ mod cases {
         let port = server.local_addr()?.port();
         // The initiator offers a Write RTR only; the Reply picks Read: no
         // matching RTR (RFC 6581 section 9, LLP code 7), in a Terminate.
-        let ccfg = CmConfig { p2p: Some(RtrSet::one(Rtr::Write)), ..cfg() };
+        let ccfg = CmConfig {
+            p2p: Some(RtrSet::one(Rtr::Write)),
+            ..cfg()
+        };
         let crec = Recorder::new()?;
-        connect(Net::init(), LO, LO.with_port(port), ccfg.clone(), &params(4, 4, b""), TestQp::new(false)?, crec.clone())?;
+        connect(
+            Net::init(),
+            LO,
+            LO.with_port(port),
+            ccfg.clone(),
+            &params(4, 4, b""),
+            TestQp::new(false)?,
+            crec.clone(),
+        )?;
         let s = accept_raw(&server)?;
         drop(raw_responder(&s)?);
-        let e = Enhanced { ird: 4, ord: 4, p2p: true, rtr: RtrSet::one(Rtr::Read) };
+        let e = Enhanced {
+            ird: 4,
+            ord: 4,
+            p2p: true,
+            rtr: RtrSet::one(Rtr::Read),
+        };
         let rep = reply_bytes(Some(e))?;
         send_all(&s, &rep)?;
         let ev = crec.wait(0, 3000).ok_or(ETIMEDOUT)?;
-        assert_eq!((ev.0, ev.1), (CmEventKind::ConnectReply, -(EINVAL.to_errno().abs())));
+        assert_eq!(
+            (ev.0, ev.1),
+            (CmEventKind::ConnectReply, -(EINVAL.to_errno().abs()))
+        );
         // What the peer gets is the Terminate an initiator fed the same
         // Reply queues (code 7, framed as the Reply negotiated), then FIN.
         let mut twin = new_initiator(&ccfg.initiator(4, 4, b""))?;
@@ -589,12 +829,23 @@ mod cases {
         // A Reply with a bad key (invalid, LLP code 4): closed without
         // a Terminate.
         let crec = Recorder::new()?;
-        connect(Net::init(), LO, LO.with_port(port), cfg(), &params(4, 4, b""), TestQp::new(false)?, crec.clone())?;
+        connect(
+            Net::init(),
+            LO,
+            LO.with_port(port),
+            cfg(),
+            &params(4, 4, b""),
+            TestQp::new(false)?,
+            crec.clone(),
+        )?;
         let s = accept_raw(&server)?;
         drop(raw_responder(&s)?);
         send_all(&s, b"MPA ID Req Frame\x00\x02\x00\x00")?;
         let ev = crec.wait(0, 3000).ok_or(ETIMEDOUT)?;
-        assert_eq!((ev.0, ev.1), (CmEventKind::ConnectReply, -(EINVAL.to_errno().abs())));
+        assert_eq!(
+            (ev.0, ev.1),
+            (CmEventKind::ConnectReply, -(EINVAL.to_errno().abs()))
+        );
         assert!(wait_until(3000, || s.state().is_closing()));
         let mut got = KVec::new();
         read_into(&s, &mut got, 1, 10);
@@ -609,7 +860,15 @@ mod cases {
         // One silent, one waiting for the ULP's accept.
         let silent = TcpSocket::connect(Net::init(), LO.with_port(port), false)?;
         let (crec, cqp) = (Recorder::new()?, TestQp::new(false)?);
-        connect(Net::init(), LO, LO.with_port(port), cfg(), &params(4, 4, b""), cqp, crec.clone())?;
+        connect(
+            Net::init(),
+            LO,
+            LO.with_port(port),
+            cfg(),
+            &params(4, 4, b""),
+            cqp,
+            crec.clone(),
+        )?;
         let req = lrec.wait(0, 3000).ok_or(ETIMEDOUT)?;
         assert!(wait_until(1000, || live_ceps() == 3));
         destroy_listener(lid);
@@ -617,23 +876,42 @@ mod cases {
         assert!(wait_until(2000, || silent.state().is_closing()));
         // The client learns the connection is gone.
         let rep = crec.wait(0, 3000).ok_or(ETIMEDOUT)?;
-        assert_eq!((rep.0, rep.1), (CmEventKind::ConnectReply, -(ECONNRESET.to_errno().abs())));
+        assert_eq!(
+            (rep.0, rep.1),
+            (CmEventKind::ConnectReply, -(ECONNRESET.to_errno().abs()))
+        );
         let srec = Recorder::new()?;
         let sqp = TestQp::new(false)?;
-        assert_eq!(accept(req.3 as u64, &params(4, 4, b""), &*sqp, srec), Err(ECONNRESET));
+        assert_eq!(
+            accept(req.3 as u64, &params(4, 4, b""), &*sqp, srec),
+            Err(ECONNRESET)
+        );
         // The port is free again.
-        let again = listen(Net::init(), LO.with_port(port), 1, ListenOpts::default(), cfg(), Recorder::new()?)?;
+        let again = listen(
+            Net::init(),
+            LO.with_port(port),
+            1,
+            ListenOpts::default(),
+            cfg(),
+            Recorder::new()?,
+        )?;
         destroy_listener(again);
         Ok(())
     }
 
     #[test]
     fn missing_rtr_times_out_with_established_then_close() -> Result {
-        let scfg = CmConfig { rtr_timeout_ms: 300, ..cfg() };
+        let scfg = CmConfig {
+            rtr_timeout_ms: 300,
+            ..cfg()
+        };
         let p = pair(cfg(), scfg, &params(4, 4, b""), &params(4, 4, b""))?;
         // The server's QP never sees the RTR.
         let e = p.srec.wait(0, 2000).ok_or(ETIMEDOUT)?;
-        assert_eq!((e.0, e.1), (CmEventKind::Established, -(ETIMEDOUT.to_errno().abs())));
+        assert_eq!(
+            (e.0, e.1),
+            (CmEventKind::Established, -(ETIMEDOUT.to_errno().abs()))
+        );
         assert_eq!(p.srec.wait(1, 100).map(|e| e.0), Some(CmEventKind::Close));
         let sink = p.sqp.sink().ok_or(EINVAL)?;
         assert!(sink.is_closed());
@@ -658,7 +936,15 @@ mod cases {
         s.closed();
         assert_eq!(rec.count(), 0);
         s.arm();
-        assert_eq!(rec.wait(0, 10).map(|e| (e.0, e.1, e.4, e.5)), Some((CmEventKind::Established, -(ECONNRESET.to_errno().abs()), 5, 3)));
+        assert_eq!(
+            rec.wait(0, 10).map(|e| (e.0, e.1, e.4, e.5)),
+            Some((
+                CmEventKind::Established,
+                -(ECONNRESET.to_errno().abs()),
+                5,
+                3
+            ))
+        );
         assert_eq!(rec.wait(1, 10).map(|e| e.0), Some(CmEventKind::Close));
         // Active: the QP loses the connection before CONNECT_REPLY.
         let rec = Recorder::new()?;
@@ -667,12 +953,20 @@ mod cases {
         s.closed();
         assert_eq!(rec.count(), 0);
         s.connect_reply(b"", None, None);
-        assert_eq!(rec.wait(0, 10).map(|e| (e.0, e.1)), Some((CmEventKind::ConnectReply, -(ECONNRESET.to_errno().abs()))));
+        assert_eq!(
+            rec.wait(0, 10).map(|e| (e.0, e.1)),
+            Some((CmEventKind::ConnectReply, -(ECONNRESET.to_errno().abs())))
+        );
         drop(s);
         assert_eq!(rec.count(), 1);
         // Unarmed (attach failed): no event at all.
         let rec = Recorder::new()?;
-        drop(CmEventSink::new(rec.clone(), Phase::AwaitEstablished, 1, 1)?);
+        drop(CmEventSink::new(
+            rec.clone(),
+            Phase::AwaitEstablished,
+            1,
+            1,
+        )?);
         assert_eq!(rec.count(), 0);
         Ok(())
     }

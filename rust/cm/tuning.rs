@@ -7,15 +7,12 @@
 
 use core::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 
-use crate::{
-    cm::CmConfig,
-    engine::{
-        mpa::negotiate::CrcPolicy,
-        wire::mpa::RtrSet,
-    },
-};
 #[cfg(rsiw_kunit)]
 use crate::engine::wire::mpa::Rtr;
+use crate::{
+    cm::CmConfig,
+    engine::{mpa::negotiate::CrcPolicy, wire::mpa::RtrSet},
+};
 
 /// The RTR kinds the `p2p_rtr` parameter asks an initiator to offer
 /// (bit 0 zero-length Send, bit 1 Write, bit 2 Read); `None` (0):
@@ -32,7 +29,9 @@ fn rtr_of_bits(v: u8) -> Option<RtrSet> {
 #[cfg(rsiw_kunit)]
 fn bits_of_rtr(set: Option<RtrSet>) -> u8 {
     set.map_or(0, |s| {
-        u8::from(s.contains(Rtr::Send)) | u8::from(s.contains(Rtr::Write)) << 1 | u8::from(s.contains(Rtr::Read)) << 2
+        u8::from(s.contains(Rtr::Send))
+            | u8::from(s.contains(Rtr::Write)) << 1
+            | u8::from(s.contains(Rtr::Read)) << 2
     })
 }
 
@@ -51,14 +50,19 @@ pub(crate) struct CmTuning {
 
 impl CmTuning {
     pub(crate) const fn new() -> Self {
-        Self { p2p: AtomicU8::new(UNSET), crc: AtomicU8::new(UNSET), rtr_delay_ms: AtomicU32::new(u32::MAX) }
+        Self {
+            p2p: AtomicU8::new(UNSET),
+            crc: AtomicU8::new(UNSET),
+            rtr_delay_ms: AtomicU32::new(u32::MAX),
+        }
     }
 
     /// What an initiator of this device offers: `Some(None)` client-server,
     /// `Some(Some(kinds))` peer-to-peer with `kinds`, `None` the default.
     #[cfg(rsiw_kunit)]
     pub(crate) fn set_p2p(&self, p2p: Option<Option<RtrSet>>) {
-        self.p2p.store(p2p.map_or(UNSET, bits_of_rtr), Ordering::Relaxed);
+        self.p2p
+            .store(p2p.map_or(UNSET, bits_of_rtr), Ordering::Relaxed);
     }
 
     /// The CRC policy of this device (`None`: the `mpa_crc` default).
@@ -76,7 +80,8 @@ impl CmTuning {
     /// The initiator's RTR delay of this device (`None`: `rtr_delay_ms`).
     #[cfg(rsiw_kunit)]
     pub(crate) fn set_rtr_delay_ms(&self, ms: Option<u32>) {
-        self.rtr_delay_ms.store(ms.map_or(u32::MAX, |m| m.min(1000)), Ordering::Relaxed);
+        self.rtr_delay_ms
+            .store(ms.map_or(u32::MAX, |m| m.min(1000)), Ordering::Relaxed);
     }
 
     /// `cfg` with the overrides applied.

@@ -88,7 +88,10 @@ impl Catcher {
                     Ok(Some(s)) => s,
                     Ok(None) | Err(_) => return,
                 };
-                let owner = s.local_addr().ok().and_then(|a| ffi::net::netdev::owner_of(s.net(), &a));
+                let owner = s
+                    .local_addr()
+                    .ok()
+                    .and_then(|a| ffi::net::netdev::owner_of(s.net(), &a));
                 let lid = owner.and_then(|ifx| g.members.iter().find(|m| m.0 == ifx).map(|m| m.1));
                 (s, lid)
             };
@@ -107,13 +110,19 @@ impl Catcher {
 /// `addr` (a wildcard address with its port) in `net`, creating it.
 pub(crate) fn join(net: Net, addr: SockAddr, v6only: bool, ifindex: i32, lid: u64) -> Result {
     let found = crate::cm::registry::lock::with(|r| {
-        r.catchers.iter().find(|c| c.net == net.id() && c.addr == addr).cloned()
+        r.catchers
+            .iter()
+            .find(|c| c.net == net.id() && c.addr == addr)
+            .cloned()
     })?;
     if let Some(c) = found {
         c.inner.lock().members.push((ifindex, lid), GFP_KERNEL)?;
         return Ok(());
     }
-    let opts = ListenOpts { bound_dev_if: Some(LOOPBACK_IFINDEX), v6only };
+    let opts = ListenOpts {
+        bound_dev_if: Some(LOOPBACK_IFINDEX),
+        v6only,
+    };
     let mut sock = TcpSocket::listen_with(net, addr, 128, opts)?;
     let mut members = KVec::new();
     members.push((ifindex, lid), GFP_KERNEL)?;

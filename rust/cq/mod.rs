@@ -53,19 +53,37 @@ pub(crate) struct CqRing {
 impl CqRing {
     /// A ring of `cqe` entries (at least one).
     pub(crate) fn new(cqe: usize) -> Result<Self> {
-        Ok(Self { entries: Self::alloc(cqe)?, head: 0, count: 0, arm: Arm::None, user: None, overrun: false })
+        Ok(Self {
+            entries: Self::alloc(cqe)?,
+            head: 0,
+            count: 0,
+            arm: Arm::None,
+            user: None,
+            overrun: false,
+        })
     }
 
     /// A process's CQ: its completions go to `ring`.
     pub(crate) fn new_user(ring: CompletionRing) -> Self {
-        Self { entries: KVVec::new(), head: 0, count: 0, arm: Arm::None, user: Some(ring), overrun: false }
+        Self {
+            entries: KVVec::new(),
+            head: 0,
+            count: 0,
+            arm: Arm::None,
+            user: Some(ring),
+            overrun: false,
+        }
     }
 
     fn alloc(cqe: usize) -> Result<KVVec<Completion>> {
         if cqe == 0 {
             return Err(EINVAL);
         }
-        Ok(KVVec::from_elem(Completion::default(), cqe, GFP_KERNEL_ACCOUNT)?)
+        Ok(KVVec::from_elem(
+            Completion::default(),
+            cqe,
+            GFP_KERNEL_ACCOUNT,
+        )?)
     }
 
     #[cfg(rsiw_kunit)]
@@ -173,7 +191,10 @@ impl CqRing {
 
     /// Moves the queued completions, in order, into `new` (which must
     /// hold them all) and returns the old storage.
-    fn replace(&mut self, mut new: KVVec<Completion>) -> Result<KVVec<Completion>, KVVec<Completion>> {
+    fn replace(
+        &mut self,
+        mut new: KVVec<Completion>,
+    ) -> Result<KVVec<Completion>, KVVec<Completion>> {
         if new.len() < self.count || new.is_empty() || self.user.is_some() {
             return Err(new);
         }
@@ -206,7 +227,10 @@ impl Cq {
     }
 
     /// A process's CQ, its completions in `ring`.
-    pub(crate) fn new_user(ring: CompletionRing, notifier: CqNotifier) -> impl PinInit<Self, Error> {
+    pub(crate) fn new_user(
+        ring: CompletionRing,
+        notifier: CqNotifier,
+    ) -> impl PinInit<Self, Error> {
         try_pin_init!(Cq {
             ring <- new_spinlock_irq!(CqRing::new_user(ring), "rsiw_cq"),
             notifier,
@@ -380,7 +404,11 @@ mod tests {
     use super::*;
 
     fn c(wr_id: u64) -> Completion {
-        Completion { wr_id, byte_len: wr_id as u32, ..Completion::default() }
+        Completion {
+            wr_id,
+            byte_len: wr_id as u32,
+            ..Completion::default()
+        }
     }
 
     #[test]
@@ -428,7 +456,11 @@ mod tests {
     fn purge_drops_only_that_qps_completions() -> Result {
         let a = WcQp::from_addr(0x1000);
         let b = WcQp::from_addr(0x2000);
-        let of = |wr_id: u64, qp: WcQp| Completion { wr_id, qp, ..Completion::default() };
+        let of = |wr_id: u64, qp: WcQp| Completion {
+            wr_id,
+            qp,
+            ..Completion::default()
+        };
         let mut r = CqRing::new(5)?;
         for i in 0..3 {
             r.push(of(i, a)).map_err(|_| EINVAL)?;
@@ -472,11 +504,17 @@ mod tests {
         let mut r = CqRing::new(8)?;
         r.arm(Arm::Solicited);
         assert_eq!(r.push(c(1)), Ok(false));
-        let sol = Completion { solicited: true, ..c(2) };
+        let sol = Completion {
+            solicited: true,
+            ..c(2)
+        };
         assert_eq!(r.push(sol), Ok(true));
         // Unsuccessful completions notify a solicited arming too.
         r.arm(Arm::Solicited);
-        let err = Completion { status: WcStatus::WrFlushErr, ..c(3) };
+        let err = Completion {
+            status: WcStatus::WrFlushErr,
+            ..c(3)
+        };
         assert_eq!(r.push(err), Ok(true));
         // Solicited never weakens next-completion arming.
         r.arm(Arm::Next);
@@ -494,7 +532,7 @@ mod tests {
         r.pop();
         r.pop();
         r.push(c(5)).map_err(|_| EINVAL)?; // wraps around
-        // Too small for the three queued.
+                                           // Too small for the three queued.
         assert!(r.replace(CqRing::alloc(2)?).is_err());
         assert_eq!(r.len(), 3);
         assert!(r.replace(CqRing::alloc(6)?).is_ok());

@@ -30,7 +30,9 @@ impl CqOps<Rsiw> for Cq {
     ) -> Result<u32> {
         let n = checked_cqe(dev, cqe)?;
         let ring = match udata {
-            Some(u) if u.read_create_req::<rsiw_create_cq_req>()?.flags & abi::CREATE_RINGS != 0 => {
+            Some(u)
+                if u.read_create_req::<rsiw_create_cq_req>()?.flags & abi::CREATE_RINGS != 0 =>
+            {
                 let ring = CompletionRing::new(u, cqe)?;
                 let resp = rsiw_create_cq_resp { cq: ring.info() };
                 u.write(&resp)?;

@@ -58,7 +58,14 @@ impl HwCounter {
         use crate::engine::error::{ddp, llp, rdmap};
         if err == llp::CRC {
             Some(Self::RxCrcErrors)
-        } else if [rdmap::LOCAL_CATA, ddp::LOCAL_CATA, llp::LOCAL_CATA, rdmap::PROT_UNSPECIFIED].contains(&err) {
+        } else if [
+            rdmap::LOCAL_CATA,
+            ddp::LOCAL_CATA,
+            llp::LOCAL_CATA,
+            rdmap::PROT_UNSPECIFIED,
+        ]
+        .contains(&err)
+        {
             None
         } else {
             Some(Self::RxProtocolErrors)

@@ -47,7 +47,11 @@ impl Choice {
 /// The measured choice: the table only if it is faster (ties keep the
 /// kernel's, which is the one every other kernel user of CRC32c runs).
 pub(crate) fn faster(kernel_mbps: u64, table_mbps: u64) -> Choice {
-    if table_mbps > kernel_mbps { Choice::Table } else { Choice::Kernel }
+    if table_mbps > kernel_mbps {
+        Choice::Table
+    } else {
+        Choice::Kernel
+    }
 }
 
 /// MB/s of `c` over `buf`, timed for at least [`SLICE_NS`].
@@ -88,11 +92,18 @@ pub(crate) fn select(param: u32) -> Result {
         0 => {
             let (k, t) = measure()?;
             let c = faster(k, t);
-            pr_info!("MPA CRC32c: crc32c() {k} MB/s, table {t} MB/s: using {}\n", c.name());
+            pr_info!(
+                "MPA CRC32c: crc32c() {k} MB/s, table {t} MB/s: using {}\n",
+                c.name()
+            );
             c
         }
         1 | 2 => {
-            let c = if param == 1 { Choice::Kernel } else { Choice::Table };
+            let c = if param == 1 {
+                Choice::Kernel
+            } else {
+                Choice::Table
+            };
             pr_info!("MPA CRC32c: using {} (crc32c_impl={param})\n", c.name());
             c
         }
@@ -129,9 +140,9 @@ mod tests {
         assert!(!crc::uses_table());
         assert!(select(3).is_err());
         assert!(!crc::uses_table()); // a bad value changes nothing
-        // Measuring again picks what the first measurement says wherever
-        // one is clearly faster (x1.5: under TCG the table is ~4x, on
-        // hardware crc32c() ~10x).
+                                     // Measuring again picks what the first measurement says wherever
+                                     // one is clearly faster (x1.5: under TCG the table is ~4x, on
+                                     // hardware crc32c() ~10x).
         select(0)?;
         if t > k * 3 / 2 {
             assert!(crc::uses_table());

@@ -59,7 +59,8 @@ impl IdTable {
         }
         *slot = id;
         // Node allocation under the irq-safe lock: atomic.
-        xa.store(id as usize, slot, GFP_ATOMIC).map_err(|_| ENOMEM)?;
+        xa.store(id as usize, slot, GFP_ATOMIC)
+            .map_err(|_| ENOMEM)?;
         *cursor = id.wrapping_add(1);
         Ok(id)
     }

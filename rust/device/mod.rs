@@ -33,7 +33,6 @@ pub(crate) struct Rsiw;
 /// An rsiw device as the core hands it out.
 pub(crate) type IbDevice = crate::ffi::ib::IbDevice<Rsiw>;
 
-
 /// rsiw's per-device state.
 pub(crate) struct Device {
     /// The MAC the GID and GUIDs derive from (random for devices without one).
@@ -244,7 +243,9 @@ impl ObjectCount {
 
     fn get(&self, max: u32) -> Result {
         self.0
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| (n < max).then(|| n + 1))
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                (n < max).then(|| n + 1)
+            })
             .map(|_| ())
             .map_err(|_| ENOMEM)
     }
@@ -266,7 +267,16 @@ impl ObjectCount {
 /// Modified EUI-64 from a 48-bit MAC (RFC 4291 appendix A): insert FF:FE in
 /// the middle and flip the universal/local bit.
 pub(crate) fn eui64_from_mac(mac: [u8; 6]) -> [u8; 8] {
-    [mac[0] ^ 0x02, mac[1], mac[2], 0xFF, 0xFE, mac[3], mac[4], mac[5]]
+    [
+        mac[0] ^ 0x02,
+        mac[1],
+        mac[2],
+        0xFF,
+        0xFE,
+        mac[3],
+        mac[4],
+        mac[5],
+    ]
 }
 
 /// The MAC a device uses: the net_device's hardware address, or a random
@@ -322,7 +332,10 @@ mod tests {
     #[test]
     fn gid_is_mac_then_zero() -> Result {
         let dev = Device::new([1, 2, 3, 4, 5, 6], 1)?;
-        assert_eq!(dev.gid(0), Ok([1, 2, 3, 4, 5, 6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]));
+        assert_eq!(
+            dev.gid(0),
+            Ok([1, 2, 3, 4, 5, 6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0])
+        );
         assert_eq!(dev.gid(1), Err(EINVAL));
         Ok(())
     }

@@ -14,8 +14,8 @@ use crate::{
     cq::Cq,
     ffi::{
         ib::{
-            self, abi, caps, rsiw_alloc_ucontext_req, rsiw_alloc_ucontext_resp, rsiw_cqe, rsiw_rqe, rsiw_sqe, AtomicCap,
-            DeviceAttr, DeviceInfo, LinkOps, PortAttr, Udata,
+            self, abi, caps, rsiw_alloc_ucontext_req, rsiw_alloc_ucontext_resp, rsiw_cqe, rsiw_rqe,
+            rsiw_sqe, AtomicCap, DeviceAttr, DeviceInfo, LinkOps, PortAttr, Udata,
         },
         mem::pmem,
         net::netdev::NetDev,
@@ -115,7 +115,9 @@ impl ib::Driver for Rsiw {
     }
 
     fn alloc_pd(dev: &Device) -> Result<Pd> {
-        Ok(Pd { id: dev.alloc_pd()? })
+        Ok(Pd {
+            id: dev.alloc_pd()?,
+        })
     }
 
     fn dealloc_pd(dev: &Device, pd: &Pd) {
@@ -180,5 +182,14 @@ pub(crate) fn create(name: &CStr, netdev: &NetDev, user_named: bool) -> Result {
     let mac = device_mac(netdev.mac(), ib::random_mac());
     let data = Device::new(mac, NEXT_PART_ID.fetch_add(1, Ordering::Relaxed))?;
     let node_guid = data.node_guid();
-    ib::register_device::<Rsiw>(name, netdev, DeviceInfo { data, node_guid, node_desc: NODE_DESC, user_named })
+    ib::register_device::<Rsiw>(
+        name,
+        netdev,
+        DeviceInfo {
+            data,
+            node_guid,
+            node_desc: NODE_DESC,
+            user_named,
+        },
+    )
 }

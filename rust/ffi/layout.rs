@@ -52,7 +52,10 @@ mod tests {
             ("sizeof ib_cq_init_attr", size_of::<sys::ib_cq_init_attr>()),
             ("sizeof iw_cm_id", size_of::<sys::iw_cm_id>()),
             ("sizeof iw_cm_event", size_of::<sys::iw_cm_event>()),
-            ("sizeof iw_cm_conn_param", size_of::<sys::iw_cm_conn_param>()),
+            (
+                "sizeof iw_cm_conn_param",
+                size_of::<sys::iw_cm_conn_param>(),
+            ),
             ("sizeof ib_udata", size_of::<sys::ib_udata>()),
             ("sizeof scatterlist", size_of::<sys::scatterlist>()),
             ("offsetof ib_qp.device", offset_of!(sys::ib_qp, device)),
@@ -64,15 +67,30 @@ mod tests {
             ("offsetof ib_mr.iova", offset_of!(sys::ib_mr, iova)),
             ("offsetof ib_pd.device", offset_of!(sys::ib_pd, device)),
             ("offsetof ib_device.ops", offset_of!(sys::ib_device, ops)),
-            ("offsetof iw_cm_id.provider_data", offset_of!(sys::iw_cm_id, provider_data)),
-            ("offsetof iw_cm_id.local_addr", offset_of!(sys::iw_cm_id, local_addr)),
-            ("offsetof iw_cm_id.m_remote_addr", offset_of!(sys::iw_cm_id, m_remote_addr)),
+            (
+                "offsetof iw_cm_id.provider_data",
+                offset_of!(sys::iw_cm_id, provider_data),
+            ),
+            (
+                "offsetof iw_cm_id.local_addr",
+                offset_of!(sys::iw_cm_id, local_addr),
+            ),
+            (
+                "offsetof iw_cm_id.m_remote_addr",
+                offset_of!(sys::iw_cm_id, m_remote_addr),
+            ),
             ("offsetof socket.sk", offset_of!(sys::socket, sk)),
             ("sizeof bio_vec", size_of::<sys::bio_vec>()),
             ("offsetof bio_vec.bv_len", offset_of!(sys::bio_vec, bv_len)),
-            ("offsetof bio_vec.bv_offset", offset_of!(sys::bio_vec, bv_offset)),
+            (
+                "offsetof bio_vec.bv_offset",
+                offset_of!(sys::bio_vec, bv_offset),
+            ),
             ("offsetof ib_qp.uobject", offset_of!(sys::ib_qp, uobject)),
-            ("offsetof ib_device.uverbs_cmd_mask", offset_of!(sys::ib_device, uverbs_cmd_mask)),
+            (
+                "offsetof ib_device.uverbs_cmd_mask",
+                offset_of!(sys::ib_device, uverbs_cmd_mask),
+            ),
         ];
         let mut c = [0usize; 64];
         let n = ours.len().min(c.len());
@@ -81,7 +99,12 @@ mod tests {
         let mut bad = 0;
         for (i, (what, rust)) in ours.iter().enumerate().take(n) {
             if c[i] != *rust {
-                pr_err!("rsiw kunit: bindings: {} is {} in C, {} in Rust\n", what, c[i], rust);
+                pr_err!(
+                    "rsiw kunit: bindings: {} is {} in C, {} in Rust\n",
+                    what,
+                    c[i],
+                    rust
+                );
                 bad += 1;
             }
         }

@@ -86,7 +86,13 @@ impl<B, T> CoreObj<B, T> {
     /// through the driver): a zeroed C part and `data`, on the heap.
     /// Returns the base pointer the core sees.
     pub(crate) fn new_boxed(data: T) -> Result<*mut B> {
-        let obj = KBox::new(Self { base: Opaque::zeroed(), data }, GFP_KERNEL_ACCOUNT)?;
+        let obj = KBox::new(
+            Self {
+                base: Opaque::zeroed(),
+                data,
+            },
+            GFP_KERNEL_ACCOUNT,
+        )?;
         Ok(KBox::into_raw(obj).cast::<B>())
     }
 
@@ -118,7 +124,11 @@ impl<'a, B, T> Slot<'a, B, T> {
     /// `CoreObj::<B, T>::SIZE` bytes whose Rust part is not initialised;
     /// `filled` is false.
     pub(crate) unsafe fn new(base: *mut B, filled: &'a mut bool) -> Self {
-        Self { base, filled, _data: PhantomData }
+        Self {
+            base,
+            filled,
+            _data: PhantomData,
+        }
     }
 
     /// Writes the object's Rust part.

@@ -60,7 +60,10 @@ impl Drop for Workqueues {
         // the last skb with a QP's pages; the sockets are closed, so that
         // is soon (10 s of wall-clock time at most).
         if !wait_ms(10_000, || zcopy::live_notifs() == 0) {
-            pr_err!("{} zero-copy notifications still held by the network stack\n", zcopy::live_notifs());
+            pr_err!(
+                "{} zero-copy notifications still held by the network stack\n",
+                zcopy::live_notifs()
+            );
         }
         for q in [&WQ, &TX_WQ, &RX_WQ] {
             let wq = q.swap(ptr::null_mut(), Ordering::AcqRel);

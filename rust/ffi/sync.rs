@@ -30,10 +30,16 @@
 use kernel::{bindings, sync::lock::Backend};
 
 #[cfg(CONFIG_PREEMPT_RT)]
-compile_error!("rsiw's spinlock backends call the raw spinlock functions: PREEMPT_RT is not supported");
+compile_error!(
+    "rsiw's spinlock backends call the raw spinlock functions: PREEMPT_RT is not supported"
+);
 // Architectures that inline these (ARCH_INLINE_SPIN_*, not x86) export
 // no function to call.
-#[cfg(any(CONFIG_INLINE_SPIN_LOCK_BH, CONFIG_INLINE_SPIN_UNLOCK_BH, CONFIG_INLINE_SPIN_TRYLOCK_BH))]
+#[cfg(any(
+    CONFIG_INLINE_SPIN_LOCK_BH,
+    CONFIG_INLINE_SPIN_UNLOCK_BH,
+    CONFIG_INLINE_SPIN_TRYLOCK_BH
+))]
 compile_error!("rsiw's SpinLockBh calls _raw_spin_lock_bh and its pair, which this kernel inlines");
 
 /// `spinlock_t`'s `raw_spinlock_t`, its first member.
@@ -47,7 +53,11 @@ fn raw(ptr: *mut bindings::spinlock_t) -> *mut bindings::raw_spinlock_t {
 ///
 /// `ptr` valid for writes, `name` and `key` valid for reads as long as
 /// the lock lives.
-unsafe fn init(ptr: *mut bindings::spinlock_t, name: *const kernel::ffi::c_char, key: *mut bindings::lock_class_key) {
+unsafe fn init(
+    ptr: *mut bindings::spinlock_t,
+    name: *const kernel::ffi::c_char,
+    key: *mut bindings::lock_class_key,
+) {
     // SAFETY: the caller's contract.
     unsafe { bindings::__spin_lock_init(ptr, name, key) }
 }
@@ -80,7 +90,11 @@ unsafe impl Backend for SpinLockIrqBackend {
     type State = bindings::spinlock_t;
     type GuardState = ();
 
-    unsafe fn init(ptr: *mut Self::State, name: *const kernel::ffi::c_char, key: *mut bindings::lock_class_key) {
+    unsafe fn init(
+        ptr: *mut Self::State,
+        name: *const kernel::ffi::c_char,
+        key: *mut bindings::lock_class_key,
+    ) {
         // SAFETY: the caller's contract, passed on.
         unsafe { init(ptr, name, key) }
     }
@@ -132,7 +146,11 @@ unsafe impl Backend for SpinLockBhBackend {
     type State = bindings::spinlock_t;
     type GuardState = ();
 
-    unsafe fn init(ptr: *mut Self::State, name: *const kernel::ffi::c_char, key: *mut bindings::lock_class_key) {
+    unsafe fn init(
+        ptr: *mut Self::State,
+        name: *const kernel::ffi::c_char,
+        key: *mut bindings::lock_class_key,
+    ) {
         // SAFETY: the caller's contract, passed on.
         unsafe { init(ptr, name, key) }
     }
@@ -167,7 +185,11 @@ unsafe impl Backend for SpinLockBhBackend {
 /// site, as the kernel's `new_spinlock!`).
 macro_rules! new_spinlock_bh {
     ($inner:expr, $name:literal $(,)?) => {
-        $crate::ffi::sync::SpinLockBh::new($inner, kernel::c_str!($name), kernel::static_lock_class!())
+        $crate::ffi::sync::SpinLockBh::new(
+            $inner,
+            kernel::c_str!($name),
+            kernel::static_lock_class!(),
+        )
     };
 }
 pub(crate) use new_spinlock_bh;

@@ -25,7 +25,13 @@ pub(crate) fn cm_state_enabled() -> bool {
 }
 
 /// `rsiw_cm_state`: connection endpoint `cm_id` goes from `old` to `new`.
-pub(crate) fn cm_state(cm_id: u64, local: Option<SockAddr>, remote: Option<SockAddr>, old: &str, new: &str) {
+pub(crate) fn cm_state(
+    cm_id: u64,
+    local: Option<SockAddr>,
+    remote: Option<SockAddr>,
+    old: &str,
+    new: &str,
+) {
     let l = local.map(|a| a.to_raw().0);
     let r = remote.map(|a| a.to_raw().0);
     let (op, ol) = str_arg(old);
@@ -74,7 +80,19 @@ pub(crate) fn mpa(m: &MpaResult<'_>) {
     // SAFETY: plain values and `(pointer, length)` of live `&str`s.
     unsafe {
         sys::rsiw_trace_mpa(
-            m.cm_id, m.initiator, rp, rl, m.rev, m.crc, m.markers_tx, m.markers_rx, m.ird, m.ord, tp, tl, m.error,
+            m.cm_id,
+            m.initiator,
+            rp,
+            rl,
+            m.rev,
+            m.crc,
+            m.markers_tx,
+            m.markers_rx,
+            m.ird,
+            m.ord,
+            tp,
+            tl,
+            m.error,
         )
     };
 }

@@ -5,7 +5,6 @@
 //! validation (AOpCode, STag, PD, REMOTE_ATOMIC, bounds, alignment).
 
 use crate::{
-    mem::atomic_locks::AtomicLocks,
     device::Device,
     engine::{
         error::{self, TermError},
@@ -13,6 +12,7 @@ use crate::{
         rdmap::{atomic_execute, AtomicPlan},
     },
     ffi::mem::pages::access,
+    mem::atomic_locks::AtomicLocks,
     mem::mr::{Mr, MrError},
 };
 
@@ -25,13 +25,21 @@ use crate::{
 /// the device's table: atomics on distinct words of one MR run in
 /// parallel. On any error nothing is written.
 pub(crate) fn respond(dev: &Device, pd: u32, plan: &AtomicPlan) -> Result<u64, TermError> {
-    let mr = dev.stags().get(plan.stag).ok_or(error::rdmap::INVALID_STAG)?;
+    let mr = dev
+        .stags()
+        .get(plan.stag)
+        .ok_or(error::rdmap::INVALID_STAG)?;
     respond_on(&mr, dev.atomic_locks(), pd, plan)
 }
 
 /// [`respond`] on the MR `plan.stag` resolved to, with the lock table
 /// `locks` (the self-tests call it from several work items at once).
-pub(crate) fn respond_on(mr: &Mr, locks: &AtomicLocks, pd: u32, plan: &AtomicPlan) -> Result<u64, TermError> {
+pub(crate) fn respond_on(
+    mr: &Mr,
+    locks: &AtomicLocks,
+    pd: u32,
+    plan: &AtomicPlan,
+) -> Result<u64, TermError> {
     mr.with_word(plan.stag, pd, plan.to, access::REMOTE_ATOMIC, |word| {
         locks.with(word.phys(), || {
             let (new, original) = atomic_execute(word.load(), &plan.request)?;
@@ -46,7 +54,12 @@ pub(crate) fn respond_on(mr: &Mr, locks: &AtomicLocks, pd: u32, plan: &AtomicPla
 
 /// Stores an Atomic Response's original value (host order, as the verbs
 /// define it) into the requester's 8-octet local buffer.
-pub(crate) fn place_result(dev: &Device, pd: u32, local: &Local, original: u64) -> Result<(), TermError> {
+pub(crate) fn place_result(
+    dev: &Device,
+    pd: u32,
+    local: &Local,
+    original: u64,
+) -> Result<(), TermError> {
     let grant = crate::mem::mr::Grant::local(pd, access::LOCAL_WRITE);
     dev.stags()
         .get(local.stag)

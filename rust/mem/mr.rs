@@ -128,13 +128,21 @@ pub(crate) struct Grant {
 impl Grant {
     /// A local access of a QP of `pd` needing `need` (its own SGEs).
     pub(crate) const fn local(pd: u32, need: u32) -> Self {
-        Self { pd, need, reg: None }
+        Self {
+            pd,
+            need,
+            reg: None,
+        }
     }
 
     /// The continuation of an access the engine validated against the
     /// registration `reg`.
     pub(crate) const fn validated(pd: u32, need: u32, reg: u64) -> Self {
-        Self { pd, need, reg: Some(reg) }
+        Self {
+            pd,
+            need,
+            reg: Some(reg),
+        }
     }
 }
 
@@ -178,7 +186,10 @@ pub(crate) enum MrError {
 impl MrError {
     pub(crate) fn to_error(self) -> Error {
         match self {
-            MrError::InvalidStag | MrError::State | MrError::NotPersistent | MrError::Misaligned => EINVAL,
+            MrError::InvalidStag
+            | MrError::State
+            | MrError::NotPersistent
+            | MrError::Misaligned => EINVAL,
             MrError::Pd | MrError::Access => EACCES,
             MrError::Wrap | MrError::Bounds => EFAULT,
         }
@@ -194,7 +205,11 @@ impl From<MrError> for Error {
 /// A page list's refusal as an MR error: a write into memory that may
 /// not be written is an access error, anything else out of bounds.
 fn pages_err(e: Error) -> MrError {
-    if e == EACCES { MrError::Access } else { MrError::Bounds }
+    if e == EACCES {
+        MrError::Access
+    } else {
+        MrError::Bounds
+    }
 }
 
 /// The engine's rights for `IB_ACCESS_*` flags. Local read is always
@@ -280,9 +295,18 @@ impl FastReg {
     /// The fast-register request of an `IB_WR_REG_MR` for `mr`: iova and
     /// length as `ib_map_mr_sg` (and the consumer) left them, the new key
     /// and access from the work request.
-    pub(crate) fn of(mr: &crate::ffi::ib::IbMr<crate::device::Rsiw>, key: u32, access: u32) -> Self {
+    pub(crate) fn of(
+        mr: &crate::ffi::ib::IbMr<crate::device::Rsiw>,
+        key: u32,
+        access: u32,
+    ) -> Self {
         let (iova, length) = mr.iova_length();
-        Self { key, iova, length, access }
+        Self {
+            key,
+            iova,
+            length,
+            access,
+        }
     }
 }
 
@@ -352,19 +376,23 @@ impl Mr {
 
     /// A DMA MR: all kernel memory, valid until deregistered.
     pub(crate) fn new_dma(pd: u32, access: u32, mem: KernelMemory) -> Result<Arc<Self>> {
-        Self::new(pd, MrKind::Dma, MrState {
-            key: next_key(),
-            valid: true,
-            reg: next_reg(),
-            iova: 0,
-            len: u64::MAX,
-            access,
-            first_offset: 0,
-            mem: Memory::Kernel(mem),
-            mapped: None,
-            mapped_offset: 0,
-            mapped_pmem: false,
-        })
+        Self::new(
+            pd,
+            MrKind::Dma,
+            MrState {
+                key: next_key(),
+                valid: true,
+                reg: next_reg(),
+                iova: 0,
+                len: u64::MAX,
+                access,
+                first_offset: 0,
+                mem: Memory::Kernel(mem),
+                mapped: None,
+                mapped_offset: 0,
+                mapped_pmem: false,
+            },
+        )
     }
 
     /// A user MR over pinned pages: `iova` names the octet at
@@ -377,7 +405,10 @@ impl Mr {
         access: u32,
         pages: MrPages,
     ) -> Result<Arc<Self>> {
-        if first_offset.checked_add(len).is_none_or(|end| end > pages.span()) {
+        if first_offset
+            .checked_add(len)
+            .is_none_or(|end| end > pages.span())
+        {
             return Err(EINVAL);
         }
         if access & ib::FLUSH_PERSISTENT != 0 && !pages.is_persistent(first_offset, len) {
@@ -387,38 +418,46 @@ impl Mr {
         if len > 0 && iova.checked_add(len - 1).is_none() {
             return Err(EINVAL);
         }
-        Self::new(pd, MrKind::User, MrState {
-            key: next_key(),
-            valid: true,
-            reg: next_reg(),
-            iova,
-            len,
-            access,
-            first_offset,
-            mem: Memory::Pages(pages),
-            mapped: None,
-            mapped_offset: 0,
-            mapped_pmem: false,
-        })
+        Self::new(
+            pd,
+            MrKind::User,
+            MrState {
+                key: next_key(),
+                valid: true,
+                reg: next_reg(),
+                iova,
+                len,
+                access,
+                first_offset,
+                mem: Memory::Pages(pages),
+                mapped: None,
+                mapped_offset: 0,
+                mapped_pmem: false,
+            },
+        )
     }
 
     /// A fast-register MR for up to `max_pages` pages, invalid until
     /// registered.
     pub(crate) fn new_fast_reg(pd: u32, max_pages: usize) -> Result<Arc<Self>> {
-        Self::new(pd, MrKind::FastReg, MrState {
-            key: 0,
-            valid: false,
-            // Each `REG_MR` gives it one.
-            reg: 0,
-            iova: 0,
-            len: 0,
-            access: 0,
-            first_offset: 0,
-            mem: Memory::Pages(MrPages::for_fast_reg(max_pages)?),
-            mapped: Some(MrPages::for_fast_reg(max_pages)?),
-            mapped_offset: 0,
-            mapped_pmem: false,
-        })
+        Self::new(
+            pd,
+            MrKind::FastReg,
+            MrState {
+                key: 0,
+                valid: false,
+                // Each `REG_MR` gives it one.
+                reg: 0,
+                iova: 0,
+                len: 0,
+                access: 0,
+                first_offset: 0,
+                mem: Memory::Pages(MrPages::for_fast_reg(max_pages)?),
+                mapped: Some(MrPages::for_fast_reg(max_pages)?),
+                mapped_offset: 0,
+                mapped_pmem: false,
+            },
+        )
     }
 
     /// The STag as registered now (index and current key).
@@ -452,12 +491,28 @@ impl Mr {
     /// Every check for an access of `len` octets at `to` through `stag`,
     /// in the engine's order: STag valid with this key, PD, rights `need`
     /// (`IB_ACCESS_*`; 0 = local read), wrap, bounds.
-    pub(crate) fn check(&self, stag: u32, pd: u32, to: u64, len: u64, need: u32) -> Result<(), MrError> {
-        self.check_all(&self.state.lock(), stag, pd, to, len, need).map(|_| ())
+    pub(crate) fn check(
+        &self,
+        stag: u32,
+        pd: u32,
+        to: u64,
+        len: u64,
+        need: u32,
+    ) -> Result<(), MrError> {
+        self.check_all(&self.state.lock(), stag, pd, to, len, need)
+            .map(|_| ())
     }
 
     /// [`Mr::check`] under the lock; returns the offset of `to` in the region.
-    fn check_all(&self, st: &MrState, stag: u32, pd: u32, to: u64, len: u64, need: u32) -> Result<u64, MrError> {
+    fn check_all(
+        &self,
+        st: &MrState,
+        stag: u32,
+        pd: u32,
+        to: u64,
+        len: u64,
+        need: u32,
+    ) -> Result<u64, MrError> {
         Self::check_locked(st, stag, to, len)?;
         if self.pd != pd {
             return Err(MrError::Pd);
@@ -498,12 +553,24 @@ impl Mr {
     /// does (see the module doc): copies through one MR from several CPUs
     /// (QPs sharing a buffer, the receive softirq and a sender) do not
     /// serialise on its lock.
-    pub(crate) fn copy_to_as(&self, stag: u32, grant: Grant, to: u64, src: &[u8]) -> Result<(), MrError> {
+    pub(crate) fn copy_to_as(
+        &self,
+        stag: u32,
+        grant: Grant,
+        to: u64,
+        src: &[u8],
+    ) -> Result<(), MrError> {
         self.copy_pinned(stag, Some(grant), to, CopyDir::To(src))
     }
 
     /// [`Mr::copy_to_as`] the other way.
-    pub(crate) fn copy_from_as(&self, stag: u32, grant: Grant, to: u64, dst: &mut [u8]) -> Result<(), MrError> {
+    pub(crate) fn copy_from_as(
+        &self,
+        stag: u32,
+        grant: Grant,
+        to: u64,
+        dst: &mut [u8],
+    ) -> Result<(), MrError> {
         self.copy_pinned(stag, Some(grant), to, CopyDir::From(dst))
     }
 
@@ -513,7 +580,13 @@ impl Mr {
     /// than [`crate::ffi::mem::pages::SPAN_PIECES`] pages or a copy of at
     /// most [`LOCKED_COPY_MAX`] octets. A write into pages pinned without
     /// write permission fails in the page list itself.
-    fn copy_pinned(&self, stag: u32, grant: Option<Grant>, to: u64, mut c: CopyDir<'_>) -> Result<(), MrError> {
+    fn copy_pinned(
+        &self,
+        stag: u32,
+        grant: Option<Grant>,
+        to: u64,
+        mut c: CopyDir<'_>,
+    ) -> Result<(), MrError> {
         let len = c.len();
         let write = matches!(c, CopyDir::To(_));
         // Filled in place under the lock (see `span_at`).
@@ -574,7 +647,14 @@ impl Mr {
     /// its registration if it names one (the self-tests' raw copies:
     /// state, key and bounds only). Returns the offset of `to` in the
     /// region.
-    fn checks(&self, st: &MrState, stag: u32, grant: Option<Grant>, to: u64, len: u64) -> Result<u64, MrError> {
+    fn checks(
+        &self,
+        st: &MrState,
+        stag: u32,
+        grant: Option<Grant>,
+        to: u64,
+        len: u64,
+    ) -> Result<u64, MrError> {
         match grant {
             Some(g) => {
                 if g.reg.is_some_and(|reg| reg != st.reg) {
@@ -623,7 +703,10 @@ impl Mr {
                 return Err(MrError::NotPersistent);
             };
             let n = (len - done).min(COMMIT_STEP);
-            let pos = st.first_offset.checked_add(off + done).ok_or(MrError::Bounds)?;
+            let pos = st
+                .first_offset
+                .checked_add(off + done)
+                .ok_or(MrError::Bounds)?;
             p.write_back(pos, n as usize).map_err(|_| MrError::Bounds)?;
             done += n;
             drop(st);
@@ -656,10 +739,18 @@ impl Mr {
             let off = self.check_all(&st, stag, pd, to, 8, need)?;
             let word = match &st.mem {
                 Memory::Kernel(k) => k.word_at(to),
-                Memory::Pages(p) => p.word_at(st.first_offset.checked_add(off).ok_or(MrError::Bounds)?),
+                Memory::Pages(p) => {
+                    p.word_at(st.first_offset.checked_add(off).ok_or(MrError::Bounds)?)
+                }
                 Memory::None => return Err(MrError::InvalidStag),
             };
-            let word = word.map_err(|e| if e == EINVAL { MrError::Misaligned } else { pages_err(e) })?;
+            let word = word.map_err(|e| {
+                if e == EINVAL {
+                    MrError::Misaligned
+                } else {
+                    pages_err(e)
+                }
+            })?;
             // Under the lock: whoever ends the registration takes the lock
             // after this and waits for the pin, or before and we failed.
             self.in_flight.fetch_add(1, Ordering::Relaxed);
@@ -703,7 +794,9 @@ impl Mr {
         let mut pages = self.state.lock().mapped.take().ok_or(EINVAL)?;
         let res = f(&mut pages);
         let pmem = match res {
-            Ok((_, first)) => pages.span() > first && pages.is_persistent(first, pages.span() - first),
+            Ok((_, first)) => {
+                pages.span() > first && pages.is_persistent(first, pages.span() - first)
+            }
             Err(_) => false,
         };
         let mut st = self.state.lock();
@@ -740,7 +833,11 @@ impl Mr {
         let (Some(mapped), Memory::Pages(active)) = (st.mapped.as_ref(), &mut st.mem) else {
             return Err(MrError::State);
         };
-        if st.mapped_offset.checked_add(req.length).is_none_or(|end| end > mapped.span()) {
+        if st
+            .mapped_offset
+            .checked_add(req.length)
+            .is_none_or(|end| end > mapped.span())
+        {
             return Err(MrError::Bounds);
         }
         // Persistent from `mapped_offset` to the end of the list, so in
@@ -847,7 +944,11 @@ impl StagTable {
         let mut index = *cursor;
         let mut tries = 0u32;
         while xa.get(index as usize).is_some() {
-            index = if index >= MAX_STAG_INDEX { 1 } else { index + 1 };
+            index = if index >= MAX_STAG_INDEX {
+                1
+            } else {
+                index + 1
+            };
             tries += 1;
             if tries >= MAX_STAG_INDEX {
                 return Err(ENOSPC);
@@ -856,7 +957,11 @@ impl StagTable {
         mr.index.store(index, Ordering::Relaxed);
         // Node allocation under the irq-safe table lock: atomic.
         xa.store(index as usize, mr.clone(), GFP_ATOMIC)?;
-        *cursor = if index >= MAX_STAG_INDEX { 1 } else { index + 1 };
+        *cursor = if index >= MAX_STAG_INDEX {
+            1
+        } else {
+            index + 1
+        };
         drop(xa);
         drop(cursor);
         // With the MR's key (a user or DMA MR's varies per registration).
@@ -898,7 +1003,14 @@ impl StagTable {
     /// returns the MR (the self-tests'; an access checks and copies
     /// under one lock, [`Mr::copy_to_as`]).
     #[cfg(rsiw_kunit)]
-    pub(crate) fn check(&self, stag: u32, pd: u32, to: u64, len: u64, need: u32) -> Result<Arc<Mr>, MrError> {
+    pub(crate) fn check(
+        &self,
+        stag: u32,
+        pd: u32,
+        to: u64,
+        len: u64,
+        need: u32,
+    ) -> Result<Arc<Mr>, MrError> {
         let mr = self.get(stag).ok_or(MrError::InvalidStag)?;
         mr.check(stag, pd, to, len, need)?;
         Ok(mr)
@@ -908,32 +1020,42 @@ impl StagTable {
     /// QP goes through its [`MrCache`]).
     #[cfg(rsiw_kunit)]
     pub(crate) fn copy_to_mr(&self, stag: u32, to: u64, src: &[u8]) -> Result<(), MrError> {
-        self.get(stag).ok_or(MrError::InvalidStag)?.copy_to(stag, to, src)
+        self.get(stag)
+            .ok_or(MrError::InvalidStag)?
+            .copy_to(stag, to, src)
     }
 
     /// Copies from the MR `stag` names at `to` into `dst` (as
     /// [`StagTable::copy_to_mr`]).
     #[cfg(rsiw_kunit)]
     pub(crate) fn copy_from_mr(&self, stag: u32, to: u64, dst: &mut [u8]) -> Result<(), MrError> {
-        self.get(stag).ok_or(MrError::InvalidStag)?.copy_from(stag, to, dst)
+        self.get(stag)
+            .ok_or(MrError::InvalidStag)?
+            .copy_from(stag, to, dst)
     }
 
     /// RDMA Commit of a region of the MR `stag` names on a QP of `pd`
     /// (see [`Mr::commit`]).
     pub(crate) fn commit(&self, stag: u32, pd: u32, to: u64, len: u64) -> Result<(), MrError> {
-        self.get(stag).ok_or(MrError::InvalidStag)?.commit(stag, pd, to, len)
+        self.get(stag)
+            .ok_or(MrError::InvalidStag)?
+            .commit(stag, pd, to, len)
     }
 
     /// `IB_WR_LOCAL_INV` (or a Read with Local Invalidate) of `stag` by
     /// a QP of `pd`.
     pub(crate) fn invalidate(&self, stag: u32, pd: u32) -> Result<(), MrError> {
-        self.get(stag).ok_or(MrError::InvalidStag)?.invalidate(stag, pd)
+        self.get(stag)
+            .ok_or(MrError::InvalidStag)?
+            .invalidate(stag, pd)
     }
 
     /// Remote invalidation (Send with Invalidate) of `stag` on a QP of
     /// `pd`: fast-register MRs only (see [`Mr::invalidate_remote`]).
     pub(crate) fn invalidate_remote(&self, stag: u32, pd: u32) -> Result<(), MrError> {
-        self.get(stag).ok_or(MrError::InvalidStag)?.invalidate_remote(stag, pd)
+        self.get(stag)
+            .ok_or(MrError::InvalidStag)?
+            .invalidate_remote(stag, pd)
     }
 }
 
@@ -963,7 +1085,10 @@ impl MrCache {
         get: impl FnOnce() -> Option<Arc<Mr>>,
         mut f: impl FnMut(&Mr) -> Result<R, MrError>,
     ) -> Result<R, MrError> {
-        let slot = |ents: &[Option<(u32, Arc<Mr>)>; 2]| ents.iter().position(|e| matches!(e, Some((s, _)) if *s == stag));
+        let slot = |ents: &[Option<(u32, Arc<Mr>)>; 2]| {
+            ents.iter()
+                .position(|e| matches!(e, Some((s, _)) if *s == stag))
+        };
         let mut ents = self.0.take();
         if let Some(i) = slot(&ents) {
             if let Some(Ok(v)) = ents[i].as_ref().map(|(_, mr)| f(mr)) {
@@ -1007,8 +1132,14 @@ mod tests {
     #[test]
     fn access_mapping() {
         assert_eq!(engine_access(0), Access::NONE);
-        let all = engine_access(ib::LOCAL_WRITE | ib::REMOTE_READ | ib::REMOTE_WRITE | ib::REMOTE_ATOMIC);
-        assert!(all.contains(Access::LOCAL_WRITE | Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC));
+        let all =
+            engine_access(ib::LOCAL_WRITE | ib::REMOTE_READ | ib::REMOTE_WRITE | ib::REMOTE_ATOMIC);
+        assert!(all.contains(
+            Access::LOCAL_WRITE
+                | Access::REMOTE_READ
+                | Access::REMOTE_WRITE
+                | Access::REMOTE_ATOMIC
+        ));
         let r = engine_access(ib::REMOTE_READ);
         assert!(r.contains(Access::REMOTE_READ));
         assert!(!r.contains(Access::REMOTE_WRITE));
@@ -1022,13 +1153,22 @@ mod tests {
 
     #[test]
     fn access_flag_rules() {
-        assert_eq!(check_access_flags(ib::LOCAL_WRITE | ib::REMOTE_WRITE), Ok(()));
+        assert_eq!(
+            check_access_flags(ib::LOCAL_WRITE | ib::REMOTE_WRITE),
+            Ok(())
+        );
         assert_eq!(check_access_flags(ib::REMOTE_READ), Ok(()));
-        assert_eq!(check_access_flags(ib::FLUSH_GLOBAL | ib::FLUSH_PERSISTENT), Ok(()));
+        assert_eq!(
+            check_access_flags(ib::FLUSH_GLOBAL | ib::FLUSH_PERSISTENT),
+            Ok(())
+        );
         assert_eq!(check_access_flags(ib::REMOTE_WRITE), Err(MrError::Access));
         assert_eq!(check_access_flags(ib::REMOTE_ATOMIC), Err(MrError::Access));
         assert_eq!(check_access_flags(ib::MW_BIND), Err(MrError::Access));
-        assert_eq!(check_access_flags(ib::ON_DEMAND | ib::LOCAL_WRITE), Err(MrError::Access));
+        assert_eq!(
+            check_access_flags(ib::ON_DEMAND | ib::LOCAL_WRITE),
+            Err(MrError::Access)
+        );
         assert_eq!(check_access_flags(ib::ZERO_BASED), Err(MrError::Access));
     }
 
@@ -1036,14 +1176,29 @@ mod tests {
     fn bounds_and_wrap() {
         assert_eq!(region_offset(0x1000, 0x1000, 0x1000, 0x1000), Ok(0));
         assert_eq!(region_offset(0x1000, 0x1000, 0x1800, 0x800), Ok(0x800));
-        assert_eq!(region_offset(0x1000, 0x1000, 0x1801, 0x800), Err(MrError::Bounds));
-        assert_eq!(region_offset(0x1000, 0x1000, 0xFFF, 1), Err(MrError::Bounds));
+        assert_eq!(
+            region_offset(0x1000, 0x1000, 0x1801, 0x800),
+            Err(MrError::Bounds)
+        );
+        assert_eq!(
+            region_offset(0x1000, 0x1000, 0xFFF, 1),
+            Err(MrError::Bounds)
+        );
         assert_eq!(region_offset(0x1000, 0x1000, 0x2000, 0), Ok(0x1000));
-        assert_eq!(region_offset(0x1000, 0x1000, 0x2001, 0), Err(MrError::Bounds));
+        assert_eq!(
+            region_offset(0x1000, 0x1000, 0x2001, 0),
+            Err(MrError::Bounds)
+        );
         assert_eq!(region_offset(0, u64::MAX, u64::MAX, 2), Err(MrError::Wrap));
-        assert_eq!(region_offset(0, u64::MAX, u64::MAX - 1, 1), Ok(u64::MAX - 1));
+        assert_eq!(
+            region_offset(0, u64::MAX, u64::MAX - 1, 1),
+            Ok(u64::MAX - 1)
+        );
         // A huge length cannot overflow the bounds arithmetic.
-        assert_eq!(region_offset(0x1000, 0x1000, 0x1000, u64::MAX - 0x1000), Err(MrError::Bounds));
+        assert_eq!(
+            region_offset(0x1000, 0x1000, 0x1000, u64::MAX - 0x1000),
+            Err(MrError::Bounds)
+        );
     }
 
     #[test]
@@ -1054,16 +1209,31 @@ mod tests {
         assert!(stag_index(stag) != 0);
         assert_eq!(mr.stag(), stag);
         // Invalid until registered: lookups see it invalid, copies fail.
-        assert_eq!(ddp::StagTable::lookup(&*table, stag).map(|r| r.valid), Some(false));
+        assert_eq!(
+            ddp::StagTable::lookup(&*table, stag).map(|r| r.valid),
+            Some(false)
+        );
         assert_eq!(table.copy_to_mr(stag, 0, &[1]), Err(MrError::InvalidStag));
         // Nothing mapped: a non-empty region is out of bounds.
-        let req = FastReg { key: stag | 0x5A, iova: 0x1000, length: 16, access: ib::LOCAL_WRITE };
+        let req = FastReg {
+            key: stag | 0x5A,
+            iova: 0x1000,
+            length: 16,
+            access: ib::LOCAL_WRITE,
+        };
         assert_eq!(mr.fast_register(7, &req), Err(MrError::Bounds));
         // Wrong PD, wrong index, bad rights.
         assert_eq!(mr.fast_register(8, &req), Err(MrError::Pd));
-        let other = FastReg { key: stag.wrapping_add(0x100), ..req };
+        let other = FastReg {
+            key: stag.wrapping_add(0x100),
+            ..req
+        };
         assert_eq!(mr.fast_register(7, &other), Err(MrError::InvalidStag));
-        let bad = FastReg { access: ib::REMOTE_WRITE, length: 0, ..req };
+        let bad = FastReg {
+            access: ib::REMOTE_WRITE,
+            length: 0,
+            ..req
+        };
         assert_eq!(mr.fast_register(7, &bad), Err(MrError::Access));
         // A zero-length registration needs no pages.
         let empty = FastReg { length: 0, ..req };
@@ -1094,7 +1264,15 @@ mod tests {
         let table = KBox::pin_init(StagTable::new(), GFP_KERNEL)?;
         let reg = |mr: &Arc<Mr>, key: u8| -> Result<u32> {
             let stag = table.insert(mr)? | u32::from(key);
-            mr.fast_register(7, &FastReg { key: stag, iova: 0, length: 0, access: ib::LOCAL_WRITE })?;
+            mr.fast_register(
+                7,
+                &FastReg {
+                    key: stag,
+                    iova: 0,
+                    length: 0,
+                    access: ib::LOCAL_WRITE,
+                },
+            )?;
             Ok(stag)
         };
         let a = Mr::new_fast_reg(7, 1)?;
@@ -1114,11 +1292,24 @@ mod tests {
         let sc = reg(&c, 0x33)?;
         assert_eq!(cache.with(sc, || table.get(sc), check(sc)), Ok(()));
         assert_eq!(cache.with(sb, || None, check(sb)), Ok(()));
-        assert_eq!(cache.with(sa, || None, check(sa)), Err(MrError::InvalidStag));
+        assert_eq!(
+            cache.with(sa, || None, check(sa)),
+            Err(MrError::InvalidStag)
+        );
         // Invalidated: the cached MR fails, so does the table's (the same).
         table.invalidate(sb, 7)?;
         let mut asked = false;
-        assert_eq!(cache.with(sb, || { asked = true; table.get(sb) }, check(sb)), Err(MrError::InvalidStag));
+        assert_eq!(
+            cache.with(
+                sb,
+                || {
+                    asked = true;
+                    table.get(sb)
+                },
+                check(sb)
+            ),
+            Err(MrError::InvalidStag)
+        );
         assert!(asked);
         // Deregistered while cached, its STag since naming another MR
         // (`get` plays the table: its cursor comes back to an index only
@@ -1129,7 +1320,10 @@ mod tests {
         let _ = reg(&d, 0x33)?;
         assert_eq!(c.check(sc, 7, 0, 0, 0), Err(MrError::InvalidStag));
         assert_eq!(cache.with(sc, || Some(d.clone()), check(sc)), Ok(()));
-        assert_eq!(cache.with(sc, || None, |mr: &Mr| Ok(core::ptr::eq(mr, &*d))), Ok(true));
+        assert_eq!(
+            cache.with(sc, || None, |mr: &Mr| Ok(core::ptr::eq(mr, &*d))),
+            Ok(true)
+        );
         for mr in [&a, &b, &d] {
             table.deregister(mr);
         }
@@ -1181,7 +1375,12 @@ impl Mr {
         let off = self.checks(&st, stag, Some(grant), to, len as u64)?;
         Ok(match &st.mem {
             Memory::Kernel(k) => k.ref_pages(to, len, out, crc),
-            Memory::Pages(p) => p.ref_pages(st.first_offset.checked_add(off).ok_or(MrError::Bounds)?, len, out, crc),
+            Memory::Pages(p) => p.ref_pages(
+                st.first_offset.checked_add(off).ok_or(MrError::Bounds)?,
+                len,
+                out,
+                crc,
+            ),
             Memory::None => return Err(MrError::InvalidStag),
         })
     }

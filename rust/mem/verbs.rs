@@ -68,7 +68,9 @@ impl MrOps<Rsiw> for Mr {
         access: u32,
         pages: MrPages,
     ) -> Result<Arc<Self>> {
-        new_mr(dev, || Mr::new_user(pd.id(), iova, length, offset, access, pages))
+        new_mr(dev, || {
+            Mr::new_user(pd.id(), iova, length, offset, access, pages)
+        })
     }
 
     /// A fast-register MR (`IB_MR_TYPE_MEM_REG`) for up to `max_num_sg`

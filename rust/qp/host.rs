@@ -111,8 +111,12 @@ fn gather(qp: &Qp, mrs: &MrCache, sges: &[Sge], buf: &mut [u8]) -> Result<(), Te
         }
         let n = (sge.len as usize).min(buf.len() - done);
         let dst = &mut buf[done..done + n];
-        mrs.with(sge.lkey, || stags.get(sge.lkey), |mr| mr.copy_from_as(sge.lkey, Grant::local(qp.pd, 0), sge.addr, dst))
-            .map_err(local_source_err)?;
+        mrs.with(
+            sge.lkey,
+            || stags.get(sge.lkey),
+            |mr| mr.copy_from_as(sge.lkey, Grant::local(qp.pd, 0), sge.addr, dst),
+        )
+        .map_err(local_source_err)?;
         done += n;
     }
     if done == buf.len() {
@@ -129,7 +133,11 @@ impl QpHost<'_> {
 
     /// Runs `f` on the MR `stag` names, through the stream's cache of
     /// recent MRs (see [`MrCache`]).
-    pub(crate) fn with_mr<R>(&self, stag: u32, f: impl FnMut(&Mr) -> Result<R, MrError>) -> Result<R, MrError> {
+    pub(crate) fn with_mr<R>(
+        &self,
+        stag: u32,
+        f: impl FnMut(&Mr) -> Result<R, MrError>,
+    ) -> Result<R, MrError> {
         self.st.mrs.with(stag, || self.stags().get(stag), f)
     }
 
@@ -153,18 +161,30 @@ impl QpHost<'_> {
                 continue;
             }
             let n = ((len - offset) as usize).min(want - done);
-            let addr = sge.addr.checked_add(offset).ok_or(error::rdmap::LOCAL_CATA)?;
+            let addr = sge
+                .addr
+                .checked_add(offset)
+                .ok_or(error::rdmap::LOCAL_CATA)?;
             let pd = self.qp.pd;
             match to_sges {
                 Some(data) => {
                     let need = access::LOCAL_WRITE;
-                    self.with_mr(sge.lkey, |mr| mr.copy_to_as(sge.lkey, Grant::local(pd, need), addr, &data[done..done + n]))
-                        .map_err(local_err)?;
+                    self.with_mr(sge.lkey, |mr| {
+                        mr.copy_to_as(
+                            sge.lkey,
+                            Grant::local(pd, need),
+                            addr,
+                            &data[done..done + n],
+                        )
+                    })
+                    .map_err(local_err)?;
                 }
                 None => {
                     let dst = &mut buf[done..done + n];
-                    self.with_mr(sge.lkey, |mr| mr.copy_from_as(sge.lkey, Grant::local(pd, 0), addr, dst))
-                        .map_err(local_err)?;
+                    self.with_mr(sge.lkey, |mr| {
+                        mr.copy_from_as(sge.lkey, Grant::local(pd, 0), addr, dst)
+                    })
+                    .map_err(local_err)?;
                 }
             }
             done += n;
@@ -202,7 +222,9 @@ impl QpHost<'_> {
 impl crate::ddp::StagTable for QpHost<'_> {
     fn lookup(&self, stag: u32) -> Option<Region> {
         // A cached MR whose key moved on is no answer: ask the table.
-        let mut r = self.with_mr(stag, |mr| mr.region(stag).ok_or(MrError::InvalidStag)).ok()?;
+        let mut r = self
+            .with_mr(stag, |mr| mr.region(stag).ok_or(MrError::InvalidStag))
+            .ok()?;
         // The peer has on this stream only the remote rights the QP
         // grants it (`IB_QP_ACCESS_FLAGS`; rdma_cm's iw_cm sets Write and
         // Read). Atomics are the MR's alone: iw_cm never sets the QP's
@@ -266,14 +288,26 @@ impl Host for QpHost<'_> {
                     QpStats::bump(&self.qp.stats.tx_msgs, 1);
                     // Built in the engine's place for it, after every
                     // call: the WR's one copy on its way to the engine.
-                    *out = SendWr { local: Local { handle, ..w.local }, flags, ..*w };
+                    *out = SendWr {
+                        local: Local { handle, ..w.local },
+                        flags,
+                        ..*w
+                    };
                     return true;
                 }
                 &SqeKind::RegMr { stag, ref req } => {
                     // No WR's local data is here now.
                     self.st.cur.handle = NO_HANDLE;
-                    let res = self.stags().get(stag).map(|mr| mr.fast_register(self.qp.pd, req));
-                    self.local_done(wr_id, signaled, WcOpcode::RegMr, matches!(res, Some(Ok(()))));
+                    let res = self
+                        .stags()
+                        .get(stag)
+                        .map(|mr| mr.fast_register(self.qp.pd, req));
+                    self.local_done(
+                        wr_id,
+                        signaled,
+                        WcOpcode::RegMr,
+                        matches!(res, Some(Ok(()))),
+                    );
                 }
                 &SqeKind::LocalInv { stag } => {
                     self.st.cur.handle = NO_HANDLE;
@@ -329,14 +363,21 @@ impl Host for QpHost<'_> {
         if !self.claim() {
             return None;
         }
-        self.st.claimed.as_ref().map(|r| RecvWr { wr_id: r.wr_id, len: r.len() })
+        self.st.claimed.as_ref().map(|r| RecvWr {
+            wr_id: r.wr_id,
+            len: r.len(),
+        })
     }
 
     fn rq_pop(&mut self) -> Option<RecvWr> {
         if !self.claim() {
             return None;
         }
-        let (wr_id, len, bad) = self.st.claimed.as_ref().map(|r| (r.wr_id, r.len(), r.bad))?;
+        let (wr_id, len, bad) = self
+            .st
+            .claimed
+            .as_ref()
+            .map(|r| (r.wr_id, r.len(), r.bad))?;
         self.st.claimed = None;
         self.st.recv_bad = bad.then_some(wr_id);
         Some(RecvWr { wr_id, len })
@@ -363,14 +404,21 @@ impl Host for QpHost<'_> {
         let (cq, opcode) = match c.queue {
             WorkQueue::Send => {
                 let placed = match c.opcode {
-                    CompOp::FetchAdd | CompOp::CmpSwap | CompOp::AtomicOther => self.st.atomic_done.take(),
+                    CompOp::FetchAdd | CompOp::CmpSwap | CompOp::AtomicOther => {
+                        self.st.atomic_done.take()
+                    }
                     _ => None,
                 };
                 // A flushed atomic had no result: the opcode of an error
                 // completion is best effort (the verbs leave it undefined).
                 let masked = match placed {
                     Some(m) if c.status != Status::Flushed => m,
-                    _ => self.st.cur.sqe.as_ref().is_some_and(|s| s.masked && c.wr_id == s.wr_id),
+                    _ => self
+                        .st
+                        .cur
+                        .sqe
+                        .as_ref()
+                        .is_some_and(|s| s.masked && c.wr_id == s.wr_id),
                 };
                 (self.qp.links.send_cq(), send_opcode(c.opcode, masked))
             }
@@ -383,7 +431,12 @@ impl Host for QpHost<'_> {
         // A process's ring entry that failed its checks: a local QP
         // operation error, whatever the engine made of it.
         let bad = match c.queue {
-            WorkQueue::Send => self.st.cur.sqe.as_ref().is_some_and(|s| s.invalid && s.wr_id == c.wr_id),
+            WorkQueue::Send => self
+                .st
+                .cur
+                .sqe
+                .as_ref()
+                .is_some_and(|s| s.invalid && s.wr_id == c.wr_id),
             WorkQueue::Recv => self.st.recv_bad.take_if(|id| *id == c.wr_id).is_some(),
         };
         if bad && status != WcStatus::WrFlushErr {
@@ -443,7 +496,10 @@ impl Host for QpHost<'_> {
         };
         if sqe.inline_len > 0 {
             let start = offset as usize;
-            let src = sqe.inline.get(start..start + dst.len()).ok_or(error::rdmap::LOCAL_CATA)?;
+            let src = sqe
+                .inline
+                .get(start..start + dst.len())
+                .ok_or(error::rdmap::LOCAL_CATA)?;
             dst.copy_from_slice(src);
             return Ok(());
         }
@@ -471,7 +527,14 @@ impl Host for QpHost<'_> {
             // into the entry's unused inline buffer. From here on the WR
             // is an inline one (read from there, never sent by reference).
             let (qp, st) = (self.qp, &mut *self.st);
-            let Some(Sqe { sges, num_sge, inline, inline_len, .. }) = st.cur.sqe.as_mut() else {
+            let Some(Sqe {
+                sges,
+                num_sge,
+                inline,
+                inline_len,
+                ..
+            }) = st.cur.sqe.as_mut()
+            else {
                 return Err(error::rdmap::LOCAL_CATA);
             };
             let sges = sges.get(..usize::from(*num_sge)).unwrap_or(&[]);
@@ -486,7 +549,8 @@ impl Host for QpHost<'_> {
             }
             let n = u64::from(sge.len).min(left);
             let pd = self.qp.pd;
-            self.with_mr(sge.lkey, |mr| mr.check(sge.lkey, pd, sge.addr, n, 0)).map_err(local_source_err)?;
+            self.with_mr(sge.lkey, |mr| mr.check(sge.lkey, pd, sge.addr, n, 0))
+                .map_err(local_source_err)?;
             left -= n;
         }
         if left == 0 {
@@ -496,14 +560,21 @@ impl Host for QpHost<'_> {
         }
     }
 
-    fn read_tagged(&mut self, stag: u32, reg: u64, to: u64, dst: &mut [u8]) -> Result<(), TermError> {
+    fn read_tagged(
+        &mut self,
+        stag: u32,
+        reg: u64,
+        to: u64,
+        dst: &mut [u8],
+    ) -> Result<(), TermError> {
         // Checked in full against the registration the request was
         // validated against: the MR may have changed since.
         let grant = Grant::validated(self.qp.pd, access::REMOTE_READ, reg);
         // A source that changed since its request is the remote
         // protection error the request's check would have given (RFC
         // 5040 7.2).
-        self.with_mr(stag, |mr| mr.copy_from_as(stag, grant, to, dst)).map_err(crate::mem::atomic::remote_err)
+        self.with_mr(stag, |mr| mr.copy_from_as(stag, grant, to, dst))
+            .map_err(crate::mem::atomic::remote_err)
     }
 
     fn place_tagged(&mut self, stag: u32, reg: u64, to: u64, data: &[u8]) -> Result<(), TermError> {
@@ -512,7 +583,8 @@ impl Host for QpHost<'_> {
         // Response's LOCAL_WRITE, and REMOTE_WRITE needs LOCAL_WRITE): the
         // rest of an FPDU may come long after its header.
         let grant = Grant::validated(self.qp.pd, access::LOCAL_WRITE, reg);
-        self.with_mr(stag, |mr| mr.copy_to_as(stag, grant, to, data)).map_err(tagged_sink_err)
+        self.with_mr(stag, |mr| mr.copy_to_as(stag, grant, to, data))
+            .map_err(tagged_sink_err)
     }
 
     fn place_recv(&mut self, _wr: &RecvWr, offset: u32, data: &[u8]) -> Result<(), TermError> {
@@ -538,7 +610,9 @@ impl Host for QpHost<'_> {
     }
 
     fn invalidate(&mut self, stag: u32) -> Result<(), TermError> {
-        self.stags().invalidate_remote(stag, self.qp.pd).map_err(|_| error::rdmap::CANT_INVALIDATE)
+        self.stags()
+            .invalidate_remote(stag, self.qp.pd)
+            .map_err(|_| error::rdmap::CANT_INVALIDATE)
     }
 
     fn invalidate_local(&mut self, stag: u32) -> Result<(), TermError> {
@@ -551,7 +625,11 @@ impl QpHost<'_> {
         if ok && !(signaled || self.qp.sig_all) {
             return;
         }
-        let status = if ok { WcStatus::Success } else { WcStatus::LocProtErr };
+        let status = if ok {
+            WcStatus::Success
+        } else {
+            WcStatus::LocProtErr
+        };
         self.send_wc(self.qp.wc(wr_id, op, status, 0));
     }
 
@@ -595,16 +673,26 @@ impl QpHost<'_> {
                     continue;
                 }
                 let n = ((sl - offset) as usize).min(len - done);
-                let addr = sge.addr.checked_add(offset).ok_or(error::rdmap::LOCAL_CATA)?;
+                let addr = sge
+                    .addr
+                    .checked_add(offset)
+                    .ok_or(error::rdmap::LOCAL_CATA)?;
                 let mr = stags.get(sge.lkey).ok_or(error::rdmap::PROT_UNSPECIFIED)?;
-                match mr.ref_pages(sge.lkey, Grant::local(qp.pd, 0), addr, n, refs, crc).map_err(local_source_err)? {
+                match mr
+                    .ref_pages(sge.lkey, Grant::local(qp.pd, 0), addr, n, refs, crc)
+                    .map_err(local_source_err)?
+                {
                     Some(c) => crc = c,
                     None => return Ok(None),
                 }
                 done += n;
                 offset = 0;
             }
-            if done == len { Ok(Some(crc)) } else { Err(error::rdmap::LOCAL_CATA) }
+            if done == len {
+                Ok(Some(crc))
+            } else {
+                Err(error::rdmap::LOCAL_CATA)
+            }
         })();
         match res {
             Ok(Some(c)) => Some(Ok(c)),
@@ -626,11 +714,22 @@ pub(crate) fn wire_opcode(wr: &SendWr, masked: bool) -> WcOpcode {
         Send { .. } | Immediate { .. } => WcOpcode::Send,
         Write { .. } | WriteImm { .. } => WcOpcode::RdmaWrite,
         Read { .. } => WcOpcode::RdmaRead,
-        Atomic { op: crate::engine::wire::atomic::AtomicOp::CmpSwap, .. } => {
-            if masked { WcOpcode::MaskedCompSwap } else { WcOpcode::CompSwap }
+        Atomic {
+            op: crate::engine::wire::atomic::AtomicOp::CmpSwap,
+            ..
+        } => {
+            if masked {
+                WcOpcode::MaskedCompSwap
+            } else {
+                WcOpcode::CompSwap
+            }
         }
         Atomic { .. } => {
-            if masked { WcOpcode::MaskedFetchAdd } else { WcOpcode::FetchAdd }
+            if masked {
+                WcOpcode::MaskedFetchAdd
+            } else {
+                WcOpcode::FetchAdd
+            }
         }
         Commit { .. } => WcOpcode::Flush,
     }
@@ -642,10 +741,18 @@ pub(crate) fn send_opcode(op: CompOp, masked: bool) -> WcOpcode {
         CompOp::Write | CompOp::WriteImm => WcOpcode::RdmaWrite,
         CompOp::Read => WcOpcode::RdmaRead,
         CompOp::FetchAdd | CompOp::AtomicOther => {
-            if masked { WcOpcode::MaskedFetchAdd } else { WcOpcode::FetchAdd }
+            if masked {
+                WcOpcode::MaskedFetchAdd
+            } else {
+                WcOpcode::FetchAdd
+            }
         }
         CompOp::CmpSwap => {
-            if masked { WcOpcode::MaskedCompSwap } else { WcOpcode::CompSwap }
+            if masked {
+                WcOpcode::MaskedCompSwap
+            } else {
+                WcOpcode::CompSwap
+            }
         }
         CompOp::Commit => WcOpcode::Flush,
         CompOp::Recv | CompOp::RecvImm => WcOpcode::Send,
@@ -664,7 +771,11 @@ pub(crate) fn wc_status(s: Status, q: WorkQueue) -> WcStatus {
         Status::Success => WcStatus::Success,
         Status::Flushed => WcStatus::WrFlushErr,
         Status::LocalError(e) if e.layer == error::Layer::Rdmap && e.etype == 0x1 => {
-            if q == WorkQueue::Send { WcStatus::LocProtErr } else { WcStatus::LocAccessErr }
+            if q == WorkQueue::Send {
+                WcStatus::LocProtErr
+            } else {
+                WcStatus::LocAccessErr
+            }
         }
         Status::LocalError(_) => WcStatus::LocQpOpErr,
         Status::CommitFailed(s) => crate::mem::commit::wc_status(s),
@@ -678,7 +789,12 @@ pub(crate) fn wc_status(s: Status, q: WorkQueue) -> WcStatus {
 /// invalid request, anything else a remote operation error.
 pub(crate) fn remote_wc_status(e: TermError) -> WcStatus {
     use error::{ddp, rdmap, Layer};
-    let invalid_request = [rdmap::UNEXPECTED_OPCODE, rdmap::INVALID_VERSION, ddp::U_INVALID_QN, ddp::U_INVALID_VERSION];
+    let invalid_request = [
+        rdmap::UNEXPECTED_OPCODE,
+        rdmap::INVALID_VERSION,
+        ddp::U_INVALID_QN,
+        ddp::U_INVALID_VERSION,
+    ];
     match (e.layer, e.etype) {
         (Layer::Rdmap, t) if t == rdmap::INVALID_STAG.etype => WcStatus::RemAccessErr,
         (Layer::Ddp, t) if t == ddp::T_INVALID_STAG.etype => WcStatus::RemAccessErr,

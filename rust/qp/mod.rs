@@ -33,8 +33,8 @@ mod verbs;
 
 pub(crate) use self::host::*;
 pub(crate) use self::sq::*;
-pub(crate) use self::table::*;
 pub(crate) use self::stats::QpStats;
+pub(crate) use self::table::*;
 #[cfg(rsiw_kunit)]
 pub(crate) use self::tx::{short_zc_send_once, short_zc_send_pending};
 
@@ -56,24 +56,24 @@ use kernel::{
 
 use self::{
     send_order::SendOrder,
-    srq::{Rqe, RecvQueue, Sge, MAX_SGE},
+    srq::{RecvQueue, Rqe, Sge, MAX_SGE},
 };
 use crate::{
+    cm::{CmEventSink, CmQp, Stream},
     cq::{Completion, WcOpcode, WcStatus},
-    device::{counters::HwCounter, Rsiw},
     ddp::Region,
+    device::{counters::HwCounter, Rsiw},
     engine::{
+        crc::Crc32c,
         error::{self, TermError},
         mpa::startup::StreamParams,
-        crc::Crc32c,
         qp::{
-            CompOp, Event, Host, Local, PayloadRef, Piece, QpConfig,
-            RecvWr, SendWr, State as EngineState, Status, TxPlan, WorkQueue,
+            CompOp, Event, Host, Local, PayloadRef, Piece, QpConfig, RecvWr, SendWr,
+            State as EngineState, Status, TxPlan, WorkQueue,
         },
         rdmap::AtomicPlan,
         wire::commit,
     },
-    cm::{CmEventSink, CmQp, Stream},
     ffi::{
         crc::ModuleCrc32c,
         ib::QpNotifier,
@@ -209,7 +209,8 @@ impl ZeroCopyTx {
         self.refs.reserve_total(ZC_SEGMENTS)?;
         self.batch.reserve_total(ZC_PIECES + ZC_SEGMENTS)?;
         if self.pieces.len() < ZC_PIECES {
-            self.pieces.resize(ZC_PIECES, Piece::Literal(0), GFP_KERNEL_ACCOUNT)?;
+            self.pieces
+                .resize(ZC_PIECES, Piece::Literal(0), GFP_KERNEL_ACCOUNT)?;
         }
         Ok(())
     }
@@ -362,8 +363,15 @@ pub(crate) struct QpInit {
 }
 
 /// Every QP state, indexed by [`state_index`] (`Qp::state_now`).
-const STATES: [QpState; 7] =
-    [QpState::Reset, QpState::Init, QpState::Rtr, QpState::Rts, QpState::Sqd, QpState::Sqe, QpState::Err];
+const STATES: [QpState; 7] = [
+    QpState::Reset,
+    QpState::Init,
+    QpState::Rtr,
+    QpState::Rts,
+    QpState::Sqd,
+    QpState::Sqe,
+    QpState::Err,
+];
 
 /// `s`'s index in [`STATES`].
 const fn state_index(s: QpState) -> u8 {
@@ -488,7 +496,10 @@ impl Qp {
         let rq = match (init.links.has_srq(), init.rq_ring) {
             (true, _) => None,
             (false, Some(ring)) => Some(RecvQueue::new_user(ring, init.max_recv_sge as usize)?),
-            (false, None) => Some(RecvQueue::new(init.max_recv_wr as usize, init.max_recv_sge as usize)?),
+            (false, None) => Some(RecvQueue::new(
+                init.max_recv_wr as usize,
+                init.max_recv_sge as usize,
+            )?),
         };
         let zc = ZeroCopyTx {
             from_pages: false,
@@ -507,7 +518,10 @@ impl Qp {
         let stream = StreamState {
             engine: None,
             host: HostState {
-                cur: CurWr { handle: 0, sqe: None },
+                cur: CurWr {
+                    handle: 0,
+                    sqe: None,
+                },
                 claimed: None,
                 recv_bad: None,
                 next_handle: 1,
@@ -518,7 +532,15 @@ impl Qp {
             },
             dead: false,
         };
-        let owned = TxOwned { copy: CopyTx { buf: KVec::new(), off: 0, len: 0, grow: false }, zc };
+        let owned = TxOwned {
+            copy: CopyTx {
+                buf: KVec::new(),
+                off: 0,
+                len: 0,
+                grow: false,
+            },
+            zc,
+        };
         Arc::pin_init(
             try_pin_init!(Qp {
                 qpn: init.qpn,
@@ -593,13 +615,17 @@ impl Qp {
     /// Write and Read besides what the QP had (see `cm::iw_cm::find_qp`).
     pub(crate) fn grant_connection_rights(&self) {
         use crate::ffi::mem::pages::access;
-        self.remote_access.fetch_or(access::REMOTE_WRITE | access::REMOTE_READ, Ordering::Relaxed);
+        self.remote_access.fetch_or(
+            access::REMOTE_WRITE | access::REMOTE_READ,
+            Ordering::Relaxed,
+        );
     }
 
     /// `modify_qp` with `IB_QP_ACCESS_FLAGS`: only the remote rights
     /// mean anything for a QP (`LOCAL_WRITE` is accepted and ignored).
     pub(crate) fn set_access_flags(&self, flags: u32) {
-        self.remote_access.store(flags & QP_REMOTE_RIGHTS, Ordering::Relaxed);
+        self.remote_access
+            .store(flags & QP_REMOTE_RIGHTS, Ordering::Relaxed);
     }
 
     pub(crate) fn qpn(&self) -> u32 {
@@ -617,7 +643,13 @@ impl Qp {
             Some(rq) => (rq.capacity() as u32, rq.max_sge() as u32),
             None => (0, 0),
         };
-        (send_wr, recv_wr, self.max_send_sge, recv_sge, self.max_inline)
+        (
+            send_wr,
+            recv_wr,
+            self.max_send_sge,
+            recv_sge,
+            self.max_inline,
+        )
     }
 
     #[cfg(rsiw_kunit)]
@@ -628,7 +660,10 @@ impl Qp {
 
     /// The QP's state: a snapshot, as it was when taken under the lock.
     pub(crate) fn ib_state(&self) -> QpState {
-        STATES.get(usize::from(self.state_now.load(Ordering::Acquire))).copied().unwrap_or(QpState::Err)
+        STATES
+            .get(usize::from(self.state_now.load(Ordering::Acquire)))
+            .copied()
+            .unwrap_or(QpState::Err)
     }
 
     /// Changes the state held in `cur` (under `ib_state`'s lock) to
@@ -651,8 +686,15 @@ impl Qp {
     #[cfg(rsiw_kunit)]
     pub(crate) fn negotiated(
         &self,
-    ) -> Option<(crate::engine::mpa::negotiate::Framing, Option<crate::engine::mpa::negotiate::RtrMode>)> {
-        self.stream.lock().engine.as_deref().map(|e| (e.framing(), e.rtr_mode()))
+    ) -> Option<(
+        crate::engine::mpa::negotiate::Framing,
+        Option<crate::engine::mpa::negotiate::RtrMode>,
+    )> {
+        self.stream
+            .lock()
+            .engine
+            .as_deref()
+            .map(|e| (e.framing(), e.rtr_mode()))
     }
 
     /// The TCP state of the QP's connection, for the self-tests.
@@ -774,7 +816,9 @@ impl Qp {
     /// that flush.
     pub(crate) fn flush_queues(self: &Arc<Self>) {
         if self.rings {
-            self.sq.lock().set_flag(crate::ffi::ib::abi::RING_ERROR, true);
+            self.sq
+                .lock()
+                .set_flag(crate::ffi::ib::abi::RING_ERROR, true);
             if let Some(rq) = self.rq.lock().as_ref() {
                 rq.set_error(true);
             }
@@ -829,7 +873,10 @@ impl Qp {
             SqeKind::RegMr { .. } => WcOpcode::RegMr,
             SqeKind::LocalInv { .. } => WcOpcode::LocalInv,
         };
-        let _ = self.links.send_cq().push(self.wc(sqe.wr_id, op, WcStatus::WrFlushErr, 0));
+        let _ = self
+            .links
+            .send_cq()
+            .push(self.wc(sqe.wr_id, op, WcStatus::WrFlushErr, 0));
     }
 
     // ---- state ---------------------------------------------------------
@@ -872,7 +919,9 @@ impl Qp {
                 // The works may run again (the QP may connect again).
                 self.works_closed.store(false, Ordering::SeqCst);
                 // Error is over: new entries are the QP's again.
-                self.sq.lock().set_flag(crate::ffi::ib::abi::RING_ERROR, false);
+                self.sq
+                    .lock()
+                    .set_flag(crate::ffi::ib::abi::RING_ERROR, false);
                 if let Some(rq) = self.rq.lock().as_ref() {
                     rq.set_error(false);
                 }
@@ -902,9 +951,15 @@ impl Qp {
         caller: Caller<'_>,
         body: impl FnOnce(&mut EngineCalls<'_>) -> R,
     ) -> R {
-        let mut calls = EngineCalls { qp: self, events: Events::default(), wants_tx: false };
+        let mut calls = EngineCalls {
+            qp: self,
+            events: Events::default(),
+            wants_tx: false,
+        };
         let r = body(&mut calls);
-        let EngineCalls { events, wants_tx, .. } = calls;
+        let EngineCalls {
+            events, wants_tx, ..
+        } = calls;
         match caller {
             Caller::TxRun(this) => this.handle_events(&events),
             Caller::Process(this) => this.after_engine(&events, wants_tx),
@@ -923,7 +978,9 @@ impl Qp {
         self: &Arc<Self>,
         f: impl FnOnce(&mut Engine, &mut QpHost<'_>) -> R,
     ) -> Option<R> {
-        self.engine_session(Caller::Process(self), |calls| calls.call(None, |e, h, _| f(e, h)))
+        self.engine_session(Caller::Process(self), |calls| {
+            calls.call(None, |e, h, _| f(e, h))
+        })
     }
 
     /// What follows a session's engine calls: their events, then the TX
@@ -977,7 +1034,13 @@ impl Qp {
                         counters.add(c, 1);
                     }
                     QpStats::add(&self.stats.terminate_sent, 1);
-                    crate::ffi::trace::terminate(self.qpn, true, err.layer as u8, err.etype, err.code);
+                    crate::ffi::trace::terminate(
+                        self.qpn,
+                        true,
+                        err.layer as u8,
+                        err.etype,
+                        err.code,
+                    );
                     st.1.failed = true;
                     st.1.terminate_sent = Some(*err);
                     self.set_state(&mut st.0, QpState::Err);
@@ -986,10 +1049,16 @@ impl Qp {
                     if crate::ffi::runtime::ratelimited() {
                         pr_warn!(
                             "qp {}: peer sent Terminate (layer {:?} type {:#x} code {:#04x})\n",
-                            self.qpn, t.layer, t.etype, t.code
+                            self.qpn,
+                            t.layer,
+                            t.etype,
+                            t.code
                         );
                     }
-                    self.links.device().counters().add(HwCounter::TerminateReceived, 1);
+                    self.links
+                        .device()
+                        .counters()
+                        .add(HwCounter::TerminateReceived, 1);
                     QpStats::add(&self.stats.terminate_received, 1);
                     crate::ffi::trace::terminate(self.qpn, false, t.layer as u8, t.etype, t.code);
                     st.1.failed = true;
@@ -1006,16 +1075,27 @@ impl Qp {
             // QP: the WRs are flushed, the iw_cm sees a disconnect. And one
             // QP_FATAL per failure: a reset after a Terminate is the same
             // failure.
-            let graceful = matches!(e, QpEvent::ConnectionLost) && self.quiet_end.load(Ordering::Acquire);
+            let graceful =
+                matches!(e, QpEvent::ConnectionLost) && self.quiet_end.load(Ordering::Acquire);
             let fatal = !was_failed
                 && !graceful
-                && matches!(e, QpEvent::LocalTerminate(_) | QpEvent::TerminateReceived(_) | QpEvent::ConnectionLost);
+                && matches!(
+                    e,
+                    QpEvent::LocalTerminate(_)
+                        | QpEvent::TerminateReceived(_)
+                        | QpEvent::ConnectionLost
+                );
             let now_err = st.0 == QpState::Err;
             drop(st);
             if now_err {
                 self.flush_queues();
             }
-            if matches!(e, QpEvent::LocalTerminate(_) | QpEvent::TerminateReceived(_) | QpEvent::ConnectionLost) {
+            if matches!(
+                e,
+                QpEvent::LocalTerminate(_)
+                    | QpEvent::TerminateReceived(_)
+                    | QpEvent::ConnectionLost
+            ) {
                 // Completions waiting for acknowledgements will not get
                 // them; the engine's flushes queued behind them.
                 self.drain_order();
@@ -1054,7 +1134,6 @@ impl Qp {
             }
         }
     }
-
 }
 
 /// Who acts on what a session of engine calls produced, once the stream
@@ -1093,7 +1172,12 @@ impl EngineCalls<'_> {
         let mut st = self.qp.stream.lock();
         let st = &mut *st;
         let engine = st.engine.as_deref_mut()?;
-        let mut host = QpHost { qp: self.qp, st: &mut st.host, events: &mut self.events, zc };
+        let mut host = QpHost {
+            qp: self.qp,
+            st: &mut st.host,
+            events: &mut self.events,
+            zc,
+        };
         let r = f(engine, &mut host, &mut st.dead);
         self.wants_tx |= engine.wants_tx();
         Some(r)
@@ -1108,4 +1192,7 @@ const _: () = assert!(MAX_IRD == crate::device::limits::DEFAULT_LIMITS.max_ird a
 // locks are larger) it fits the 2 KiB kmalloc cache with its reference
 // count. One octet more and every QP end takes 4 KiB.
 #[cfg(not(any(CONFIG_DEBUG_SPINLOCK, CONFIG_DEBUG_LOCK_ALLOC, CONFIG_DEBUG_MUTEXES)))]
-const _: () = assert!(core::mem::size_of::<Qp>() + 8 <= 2048, "struct Qp outgrew kmalloc-2k");
+const _: () = assert!(
+    core::mem::size_of::<Qp>() + 8 <= 2048,
+    "struct Qp outgrew kmalloc-2k"
+);

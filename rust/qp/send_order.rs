@@ -88,7 +88,16 @@ impl SendOrder {
     /// Room for `cap` completions (every outstanding send WR) once a
     /// ring is installed ([`Self::set_ring`]).
     pub(crate) fn new(cap: usize) -> Self {
-        Self { ring: KVVec::new(), cap: cap.max(1), head: 0, count: 0, next: 1, done_upto: 0, done: DoneSet::default(), deferred: 0 }
+        Self {
+            ring: KVVec::new(),
+            cap: cap.max(1),
+            head: 0,
+            count: 0,
+            next: 1,
+            done_upto: 0,
+            done: DoneSet::default(),
+            deferred: 0,
+        }
     }
 
     /// The ring of a stream that sends by page reference, allocated in
@@ -269,7 +278,10 @@ mod tests {
     use super::*;
 
     fn wc(id: u64) -> Completion {
-        Completion { wr_id: id, ..Completion::default() }
+        Completion {
+            wr_id: id,
+            ..Completion::default()
+        }
     }
 
     fn ids(v: &KVec<Completion>) -> KVec<u64> {
@@ -371,7 +383,15 @@ mod tests {
         let _b = o.new_batch();
         o.released(a, |w| got.push(w, GFP_KERNEL).unwrap());
         assert_eq!(&ids(&got)[..], &[1]);
-        assert!(o.route(Completion { status: WcStatus::WrFlushErr, ..wc(3) }, false).is_none());
+        assert!(o
+            .route(
+                Completion {
+                    status: WcStatus::WrFlushErr,
+                    ..wc(3)
+                },
+                false
+            )
+            .is_none());
         o.drain(|w| got.push(w, GFP_KERNEL).unwrap());
         assert_eq!(&ids(&got)[..], &[1, 2, 3]);
         assert_eq!(got[0].status, WcStatus::Success);

@@ -122,11 +122,23 @@ pub(crate) struct SendQueue {
 impl SendQueue {
     pub(crate) fn new(max_wr: usize) -> Result<Self> {
         // No room at all (`max_send_wr` 0): every post is refused.
-        Ok(Self { ring: KVVec::from_elem(None, max_wr, GFP_KERNEL_ACCOUNT)?, head: 0, count: 0, user: None, flush_left: NO_PASS })
+        Ok(Self {
+            ring: KVVec::from_elem(None, max_wr, GFP_KERNEL_ACCOUNT)?,
+            head: 0,
+            count: 0,
+            user: None,
+            flush_left: NO_PASS,
+        })
     }
 
     pub(crate) fn new_user(user: UserSq) -> Self {
-        Self { ring: KVVec::new(), head: 0, count: 0, user: Some(user), flush_left: NO_PASS }
+        Self {
+            ring: KVVec::new(),
+            head: 0,
+            count: 0,
+            user: Some(user),
+            flush_left: NO_PASS,
+        }
     }
 
     /// Entries the queue holds at most.
@@ -247,7 +259,9 @@ impl SendQueue {
         if let Some(u) = self.user.as_mut() {
             match u.ring.take() {
                 None => return false,
-                Some(Entry::Posted(e)) => super::verbs::convert_user_send_into(&e, u.max_sge, u.max_inline, dst),
+                Some(Entry::Posted(e)) => {
+                    super::verbs::convert_user_send_into(&e, u.max_sge, u.max_inline, dst)
+                }
                 Some(Entry::Broken) => *dst = Some(super::verbs::invalid_sqe(0)),
             }
             return true;

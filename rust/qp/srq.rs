@@ -13,8 +13,8 @@ pub(crate) use crate::ffi::ib::{Sge, SrqAttr};
 use crate::{
     device::{verbs::Pd, Device, Rsiw, DEFAULT_LIMITS},
     ffi::ib::{
-        abi, rsiw_create_srq_req, rsiw_create_srq_resp, rsiw_rqe, RecvWrRef, SrqAttrMask, SrqNotifier, SrqOps,
-        SrqSlot, Udata,
+        abi, rsiw_create_srq_req, rsiw_create_srq_resp, rsiw_rqe, RecvWrRef, SrqAttrMask,
+        SrqNotifier, SrqOps, SrqSlot, Udata,
     },
     ffi::sync::{new_spinlock_irq, SpinLockIrq},
     ring::{Entry, WqRing},
@@ -42,7 +42,11 @@ impl Rqe {
         if sges.len() > MAX_SGE {
             return Err(EINVAL);
         }
-        let mut rqe = Rqe { wr_id, num_sge: sges.len() as u8, ..Rqe::default() };
+        let mut rqe = Rqe {
+            wr_id,
+            num_sge: sges.len() as u8,
+            ..Rqe::default()
+        };
         rqe.sge[..sges.len()].copy_from_slice(sges);
         Ok(rqe)
     }
@@ -67,7 +71,11 @@ impl Rqe {
             return;
         }
         for (d, s) in self.sge.iter_mut().zip(&r.sge[..n]) {
-            *d = Sge { addr: s.addr, len: s.length, lkey: s.lkey };
+            *d = Sge {
+                addr: s.addr,
+                len: s.length,
+                lkey: s.lkey,
+            };
         }
         self.num_sge = n as u8;
         self.bad = false;
@@ -79,7 +87,9 @@ impl Rqe {
 
     /// Total buffer length (saturating).
     pub(crate) fn len(&self) -> u32 {
-        self.sges().iter().fold(0u32, |a, s| a.saturating_add(s.len))
+        self.sges()
+            .iter()
+            .fold(0u32, |a, s| a.saturating_add(s.len))
     }
 }
 
@@ -108,7 +118,14 @@ impl RecvQueue {
         if max_sge > MAX_SGE {
             return Err(EINVAL);
         }
-        Ok(Self { ring: KVVec::from_elem(Rqe::default(), max_wr, GFP_KERNEL_ACCOUNT)?, head: 0, count: 0, max_sge, user: None, flush_left: NO_PASS })
+        Ok(Self {
+            ring: KVVec::from_elem(Rqe::default(), max_wr, GFP_KERNEL_ACCOUNT)?,
+            head: 0,
+            count: 0,
+            max_sge,
+            user: None,
+            flush_left: NO_PASS,
+        })
     }
 
     /// A process's receive ring of WRs of up to `max_sge` SGEs.
@@ -116,7 +133,14 @@ impl RecvQueue {
         if max_sge > MAX_SGE {
             return Err(EINVAL);
         }
-        Ok(Self { ring: KVVec::new(), head: 0, count: 0, max_sge, user: Some(ring), flush_left: NO_PASS })
+        Ok(Self {
+            ring: KVVec::new(),
+            head: 0,
+            count: 0,
+            max_sge,
+            user: Some(ring),
+            flush_left: NO_PASS,
+        })
     }
 
     /// Takes a process's ring away (the queue is empty from then on).
@@ -226,8 +250,15 @@ impl RecvQueue {
         if let Some(r) = self.user.as_mut() {
             match r.take() {
                 None => return false,
-                Some(Entry::Posted(e)) => dst.get_or_insert_with(Rqe::default).set_from_user(&e, self.max_sge),
-                Some(Entry::Broken) => *dst = Some(Rqe { bad: true, ..Rqe::default() }),
+                Some(Entry::Posted(e)) => dst
+                    .get_or_insert_with(Rqe::default)
+                    .set_from_user(&e, self.max_sge),
+                Some(Entry::Broken) => {
+                    *dst = Some(Rqe {
+                        bad: true,
+                        ..Rqe::default()
+                    })
+                }
             }
             return true;
         }
@@ -352,7 +383,11 @@ mod tests {
     use super::*;
 
     fn sge(n: u32) -> Sge {
-        Sge { addr: 0x1000 * u64::from(n), len: n, lkey: 0x100 }
+        Sge {
+            addr: 0x1000 * u64::from(n),
+            len: n,
+            lkey: 0x100,
+        }
     }
 
     #[test]
@@ -363,7 +398,16 @@ mod tests {
         let many = [sge(1); MAX_SGE + 1];
         assert_eq!(Rqe::new(1, &many).err(), Some(EINVAL));
         assert_eq!(Rqe::new(1, &[])?.len(), 0);
-        let big = Rqe::new(1, &[Sge { len: u32::MAX, ..sge(1) }, sge(5)])?;
+        let big = Rqe::new(
+            1,
+            &[
+                Sge {
+                    len: u32::MAX,
+                    ..sge(1)
+                },
+                sge(5),
+            ],
+        )?;
         assert_eq!(big.len(), u32::MAX);
         Ok(())
     }
@@ -401,12 +445,17 @@ impl SrqOps<Rsiw> for Srq {
         udata: Option<&mut Udata<'_>>,
     ) -> Result {
         let l = dev.limits();
-        if attr.max_wr == 0 || attr.max_wr > l.max_srq_wr || attr.max_sge > l.max_sge || attr.srq_limit > attr.max_wr
+        if attr.max_wr == 0
+            || attr.max_wr > l.max_srq_wr
+            || attr.max_sge > l.max_sge
+            || attr.srq_limit > attr.max_wr
         {
             return Err(EINVAL);
         }
         let (ring, max_wr) = match udata {
-            Some(u) if u.read_create_req::<rsiw_create_srq_req>()?.flags & abi::CREATE_RINGS != 0 => {
+            Some(u)
+                if u.read_create_req::<rsiw_create_srq_req>()?.flags & abi::CREATE_RINGS != 0 =>
+            {
                 let ring = WqRing::<rsiw_rqe>::new(u, attr.max_wr)?;
                 u.write(&rsiw_create_srq_resp { rq: ring.info() })?;
                 let n = ring.entries();
@@ -415,9 +464,16 @@ impl SrqOps<Rsiw> for Srq {
             _ => (None, attr.max_wr),
         };
         dev.alloc_srq()?;
-        Srq::new(pd.id(), max_wr, attr.max_sge, attr.srq_limit, notifier, ring)
-            .and_then(|init| slot.pin_init(init))
-            .inspect_err(|_| dev.dealloc_srq())
+        Srq::new(
+            pd.id(),
+            max_wr,
+            attr.max_sge,
+            attr.srq_limit,
+            notifier,
+            ring,
+        )
+        .and_then(|init| slot.pin_init(init))
+        .inspect_err(|_| dev.dealloc_srq())
     }
 
     fn destroy(&self, dev: &Device) {
@@ -448,6 +504,10 @@ impl SrqOps<Rsiw> for Srq {
 
     /// Nothing to do: QPs take from the ring when a message arrives.
     fn doorbell(&self) -> Result {
-        if self.inner.lock().rq.is_user() { Ok(()) } else { Err(EINVAL) }
+        if self.inner.lock().rq.is_user() {
+            Ok(())
+        } else {
+            Err(EINVAL)
+        }
     }
 }

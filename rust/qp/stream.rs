@@ -35,8 +35,12 @@ impl Qp {
         self.tx.fin_pending.store(false, Ordering::Release);
         // The active side attaches from the CM's work item: what the
         // stream allocates is charged to the QP's creator all the same.
-        let mut engine =
-            self.memcg.charge(|| KBox::new(Engine::new(QpConfig { pd: self.pd, emss }), GFP_KERNEL_ACCOUNT))?;
+        let mut engine = self.memcg.charge(|| {
+            KBox::new(
+                Engine::new(QpConfig { pd: self.pd, emss }),
+                GFP_KERNEL_ACCOUNT,
+            )
+        })?;
         // IRD/ORD clamped to the engine's queues (MAX_IRD, MAX_ORD).
         engine.establish_params(params);
         let local = sock.local_route();
@@ -67,8 +71,12 @@ impl Qp {
             zc.refs.clear();
         }
         // A stream whose pages TCP copies starts on copying rounds.
-        self.zc.copies.store(zc_min.is_some() && tcp_copies, Ordering::Release);
-        self.zc.on.store(zc_min.is_some() && !tcp_copies, Ordering::Release);
+        self.zc
+            .copies
+            .store(zc_min.is_some() && tcp_copies, Ordering::Release);
+        self.zc
+            .on
+            .store(zc_min.is_some() && !tcp_copies, Ordering::Release);
         self.stream.lock().engine = Some(engine);
         self.enter(QpState::Rts);
         // Hook first, then read what arrived before: nothing is lost.
@@ -108,7 +116,12 @@ impl Qp {
     /// iw_cm's DISCONNECT and CLOSE, no `IB_EVENT_QP_FATAL`.
     pub(super) fn close_timed_out(self: &Arc<Self>) {
         let draining = self.ib_state() == QpState::Sqd
-            && self.stream.lock().engine.as_deref().is_some_and(|e| !e.is_done());
+            && self
+                .stream
+                .lock()
+                .engine
+                .as_deref()
+                .is_some_and(|e| !e.is_done());
         if draining {
             self.fail();
         }
@@ -200,7 +213,11 @@ impl Qp {
         let mut waited_s = 0u32;
         while !wait_ms(10_000, idle) {
             waited_s = waited_s.saturating_add(10);
-            pr_warn!("qp {}: teardown has waited {} s for its TX/RX work\n", self.qpn, waited_s);
+            pr_warn!(
+                "qp {}: teardown has waited {} s for its TX/RX work\n",
+                self.qpn,
+                waited_s
+            );
         }
         {
             // The unsent batch and the spare notification hold references
@@ -250,8 +267,16 @@ impl Qp {
 /// placement lookups and its CRC call on both ends whatever its size (a
 /// 64 KiB message is 45 FPDUs at MTU 1500, 3 at 16 segments).
 fn fpdu_emss(mss: u32, local: bool) -> usize {
-    let segs = if local { crate::module_parameters::fpdu_segs_local.value().clamp(1, 64) } else { 1 };
-    (mss.clamp(536, 65495) as usize).saturating_mul(segs as usize).min(65495)
+    let segs = if local {
+        crate::module_parameters::fpdu_segs_local
+            .value()
+            .clamp(1, 64)
+    } else {
+        1
+    };
+    (mss.clamp(536, 65495) as usize)
+        .saturating_mul(segs as usize)
+        .min(65495)
 }
 
 impl CmQp for Qp {
@@ -266,7 +291,11 @@ impl CmQp for Qp {
             pr_info!(
                 "qp {} connected as {}: CRC {}, markers tx {} rx {}, IRD {} ORD {}, RTR {:?}\n",
                 self.qpn,
-                if p.initiator { "initiator" } else { "responder" },
+                if p.initiator {
+                    "initiator"
+                } else {
+                    "responder"
+                },
                 if p.framing.crc { "on" } else { "off" },
                 p.framing.markers_tx,
                 p.framing.markers_rx,
@@ -303,7 +332,10 @@ impl SocketEvents for Qp {
         if self.rx.local.load(Ordering::Relaxed) {
             let min = crate::module_parameters::rx_offload_min.value();
             let forced = self.rx_work_forced();
-            if min != 0 && rx.queued() >= min && (forced || rx.in_process() && !self.rx_work_held_off()) {
+            if min != 0
+                && rx.queued() >= min
+                && (forced || rx.in_process() && !self.rx_work_held_off())
+            {
                 if let Some(this) = self.links.qp_arc() {
                     if this.rx_offload() {
                         return;
@@ -331,7 +363,10 @@ impl SocketEvents for Qp {
             // the peer's close) before that segment's `data_ready`.
             self.rx_queued(rx);
             // FIN received (a reset leaves the socket in Close).
-            if matches!(state, TcpState::CloseWait | TcpState::Closing | TcpState::LastAck | TcpState::TimeWait) {
+            if matches!(
+                state,
+                TcpState::CloseWait | TcpState::Closing | TcpState::LastAck | TcpState::TimeWait
+            ) {
                 self.quiet_end.store(true, Ordering::Release);
             }
             let was_done = self.engine_session(Caller::Callback, |calls| {
@@ -356,7 +391,9 @@ impl Qp {
     /// Hands the socket's queued data to the engine (inside a socket
     /// callback, where `self` is the `Arc<Qp>` the hook holds).
     pub(crate) fn rx_queued(&self, rx: &SockRx<'_>) {
-        self.engine_session(Caller::Callback, |calls| rx.read(&mut |chunk| self.rx_engine(calls, chunk)));
+        self.engine_session(Caller::Callback, |calls| {
+            rx.read(&mut |chunk| self.rx_engine(calls, chunk))
+        });
     }
 
     /// Self-tests: bulk goes to the RX work also when a kernel thread sent
@@ -429,7 +466,9 @@ impl Qp {
         // raised the busy-polling latency: Documentation/performance.md.)
         let now = clock_us();
         if now.wrapping_sub(self.rx.queued_at.load(Ordering::Relaxed)) > RX_WORK_LATE_US {
-            self.rx.inline_until.store(now.wrapping_add(RX_INLINE_HOLD_US), Ordering::Relaxed);
+            self.rx
+                .inline_until
+                .store(now.wrapping_add(RX_INLINE_HOLD_US), Ordering::Relaxed);
         }
         self.rx_read();
         self.rx.running.store(false, Ordering::SeqCst);
@@ -444,8 +483,15 @@ impl Qp {
             // this work's own `data_ready` calls.
             let before = self.stats.rx_bytes.load(Ordering::Relaxed);
             s.read(&mut |chunk| self.rx_engine(calls, chunk));
-            let n = self.stats.rx_bytes.load(Ordering::Relaxed).wrapping_sub(before);
-            self.links.device().counters().add(HwCounter::RxWorkOctets, n);
+            let n = self
+                .stats
+                .rx_bytes
+                .load(Ordering::Relaxed)
+                .wrapping_sub(before);
+            self.links
+                .device()
+                .counters()
+                .add(HwCounter::RxWorkOctets, n);
         });
     }
 }
@@ -465,7 +511,9 @@ mod tests {
 
     #[test]
     fn fpdus_span_segments_only_on_local_routes() {
-        let segs = crate::module_parameters::fpdu_segs_local.value().clamp(1, 64) as usize;
+        let segs = crate::module_parameters::fpdu_segs_local
+            .value()
+            .clamp(1, 64) as usize;
         // A route off the host: one TCP segment per FPDU (RFC 5044).
         assert_eq!(fpdu_emss(1448, false), 1448);
         assert_eq!(fpdu_emss(8948, false), 8948);

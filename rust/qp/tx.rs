@@ -37,7 +37,12 @@ impl Qp {
     /// process busy-polling its CQ ring then does not have to yield its
     /// CPU to a kernel worker for its sends to leave.
     pub(crate) fn tx_inline(self: &Arc<Self>) {
-        if self.tx.running.compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
+        if self
+            .tx
+            .running
+            .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+        {
             self.tx_rounds();
         } else {
             self.kick();
@@ -49,7 +54,12 @@ impl Qp {
     /// stops; if it stopped meanwhile, this one runs after all.
     fn tx_acquire(&self) -> bool {
         loop {
-            if self.tx.running.compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
+            if self
+                .tx
+                .running
+                .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+            {
                 return true;
             }
             self.tx.missed.store(true, Ordering::SeqCst);
@@ -85,7 +95,9 @@ impl Qp {
         }
         // Read first: the swap is a locked instruction, and the flag is
         // almost never set.
-        if self.tx.close_expired.load(Ordering::Relaxed) && self.tx.close_expired.swap(false, Ordering::AcqRel) {
+        if self.tx.close_expired.load(Ordering::Relaxed)
+            && self.tx.close_expired.swap(false, Ordering::AcqRel)
+        {
             self.close_timed_out();
         }
         if self.ib_state() == QpState::Err {
@@ -152,60 +164,64 @@ impl Qp {
         // more (see `TX_BUF`).
         let want = if tx.grow { TX_BUF } else { TX_BUF_SMALL };
         if tx.buf.len() < want && !tx.pending() {
-            if let Ok(buf) = self.memcg.charge(|| KVec::from_elem(0u8, want, GFP_KERNEL_ACCOUNT)) {
+            if let Ok(buf) = self
+                .memcg
+                .charge(|| KVec::from_elem(0u8, want, GFP_KERNEL_ACCOUNT))
+            {
                 tx.buf = buf;
             }
         }
         let mut failed_out = false;
         let mut drained = false;
         let have = self.engine_session(Caller::TxRun(self), |calls| {
-            calls.call(None, |engine, host, dead| {
-                if *dead {
-                    return false;
-                }
-                if tx.pending() {
-                    return true;
-                }
-                tx.off = 0;
-                tx.len = 0;
-                if tx.buf.is_empty() {
-                    // The process-context allocation failed: try here.
-                    if let Ok(buf) = KVec::from_elem(0u8, TX_BUF_SMALL, GFP_ATOMIC) {
-                        tx.buf = buf;
+            calls
+                .call(None, |engine, host, dead| {
+                    if *dead {
+                        return false;
                     }
-                }
-                if tx.buf.is_empty() {
-                    return false; // no buffer (the allocation failed): next round
-                }
-                let n = engine.tx(host, &ModuleCrc32c, &mut tx.buf);
-                // The buffer, not the engine, ended the round: bulk. A
-                // stream whose pages TCP copies sends it from the pages
-                // from the next round on (and grows its buffer only for
-                // bulk that cannot go from them, `zc_plan`); any other
-                // grows its buffer.
-                if n == tx.buf.len() || engine.wants_tx() {
-                    if self.zc.copies.load(Ordering::Relaxed) {
-                        self.zc.on.store(true, Ordering::Relaxed);
-                    } else if tx.buf.len() < TX_BUF {
-                        tx.grow = true;
+                    if tx.pending() {
+                        return true;
                     }
-                }
-                // Room was left and nothing is half sent: the engine had no
-                // more to give (another post meanwhile finds this run going
-                // and has it run again, `TxCtl::missed`).
-                drained = n < tx.buf.len() && !engine.wants_tx() && !engine.is_done();
-                if n == 0 && engine.state() == EngineState::Error {
-                    // The Terminate, if any, is in the socket: flush what
-                    // was posted while the stream failed, then close the
-                    // LLP stream (a Terminate is the stream's last message).
-                    engine.flush(host);
-                    *dead = true;
-                    failed_out = true;
-                }
-                tx.len = n;
-                n > 0
-            })
-            .unwrap_or(false)
+                    tx.off = 0;
+                    tx.len = 0;
+                    if tx.buf.is_empty() {
+                        // The process-context allocation failed: try here.
+                        if let Ok(buf) = KVec::from_elem(0u8, TX_BUF_SMALL, GFP_ATOMIC) {
+                            tx.buf = buf;
+                        }
+                    }
+                    if tx.buf.is_empty() {
+                        return false; // no buffer (the allocation failed): next round
+                    }
+                    let n = engine.tx(host, &ModuleCrc32c, &mut tx.buf);
+                    // The buffer, not the engine, ended the round: bulk. A
+                    // stream whose pages TCP copies sends it from the pages
+                    // from the next round on (and grows its buffer only for
+                    // bulk that cannot go from them, `zc_plan`); any other
+                    // grows its buffer.
+                    if n == tx.buf.len() || engine.wants_tx() {
+                        if self.zc.copies.load(Ordering::Relaxed) {
+                            self.zc.on.store(true, Ordering::Relaxed);
+                        } else if tx.buf.len() < TX_BUF {
+                            tx.grow = true;
+                        }
+                    }
+                    // Room was left and nothing is half sent: the engine had no
+                    // more to give (another post meanwhile finds this run going
+                    // and has it run again, `TxCtl::missed`).
+                    drained = n < tx.buf.len() && !engine.wants_tx() && !engine.is_done();
+                    if n == 0 && engine.state() == EngineState::Error {
+                        // The Terminate, if any, is in the socket: flush what
+                        // was posted while the stream failed, then close the
+                        // LLP stream (a Terminate is the stream's last message).
+                        engine.flush(host);
+                        *dead = true;
+                        failed_out = true;
+                    }
+                    tx.len = n;
+                    n > 0
+                })
+                .unwrap_or(false)
         });
         if failed_out {
             // The stream ended with our Terminate.
@@ -257,7 +273,9 @@ impl Qp {
     /// Everything the engine produced has left: the FIN, if the stream's
     /// end asked for one.
     fn fin_if_pending(&self) {
-        if self.tx.fin_pending.load(Ordering::Relaxed) && self.tx.fin_pending.swap(false, Ordering::AcqRel) {
+        if self.tx.fin_pending.load(Ordering::Relaxed)
+            && self.tx.fin_pending.swap(false, Ordering::AcqRel)
+        {
             self.shutdown_sock();
         }
     }
@@ -288,7 +306,9 @@ impl Qp {
     /// Overrides `zcopy_min` for the next stream (`None`: the parameter).
     #[cfg(rsiw_kunit)]
     pub(crate) fn set_zcopy_min(&self, min: Option<u32>) {
-        self.hooks.zc_min.store(min.unwrap_or(u32::MAX), Ordering::Relaxed);
+        self.hooks
+            .zc_min
+            .store(min.unwrap_or(u32::MAX), Ordering::Relaxed);
     }
 
     /// Zero-copy statistics: octets sent by reference, literal octets
@@ -297,7 +317,11 @@ impl Qp {
     #[cfg(rsiw_kunit)]
     pub(crate) fn zcopy_stats(&self) -> (u64, u64, u64) {
         let owned = self.tx.owned.lock();
-        (owned.zc.ref_octets, owned.zc.literal_octets, self.zc.deferred.load(Ordering::Relaxed))
+        (
+            owned.zc.ref_octets,
+            owned.zc.literal_octets,
+            self.zc.deferred.load(Ordering::Relaxed),
+        )
     }
 
     /// The stream is over: deliver every waiting send completion (a flush
@@ -347,7 +371,11 @@ enum Planned {
     Rest,
     /// A new plan of `n` octets in `pieces` pieces; `no_pages`: it took no
     /// page.
-    New { n: usize, pieces: usize, no_pages: bool },
+    New {
+        n: usize,
+        pieces: usize,
+        no_pages: bool,
+    },
 }
 
 /// What a zero-copy round sends (`Qp::zc_plan`).
@@ -398,7 +426,9 @@ impl Qp {
     /// context (the plan runs under the stream lock). False if one is
     /// missing: the round copies.
     fn zc_prepare(&self, zc: &mut ZeroCopyTx) -> bool {
-        let ready = self.memcg.charge(|| zc.lit.ensure(ZC_LITERAL_MIN).is_ok() && zc.ensure_lists().is_ok());
+        let ready = self
+            .memcg
+            .charge(|| zc.lit.ensure(ZC_LITERAL_MIN).is_ok() && zc.ensure_lists().is_ok());
         if !ready {
             return false;
         }
@@ -427,7 +457,17 @@ impl Qp {
         let TxOwned { copy, zc } = owned;
         let mut failed_out = false;
         let planned = {
-            let ZeroCopyTx { tcp_copies, copy_batch, to_copy, lit, refs, pieces, batch, notif, .. } = &mut *zc;
+            let ZeroCopyTx {
+                tcp_copies,
+                copy_batch,
+                to_copy,
+                lit,
+                refs,
+                pieces,
+                batch,
+                notif,
+                ..
+            } = &mut *zc;
             self.engine_session(Caller::TxRun(self), |calls| {
                 calls
                     .call(Some(refs), |engine, host, dead| {
@@ -475,9 +515,15 @@ impl Qp {
                                 *dead = true;
                                 failed_out = true;
                             }
-                            Planned::New { n, pieces: np, no_pages }
+                            Planned::New {
+                                n,
+                                pieces: np,
+                                no_pages,
+                            }
                         };
-                        self.zc.deferred.store(host.st.order.deferred(), Ordering::Relaxed);
+                        self.zc
+                            .deferred
+                            .store(host.st.order.deferred(), Ordering::Relaxed);
                         planned
                     })
                     .unwrap_or(Planned::Nothing)
@@ -506,13 +552,18 @@ impl Qp {
             ok &= match *piece {
                 Piece::Literal(l) => {
                     zc.literal_octets += l as u64;
-                    zc.lit.take(l).is_some_and(|seg| zc.batch.segments().push(seg).is_ok())
+                    zc.lit
+                        .take(l)
+                        .is_some_and(|seg| zc.batch.segments().push(seg).is_ok())
                 }
                 Piece::Host(l) => {
                     zc.ref_octets += l as u64;
                     if !zc.tcp_copies {
                         QpStats::bump(&self.stats.tx_zcopy_bytes, l as u64);
-                        self.links.device().counters().add(HwCounter::TxZcopyOctets, l as u64);
+                        self.links
+                            .device()
+                            .counters()
+                            .add(HwCounter::TxZcopyOctets, l as u64);
                     }
                     refs.move_front(l, zc.batch.segments())
                 }
@@ -571,7 +622,10 @@ static SHORT_ZC_SEND: core::sync::atomic::AtomicU64 = core::sync::atomic::Atomic
 #[cfg(rsiw_kunit)]
 pub(crate) fn short_zc_send_once(qpn: u32, octets: u32, no_pages: bool) {
     let only = if no_pages { 1u64 << 31 } else { 0 };
-    SHORT_ZC_SEND.store((u64::from(qpn) << 32) | only | u64::from(octets & 0x7fff_ffff), Ordering::Release);
+    SHORT_ZC_SEND.store(
+        (u64::from(qpn) << 32) | only | u64::from(octets & 0x7fff_ffff),
+        Ordering::Release,
+    );
 }
 
 /// Self-tests: whether the round armed by [`short_zc_send_once`] is still
@@ -593,7 +647,9 @@ impl Qp {
             if armed != 0
                 && armed >> 32 == u64::from(self.qpn)
                 && (no_pages || armed & (1 << 31) == 0)
-                && SHORT_ZC_SEND.compare_exchange(armed, 0, Ordering::AcqRel, Ordering::Relaxed).is_ok()
+                && SHORT_ZC_SEND
+                    .compare_exchange(armed, 0, Ordering::AcqRel, Ordering::Relaxed)
+                    .is_ok()
             {
                 return (armed & 0x7fff_ffff) as usize;
             }

@@ -13,7 +13,6 @@ use super::{
     Qp, QpInit, QpLinks, Sqe, SqeKind, MAX_INLINE, MAX_IRD, MAX_ORD,
 };
 use crate::{
-    ring::WqRing,
     device::{verbs::Pd, Device, Rsiw},
     engine::{
         qp::{Flags, Local, Remote, SendOp, SendWr},
@@ -23,8 +22,11 @@ use crate::{
         },
     },
     ffi::ib::{
-        abi, rsiw_create_qp_req, rsiw_create_qp_resp, rsiw_rqe, rsiw_sqe, AtomicFields, QpAttr, Udata, QpAttrMod, QpCaps, QpInitAttr, QpNotifier, QpOps, RecvWrRef, ResAttrs, SendWrRef, WrOpcode,
+        abi, rsiw_create_qp_req, rsiw_create_qp_resp, rsiw_rqe, rsiw_sqe, AtomicFields, QpAttr,
+        QpAttrMod, QpCaps, QpInitAttr, QpNotifier, QpOps, RecvWrRef, ResAttrs, SendWrRef, Udata,
+        WrOpcode,
     },
+    ring::WqRing,
 };
 
 /// The `IB_QP_ACCESS_FLAGS` bits a consumer may pass: the rights, and
@@ -67,9 +69,15 @@ impl QpOps<Rsiw> for Qp {
             return Err(EINVAL);
         }
         let (sq_ring, rq_ring) = match udata {
-            Some(u) if u.read_create_req::<rsiw_create_qp_req>()?.flags & abi::CREATE_RINGS != 0 => {
+            Some(u)
+                if u.read_create_req::<rsiw_create_qp_req>()?.flags & abi::CREATE_RINGS != 0 =>
+            {
                 let sq = WqRing::<rsiw_sqe>::new(u, cap.max_send_wr)?;
-                let rq = if attr.has_srq { None } else { Some(WqRing::<rsiw_rqe>::new(u, cap.max_recv_wr)?) };
+                let rq = if attr.has_srq {
+                    None
+                } else {
+                    Some(WqRing::<rsiw_rqe>::new(u, cap.max_recv_wr)?)
+                };
                 let resp = rsiw_create_qp_resp {
                     sq: sq.info(),
                     rq: rq.as_ref().map(|r| r.info()).unwrap_or_default(),
@@ -134,7 +142,9 @@ impl QpOps<Rsiw> for Qp {
     fn modify(this: &Arc<Self>, attr: &QpAttrMod) -> Result {
         // From userspace or the kernel: the same rules.
         if attr.max_rd_atomic.is_some_and(|n| usize::from(n) > MAX_ORD)
-            || attr.max_dest_rd_atomic.is_some_and(|n| usize::from(n) > MAX_IRD)
+            || attr
+                .max_dest_rd_atomic
+                .is_some_and(|n| usize::from(n) > MAX_IRD)
         {
             return Err(EINVAL);
         }
@@ -157,7 +167,13 @@ impl QpOps<Rsiw> for Qp {
             state: self.ib_state(),
             max_rd_atomic: MAX_ORD as u8,
             max_dest_rd_atomic: MAX_IRD as u8,
-            cap: QpCaps { max_send_wr: c.0, max_recv_wr: c.1, max_send_sge: c.2, max_recv_sge: c.3, max_inline_data: c.4 },
+            cap: QpCaps {
+                max_send_wr: c.0,
+                max_recv_wr: c.1,
+                max_send_sge: c.2,
+                max_recv_sge: c.3,
+                max_inline_data: c.4,
+            },
         }
     }
 
@@ -203,7 +219,10 @@ fn convert_send(wr: &SendWrRef<'_, Rsiw>) -> Result<Sqe> {
     if sges.len() > MAX_SGE {
         return Err(EINVAL);
     }
-    let mut sqe = Sqe { num_sge: sges.len() as u8, ..Sqe::new(wr.wr_id(), flags.signaled) };
+    let mut sqe = Sqe {
+        num_sge: sges.len() as u8,
+        ..Sqe::new(wr.wr_id(), flags.signaled)
+    };
     let mut len: u32 = 0;
     for (d, s) in sqe.sges.iter_mut().zip(sges) {
         *d = *s;
@@ -232,12 +251,18 @@ fn convert_send(wr: &SendWrRef<'_, Rsiw>) -> Result<Sqe> {
     if opcode == WrOpcode::RegMr {
         let reg = wr.reg().ok_or(EINVAL)?;
         let req = crate::mem::mr::FastReg::of(reg.mr, reg.key, reg.access);
-        sqe.kind = SqeKind::RegMr { stag: reg.mr.mr().stag(), req };
+        sqe.kind = SqeKind::RegMr {
+            stag: reg.mr.mr().stag(),
+            req,
+        };
         sqe.num_sge = 0;
         return Ok(sqe);
     }
     let fields = OpFields {
-        remote: wr.rdma().map(|r| Remote { stag: r.rkey, to: r.remote_addr }),
+        remote: wr.rdma().map(|r| Remote {
+            stag: r.rkey,
+            to: r.remote_addr,
+        }),
         imm_be: wr.imm_data_be(),
         invalidate: wr.invalidate_rkey(),
         atomic: wr.atomic(),
@@ -261,11 +286,17 @@ struct OpFields {
 /// entries: `sqe` holds the SGEs (or the inline data), `f` the flags,
 /// `len` the data length; the opcode and `x` make the operation.
 fn finish_send(sqe: &mut Sqe, opcode: WrOpcode, f: Flags, mut len: u32, x: &OpFields) -> Result {
-    let local = Local { stag: sqe.sges[0].lkey, to: sqe.sges[0].addr, handle: 0 };
+    let local = Local {
+        stag: sqe.sges[0].lkey,
+        to: sqe.sges[0].addr,
+        handle: 0,
+    };
     let remote = || x.remote.ok_or(EINVAL);
     let op = match opcode {
         WrOpcode::Send => SendOp::Send { invalidate: None },
-        WrOpcode::SendWithInv => SendOp::Send { invalidate: Some(x.invalidate.ok_or(EINVAL)?) },
+        WrOpcode::SendWithInv => SendOp::Send {
+            invalidate: Some(x.invalidate.ok_or(EINVAL)?),
+        },
         WrOpcode::RdmaWrite => SendOp::Write { remote: remote()? },
         WrOpcode::RdmaWriteWithImm => SendOp::WriteImm {
             remote: remote()?,
@@ -286,7 +317,9 @@ fn finish_send(sqe: &mut Sqe, opcode: WrOpcode, f: Flags, mut len: u32, x: &OpFi
             SendOp::Read { remote: remote()? }
         }
         WrOpcode::LocalInv => {
-            sqe.kind = SqeKind::LocalInv { stag: x.invalidate.ok_or(EINVAL)? };
+            sqe.kind = SqeKind::LocalInv {
+                stag: x.invalidate.ok_or(EINVAL)?,
+            };
             sqe.num_sge = 0;
             return Ok(());
         }
@@ -308,7 +341,13 @@ fn finish_send(sqe: &mut Sqe, opcode: WrOpcode, f: Flags, mut len: u32, x: &OpFi
         // anything unknown.
         _ => return Err(EOPNOTSUPP),
     };
-    sqe.kind = SqeKind::Wire(SendWr { wr_id: sqe.wr_id, flags: f, op, len, local });
+    sqe.kind = SqeKind::Wire(SendWr {
+        wr_id: sqe.wr_id,
+        flags: f,
+        op,
+        len,
+        local,
+    });
     Ok(())
 }
 
@@ -323,7 +362,15 @@ fn flush_op(wr: &SendWrRef<'_, Rsiw>, sqe: &mut Sqe, f: Flags, len: u32) -> Resu
         return Err(EINVAL); // a flush carries no data
     }
     let r = wr.rdma().ok_or(EINVAL)?;
-    commit_sqe(sqe, f, Region { stag: r.rkey, len, to: r.remote_addr })
+    commit_sqe(
+        sqe,
+        f,
+        Region {
+            stag: r.rkey,
+            len,
+            to: r.remote_addr,
+        },
+    )
 }
 
 /// A flush, from a kernel WR or a ring entry: an RDMA Commit of `region`,
@@ -331,8 +378,18 @@ fn flush_op(wr: &SendWrRef<'_, Rsiw>, sqe: &mut Sqe, f: Flags, len: u32) -> Resu
 fn commit_sqe(sqe: &mut Sqe, f: Flags, region: Region) -> Result {
     let request = RequestRepr::new(0, &[region]).ok_or(EINVAL)?;
     sqe.num_sge = 0;
-    let local = Local { stag: 0, to: 0, handle: 0 };
-    sqe.kind = SqeKind::Wire(SendWr { wr_id: sqe.wr_id, flags: f, op: SendOp::Commit { request }, len: 0, local });
+    let local = Local {
+        stag: 0,
+        to: 0,
+        handle: 0,
+    };
+    sqe.kind = SqeKind::Wire(SendWr {
+        wr_id: sqe.wr_id,
+        flags: f,
+        op: SendOp::Commit { request },
+        len: 0,
+        local,
+    });
     Ok(())
 }
 
@@ -344,14 +401,48 @@ fn atomic_op(opcode: WrOpcode, a: &AtomicFields) -> Result<(SendOp, bool)> {
     if a.remote_addr % 8 != 0 {
         return Err(EINVAL);
     }
-    let remote = Remote { stag: a.rkey, to: a.remote_addr };
+    let remote = Remote {
+        stag: a.rkey,
+        to: a.remote_addr,
+    };
     let (op, add_swap, add_swap_mask, compare, compare_mask, masked) = match opcode {
         WrOpcode::AtomicFetchAdd => (AtomicOp::FetchAdd, a.compare_add, 0, 0, u64::MAX, false),
-        WrOpcode::MaskedAtomicFetchAdd => (AtomicOp::FetchAdd, a.compare_add, a.compare_add_mask, 0, u64::MAX, true),
-        WrOpcode::AtomicCmpSwap => (AtomicOp::CmpSwap, a.swap, u64::MAX, a.compare_add, u64::MAX, false),
-        _ => (AtomicOp::CmpSwap, a.swap, a.swap_mask, a.compare_add, a.compare_add_mask, true),
+        WrOpcode::MaskedAtomicFetchAdd => (
+            AtomicOp::FetchAdd,
+            a.compare_add,
+            a.compare_add_mask,
+            0,
+            u64::MAX,
+            true,
+        ),
+        WrOpcode::AtomicCmpSwap => (
+            AtomicOp::CmpSwap,
+            a.swap,
+            u64::MAX,
+            a.compare_add,
+            u64::MAX,
+            false,
+        ),
+        _ => (
+            AtomicOp::CmpSwap,
+            a.swap,
+            a.swap_mask,
+            a.compare_add,
+            a.compare_add_mask,
+            true,
+        ),
     };
-    Ok((SendOp::Atomic { op, remote, add_swap, add_swap_mask, compare, compare_mask }, masked))
+    Ok((
+        SendOp::Atomic {
+            op,
+            remote,
+            add_swap,
+            add_swap_mask,
+            compare,
+            compare_mask,
+        },
+        masked,
+    ))
 }
 
 fn imm8(imm_be: u32) -> [u8; 8] {
@@ -365,7 +456,12 @@ fn imm8(imm_be: u32) -> [u8; 8] {
 /// the QP's, lengths that add up, a known opcode with its fields. One that
 /// fails them is `invalid` (see [`Sqe::invalid`], [`invalid_sqe`]); the
 /// keys are checked when the WR runs, as for every WR.
-pub(super) fn convert_user_send_into(e: &rsiw_sqe, max_sge: usize, max_inline: usize, dst: &mut Option<Sqe>) {
+pub(super) fn convert_user_send_into(
+    e: &rsiw_sqe,
+    max_sge: usize,
+    max_inline: usize,
+    dst: &mut Option<Sqe>,
+) {
     let signaled = e.flags & abi::SQE_SIGNALED != 0;
     let sqe = match dst {
         Some(s) => {
@@ -390,10 +486,20 @@ pub(super) fn convert_user_send(e: &rsiw_sqe, max_sge: usize, max_inline: usize)
 /// What an entry that failed its checks becomes: a signaled one-octet Send
 /// from no memory, refused by the source check.
 pub(super) fn invalid_sqe(wr_id: u64) -> Sqe {
-    let local = Local { stag: 0, to: 0, handle: 0 };
+    let local = Local {
+        stag: 0,
+        to: 0,
+        handle: 0,
+    };
     let op = SendOp::Send { invalidate: None };
     Sqe {
-        kind: SqeKind::Wire(SendWr { wr_id, flags: Flags::SIGNALED, op, len: 1, local }),
+        kind: SqeKind::Wire(SendWr {
+            wr_id,
+            flags: Flags::SIGNALED,
+            op,
+            len: 1,
+            local,
+        }),
         invalid: true,
         ..Sqe::new(wr_id, true)
     }
@@ -433,7 +539,11 @@ fn user_send(e: &rsiw_sqe, max_sge: usize, max_inline: usize, sqe: &mut Sqe) -> 
             return Err(EINVAL);
         }
         for (d, s) in sqe.sges.iter_mut().zip(&e.sges()[..n]) {
-            *d = Sge { addr: s.addr, len: s.length, lkey: s.lkey };
+            *d = Sge {
+                addr: s.addr,
+                len: s.length,
+                lkey: s.lkey,
+            };
             len = len.checked_add(s.length).ok_or(EINVAL)?;
         }
         sqe.num_sge = n as u8;
@@ -456,14 +566,25 @@ fn user_send(e: &rsiw_sqe, max_sge: usize, max_inline: usize, sqe: &mut Sqe) -> 
             if inline || e.flush_type == 0 || e.flush_type & !3 != 0 {
                 return Err(EINVAL);
             }
-            return commit_sqe(sqe, f, Region { stag: e.rkey, len: e.length, to: e.remote_addr });
+            return commit_sqe(
+                sqe,
+                f,
+                Region {
+                    stag: e.rkey,
+                    len: e.length,
+                    to: e.remote_addr,
+                },
+            );
         }
         // Send with Immediate (no iWARP wire form), memory windows, Atomic
         // Write (no iWARP wire form) and anything unknown.
         _ => return Err(EOPNOTSUPP),
     };
     let fields = OpFields {
-        remote: Some(Remote { stag: e.rkey, to: e.remote_addr }),
+        remote: Some(Remote {
+            stag: e.rkey,
+            to: e.remote_addr,
+        }),
         imm_be: Some(e.imm_inv),
         invalidate: Some(e.imm_inv),
         atomic: Some(AtomicFields {
@@ -484,7 +605,12 @@ mod tests {
     use super::*;
 
     fn sqe(opcode: u32) -> rsiw_sqe {
-        let mut e = rsiw_sqe { wr_id: 42, opcode: opcode as u8, flags: abi::SQE_SIGNALED, ..rsiw_sqe::default() };
+        let mut e = rsiw_sqe {
+            wr_id: 42,
+            opcode: opcode as u8,
+            flags: abi::SQE_SIGNALED,
+            ..rsiw_sqe::default()
+        };
         e.num_sge = 1;
         e.rkey = 0x100;
         e.remote_addr = 0x2000;
@@ -494,7 +620,11 @@ mod tests {
     fn with_sge(mut e: rsiw_sqe, n: usize, len: u32) -> rsiw_sqe {
         e.num_sge = n as u8;
         for x in e.sges_mut().iter_mut().take(n) {
-            *x = crate::ffi::ib::rsiw_sge { addr: 0x1000, length: len, lkey: 0x200 };
+            *x = crate::ffi::ib::rsiw_sge {
+                addr: 0x1000,
+                length: len,
+                lkey: 0x200,
+            };
         }
         e
     }
@@ -510,7 +640,9 @@ mod tests {
         match s.kind {
             SqeKind::Wire(w) => {
                 assert_eq!(w.len, 200);
-                assert!(matches!(w.op, SendOp::Write { remote } if remote.stag == 0x100 && remote.to == 0x2000));
+                assert!(
+                    matches!(w.op, SendOp::Write { remote } if remote.stag == 0x100 && remote.to == 0x2000)
+                );
             }
             _ => panic!("not a wire WR"),
         }
@@ -521,7 +653,10 @@ mod tests {
         assert!(convert_user_send(&m, 2, 64).masked);
         let mut l = sqe(abi::WR_LOCAL_INV);
         l.imm_inv = 0x1234;
-        assert!(matches!(convert_user_send(&l, 2, 64).kind, SqeKind::LocalInv { stag: 0x1234 }));
+        assert!(matches!(
+            convert_user_send(&l, 2, 64).kind,
+            SqeKind::LocalInv { stag: 0x1234 }
+        ));
         let mut f = sqe(abi::WR_FLUSH);
         f.flush_type = 2;
         f.length = 4096;

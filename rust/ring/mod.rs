@@ -46,7 +46,11 @@ fn alloc<T>(udata: &Udata<'_>, entries: u32) -> Result<SharedRing> {
 }
 
 fn info(mem: &SharedRing, entries: u32) -> rsiw_ring_info {
-    rsiw_ring_info { offset: mem.offset(), size: mem.len() as u32, entries }
+    rsiw_ring_info {
+        offset: mem.offset(),
+        size: mem.len() as u32,
+        entries,
+    }
 }
 
 /// What a work queue ring yields.
@@ -74,7 +78,13 @@ impl<T: UserAbi> WqRing<T> {
     /// A ring of [`entries_for`]`(depth)` entries.
     pub(crate) fn new(udata: &Udata<'_>, depth: u32) -> Result<Self> {
         let entries = entries_for(depth)?;
-        Ok(Self { mem: alloc::<T>(udata, entries)?, entries, cons: 0, seen: 0, _t: PhantomData })
+        Ok(Self {
+            mem: alloc::<T>(udata, entries)?,
+            entries,
+            cons: 0,
+            seen: 0,
+            _t: PhantomData,
+        })
     }
 
     pub(crate) fn entries(&self) -> u32 {
@@ -177,7 +187,11 @@ pub(crate) struct CompletionRing {
 impl CompletionRing {
     pub(crate) fn new(udata: &Udata<'_>, depth: u32) -> Result<Self> {
         let entries = entries_for(depth)?;
-        Ok(Self { mem: alloc::<crate::ffi::ib::rsiw_cqe>(udata, entries)?, entries, prod: 0 })
+        Ok(Self {
+            mem: alloc::<crate::ffi::ib::rsiw_cqe>(udata, entries)?,
+            entries,
+            prod: 0,
+        })
     }
 
     pub(crate) fn entries(&self) -> u32 {
@@ -193,7 +207,11 @@ impl CompletionRing {
     pub(crate) fn len(&self) -> u32 {
         let cons = self.mem.load(abi::CONSUMER);
         let n = self.prod.wrapping_sub(cons);
-        if n > self.entries { 0 } else { n }
+        if n > self.entries {
+            0
+        } else {
+            n
+        }
     }
 
     /// Writes `cqe`; false (and the overflow flag set) if the ring is full.
@@ -204,7 +222,8 @@ impl CompletionRing {
             self.mem.set_bits(abi::FLAGS, abi::RING_CQ_OVERFLOW);
             return false;
         }
-        let off = abi::RING_HDR + ((self.prod & (self.entries - 1)) as usize) * core::mem::size_of_val(cqe);
+        let off = abi::RING_HDR
+            + ((self.prod & (self.entries - 1)) as usize) * core::mem::size_of_val(cqe);
         self.mem.write(off, cqe);
         self.prod = self.prod.wrapping_add(1);
         self.mem.store(abi::PRODUCER, self.prod);
@@ -218,7 +237,8 @@ impl CompletionRing {
         match self.mem.load(abi::ARMED) {
             abi::CQ_ARM_NEXT => self.mem.compare_exchange(abi::ARMED, abi::CQ_ARM_NEXT, 0),
             abi::CQ_ARM_SOLICITED if solicited_or_error => {
-                self.mem.compare_exchange(abi::ARMED, abi::CQ_ARM_SOLICITED, 0)
+                self.mem
+                    .compare_exchange(abi::ARMED, abi::CQ_ARM_SOLICITED, 0)
             }
             _ => false,
         }

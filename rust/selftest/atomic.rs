@@ -11,7 +11,11 @@ use kernel::prelude::*;
 macro_rules! check {
     ($c:expr) => {
         if !$c {
-            pr_err!("rsiw kunit: check failed (line {}): {}\n", line!(), stringify!($c));
+            pr_err!(
+                "rsiw kunit: check failed (line {}): {}\n",
+                line!(),
+                stringify!($c)
+            );
             return Err(EBADMSG);
         }
     };
@@ -30,6 +34,7 @@ pub(crate) mod harness {
     };
 
     use crate::{
+        engine::mpa::startup::StreamParams,
         engine::{
             mpa::negotiate::{Framing, RtrMode},
             wire::mpa::Rtr,
@@ -37,13 +42,12 @@ pub(crate) mod harness {
         ffi::{
             consumer::cq::{KCq, RawWc, WC_SUCCESS, WC_WR_FLUSH_ERR},
             consumer::device::Found,
-            mem::pages::access,
-                consumer::mr::{KMr, KPd},
-            net::netdev::NetDevRef,
+            consumer::mr::{KMr, KPd},
             consumer::qp::*,
+            mem::pages::access,
+            net::netdev::NetDevRef,
             net::socket::TcpSocket,
         },
-        engine::mpa::startup::StreamParams,
         qp::{QpState, MAX_IRD, MAX_ORD},
         selftest::util::{negotiated, EMSS},
     };
@@ -74,8 +78,18 @@ pub(crate) mod harness {
     }
 
     pub(crate) fn params(initiator: bool) -> StreamParams {
-        let framing = Framing { crc: false, markers_tx: false, markers_rx: false };
-        negotiated(framing, MAX_IRD as u16, MAX_ORD as u16, Some(RtrMode::Zero(Rtr::Write)), initiator)
+        let framing = Framing {
+            crc: false,
+            markers_tx: false,
+            markers_rx: false,
+        };
+        negotiated(
+            framing,
+            MAX_IRD as u16,
+            MAX_ORD as u16,
+            Some(RtrMode::Zero(Rtr::Write)),
+            initiator,
+        )
     }
 
     /// A connected pair: (requester, responder).
@@ -83,8 +97,10 @@ pub(crate) mod harness {
         let a = End::new(dev, pd, depth)?;
         let b = End::new(dev, pd, depth)?;
         let (sa, sb) = TcpSocket::loopback_pair()?;
-        a.qp.qp::<crate::device::Rsiw>().attach(sa, &params(true), EMSS, &[])?;
-        b.qp.qp::<crate::device::Rsiw>().attach(sb, &params(false), EMSS, &[])?;
+        a.qp.qp::<crate::device::Rsiw>()
+            .attach(sa, &params(true), EMSS, &[])?;
+        b.qp.qp::<crate::device::Rsiw>()
+            .attach(sb, &params(false), EMSS, &[])?;
         Ok((a, b))
     }
 
@@ -92,7 +108,13 @@ pub(crate) mod harness {
     /// at `iova` (the buffer's address if `None`); returns (MR, STag).
     /// Atomic targets need one: the PD's global rkey grants remote read
     /// and write only (what the core asks `get_dma_mr` for).
-    pub(crate) fn fast_reg(dev: &Found, pd: &KPd, mem: &mut [u8], iova: Option<u64>, rights: u32) -> Result<(KMr, u32)> {
+    pub(crate) fn fast_reg(
+        dev: &Found,
+        pd: &KPd,
+        mem: &mut [u8],
+        iova: Option<u64>,
+        rights: u32,
+    ) -> Result<(KMr, u32)> {
         let mr = KMr::alloc(pd, 4)?;
         check!(mr.map_buf(dev, mem, 4096)? == 1);
         mr.update_key(0x31);
@@ -101,7 +123,9 @@ pub(crate) mod harness {
         if let Some(iova) = iova {
             req.iova = iova;
         }
-        mr.ib::<crate::device::Rsiw>().mr().fast_register(pd.pd::<crate::device::Rsiw>().id(), &req)?;
+        mr.ib::<crate::device::Rsiw>()
+            .mr()
+            .fast_register(pd.pd::<crate::device::Rsiw>().id(), &req)?;
         Ok((mr, stag))
     }
 
@@ -154,11 +178,25 @@ pub(crate) mod harness {
         let mut stopped = false;
         let mut progress = Instant::<Monotonic>::now();
         let mut wcs = [RawWc::default(); 8];
-        let add1 = AtomicArgs { compare_add: 1, ..Default::default() };
+        let add1 = AtomicArgs {
+            compare_add: 1,
+            ..Default::default()
+        };
         while completed < posted || (!stopped && completed < w.ops) {
             while !stopped && posted < w.ops && posted - completed < WINDOW {
-                let seg = Seg { addr: w.results + 8 * posted as u64, len: 8, lkey: w.lkey };
-                match w.end.qp.post_atomic(posted as u64, WR_ATOMIC_FA, &[seg], w.rkey, w.target, add1) {
+                let seg = Seg {
+                    addr: w.results + 8 * posted as u64,
+                    len: 8,
+                    lkey: w.lkey,
+                };
+                match w.end.qp.post_atomic(
+                    posted as u64,
+                    WR_ATOMIC_FA,
+                    &[seg],
+                    w.rkey,
+                    w.target,
+                    add1,
+                ) {
                     Ok(()) => posted += 1,
                     // The QP went to Error under us: what was posted is flushed.
                     Err(_) if w.tolerate => stopped = true,
@@ -178,7 +216,11 @@ pub(crate) mod harness {
                 let flushed = w.tolerate && stopped && wc.status == WC_WR_FLUSH_ERR;
                 let good = wc.status == WC_SUCCESS && wc.opcode == WC_FETCH_ADD && !stopped;
                 if wc.wr_id as usize != completed || !(good || first_failure || flushed) {
-                    pr_err!("rsiw kunit: atomic wc {:?} (completion {})\n", wc, completed);
+                    pr_err!(
+                        "rsiw kunit: atomic wc {:?} (completion {})\n",
+                        wc,
+                        completed
+                    );
                     return Err(EIO);
                 }
                 if good {
@@ -211,7 +253,8 @@ pub(crate) mod harness {
 
     /// Ends the registration of the hammered MR during a run: gets the
     /// sum of the QPs' successful completions so far, the STag, the PD.
-    pub(crate) type EndRegistration<'a> = &'a mut dyn FnMut(&dyn Fn() -> usize, u32, &KPd) -> Result;
+    pub(crate) type EndRegistration<'a> =
+        &'a mut dyn FnMut(&dyn Fn() -> usize, u32, &KPd) -> Result;
 
     /// [`stress`] with `qps` QPs on distinct words of the one MR while
     /// `end` ends its registration. Then every QP's atomics must be k
@@ -220,11 +263,22 @@ pub(crate) mod harness {
     /// (executed, but their responses dropped for the Terminate); the
     /// memory must not change after `end` returned; each responder sent
     /// Invalid STag. Returns the atomics that succeeded.
-    pub(crate) fn stress_ended(dev: &Found, qps: usize, ops: usize, end: EndRegistration<'_>) -> Result<u64> {
+    pub(crate) fn stress_ended(
+        dev: &Found,
+        qps: usize,
+        ops: usize,
+        end: EndRegistration<'_>,
+    ) -> Result<u64> {
         run(dev, qps, qps, ops, Some(end))
     }
 
-    fn run(dev: &Found, qps: usize, words: usize, ops: usize, mut end: Option<EndRegistration<'_>>) -> Result<u64> {
+    fn run(
+        dev: &Found,
+        qps: usize,
+        words: usize,
+        ops: usize,
+        mut end: Option<EndRegistration<'_>>,
+    ) -> Result<u64> {
         if qps == 0 || words == 0 || words > qps || (end.is_some() && words != qps) {
             return Err(EINVAL);
         }
@@ -272,13 +326,21 @@ pub(crate) mod harness {
                 drop(w);
                 d.fetch_add(1, Ordering::Release);
             };
-            if workqueue::system_unbound().try_spawn(GFP_KERNEL, job).is_ok() {
+            if workqueue::system_unbound()
+                .try_spawn(GFP_KERNEL, job)
+                .is_ok()
+            {
                 spawned += 1;
             }
         }
         let mut ended = Ok(None);
         if let Some(end) = end.as_mut() {
-            let progress = || workers.iter().map(|w| w.ok.load(Ordering::Relaxed)).sum::<usize>();
+            let progress = || {
+                workers
+                    .iter()
+                    .map(|w| w.ok.load(Ordering::Relaxed))
+                    .sum::<usize>()
+            };
             ended = end(&progress, rkey, &pd).and_then(|()| {
                 let mut snapshot = KVec::with_capacity(target.len(), GFP_KERNEL)?;
                 snapshot.extend_from_slice(&target, GFP_KERNEL)?;
@@ -315,13 +377,18 @@ pub(crate) mod harness {
                     let v = word(&target, i);
                     check!(v >= ok as u64 && v <= (ok + WINDOW) as u64);
                     check!((0..ok).all(|k| results[i * ops + k] == k as u64));
-                    check!(results[i * ops + ok..(i + 1) * ops].iter().all(|&r| r == u64::MAX));
+                    check!(results[i * ops + ok..(i + 1) * ops]
+                        .iter()
+                        .all(|&r| r == u64::MAX));
                     total += ok;
                 }
                 for b in responders.iter() {
                     let mut sent = None;
                     for _ in 0..2000 {
-                        sent = b.qp.qp::<crate::device::Rsiw>().stream_status().terminate_sent;
+                        sent =
+                            b.qp.qp::<crate::device::Rsiw>()
+                                .stream_status()
+                                .terminate_sent;
                         if sent.is_some() {
                             break;
                         }
@@ -374,21 +441,35 @@ mod semantics {
         ffi::{
             consumer::cq::{RawWc, WC_SUCCESS},
             consumer::device::Found,
-            mem::pages::{access}, consumer::mr::KPd,
+            consumer::mr::KPd,
             consumer::qp::*,
+            mem::pages::access,
         },
         mem::mr::MrError,
         qp::QpState,
     };
 
     /// Posts one atomic on `a` and waits for its completion.
-    fn run(a: &End, wr_id: u64, opcode: u32, res: Seg, rkey: u32, addr: u64, args: AtomicArgs) -> Result<RawWc> {
+    fn run(
+        a: &End,
+        wr_id: u64,
+        opcode: u32,
+        res: Seg,
+        rkey: u32,
+        addr: u64,
+        args: AtomicArgs,
+    ) -> Result<RawWc> {
         a.qp.post_atomic(wr_id, opcode, &[res], rkey, addr, args)?;
         a.cq.poll_one(5000).ok_or(ETIMEDOUT)
     }
 
     fn args(compare_add: u64, compare_add_mask: u64, swap: u64, swap_mask: u64) -> AtomicArgs {
-        AtomicArgs { compare_add, compare_add_mask, swap, swap_mask }
+        AtomicArgs {
+            compare_add,
+            compare_add_mask,
+            swap,
+            swap_mask,
+        }
     }
 
     fn verbs(dev: &Found) -> Result {
@@ -406,7 +487,11 @@ mod semantics {
         let mut res = KVec::from_elem(0u64, 32, GFP_KERNEL)?;
         let t = target.as_ptr() as u64;
         let rbase = res.as_mut_ptr() as u64;
-        let r = |i: u64| Seg { addr: rbase + 8 * i, len: 8, lkey };
+        let r = |i: u64| Seg {
+            addr: rbase + 8 * i,
+            len: 8,
+            lkey,
+        };
         set_word(&mut target, 1, 0x5A5A);
 
         // FetchAdd.
@@ -432,37 +517,85 @@ mod semantics {
         // whose carry is dropped. Two 32-bit fields: the low one wraps to
         // 0 without carrying into the high one (a plain add gives 7 << 32).
         set_word(&mut target, 0, 0x0000_0005_FFFF_FFFF);
-        let wc = run(&a, 5, WR_MASKED_FA, r(4), rkey, t, args(0x0000_0001_0000_0001, 0x8000_0000_8000_0000, 0, 0))?;
+        let wc = run(
+            &a,
+            5,
+            WR_MASKED_FA,
+            r(4),
+            rkey,
+            t,
+            args(0x0000_0001_0000_0001, 0x8000_0000_8000_0000, 0, 0),
+        )?;
         check!((wc.wr_id, wc.status, wc.opcode) == (5, WC_SUCCESS, WC_MASKED_FETCH_ADD));
         check!(res[4] == 0x0000_0005_FFFF_FFFF && word(&target, 0) == 0x0000_0006_0000_0000);
         // Eight byte fields.
         set_word(&mut target, 0, 0xFF01_FF01_FF01_FF01);
-        run(&a, 6, WR_MASKED_FA, r(5), rkey, t, args(0x0101_0101_0101_0101, 0x8080_8080_8080_8080, 0, 0))?;
+        run(
+            &a,
+            6,
+            WR_MASKED_FA,
+            r(5),
+            rkey,
+            t,
+            args(0x0101_0101_0101_0101, 0x8080_8080_8080_8080, 0, 0),
+        )?;
         check!(res[5] == 0xFF01_FF01_FF01_FF01 && word(&target, 0) == 0x0002_0002_0002_0002);
 
         // Masked CmpSwap (5.1.2): compare only under the compare mask,
         // swap only the swap mask's bits.
         set_word(&mut target, 0, 0x1234);
-        let wc = run(&a, 7, WR_MASKED_CS, r(6), rkey, t, args(0x0034, 0xFF, 0xAB00, 0xFF00))?;
+        let wc = run(
+            &a,
+            7,
+            WR_MASKED_CS,
+            r(6),
+            rkey,
+            t,
+            args(0x0034, 0xFF, 0xAB00, 0xFF00),
+        )?;
         check!((wc.wr_id, wc.status, wc.opcode) == (7, WC_SUCCESS, WC_MASKED_COMP_SWAP));
         check!(res[6] == 0x1234 && word(&target, 0) == 0xAB34);
-        let wc = run(&a, 8, WR_MASKED_CS, r(7), rkey, t, args(0x0035, 0xFF, 0, u64::MAX))?;
+        let wc = run(
+            &a,
+            8,
+            WR_MASKED_CS,
+            r(7),
+            rkey,
+            t,
+            args(0x0035, 0xFF, 0, u64::MAX),
+        )?;
         check!((wc.status, wc.opcode) == (WC_SUCCESS, WC_MASKED_COMP_SWAP));
         check!(res[7] == 0xAB34 && word(&target, 0) == 0xAB34);
         // Differences outside the compare mask do not matter.
-        run(&a, 9, WR_MASKED_CS, r(8), rkey, t, args(0xFF34, 0x00FF, u64::MAX, 0xF))?;
+        run(
+            &a,
+            9,
+            WR_MASKED_CS,
+            r(8),
+            rkey,
+            t,
+            args(0xFF34, 0x00FF, u64::MAX, 0xF),
+        )?;
         check!(res[8] == 0xAB34 && word(&target, 0) == 0xAB3F);
 
         // Many in flight, masked and plain interleaved: each completes in
         // order with its own opcode and the value it saw.
         set_word(&mut target, 0, 0);
         for i in 0..12u64 {
-            let (op, a_) = if i % 2 == 0 { (WR_ATOMIC_FA, args(1, 0, 0, 0)) } else { (WR_MASKED_FA, args(1, 0, 0, 0)) };
+            let (op, a_) = if i % 2 == 0 {
+                (WR_ATOMIC_FA, args(1, 0, 0, 0))
+            } else {
+                (WR_MASKED_FA, args(1, 0, 0, 0))
+            };
             a.qp.post_atomic(100 + i, op, &[r(10 + i)], rkey, t, a_)?;
         }
         for i in 0..12u64 {
             let wc = a.cq.poll_one(5000).ok_or(ETIMEDOUT)?;
-            let want = if i % 2 == 0 { WC_FETCH_ADD } else { WC_MASKED_FETCH_ADD };
+            let want = if i % 2 == 0 {
+                WC_FETCH_ADD
+            } else {
+                WC_MASKED_FETCH_ADD
+            };
             check!((wc.wr_id, wc.status, wc.opcode) == (100 + i, WC_SUCCESS, want));
             check!(res[(10 + i) as usize] == i);
         }
@@ -470,13 +603,24 @@ mod semantics {
 
         // Refused at post time: misaligned remote address, a result buffer
         // under 8 octets, more than one SGE. Nothing is sent.
-        check!(a.qp.post_atomic(20, WR_ATOMIC_FA, &[r(20)], rkey, t + 4, args(1, 0, 0, 0)) == Err(EINVAL));
+        check!(
+            a.qp.post_atomic(20, WR_ATOMIC_FA, &[r(20)], rkey, t + 4, args(1, 0, 0, 0))
+                == Err(EINVAL)
+        );
         let short = Seg { len: 4, ..r(21) };
-        check!(a.qp.post_atomic(21, WR_ATOMIC_CS, &[short], rkey, t, args(12, 0, 0, 0)) == Err(EINVAL));
-        check!(a.qp.post_atomic(22, WR_MASKED_FA, &[r(22), r(23)], rkey, t, args(1, 0, 0, 0)) == Err(EINVAL));
+        check!(
+            a.qp.post_atomic(21, WR_ATOMIC_CS, &[short], rkey, t, args(12, 0, 0, 0)) == Err(EINVAL)
+        );
+        check!(
+            a.qp.post_atomic(22, WR_MASKED_FA, &[r(22), r(23)], rkey, t, args(1, 0, 0, 0))
+                == Err(EINVAL)
+        );
         check!(a.cq.poll_one(50).is_none());
         check!(word(&target, 0) == 12 && word(&target, 1) == 0x5A5A);
-        check!(a.qp.qp::<crate::device::Rsiw>().ib_state() == QpState::Rts && b.qp.qp::<crate::device::Rsiw>().ib_state() == QpState::Rts);
+        check!(
+            a.qp.qp::<crate::device::Rsiw>().ib_state() == QpState::Rts
+                && b.qp.qp::<crate::device::Rsiw>().ib_state() == QpState::Rts
+        );
         drop(a);
         drop(b);
         Ok(())
@@ -490,29 +634,62 @@ mod semantics {
     /// Posts a FetchAdd to `stag`/`to` that the responder must refuse:
     /// the requester's completion has `status`, the responder sent
     /// `sent`, memory is untouched, both QPs end in Error.
-    fn refused(dev: &Found, pd: &KPd, stag: u32, to: u64, status: u32, sent: term::TermError, mem: &[u8]) -> Result {
+    fn refused(
+        dev: &Found,
+        pd: &KPd,
+        stag: u32,
+        to: u64,
+        status: u32,
+        sent: term::TermError,
+        mem: &[u8],
+    ) -> Result {
         let (a, b) = connect(dev, pd, 16)?;
         let mut before = KVec::from_elem(0u8, mem.len(), GFP_KERNEL)?;
         before.copy_from_slice(mem);
         let mut res = KVec::from_elem(0xEEu64, 1, GFP_KERNEL)?;
-        let seg = Seg { addr: res.as_mut_ptr() as u64, len: 8, lkey: pd.local_dma_lkey() };
+        let seg = Seg {
+            addr: res.as_mut_ptr() as u64,
+            len: 8,
+            lkey: pd.local_dma_lkey(),
+        };
         let wc = run(&a, 77, WR_ATOMIC_FA, seg, stag, to, args(1, 0, 0, 0))?;
         if (wc.wr_id, wc.status) != (77, status) {
-            pr_err!("rsiw kunit: wr_id {} status {}, expected 77 status {}\n", wc.wr_id, wc.status, status);
+            pr_err!(
+                "rsiw kunit: wr_id {} status {}, expected 77 status {}\n",
+                wc.wr_id,
+                wc.status,
+                status
+            );
         }
         check!((wc.wr_id, wc.status) == (77, status));
         // Each side records its Terminate right after the engine call that
         // sent or received it (the completion may be polled before).
         for _ in 0..2000 {
-            let (sa, sb) = (a.qp.qp::<crate::device::Rsiw>().stream_status(), b.qp.qp::<crate::device::Rsiw>().stream_status());
+            let (sa, sb) = (
+                a.qp.qp::<crate::device::Rsiw>().stream_status(),
+                b.qp.qp::<crate::device::Rsiw>().stream_status(),
+            );
             if sa.terminate_received.is_some() && sb.terminate_sent.is_some() {
                 break;
             }
             kernel::time::delay::fsleep(kernel::time::Delta::from_millis(1));
         }
-        check!(b.qp.qp::<crate::device::Rsiw>().stream_status().terminate_sent == Some(sent));
-        check!(a.qp.qp::<crate::device::Rsiw>().stream_status().terminate_received == Some(sent));
-        check!(a.qp.qp::<crate::device::Rsiw>().ib_state() == QpState::Err && b.qp.qp::<crate::device::Rsiw>().ib_state() == QpState::Err);
+        check!(
+            b.qp.qp::<crate::device::Rsiw>()
+                .stream_status()
+                .terminate_sent
+                == Some(sent)
+        );
+        check!(
+            a.qp.qp::<crate::device::Rsiw>()
+                .stream_status()
+                .terminate_received
+                == Some(sent)
+        );
+        check!(
+            a.qp.qp::<crate::device::Rsiw>().ib_state() == QpState::Err
+                && b.qp.qp::<crate::device::Rsiw>().ib_state() == QpState::Err
+        );
         check!(res[0] == 0xEE);
         check!(mem[..] == before[..]);
         drop(a);
@@ -533,9 +710,25 @@ mod semantics {
         // Rights Violation; the requester sees IB_WC_REM_ACCESS_ERR.
         {
             let (_mr, stag) = fast_reg(dev, &pd, &mut mem[off..off + 64], None, rw)?;
-            refused(dev, &pd, stag, va, WC_REM_ACCESS_ERR, term::rdmap::ACCESS, &mem)?;
+            refused(
+                dev,
+                &pd,
+                stag,
+                va,
+                WC_REM_ACCESS_ERR,
+                term::rdmap::ACCESS,
+                &mem,
+            )?;
             // A stale key: Invalid STag.
-            refused(dev, &pd, stag ^ 1, va, WC_REM_ACCESS_ERR, term::rdmap::INVALID_STAG, &mem)?;
+            refused(
+                dev,
+                &pd,
+                stag ^ 1,
+                va,
+                WC_REM_ACCESS_ERR,
+                term::rdmap::INVALID_STAG,
+                &mem,
+            )?;
         }
 
         // Aligned TO, misaligned memory (iova 4 past an 8-octet boundary
@@ -546,15 +739,51 @@ mod semantics {
             let (mr, stag) = fast_reg(dev, &pd, &mut mem[off..off + 64], Some(0x1_0004), rights)?;
             let table = dev.device::<crate::device::Rsiw>().data().stags();
             let m = table.get(stag).ok_or(EINVAL)?;
-            check!(m.with_word(stag, pd.pd::<crate::device::Rsiw>().id(), 0x1_0008, 0, |w| w.load()).err() == Some(MrError::Misaligned));
+            check!(
+                m.with_word(
+                    stag,
+                    pd.pd::<crate::device::Rsiw>().id(),
+                    0x1_0008,
+                    0,
+                    |w| w.load()
+                )
+                .err()
+                    == Some(MrError::Misaligned)
+            );
             // 4 octets further the word is aligned in memory, and it is the
             // word the DMA MR names by address: one physical word, one lock.
-            let phys = m.with_word(stag, pd.pd::<crate::device::Rsiw>().id(), 0x1_000C, 0, |w| w.phys())?;
+            let phys = m.with_word(
+                stag,
+                pd.pd::<crate::device::Rsiw>().id(),
+                0x1_000C,
+                0,
+                |w| w.phys(),
+            )?;
             let lkey = pd.local_dma_lkey();
             let dma = table.get(lkey).ok_or(EINVAL)?;
-            check!(dma.with_word(lkey, pd.pd::<crate::device::Rsiw>().id(), va + 8, 0, |w| w.phys())? == phys);
-            check!(m.with_word(stag, pd.pd::<crate::device::Rsiw>().id(), 0x1_000C, 0, |w| w.load())? == 0x7777_7777_7777_7777);
-            refused(dev, &pd, stag, 0x1_0008, WC_REM_OP_ERR, term::rdmap::CATA_STREAM, &mem)?;
+            check!(
+                dma.with_word(lkey, pd.pd::<crate::device::Rsiw>().id(), va + 8, 0, |w| w
+                    .phys())?
+                    == phys
+            );
+            check!(
+                m.with_word(
+                    stag,
+                    pd.pd::<crate::device::Rsiw>().id(),
+                    0x1_000C,
+                    0,
+                    |w| w.load()
+                )? == 0x7777_7777_7777_7777
+            );
+            refused(
+                dev,
+                &pd,
+                stag,
+                0x1_0008,
+                WC_REM_OP_ERR,
+                term::rdmap::CATA_STREAM,
+                &mem,
+            )?;
             drop(mr);
         }
         Ok(())
@@ -604,8 +833,16 @@ mod stress {
                     }
                 };
                 let done = stress_ended(dev, 4, 100_000, &mut end)?;
-                let what = if dereg { "deregistration" } else { "invalidation" };
-                pr_info!("rsiw atomic stress: {} under 4 QPs: ok, {} FetchAdds completed before it\n", what, done);
+                let what = if dereg {
+                    "deregistration"
+                } else {
+                    "invalidation"
+                };
+                pr_info!(
+                    "rsiw atomic stress: {} under 4 QPs: ok, {} FetchAdds completed before it\n",
+                    what,
+                    done
+                );
             }
             Ok(())
         })
@@ -618,7 +855,12 @@ mod stress {
             // two QPs each, every QP on its own neighbouring word.
             for (qps, words) in [(4, 1), (4, 2), (4, 4)] {
                 let rate = stress(dev, qps, words, 200)?;
-                pr_info!("rsiw atomic stress: {} QPs on {} word(s): ok, {} ops/s\n", qps, words, rate);
+                pr_info!(
+                    "rsiw atomic stress: {} QPs on {} word(s): ok, {} ops/s\n",
+                    qps,
+                    words,
+                    rate
+                );
             }
             Ok(())
         })
@@ -646,7 +888,13 @@ mod bench {
             for qps in [1usize, 4, 16] {
                 for (words, what) in [(1, "one word"), (qps, "distinct words, one MR")] {
                     let rate = stress(dev, qps, words, ops)?;
-                    pr_info!("rsiw atomic bench: {:>2} QPs, {:<22}, {} ops/QP: {:>8} ops/s\n", qps, what, ops, rate);
+                    pr_info!(
+                        "rsiw atomic bench: {:>2} QPs, {:<22}, {} ops/QP: {:>8} ops/s\n",
+                        qps,
+                        what,
+                        ops,
+                        rate
+                    );
                 }
             }
             Ok(())

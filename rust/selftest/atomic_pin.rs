@@ -23,11 +23,11 @@ mod callers {
     };
 
     use crate::{
-        selftest::util::check,
+        engine::{error as term, rdmap::AtomicPlan, wire::atomic::RequestRepr},
         mem::atomic::respond_on,
         mem::atomic_locks::AtomicLocks,
-        engine::{error as term, rdmap::AtomicPlan, wire::atomic::RequestRepr},
         mem::mr::Mr,
+        selftest::util::check,
     };
 
     /// A lock table the work items can share. The device's is not
@@ -35,7 +35,10 @@ mod callers {
     pub(crate) type Locks = Arc<Pin<KVBox<AtomicLocks>>>;
 
     pub(crate) fn locks() -> Result<Locks> {
-        Ok(Arc::new(KVBox::pin_init(AtomicLocks::new(), GFP_KERNEL)?, GFP_KERNEL)?)
+        Ok(Arc::new(
+            KVBox::pin_init(AtomicLocks::new(), GFP_KERNEL)?,
+            GFP_KERNEL,
+        )?)
     }
 
     /// A caller stops after this many refusals.
@@ -108,7 +111,9 @@ mod callers {
             // to run), give up waiting after a second.
             self.started.fetch_add(1, Ordering::AcqRel);
             let wait = Instant::<Monotonic>::now();
-            while self.started.load(Ordering::Acquire) < self.callers && wait.elapsed().as_millis() < 1000 {
+            while self.started.load(Ordering::Acquire) < self.callers
+                && wait.elapsed().as_millis() < 1000
+            {
                 fsleep(Delta::from_micros(50));
             }
             let start = Instant::<Monotonic>::now();
@@ -146,7 +151,10 @@ mod callers {
                 drop(c);
                 d.fetch_add(1, Ordering::Release);
             };
-            if workqueue::system_unbound().try_spawn(GFP_KERNEL, job).is_ok() {
+            if workqueue::system_unbound()
+                .try_spawn(GFP_KERNEL, job)
+                .is_ok()
+            {
                 spawned += 1;
             }
         }
@@ -193,10 +201,10 @@ mod cases {
 
     use super::callers::{check_word, locks, run_all, Caller};
     use crate::{
-        selftest::util::check,
         ffi::{consumer::device::Found, consumer::mr::KPd},
         mem::mr::MrError,
         selftest::atomic::harness::{fast_reg, set_word, word, ALL_RIGHTS},
+        selftest::util::check,
     };
 
     /// How the callers use one buffer of `words + 1` words.
@@ -230,11 +238,27 @@ mod cases {
             let w = if layout == Layout::SameWord { 0 } else { i };
             if i == 0 || layout == Layout::DistinctMrs {
                 // An MR over just this caller's word, or one over all.
-                let len = if layout == Layout::DistinctMrs { 8 } else { 8 * n };
-                mrs.push(fast_reg(dev, &pd, &mut mem[8 * w..8 * w + len], None, ALL_RIGHTS)?, GFP_KERNEL)?;
+                let len = if layout == Layout::DistinctMrs {
+                    8
+                } else {
+                    8 * n
+                };
+                mrs.push(
+                    fast_reg(dev, &pd, &mut mem[8 * w..8 * w + len], None, ALL_RIGHTS)?,
+                    GFP_KERNEL,
+                )?;
             }
             let (kmr, stag) = mrs.last().ok_or(EINVAL)?;
-            let c = Caller::new(kmr.ib::<crate::device::Rsiw>().mr(), &locks, pd.pd::<crate::device::Rsiw>().id(), *stag, base + 8 * w as u64, ops, &started, n)?;
+            let c = Caller::new(
+                kmr.ib::<crate::device::Rsiw>().mr(),
+                &locks,
+                pd.pd::<crate::device::Rsiw>().id(),
+                *stag,
+                base + 8 * w as u64,
+                ops,
+                &started,
+                n,
+            )?;
             callers.push(c, GFP_KERNEL)?;
         }
         run_all(&callers, || Ok(()))?;
@@ -244,8 +268,14 @@ mod cases {
             check!(out.refused == 0 && out.originals.len() == ops);
             let (s, e) = out.span.ok_or(EINVAL)?;
             // Instants only subtract (no ordering).
-            first = Some(first.map_or(s, |f: Instant<Monotonic>| if (s - f).as_nanos() < 0 { s } else { f }));
-            last = Some(last.map_or(e, |l: Instant<Monotonic>| if (e - l).as_nanos() > 0 { e } else { l }));
+            first = Some(first.map_or(
+                s,
+                |f: Instant<Monotonic>| if (s - f).as_nanos() < 0 { s } else { f },
+            ));
+            last = Some(last.map_or(
+                e,
+                |l: Instant<Monotonic>| if (e - l).as_nanos() > 0 { e } else { l },
+            ));
         }
         let (first, last) = first.zip(last).ok_or(EINVAL)?;
         let nanos = (last - first).as_nanos().max(1) as u64;
@@ -283,20 +313,37 @@ mod cases {
         let (kmr, stag) = fast_reg(dev, &pd, &mut mem, None, ALL_RIGHTS)?;
         let mut callers = KVec::with_capacity(3, GFP_KERNEL)?;
         for w in [0u64, 0, 1] {
-            callers.push(Caller::new(kmr.ib::<crate::device::Rsiw>().mr(), &locks, pd.pd::<crate::device::Rsiw>().id(), stag, base + 8 * w, OPS, &started, 3)?, GFP_KERNEL)?;
+            callers.push(
+                Caller::new(
+                    kmr.ib::<crate::device::Rsiw>().mr(),
+                    &locks,
+                    pd.pd::<crate::device::Rsiw>().id(),
+                    stag,
+                    base + 8 * w,
+                    OPS,
+                    &started,
+                    3,
+                )?,
+                GFP_KERNEL,
+            )?;
         }
         let mut kmr = Some(kmr);
         let mut after = [0u64; 3];
         run_all(&callers, || {
             let start = Instant::<Monotonic>::now();
             // Every caller well under way.
-            while callers.iter().any(|c| c.ok.load(Ordering::Relaxed) < 500) && start.elapsed().as_millis() < 10_000 {
+            while callers.iter().any(|c| c.ok.load(Ordering::Relaxed) < 500)
+                && start.elapsed().as_millis() < 10_000
+            {
                 fsleep(Delta::from_micros(200));
             }
             if dereg {
                 drop(kmr.take());
             } else {
-                dev.device::<crate::device::Rsiw>().data().stags().invalidate(stag, pd.pd::<crate::device::Rsiw>().id())?;
+                dev.device::<crate::device::Rsiw>()
+                    .data()
+                    .stags()
+                    .invalidate(stag, pd.pd::<crate::device::Rsiw>().id())?;
             }
             after = [word(&mem, 0), word(&mem, 1), word(&mem, 2)];
             Ok(())
@@ -311,7 +358,11 @@ mod cases {
         check_word(&callers, &[2], after[1])?;
         pr_info!(
             "rsiw atomic pin: {} raced with {} + {} FetchAdds in flight\n",
-            if dereg { "deregistration" } else { "invalidation" },
+            if dereg {
+                "deregistration"
+            } else {
+                "invalidation"
+            },
             after[0],
             after[1]
         );
@@ -354,7 +405,11 @@ mod cases {
                 let (kmr, stag) = fast_reg(dev, &pd, &mut mem, None, ALL_RIGHTS)?;
                 let mr = kmr.ib::<crate::device::Rsiw>().mr().clone();
                 let f = Arc::new(
-                    Flags { inside: AtomicBool::new(false), finished: AtomicBool::new(false), exited: AtomicBool::new(false) },
+                    Flags {
+                        inside: AtomicBool::new(false),
+                        finished: AtomicBool::new(false),
+                        exited: AtomicBool::new(false),
+                    },
                     GFP_KERNEL,
                 )?;
                 let (m, g) = (mr.clone(), f.clone());
@@ -384,7 +439,10 @@ mod cases {
                 if dereg {
                     drop(kmr.take());
                 } else {
-                    dev.device::<crate::device::Rsiw>().data().stags().invalidate(stag, pd.pd::<crate::device::Rsiw>().id())?;
+                    dev.device::<crate::device::Rsiw>()
+                        .data()
+                        .stags()
+                        .invalidate(stag, pd.pd::<crate::device::Rsiw>().id())?;
                 }
                 let finished = f.finished.load(Ordering::Acquire);
                 while !f.exited.load(Ordering::Acquire) {
@@ -393,11 +451,22 @@ mod cases {
                 stores += 1;
                 check!(inside && finished);
                 check!(word(&mem, 0) == stores);
-                check!(mr.with_word(stag, pd_id, to, 0, |w| w.load()).err() == Some(MrError::InvalidStag));
+                check!(
+                    mr.with_word(stag, pd_id, to, 0, |w| w.load()).err()
+                        == Some(MrError::InvalidStag)
+                );
                 drop(kmr);
             }
-            let what = if dereg { "deregistration" } else { "invalidation" };
-            pr_info!("rsiw atomic pin: {} waited for an atomic in progress (try {})\n", what, tries);
+            let what = if dereg {
+                "deregistration"
+            } else {
+                "invalidation"
+            };
+            pr_info!(
+                "rsiw atomic pin: {} waited for an atomic in progress (try {})\n",
+                what,
+                tries
+            );
             check!(overlapped);
         }
         Ok(())

@@ -16,23 +16,40 @@ pub(crate) mod harness {
     use kernel::prelude::*;
 
     use crate::ffi::{
-        consumer::device::Found,
-        net::netdev::NetDevRef,
-        consumer::rdma_cm::*,
+        consumer::device::Found, consumer::rdma_cm::*, net::netdev::NetDevRef,
         net::socket::SockAddr,
     };
 
     pub(crate) use crate::selftest::util::check;
 
-    pub(crate) const V4_SERVER: SockAddr = SockAddr::V4 { addr: [10, 98, 0, 1], port: 0 };
-    pub(crate) const V4_CLIENT: SockAddr = SockAddr::V4 { addr: [10, 98, 0, 2], port: 0 };
-    pub(crate) const V6_SERVER: SockAddr =
-        SockAddr::V6 { addr: [0xfd, 0x98, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1], port: 0, scope_id: 0 };
-    pub(crate) const V6_CLIENT: SockAddr =
-        SockAddr::V6 { addr: [0xfd, 0x98, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2], port: 0, scope_id: 0 };
+    pub(crate) const V4_SERVER: SockAddr = SockAddr::V4 {
+        addr: [10, 98, 0, 1],
+        port: 0,
+    };
+    pub(crate) const V4_CLIENT: SockAddr = SockAddr::V4 {
+        addr: [10, 98, 0, 2],
+        port: 0,
+    };
+    pub(crate) const V6_SERVER: SockAddr = SockAddr::V6 {
+        addr: [0xfd, 0x98, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
+        port: 0,
+        scope_id: 0,
+    };
+    pub(crate) const V6_CLIENT: SockAddr = SockAddr::V6 {
+        addr: [0xfd, 0x98, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2],
+        port: 0,
+        scope_id: 0,
+    };
 
-    pub(crate) const V4_ANY: SockAddr = SockAddr::V4 { addr: [0; 4], port: 0 };
-    pub(crate) const V6_ANY: SockAddr = SockAddr::V6 { addr: [0; 16], port: 0, scope_id: 0 };
+    pub(crate) const V4_ANY: SockAddr = SockAddr::V4 {
+        addr: [0; 4],
+        port: 0,
+    };
+    pub(crate) const V6_ANY: SockAddr = SockAddr::V6 {
+        addr: [0; 16],
+        port: 0,
+        scope_id: 0,
+    };
 
     /// Event and completion waits (TCG guests are slow).
     pub(crate) const WAIT_MS: u32 = 5000;
@@ -99,7 +116,13 @@ pub(crate) mod harness {
             let (scq, rcq) = (Cq::create(dev, 2 * wr)?, Cq::create(dev, 2 * wr)?);
             let qp_events = KBox::pin(QpEvents::default(), GFP_KERNEL)?;
             id.create_qp(&pd, &scq, &rcq, wr, &qp_events)?;
-            Ok(Self { id, scq, rcq, pd, qp_events })
+            Ok(Self {
+                id,
+                scq,
+                rcq,
+                pd,
+                qp_events,
+            })
         }
 
         pub(crate) fn qp(&self) -> QpRef {
@@ -115,14 +138,21 @@ pub(crate) mod harness {
         }
 
         pub(crate) fn fatal_events(&self) -> u32 {
-            self.qp_events.fatal.load(core::sync::atomic::Ordering::Relaxed)
+            self.qp_events
+                .fatal
+                .load(core::sync::atomic::Ordering::Relaxed)
         }
 
         /// The next send completion, which must be `(wr_id, SUCCESS, opcode)`.
         pub(crate) fn send_done(&self, wr_id: u64, opcode: u32) -> Result<Wc> {
             let wc = self.scq.poll(WAIT_MS).ok_or(ETIMEDOUT)?;
             if (wc.wr_id, wc.status, wc.opcode) != (wr_id, WC_SUCCESS, opcode) {
-                pr_err!("rsiw kunit: send wc {:?}, expected wr_id {} opcode {}\n", wc, wr_id, opcode);
+                pr_err!(
+                    "rsiw kunit: send wc {:?}, expected wr_id {} opcode {}\n",
+                    wc,
+                    wr_id,
+                    opcode
+                );
                 return Err(EIO);
             }
             Ok(wc)
@@ -132,7 +162,12 @@ pub(crate) mod harness {
         pub(crate) fn recv_done(&self, wr_id: u64, opcode: u32) -> Result<Wc> {
             let wc = self.rcq.poll(WAIT_MS).ok_or(ETIMEDOUT)?;
             if (wc.wr_id, wc.status, wc.opcode) != (wr_id, WC_SUCCESS, opcode) {
-                pr_err!("rsiw kunit: recv wc {:?}, expected wr_id {} opcode {}\n", wc, wr_id, opcode);
+                pr_err!(
+                    "rsiw kunit: recv wc {:?}, expected wr_id {} opcode {}\n",
+                    wc,
+                    wr_id,
+                    opcode
+                );
                 return Err(EIO);
             }
             Ok(wc)
@@ -181,7 +216,10 @@ pub(crate) mod harness {
         fn of(e: &CmEv) -> Result<Self> {
             let mut private_data = KVec::new();
             private_data.extend_from_slice(&e.private_data, GFP_KERNEL)?;
-            Ok(Self { private_data, id_rr: (e.initiator_depth, e.responder_resources) })
+            Ok(Self {
+                private_data,
+                id_rr: (e.initiator_depth, e.responder_resources),
+            })
         }
     }
 
@@ -190,7 +228,10 @@ pub(crate) mod harness {
     pub(crate) struct CmPair {
         pub(crate) client: Side,
         pub(crate) server: Side,
-        #[expect(dead_code, reason = "held, not read: the listener lives as long as the pair")]
+        #[expect(
+            dead_code,
+            reason = "held, not read: the listener lives as long as the pair"
+        )]
         pub(crate) listener: CmId,
         pub(crate) request: Seen,
         pub(crate) client_est: Seen,
@@ -221,15 +262,26 @@ pub(crate) mod harness {
         pub(crate) fn connect(o: &PairOpts<'_>) -> Result<Self> {
             let (listener, port) = listen(o.listen)?;
             let client = client(o.from, o.to.with_port(port), o.wr)?;
-            client.id.connect(o.client_pd, o.client_rr_id.0, o.client_rr_id.1)?;
+            client
+                .id
+                .connect(o.client_pd, o.client_rr_id.0, o.client_rr_id.1)?;
             let mut req = listener.events().expect(CONNECT_REQUEST, WAIT_MS)?;
             let request = Seen::of(&req)?;
             let conn = req.conn.take().ok_or(EINVAL)?;
             let server = Side::equip(conn, o.wr)?;
-            server.id.accept(o.server_pd, o.server_rr_id.0, o.server_rr_id.1)?;
+            server
+                .id
+                .accept(o.server_pd, o.server_rr_id.0, o.server_rr_id.1)?;
             let client_est = Seen::of(&client.id.events().expect(ESTABLISHED, WAIT_MS)?)?;
             let server_est = Seen::of(&server.id.events().expect(ESTABLISHED, WAIT_MS)?)?;
-            Ok(Self { client, server, listener, request, client_est, server_est })
+            Ok(Self {
+                client,
+                server,
+                listener,
+                request,
+                client_est,
+                server_est,
+            })
         }
 
         /// `rdma_disconnect` by the client: DISCONNECTED on both sides,
@@ -247,7 +299,11 @@ pub(crate) mod harness {
     pub(crate) fn pattern(seed: u8, len: usize) -> Result<KVec<u8>> {
         let mut v = KVec::with_capacity(len, GFP_KERNEL)?;
         for i in 0..len {
-            v.push(seed.wrapping_add((i * 7) as u8).wrapping_add((i >> 8) as u8), GFP_KERNEL)?;
+            v.push(
+                seed.wrapping_add((i * 7) as u8)
+                    .wrapping_add((i >> 8) as u8),
+                GFP_KERNEL,
+            )?;
         }
         Ok(v)
     }
@@ -291,7 +347,10 @@ pub(crate) mod harness {
     }
 
     impl Caps {
-        pub(crate) const ALL: Caps = Caps { write_imm: true, solicited_notify: true };
+        pub(crate) const ALL: Caps = Caps {
+            write_imm: true,
+            solicited_notify: true,
+        };
     }
 
     pub(crate) fn exchange_all(a: &Side, b: &Side, seed: u8, caps: Caps) -> Result {
@@ -321,7 +380,8 @@ pub(crate) mod harness {
         kernel::time::delay::fsleep(kernel::time::Delta::from_millis(20));
         check!(b.rcq.notifications() == n0);
         b.qp().post_recv(102, Seg::of(&dst, bl))?;
-        a.qp().post(3, Op::SendSolicited, Some(Seg::of(&small, al)))?;
+        a.qp()
+            .post(3, Op::SendSolicited, Some(Seg::of(&small, al)))?;
         a.send_done(3, WC_SEND)?;
         b.recv_done(102, WC_RECV)?;
         if caps.solicited_notify {
@@ -343,7 +403,14 @@ pub(crate) mod harness {
 
         // RDMA Write into b's memory (global rkey).
         let wsrc = pattern(seed ^ 0x0f, LEN)?;
-        a.qp().post(5, Op::Write { rkey: b.rkey(), addr: dst_addr }, Some(Seg::of(&wsrc, al)))?;
+        a.qp().post(
+            5,
+            Op::Write {
+                rkey: b.rkey(),
+                addr: dst_addr,
+            },
+            Some(Seg::of(&wsrc, al)),
+        )?;
         a.send_done(5, WC_WRITE)?;
         check!(lands(&dst, &wsrc));
 
@@ -352,20 +419,42 @@ pub(crate) mod harness {
         let isrc = pattern(seed ^ 0x77, 4000)?;
         if write_imm {
             b.qp().post_recv(104, Seg::of(&small, bl))?;
-            a.qp().post(6, Op::WriteImm { rkey: b.rkey(), addr: dst_addr, imm: 0x1234_5678 }, Some(Seg::of(&isrc, al)))?;
+            a.qp().post(
+                6,
+                Op::WriteImm {
+                    rkey: b.rkey(),
+                    addr: dst_addr,
+                    imm: 0x1234_5678,
+                },
+                Some(Seg::of(&isrc, al)),
+            )?;
             a.send_done(6, WC_WRITE)?;
             let wc = b.recv_done(104, WC_RECV_IMM)?;
             check!(wc.wc_flags & WITH_IMM != 0 && u32::from_be(wc.ex) == 0x1234_5678);
             check!(dst[..4000] == isrc[..]);
         } else {
-            a.qp().post(6, Op::Write { rkey: b.rkey(), addr: dst_addr }, Some(Seg::of(&isrc, al)))?;
+            a.qp().post(
+                6,
+                Op::Write {
+                    rkey: b.rkey(),
+                    addr: dst_addr,
+                },
+                Some(Seg::of(&isrc, al)),
+            )?;
             a.send_done(6, WC_WRITE)?;
             check!(lands(&dst[..4000], &isrc));
         }
 
         // RDMA Read of b's memory into a fresh buffer.
         let back = KVec::from_elem(0u8, LEN, GFP_KERNEL)?;
-        a.qp().post(7, Op::Read { rkey: b.rkey(), addr: dst_addr }, Some(Seg::of(&back, al)))?;
+        a.qp().post(
+            7,
+            Op::Read {
+                rkey: b.rkey(),
+                addr: dst_addr,
+            },
+            Some(Seg::of(&back, al)),
+        )?;
         let wc = a.send_done(7, WC_READ)?;
         check!(wc.byte_len == LEN as u32);
         check!(back[..4000] == isrc[..] && back[4000..] == wsrc[4000..]);
@@ -377,7 +466,8 @@ pub(crate) mod harness {
         b.send_done(105, WC_REG_MR)?;
         let (_, rkey, _) = mr.keys();
         b.qp().post_recv(106, Seg::of(&dst, bl))?;
-        a.qp().post(8, Op::SendInv { rkey }, Some(Seg::of(&small, al)))?;
+        a.qp()
+            .post(8, Op::SendInv { rkey }, Some(Seg::of(&small, al)))?;
         a.send_done(8, WC_SEND)?;
         let wc = b.recv_done(106, WC_RECV)?;
         check!(wc.wc_flags & WITH_INVALIDATE != 0 && wc.ex == rkey);
@@ -391,8 +481,19 @@ pub(crate) mod harness {
         a.qp().post_reg_mr(9, &smr, 0x3c)?;
         a.send_done(9, WC_REG_MR)?;
         let (slkey, _, siova) = smr.keys();
-        let seg = Seg { addr: siova, len: 4000, lkey: slkey };
-        a.qp().post(10, Op::ReadInv { rkey: b.rkey(), addr: dst_addr }, Some(seg))?;
+        let seg = Seg {
+            addr: siova,
+            len: 4000,
+            lkey: slkey,
+        };
+        a.qp().post(
+            10,
+            Op::ReadInv {
+                rkey: b.rkey(),
+                addr: dst_addr,
+            },
+            Some(seg),
+        )?;
         let wc = a.send_done(10, WC_READ)?;
         // b's memory: the Send with Invalidate's 300 bytes over the
         // Write with Immediate's data.
@@ -417,15 +518,21 @@ mod tests {
     /// DISCONNECTED on both, the receives flushed, no QP_FATAL.
     fn graceful_close(p: &CmPair) -> Result {
         let buf = KVec::from_elem(0u8, 64, GFP_KERNEL)?;
-        p.client.qp().post_recv(900, Seg::of(&buf, p.client.lkey()))?;
-        p.server.qp().post_recv(901, Seg::of(&buf, p.server.lkey()))?;
+        p.client
+            .qp()
+            .post_recv(900, Seg::of(&buf, p.client.lkey()))?;
+        p.server
+            .qp()
+            .post_recv(901, Seg::of(&buf, p.server.lkey()))?;
         p.disconnect()?;
         let wc = p.server.rcq.poll(WAIT_MS).ok_or(ETIMEDOUT)?;
         check!((wc.wr_id, wc.status) == (901, WC_WR_FLUSH_ERR));
         let wc = p.client.rcq.poll(WAIT_MS).ok_or(ETIMEDOUT)?;
         check!((wc.wr_id, wc.status) == (900, WC_WR_FLUSH_ERR));
         // The peer's QP is in Error now: a new send is flushed too.
-        p.server.qp().post(902, Op::Send, Some(Seg::of(&buf, p.server.lkey())))?;
+        p.server
+            .qp()
+            .post(902, Op::Send, Some(Seg::of(&buf, p.server.lkey())))?;
         let wc = p.server.scq.poll(WAIT_MS).ok_or(ETIMEDOUT)?;
         check!((wc.wr_id, wc.status) == (902, WC_WR_FLUSH_ERR));
         check!(p.client.fatal_events() == 0 && p.server.fatal_events() == 0);
@@ -470,20 +577,28 @@ mod tests {
             let mut target = KVec::from_elem(0u8, 8192, GFP_KERNEL)?;
             target[..8].copy_from_slice(&40u64.to_ne_bytes());
             let mr = FrMr::map(&b.pd, &mut target)?;
-            b.qp().post_reg_mr_access(50, &mr, 0x21, ACCESS_REMOTE_ATOMIC | ACCESS_FLUSH_GLOBAL)?;
+            b.qp()
+                .post_reg_mr_access(50, &mr, 0x21, ACCESS_REMOTE_ATOMIC | ACCESS_FLUSH_GLOBAL)?;
             b.send_done(50, WC_REG_MR)?;
             let (_, rkey, iova) = mr.keys();
             let orig = KVec::from_elem(0u8, 8, GFP_KERNEL)?;
-            let word = |buf: &[u8]| u64::from_ne_bytes([buf[0], buf[1], buf[2], buf[3], buf[4], buf[5], buf[6], buf[7]]);
+            let word = |buf: &[u8]| {
+                u64::from_ne_bytes([
+                    buf[0], buf[1], buf[2], buf[3], buf[4], buf[5], buf[6], buf[7],
+                ])
+            };
 
-            a.qp().post_atomic(51, rkey, iova, 2, None, Seg::of(&orig, a.lkey()))?;
+            a.qp()
+                .post_atomic(51, rkey, iova, 2, None, Seg::of(&orig, a.lkey()))?;
             a.send_done(51, WC_FETCH_ADD)?;
             check!(word(&orig) == 40 && word(core::hint::black_box(&target[..8])) == 42);
             // Compare matches: swapped; then it no longer does.
-            a.qp().post_atomic(52, rkey, iova, 42, Some(7), Seg::of(&orig, a.lkey()))?;
+            a.qp()
+                .post_atomic(52, rkey, iova, 42, Some(7), Seg::of(&orig, a.lkey()))?;
             a.send_done(52, WC_COMP_SWAP)?;
             check!(word(&orig) == 42 && word(core::hint::black_box(&target[..8])) == 7);
-            a.qp().post_atomic(53, rkey, iova, 42, Some(9), Seg::of(&orig, a.lkey()))?;
+            a.qp()
+                .post_atomic(53, rkey, iova, 42, Some(9), Seg::of(&orig, a.lkey()))?;
             a.send_done(53, WC_COMP_SWAP)?;
             check!(word(&orig) == 7 && word(core::hint::black_box(&target[..8])) == 7);
 
@@ -492,7 +607,14 @@ mod tests {
             let data = pattern(0x61, 4096)?;
             for (i, chunk) in data.chunks(1024).enumerate() {
                 let off = 4096 + (i * 1024) as u64;
-                a.qp().post(60 + i as u64, Op::Write { rkey, addr: iova + off }, Some(Seg::of(chunk, a.lkey())))?;
+                a.qp().post(
+                    60 + i as u64,
+                    Op::Write {
+                        rkey,
+                        addr: iova + off,
+                    },
+                    Some(Seg::of(chunk, a.lkey())),
+                )?;
             }
             a.qp().post_flush(70, rkey, iova + 4096, 4096)?;
             for i in 0..4 {
@@ -528,10 +650,23 @@ mod tests {
     fn wildcard_listeners_accept_v4_and_v6() -> Result {
         let devs = Devices::pair()?;
         let server_dev = devs.get(0)?.raw();
-        for (any, to, from) in [(V4_ANY, V4_SERVER, V4_CLIENT), (V6_ANY, V6_SERVER, V6_CLIENT)] {
-            let o = PairOpts { listen: any, to, from, client_pd: b"anyone?", server_pd: b"here", ..PairOpts::v4() };
+        for (any, to, from) in [
+            (V4_ANY, V4_SERVER, V4_CLIENT),
+            (V6_ANY, V6_SERVER, V6_CLIENT),
+        ] {
+            let o = PairOpts {
+                listen: any,
+                to,
+                from,
+                client_pd: b"anyone?",
+                server_pd: b"here",
+                ..PairOpts::v4()
+            };
             let p = CmPair::connect(&o)?;
-            check!(&p.request.private_data[..] == b"anyone?" && &p.client_est.private_data[..] == b"here");
+            check!(
+                &p.request.private_data[..] == b"anyone?"
+                    && &p.client_est.private_data[..] == b"here"
+            );
             // The device owning the dialled address took the connection.
             check!(p.server.id.device() == server_dev);
             exchange_all(&p.client, &p.server, 5, Caps::ALL)?;

@@ -12,10 +12,7 @@ mod tests {
 
     use crate::{
         ffi::ib::PortState,
-        ffi::{
-            consumer::device::Found,
-            net::netdev::NetDevRef,
-        },
+        ffi::{consumer::device::Found, net::netdev::NetDevRef},
     };
 
     #[test]
@@ -29,14 +26,23 @@ mod tests {
         assert_eq!(active, lo.port_state() == PortState::Active);
         assert_eq!(gid_tbl_len, 1);
         // The GID is lo's (all-zero) address, as rdma_cm expects.
-        assert_eq!(found.device::<crate::device::Rsiw>().data().mac(), lo.mac().unwrap_or([1; 6]));
+        assert_eq!(
+            found.device::<crate::device::Rsiw>().data().mac(),
+            lo.mac().unwrap_or([1; 6])
+        );
 
         // One PD exists while allocated, none after.
-        assert_eq!(found.alloc_dealloc_pd(|| found.device::<crate::device::Rsiw>().data().pd_count())?, 1);
+        assert_eq!(
+            found.alloc_dealloc_pd(|| found.device::<crate::device::Rsiw>().data().pd_count())?,
+            1
+        );
         assert_eq!(found.device::<crate::device::Rsiw>().data().pd_count(), 0);
 
         // One device per net_device.
-        assert_eq!(crate::device::verbs::create(c"rsiw_kunit1", &lo, false), Err(EEXIST));
+        assert_eq!(
+            crate::device::verbs::create(c"rsiw_kunit1", &lo, false),
+            Err(EEXIST)
+        );
 
         found.unregister();
         assert!(Found::by_netdev(&lo).is_none());
@@ -53,8 +59,8 @@ mod socket_tests {
         time::{delay::fsleep, Delta},
     };
 
-    use crate::ffi::sync::{new_spinlock_irq, SpinLockIrq};
     use crate::ffi::net::socket::{Net, SockAddr, SockRx, SocketEvents, TcpSocket, TcpState};
+    use crate::ffi::sync::{new_spinlock_irq, SpinLockIrq};
 
     /// Collects what arrives and the last TCP state seen. The callbacks
     /// run in softirq and the test reads in process context: irq-safe.
@@ -80,7 +86,12 @@ mod socket_tests {
             // Lock per chunk, not around the read: `tcp_read_sock` may send
             // an ACK, which must not run with interrupts off (as the QP's
             // RX does it).
-            rx.read(&mut |chunk: &[u8]| match self.inner.lock().data.extend_from_slice(chunk, GFP_ATOMIC) {
+            rx.read(&mut |chunk: &[u8]| match self
+                .inner
+                .lock()
+                .data
+                .extend_from_slice(chunk, GFP_ATOMIC)
+            {
                 Ok(()) => chunk.len(),
                 Err(_) => 0,
             });
@@ -108,7 +119,10 @@ mod socket_tests {
 
     #[test]
     fn loopback_stream_arrives_whole_and_in_order() -> Result {
-        let any = SockAddr::V4 { addr: [127, 0, 0, 1], port: 0 };
+        let any = SockAddr::V4 {
+            addr: [127, 0, 0, 1],
+            port: 0,
+        };
         let listener = TcpSocket::listen(Net::init(), any, 4)?;
         let port = listener.local_addr()?.port();
         assert!(port != 0);
@@ -182,7 +196,10 @@ mod socket_tests {
 
     #[test]
     fn connect_to_a_closed_port_is_refused() {
-        let any = SockAddr::V4 { addr: [127, 0, 0, 1], port: 0 };
+        let any = SockAddr::V4 {
+            addr: [127, 0, 0, 1],
+            port: 0,
+        };
         // Find a free port by binding and closing a listener.
         let port = match TcpSocket::listen(Net::init(), any, 1).and_then(|l| l.local_addr()) {
             Ok(a) => a.port(),
@@ -212,11 +229,13 @@ mod qp_datapath {
 
     use crate::{
         ffi::{
-            consumer::cq::{KCq, WC_RECV, WC_RECV_RDMA_WITH_IMM, WC_SEND, WC_SUCCESS, WC_WR_FLUSH_ERR, WITH_IMM},
+            consumer::cq::{
+                KCq, WC_RECV, WC_RECV_RDMA_WITH_IMM, WC_SEND, WC_SUCCESS, WC_WR_FLUSH_ERR, WITH_IMM,
+            },
             consumer::device::Found,
             consumer::mr::KPd,
-            net::netdev::NetDevRef,
             consumer::qp::*,
+            net::netdev::NetDevRef,
             net::socket::TcpSocket,
         },
         qp::QpState,
@@ -226,7 +245,9 @@ mod qp_datapath {
 
     fn pattern(seed: u8, buf: &mut [u8]) {
         for (i, b) in buf.iter_mut().enumerate() {
-            *b = seed.wrapping_add((i * 7) as u8).wrapping_add((i >> 8) as u8);
+            *b = seed
+                .wrapping_add((i * 7) as u8)
+                .wrapping_add((i >> 8) as u8);
         }
     }
 
@@ -253,21 +274,35 @@ mod qp_datapath {
             b.post_recv(100, Seg::of(&dst, lkey))?;
 
             let (sa, sb) = TcpSocket::loopback_pair()?;
-            a.qp::<crate::device::Rsiw>().attach(sa, &params(true, crc, markers), EMSS, &[])?;
-            b.qp::<crate::device::Rsiw>().attach(sb, &params(false, crc, markers), EMSS, &[])?;
+            a.qp::<crate::device::Rsiw>()
+                .attach(sa, &params(true, crc, markers), EMSS, &[])?;
+            b.qp::<crate::device::Rsiw>()
+                .attach(sb, &params(false, crc, markers), EMSS, &[])?;
 
             // Send -> Recv.
             a.post(1, WR_SEND, &[Seg::of(&src, lkey)], None, true)?;
             let wc = cq_a.poll_one(5000).ok_or(ETIMEDOUT)?;
             check!((wc.wr_id, wc.status, wc.opcode) == (1, WC_SUCCESS, WC_SEND));
             let wc = cq_b.poll_one(5000).ok_or(ETIMEDOUT)?;
-            check!((wc.wr_id, wc.status, wc.opcode, wc.byte_len) == (100, WC_SUCCESS, WC_RECV, LEN as u32));
+            check!(
+                (wc.wr_id, wc.status, wc.opcode, wc.byte_len)
+                    == (100, WC_SUCCESS, WC_RECV, LEN as u32)
+            );
             check!(src[..] == dst[..]);
-            check!(a.qp::<crate::device::Rsiw>().ib_state() == QpState::Rts && b.qp::<crate::device::Rsiw>().ib_state() == QpState::Rts);
+            check!(
+                a.qp::<crate::device::Rsiw>().ib_state() == QpState::Rts
+                    && b.qp::<crate::device::Rsiw>().ib_state() == QpState::Rts
+            );
 
             // RDMA Write: A's buffer into B's memory (the global rkey).
             pattern(9, &mut src);
-            a.post(2, WR_WRITE, &[Seg::of(&src, lkey)], Some((rkey, dst_addr)), true)?;
+            a.post(
+                2,
+                WR_WRITE,
+                &[Seg::of(&src, lkey)],
+                Some((rkey, dst_addr)),
+                true,
+            )?;
             let wc = cq_a.poll_one(5000).ok_or(ETIMEDOUT)?;
             check!((wc.wr_id, wc.status, wc.opcode) == (2, WC_SUCCESS, WC_RDMA_WRITE));
             // The Write's completion at A means the data left; B places it
@@ -284,9 +319,18 @@ mod qp_datapath {
 
             // RDMA Read: B's memory back into a fresh buffer at A.
             let mut back = KVec::from_elem(0u8, LEN, GFP_KERNEL)?;
-            a.post(3, WR_READ, &[Seg::of(&back, lkey)], Some((rkey, dst_addr)), true)?;
+            a.post(
+                3,
+                WR_READ,
+                &[Seg::of(&back, lkey)],
+                Some((rkey, dst_addr)),
+                true,
+            )?;
             let wc = cq_a.poll_one(5000).ok_or(ETIMEDOUT)?;
-            check!((wc.wr_id, wc.status, wc.opcode, wc.byte_len) == (3, WC_SUCCESS, WC_RDMA_READ, LEN as u32));
+            check!(
+                (wc.wr_id, wc.status, wc.opcode, wc.byte_len)
+                    == (3, WC_SUCCESS, WC_RDMA_READ, LEN as u32)
+            );
             check!(back[..] == src[..]);
             back[0] ^= 1; // keep `back` mutable-borrowed semantics honest
 
@@ -305,7 +349,10 @@ mod qp_datapath {
             check!(dst[..4000] == src[..4000]);
 
             // Unsupported verbs are refused, not dropped.
-            check!(a.post(4, WR_SEND_WITH_IMM, &[Seg::of(&src[..8], lkey)], None, true) == Err(EOPNOTSUPP));
+            check!(
+                a.post(4, WR_SEND_WITH_IMM, &[Seg::of(&src[..8], lkey)], None, true)
+                    == Err(EOPNOTSUPP)
+            );
 
             // Error flushes posted receives.
             b.post_recv(101, Seg::of(&dst, lkey))?;

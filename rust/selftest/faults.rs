@@ -17,6 +17,7 @@ mod cases {
     };
 
     use crate::{
+        device::counters::HwCounter,
         engine::{
             error::{self, TermError},
             mpa::negotiate::Framing,
@@ -30,16 +31,15 @@ mod cases {
         },
         ffi::{
             consumer::cq::{KCq, RawWc, WC_SUCCESS, WC_WR_FLUSH_ERR},
-            crc::{self, KernelCrc32c},
             consumer::device::Found,
-            mem::pages::access,
             consumer::mr::{KMr, KPd},
-            net::netdev::NetDevRef,
             consumer::qp::*,
+            crc::{self, KernelCrc32c},
+            mem::pages::access,
+            net::netdev::NetDevRef,
             net::socket::TcpSocket,
         },
         qp::QpState,
-        device::counters::HwCounter,
     };
 
     use crate::selftest::util::{check, negotiated, EMSS};
@@ -80,7 +80,16 @@ mod cases {
         fn new(crc: bool, ird: u16) -> Result<Self> {
             let lo = NetDevRef::by_name(c"lo").ok_or(ENODEV)?;
             crate::device::verbs::create(c"rsiw_fault0", &lo, false)?;
-            let mut rig = Rig { qp: None, peer: None, cq: None, pd: None, dev: None, crc, lkey: 0, rkey: 0 };
+            let mut rig = Rig {
+                qp: None,
+                peer: None,
+                cq: None,
+                pd: None,
+                dev: None,
+                crc,
+                lkey: 0,
+                rkey: 0,
+            };
             rig.dev = Some(Found::by_netdev(&lo).ok_or(ENODEV)?);
             let dev = rig.dev.as_ref().ok_or(ENODEV)?;
             let pd = KPd::alloc(dev, true)?;
@@ -91,9 +100,14 @@ mod cases {
             rig.cq = Some(cq);
             qp.modify(QpState::Init)?;
             let (mine, theirs) = TcpSocket::loopback_pair()?;
-            let framing = Framing { crc, markers_tx: false, markers_rx: false };
+            let framing = Framing {
+                crc,
+                markers_tx: false,
+                markers_rx: false,
+            };
             let params = negotiated(framing, ird, 8, None, true);
-            qp.qp::<crate::device::Rsiw>().attach(mine, &params, EMSS, &[])?;
+            qp.qp::<crate::device::Rsiw>()
+                .attach(mine, &params, EMSS, &[])?;
             rig.qp = Some(qp);
             rig.peer = Some(theirs);
             Ok(rig)
@@ -124,7 +138,11 @@ mod cases {
                     Err(e) => return Err(e),
                 }
             }
-            if sent == bytes.len() { Ok(()) } else { Err(ETIMEDOUT) }
+            if sent == bytes.len() {
+                Ok(())
+            } else {
+                Err(ETIMEDOUT)
+            }
         }
 
         /// Wraps a DDP segment in an FPDU (CRC as negotiated).
@@ -134,7 +152,8 @@ mod cases {
             // The kernel's crc32c(), whichever CRC32c the module runs:
             // the peer is an independent implementation on the wire.
             let crc = self.crc.then_some(&KernelCrc32c);
-            repr.emit(&mut fpdu::Frame::new_unchecked(&mut buf[..]), crc).map_err(|_| EINVAL)?;
+            repr.emit(&mut fpdu::Frame::new_unchecked(&mut buf[..]), crc)
+                .map_err(|_| EINVAL)?;
             Ok(buf)
         }
 
@@ -156,10 +175,12 @@ mod cases {
             let mut pos = 0usize;
             for _ in 0..ms {
                 // The reader runs in atomic context: GFP_ATOMIC.
-                peer.read(&mut |chunk: &[u8]| match buf.extend_from_slice(chunk, GFP_ATOMIC) {
-                    Ok(()) => chunk.len(),
-                    Err(_) => 0,
-                });
+                peer.read(
+                    &mut |chunk: &[u8]| match buf.extend_from_slice(chunk, GFP_ATOMIC) {
+                        Ok(()) => chunk.len(),
+                        Err(_) => 0,
+                    },
+                );
                 while buf.len() - pos >= fpdu::HEADER_LEN {
                     let ulen = usize::from(u16::from_be_bytes([buf[pos], buf[pos + 1]]));
                     let total = fpdu::fpdu_len(ulen);
@@ -202,7 +223,11 @@ mod cases {
                 let qp = self.qp()?.qp::<crate::device::Rsiw>();
                 pr_err!(
                     "rsiw kunit: {} of {} completions, QP {:?}, TCP {:?}, fatal {}\n",
-                    got.len(), want.len(), qp.ib_state(), qp.tcp_state(), QP_EVENTS.fatal()
+                    got.len(),
+                    want.len(),
+                    qp.ib_state(),
+                    qp.tcp_state(),
+                    QP_EVENTS.fatal()
                 );
                 for w in got.iter() {
                     pr_err!("rsiw kunit:   wr_id {} status {}\n", w.wr_id, w.status);
@@ -237,7 +262,12 @@ mod cases {
         let hdr = ddp::Repr {
             last,
             ulp_ctrl: Control::new(Opcode::Send).to_byte(),
-            model: Model::Untagged { rsvd_ulp: 0, qn: qn::SEND, msn, mo },
+            model: Model::Untagged {
+                rsvd_ulp: 0,
+                qn: qn::SEND,
+                msn,
+                mo,
+            },
         };
         segment(hdr, payload)
     }
@@ -257,7 +287,12 @@ mod cases {
         let hdr = ddp::Repr {
             last: true,
             ulp_ctrl: Control::new(Opcode::ReadRequest).to_byte(),
-            model: Model::Untagged { rsvd_ulp: 0, qn: qn::READ_REQUEST, msn, mo: 0 },
+            model: Model::Untagged {
+                rsvd_ulp: 0,
+                qn: qn::READ_REQUEST,
+                msn,
+                mo: 0,
+            },
         };
         segment(hdr, &body)
     }
@@ -267,7 +302,13 @@ mod cases {
     /// QP must answer with a Terminate carrying `want`, be in Error, flush
     /// all of them, flush WRs posted afterwards at once, raise QP_FATAL
     /// once and close the connection.
-    fn expect_terminate(rig: &Rig, local: &[u8], recvs: &[u64], bad: &[u8], want: TermError) -> Result {
+    fn expect_terminate(
+        rig: &Rig,
+        local: &[u8],
+        recvs: &[u64],
+        bad: &[u8],
+        want: TermError,
+    ) -> Result {
         let qp = rig.qp()?;
         let seg = Seg::of(&local[..64], rig.lkey);
         qp.post(READ_WR, WR_READ, &[seg], Some((PEER_STAG, 0x1000)), true)?;
@@ -280,12 +321,22 @@ mod cases {
             pr_err!("rsiw kunit: Terminate {:?}, expected {:?}\n", got, want);
         }
         check!(got == want);
-        check!(wait_until(2000, || qp.qp::<crate::device::Rsiw>().ib_state() == QpState::Err));
+        check!(wait_until(2000, || qp
+            .qp::<crate::device::Rsiw>()
+            .ib_state()
+            == QpState::Err));
         // The device counts it: a CRC error or another protocol error.
         let counters = qp.qp::<crate::device::Rsiw>();
         let counters = counters.device_counters();
-        let (crc, proto) = (counters.get(HwCounter::RxCrcErrors), counters.get(HwCounter::RxProtocolErrors));
-        check!(if want == error::llp::CRC { (crc, proto) == (1, 0) } else { (crc, proto) == (0, 1) });
+        let (crc, proto) = (
+            counters.get(HwCounter::RxCrcErrors),
+            counters.get(HwCounter::RxProtocolErrors),
+        );
+        check!(if want == error::llp::CRC {
+            (crc, proto) == (1, 0)
+        } else {
+            (crc, proto) == (0, 1)
+        });
 
         let mut ids = KVec::new();
         ids.extend_from_slice(&[READ_WR, FENCED_WR], GFP_KERNEL)?;
@@ -302,7 +353,9 @@ mod cases {
 
         // The connection is closed after the Terminate (FIN reaches the
         // peer), and that is not a second fatal event.
-        check!(wait_until(3000, || rig.peer().is_ok_and(|p| p.state().is_closing())));
+        check!(wait_until(3000, || rig
+            .peer()
+            .is_ok_and(|p| p.state().is_closing())));
         fsleep(Delta::from_millis(20));
         check!(QP_EVENTS.fatal() == 1);
         check!(QP_EVENTS.other() == 0);
@@ -314,7 +367,8 @@ mod cases {
     fn bad_send(crc: bool, len: usize, corrupt: impl FnOnce(&mut [u8]), want: TermError) -> Result {
         let local = KVec::from_elem(0u8, 4096, GFP_KERNEL)?;
         let rig = Rig::new(crc, 8)?;
-        rig.qp()?.post_recv(200, Seg::of(&local[1024..1088], rig.lkey))?;
+        rig.qp()?
+            .post_recv(200, Seg::of(&local[1024..1088], rig.lkey))?;
         let payload = KVec::from_elem(0x5Au8, len, GFP_KERNEL)?;
         let mut frame = rig.fpdu(&send_segment(1, 0, true, &payload)?)?;
         corrupt(&mut frame);
@@ -363,27 +417,45 @@ mod cases {
 
     #[test]
     fn mpa_crc_error_is_llp_crc() -> Result {
-        bad_send(true, 32, |f| {
-            let last = f.len() - 1;
-            f[last] ^= 0x01;
-        }, error::llp::CRC)
+        bad_send(
+            true,
+            32,
+            |f| {
+                let last = f.len() - 1;
+                f[last] ^= 0x01;
+            },
+            error::llp::CRC,
+        )
     }
 
     #[test]
     fn bad_ddp_version_is_untagged_invalid_version() -> Result {
         // Octet 2 of the FPDU is the DDP control field: DV in its low bits.
-        bad_send(false, 32, |f| f[2] = (f[2] & !0x03) | 0x02, error::ddp::U_INVALID_VERSION)
+        bad_send(
+            false,
+            32,
+            |f| f[2] = (f[2] & !0x03) | 0x02,
+            error::ddp::U_INVALID_VERSION,
+        )
     }
 
     #[test]
     fn bad_rdmap_version_is_invalid_version() -> Result {
-        let ctrl = Control { version: 0, opcode: Opcode::Send as u8 }.to_byte();
+        let ctrl = Control {
+            version: 0,
+            opcode: Opcode::Send as u8,
+        }
+        .to_byte();
         bad_send(false, 32, |f| f[3] = ctrl, error::rdmap::INVALID_VERSION)
     }
 
     #[test]
     fn undefined_opcode_is_unexpected_opcode() -> Result {
-        let ctrl = Control { version: 1, opcode: 14 }.to_byte();
+        let ctrl = Control {
+            version: 1,
+            opcode: 14,
+        }
+        .to_byte();
         bad_send(false, 32, |f| f[3] = ctrl, error::rdmap::UNEXPECTED_OPCODE)
     }
 
@@ -412,13 +484,22 @@ mod cases {
     /// A fast-registered MR over one page of `buf` with `rights`; returns
     /// the MR, its STag and IOVA.
     fn page_mr(rig: &Rig, buf: &mut [u8], rights: u32) -> Result<(KMr, u32, u64)> {
-        let (dev, pd) = (rig.dev.as_ref().ok_or(ENODEV)?, rig.pd.as_ref().ok_or(EINVAL)?);
+        let (dev, pd) = (
+            rig.dev.as_ref().ok_or(ENODEV)?,
+            rig.pd.as_ref().ok_or(EINVAL)?,
+        );
         let mr = KMr::alloc(pd, 2)?;
         let off = 4096 - (buf.as_ptr() as usize % 4096);
         check!(mr.map_buf(dev, &mut buf[off..off + 4096], 4096)? == 1);
         mr.update_key(0x37);
         let (stag, _) = mr.keys();
-        mr.ib::<crate::device::Rsiw>().mr().fast_register(pd.pd::<crate::device::Rsiw>().id(), &crate::mem::mr::FastReg::of(mr.ib::<crate::device::Rsiw>(), stag, rights)).map_err(|_| EINVAL)?;
+        mr.ib::<crate::device::Rsiw>()
+            .mr()
+            .fast_register(
+                pd.pd::<crate::device::Rsiw>().id(),
+                &crate::mem::mr::FastReg::of(mr.ib::<crate::device::Rsiw>(), stag, rights),
+            )
+            .map_err(|_| EINVAL)?;
         let iova = mr.iova_len().0;
         Ok((mr, stag, iova))
     }
@@ -468,13 +549,26 @@ mod cases {
         let rw = access::LOCAL_WRITE | access::REMOTE_WRITE;
         let (mr, stag, iova) = page_mr(&rig, &mut target, rw)?;
         rig.peer_send(&rig.fpdu(&write_segment(stag, iova, &[4u8; 16])?)?)?;
-        check!(wait_until(2000, || core::hint::black_box(&target[off..off + 16]).iter().all(|&b| b == 4)));
+        check!(wait_until(2000, || core::hint::black_box(
+            &target[off..off + 16]
+        )
+        .iter()
+        .all(|&b| b == 4)));
         let mut kept = None;
         if dereg {
             drop(mr);
         } else {
-            let pd = rig.pd.as_ref().ok_or(EINVAL)?.pd::<crate::device::Rsiw>().id();
-            check!(mr.ib::<crate::device::Rsiw>().mr().invalidate(stag, pd).is_ok());
+            let pd = rig
+                .pd
+                .as_ref()
+                .ok_or(EINVAL)?
+                .pd::<crate::device::Rsiw>()
+                .id();
+            check!(mr
+                .ib::<crate::device::Rsiw>()
+                .mr()
+                .invalidate(stag, pd)
+                .is_ok());
             kept = Some(mr);
         }
         let frame = rig.fpdu(&write_segment(stag, iova, &[5u8; 16])?)?;
@@ -531,10 +625,16 @@ mod cases {
         check!(qp.qp::<crate::device::Rsiw>().ib_state() == QpState::Rts);
         // The peer refuses the Read once it has it: a Terminate that
         // overtook it (the TX work still to run) could only flush it.
-        rig.read_until(3000, |body| matches!(body, Body::ReadRequest(_)).then_some(()))?;
+        rig.read_until(3000, |body| {
+            matches!(body, Body::ReadRequest(_)).then_some(())
+        })?;
 
         let refusal = terminate::Repr::for_error(error::rdmap::INVALID_STAG, None);
-        let mut ulpdu = KVec::from_elem(0u8, ddp::UNTAGGED_HEADER_LEN + terminate::MAX_LEN, GFP_KERNEL)?;
+        let mut ulpdu = KVec::from_elem(
+            0u8,
+            ddp::UNTAGGED_HEADER_LEN + terminate::MAX_LEN,
+            GFP_KERNEL,
+        )?;
         let n = refusal.emit_segment(1, &mut ulpdu).ok_or(EINVAL)?;
         let frame = rig.fpdu(&ulpdu[..n])?;
         check!(rig.peer()?.send(&[&frame], true)? == frame.len());
@@ -542,13 +642,27 @@ mod cases {
 
         let wcs = rig.completions(&[READ_WR, 100], 3000)?;
         for wc in wcs.iter() {
-            let want = if wc.wr_id == READ_WR { WC_REM_ACCESS_ERR } else { WC_WR_FLUSH_ERR };
+            let want = if wc.wr_id == READ_WR {
+                WC_REM_ACCESS_ERR
+            } else {
+                WC_WR_FLUSH_ERR
+            };
             if wc.status != want {
-                pr_err!("rsiw kunit: wr_id {} status {}, expected {}\n", wc.wr_id, wc.status, want);
+                pr_err!(
+                    "rsiw kunit: wr_id {} status {}, expected {}\n",
+                    wc.wr_id,
+                    wc.status,
+                    want
+                );
             }
             check!(wc.status == want);
         }
-        check!(qp.qp::<crate::device::Rsiw>().stream_status().terminate_received == Some(error::rdmap::INVALID_STAG));
+        check!(
+            qp.qp::<crate::device::Rsiw>()
+                .stream_status()
+                .terminate_received
+                == Some(error::rdmap::INVALID_STAG)
+        );
         check!(qp.qp::<crate::device::Rsiw>().ib_state() == QpState::Err);
         fsleep(Delta::from_millis(20));
         check!(QP_EVENTS.fatal() == 1);
@@ -558,7 +672,8 @@ mod cases {
     /// Every posted id completed once, successfully or flushed, and at
     /// least one (still queued or in flight at the reset) was flushed.
     fn all_done_some_flushed(wcs: &[RawWc]) -> bool {
-        wcs.iter().all(|w| w.status == WC_SUCCESS || w.status == WC_WR_FLUSH_ERR)
+        wcs.iter()
+            .all(|w| w.status == WC_SUCCESS || w.status == WC_WR_FLUSH_ERR)
             && wcs.iter().any(|w| w.status == WC_WR_FLUSH_ERR)
     }
 
@@ -575,9 +690,21 @@ mod cases {
         qp.post_recv(100, Seg::of(&local[..2048], rig.lkey))?;
         qp.post_recv(101, Seg::of(&local[2048..], rig.lkey))?;
         for id in 1..=WRITES {
-            qp.post(id, WR_WRITE, &[Seg::of(&src, rig.lkey)], Some((PEER_STAG, 0)), true)?;
+            qp.post(
+                id,
+                WR_WRITE,
+                &[Seg::of(&src, rig.lkey)],
+                Some((PEER_STAG, 0)),
+                true,
+            )?;
         }
-        qp.post(WRITES + 1, WR_SEND, &[Seg::of(&src[..4096], rig.lkey)], None, true)?;
+        qp.post(
+            WRITES + 1,
+            WR_SEND,
+            &[Seg::of(&src[..4096], rig.lkey)],
+            None,
+            true,
+        )?;
         // The peer reads nothing: TX stalls on a full socket.
         fsleep(Delta::from_millis(200));
         check!(qp.qp::<crate::device::Rsiw>().ib_state() == QpState::Rts);
@@ -591,9 +718,14 @@ mod cases {
         ids.extend_from_slice(&[100, 101], GFP_KERNEL)?;
         let wcs = rig.completions(&ids, 5000)?;
         check!(all_done_some_flushed(&wcs));
-        check!(wcs.iter().filter(|w| w.wr_id >= 100).all(|w| w.status == WC_WR_FLUSH_ERR));
+        check!(wcs
+            .iter()
+            .filter(|w| w.wr_id >= 100)
+            .all(|w| w.status == WC_WR_FLUSH_ERR));
         // The last Write and the Send cannot have left before the reset.
-        check!(wcs.iter().any(|w| w.wr_id == WRITES + 1 && w.status == WC_WR_FLUSH_ERR));
+        check!(wcs
+            .iter()
+            .any(|w| w.wr_id == WRITES + 1 && w.status == WC_WR_FLUSH_ERR));
         let qp = rig.qp()?;
         check!(qp.qp::<crate::device::Rsiw>().ib_state() == QpState::Err);
         fsleep(Delta::from_millis(20));
@@ -618,7 +750,9 @@ mod cases {
         qp.post(READ_WR, WR_READ, &[seg], Some((PEER_STAG, 0x1000)), true)?;
         qp.post_with(FENCED_WR, WR_SEND, &[seg], None, SEND_SIGNALED | SEND_FENCE)?;
         // The Read Request is out; the peer keeps it.
-        rig.read_until(3000, |body| matches!(body, Body::ReadRequest(_)).then_some(()))?;
+        rig.read_until(3000, |body| {
+            matches!(body, Body::ReadRequest(_)).then_some(())
+        })?;
         qp.modify(QpState::Sqd)?;
         // Draining: nothing completes while the Read is outstanding.
         fsleep(Delta::from_millis(500));
@@ -631,7 +765,9 @@ mod cases {
             check!(w.status == WC_WR_FLUSH_ERR);
         }
         check!(qp.qp::<crate::device::Rsiw>().ib_state() == QpState::Err);
-        check!(wait_until(3000, || rig.peer().is_ok_and(|p| p.state().is_closing())));
+        check!(wait_until(3000, || rig
+            .peer()
+            .is_ok_and(|p| p.state().is_closing())));
         fsleep(Delta::from_millis(20));
         check!(QP_EVENTS.fatal() == 0);
         Ok(())
@@ -643,13 +779,25 @@ mod cases {
         let mut rig = Rig::new(false, 8)?;
         let qp = rig.qp()?;
         for i in 0..4usize {
-            qp.post_recv(100 + i as u64, Seg::of(&local[i * 16384..(i + 1) * 16384], rig.lkey))?;
+            qp.post_recv(
+                100 + i as u64,
+                Seg::of(&local[i * 16384..(i + 1) * 16384], rig.lkey),
+            )?;
         }
-        qp.post(READ_WR, WR_READ, &[Seg::of(&local[..64], rig.lkey)], Some((PEER_STAG, 0)), true)?;
+        qp.post(
+            READ_WR,
+            WR_READ,
+            &[Seg::of(&local[..64], rig.lkey)],
+            Some((PEER_STAG, 0)),
+            true,
+        )?;
         // The first segments of a Send the peer never finishes.
         let part = KVec::from_elem(0x3Cu8, 1000, GFP_KERNEL)?;
         let mut burst = rig.fpdu(&send_segment(1, 0, false, &part)?)?;
-        burst.extend_from_slice(&rig.fpdu(&send_segment(1, 1000, false, &part)?)?, GFP_KERNEL)?;
+        burst.extend_from_slice(
+            &rig.fpdu(&send_segment(1, 1000, false, &part)?)?,
+            GFP_KERNEL,
+        )?;
         rig.peer_send(&burst)?;
         fsleep(Delta::from_millis(50));
         check!(qp.qp::<crate::device::Rsiw>().ib_state() == QpState::Rts);

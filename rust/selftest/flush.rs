@@ -16,9 +16,7 @@ pub(crate) const PMEM_LEN: usize = 256 * 1024;
 #[cfg(rsiw_kunit)]
 #[kunit_tests(rsiw_flush)]
 mod tests {
-    use kernel::{
-        prelude::*,
-    };
+    use kernel::prelude::*;
 
     use super::{PMEM_LEN, PMEM_LINE};
     use crate::{
@@ -31,19 +29,19 @@ mod tests {
             consumer::cq::{KCq, RawWc, WC_RECV, WC_SEND, WC_SUCCESS},
             consumer::device::Found,
             consumer::flush::*,
-            mem::pages::access,
-                consumer::mr::{KMr, KPd},
-            net::netdev::NetDevRef,
+            consumer::mr::{KMr, KPd},
             consumer::pmem::{virt_persistent, PmemDev},
             consumer::qp::*,
+            mem::pages::access,
+            net::netdev::NetDevRef,
             net::socket::TcpSocket,
         },
         mem::mr::{FastReg, MrError},
         qp::QpState,
     };
 
-    use crate::selftest::util::{check, negotiated, EMSS};
     use crate::engine::mpa::startup::StreamParams;
+    use crate::selftest::util::{check, negotiated, EMSS};
 
     const RW: u32 = access::LOCAL_WRITE | access::REMOTE_WRITE;
     /// Responder buffer: 64 pages, mapped by one fast-register MR.
@@ -56,19 +54,29 @@ mod tests {
     fn poll_one(cq: &KCq, ms: u32) -> Result<RawWc> {
         let line = core::panic::Location::caller().line();
         cq.poll_one(ms).ok_or_else(|| {
-            pr_err!("rsiw kunit: no completion within {} ms (line {})\n", ms, line);
+            pr_err!(
+                "rsiw kunit: no completion within {} ms (line {})\n",
+                ms,
+                line
+            );
             ETIMEDOUT
         })
     }
 
     fn fill(seed: u8, buf: &mut [u8]) {
         for (i, b) in buf.iter_mut().enumerate() {
-            *b = seed.wrapping_add((i * 13) as u8).wrapping_add((i >> 9) as u8);
+            *b = seed
+                .wrapping_add((i * 13) as u8)
+                .wrapping_add((i >> 9) as u8);
         }
     }
 
     fn params(initiator: bool) -> StreamParams {
-        let framing = Framing { crc: true, markers_tx: false, markers_rx: false };
+        let framing = Framing {
+            crc: true,
+            markers_tx: false,
+            markers_rx: false,
+        };
         negotiated(framing, 8, 8, Some(RtrMode::Zero(Rtr::Write)), initiator)
     }
 
@@ -95,9 +103,17 @@ mod tests {
             a.modify(QpState::Init)?;
             b.modify(QpState::Init)?;
             let (sa, sb) = TcpSocket::loopback_pair()?;
-            a.qp::<crate::device::Rsiw>().attach(sa, &params(true), EMSS, &[])?;
-            b.qp::<crate::device::Rsiw>().attach(sb, &params(false), EMSS, &[])?;
-            let p = Pair { a, b, cq_a, cq_b, pd };
+            a.qp::<crate::device::Rsiw>()
+                .attach(sa, &params(true), EMSS, &[])?;
+            b.qp::<crate::device::Rsiw>()
+                .attach(sb, &params(false), EMSS, &[])?;
+            let p = Pair {
+                a,
+                b,
+                cq_a,
+                cq_b,
+                pd,
+            };
             f(&dev, &p)
         })();
         if let Err(e) = &res {
@@ -125,7 +141,13 @@ mod tests {
         let lkey = p.pd.local_dma_lkey();
         for (i, c) in src.chunks(CHUNK).enumerate() {
             let off = (i * CHUNK) as u64;
-            p.a.post(wr_id * 100 + i as u64, WR_WRITE, &[Seg::of(c, lkey)], Some((rkey, iova + off)), false)?;
+            p.a.post(
+                wr_id * 100 + i as u64,
+                WR_WRITE,
+                &[Seg::of(c, lkey)],
+                Some((rkey, iova + off)),
+                false,
+            )?;
         }
         post_flush(&p.a, wr_id, rkey, iova, src.len() as u32, false)?;
         poll_one(&p.cq_a, 10000)
@@ -138,7 +160,10 @@ mod tests {
         let dev = Found::by_netdev(&lo).ok_or(ENODEV)?;
         // Global flush always; persistent where the kernel has the pmem API
         // (x86-64 has).
-        assert_eq!(device_caps(&dev), (true, cfg!(CONFIG_ARCH_HAS_PMEM_API = "y")));
+        assert_eq!(
+            device_caps(&dev),
+            (true, cfg!(CONFIG_ARCH_HAS_PMEM_API = "y"))
+        );
         let data = dev.device::<crate::device::Rsiw>().data();
         let table = data.stags();
         {
@@ -150,25 +175,48 @@ mod tests {
             assert_eq!(mr.map_buf(&dev, &mut buf[..8192], 4096)?, 1);
             let (iova, len) = mr.iova_len();
             let stag = mr.keys().0;
-            let req = |acc| FastReg { key: stag, iova, length: len, access: acc };
+            let req = |acc| FastReg {
+                key: stag,
+                iova,
+                length: len,
+                access: acc,
+            };
             // Persistent flush over RAM is refused; the MR stays invalid.
             let persistent = req(RW | access::FLUSH_PERSISTENT);
-            assert_eq!(mr.ib::<crate::device::Rsiw>().mr().fast_register(pd.pd::<crate::device::Rsiw>().id(), &persistent), Err(MrError::NotPersistent));
+            assert_eq!(
+                mr.ib::<crate::device::Rsiw>()
+                    .mr()
+                    .fast_register(pd.pd::<crate::device::Rsiw>().id(), &persistent),
+                Err(MrError::NotPersistent)
+            );
             assert_eq!(table.lookup(stag).map(|r| r.valid), Some(false));
             // Global flush is fine on any memory: commit right, not durable.
-            mr.ib::<crate::device::Rsiw>().mr().fast_register(pd.pd::<crate::device::Rsiw>().id(), &req(RW | access::FLUSH_GLOBAL))?;
+            mr.ib::<crate::device::Rsiw>().mr().fast_register(
+                pd.pd::<crate::device::Rsiw>().id(),
+                &req(RW | access::FLUSH_GLOBAL),
+            )?;
             let r = table.lookup(stag).ok_or(EINVAL)?;
             assert!(r.valid && r.access.contains(Access::COMMIT) && !r.durable);
             // Committing it orders stores; a region past its end does not.
             let pdid = pd.pd::<crate::device::Rsiw>().id();
             assert_eq!(table.commit(stag, pdid, iova, len), Ok(()));
-            assert_eq!(table.commit(stag, pdid, iova + len, 1), Err(MrError::Bounds));
+            assert_eq!(
+                table.commit(stag, pdid, iova + len, 1),
+                Err(MrError::Bounds)
+            );
             // Another PD's QP may not commit it.
             assert_eq!(table.commit(stag, pdid + 1, iova, len), Err(MrError::Pd));
             // The PD's local DMA MR has no flush right.
             let lkey = pd.local_dma_lkey();
-            assert!(!table.lookup(lkey).ok_or(EINVAL)?.access.contains(Access::COMMIT));
-            assert_eq!(table.commit(lkey, pdid, buf.as_ptr() as u64, 8), Err(MrError::Access));
+            assert!(!table
+                .lookup(lkey)
+                .ok_or(EINVAL)?
+                .access
+                .contains(Access::COMMIT));
+            assert_eq!(
+                table.commit(lkey, pdid, buf.as_ptr() as u64, 8),
+                Err(MrError::Access)
+            );
             drop(mr);
 
             // A DMA MR spans all memory: persistent flush refused, global fine.
@@ -199,11 +247,22 @@ mod tests {
             let mut dst = KVec::from_elem(0u8, LEN, GFP_KERNEL)?;
             let mut src = KVec::from_elem(0u8, LEN, GFP_KERNEL)?;
             // Persistent flush over RAM, through the QP: REG_MR fails.
-            let (bad, st) = reg_at_b(dev, p, &mut dst[..4096], 0x11, RW | access::FLUSH_PERSISTENT)?;
+            let (bad, st) = reg_at_b(
+                dev,
+                p,
+                &mut dst[..4096],
+                0x11,
+                RW | access::FLUSH_PERSISTENT,
+            )?;
             check!(st == WC_LOC_PROT_ERR);
             // Not registered: invalid, and the new key does not name it.
             check!(!bad.ib::<crate::device::Rsiw>().mr().is_valid(bad.keys().1));
-            check!(dev.device::<crate::device::Rsiw>().data().stags().lookup(bad.keys().1).is_none());
+            check!(dev
+                .device::<crate::device::Rsiw>()
+                .data()
+                .stags()
+                .lookup(bad.keys().1)
+                .is_none());
             // Global flush: registered.
             let (mr, st) = reg_at_b(dev, p, &mut dst, 0x22, RW | access::FLUSH_GLOBAL)?;
             check!(st == WC_SUCCESS);
@@ -214,11 +273,17 @@ mod tests {
             for round in 0..4u8 {
                 fill(round.wrapping_mul(37).wrapping_add(1), &mut src);
                 let wc = write_then_flush(p, &src, rkey, iova, 10 + u64::from(round))?;
-                check!((wc.wr_id, wc.status, wc.opcode) == (10 + u64::from(round), WC_SUCCESS, WC_FLUSH));
+                check!(
+                    (wc.wr_id, wc.status, wc.opcode)
+                        == (10 + u64::from(round), WC_SUCCESS, WC_FLUSH)
+                );
                 check!(wc.vendor_err == 0);
                 check!(dst[..] == src[..]);
             }
-            check!(p.a.qp::<crate::device::Rsiw>().ib_state() == QpState::Rts && p.b.qp::<crate::device::Rsiw>().ib_state() == QpState::Rts);
+            check!(
+                p.a.qp::<crate::device::Rsiw>().ib_state() == QpState::Rts
+                    && p.b.qp::<crate::device::Rsiw>().ib_state() == QpState::Rts
+            );
             Ok(())
         });
         assert!(res.is_ok());
@@ -234,12 +299,22 @@ mod tests {
             let (rkey, iova) = (mr.keys().1, mr.iova_len().0);
             let expect = |wr_id: u64, status: u32, vendor: u32| -> Result {
                 let wc = poll_one(&p.cq_a, 5000)?;
-                check!((wc.wr_id, wc.status, wc.opcode, wc.vendor_err) == (wr_id, status, WC_FLUSH, vendor));
+                check!(
+                    (wc.wr_id, wc.status, wc.opcode, wc.vendor_err)
+                        == (wr_id, status, WC_FLUSH, vendor)
+                );
                 Ok(())
             };
             // No flush right (the PD's global rkey: remote write only):
             // draft status 3 (Access), a remote access error.
-            post_flush(&p.a, 1, p.pd.unsafe_global_rkey(), dst.as_ptr() as u64, 64, false)?;
+            post_flush(
+                &p.a,
+                1,
+                p.pd.unsafe_global_rkey(),
+                dst.as_ptr() as u64,
+                64,
+                false,
+            )?;
             expect(1, WC_REM_ACCESS_ERR, 3)?;
             // Past the MR's end: status 2 (Bounds).
             post_flush(&p.a, 2, rkey, iova + 4000, 200, false)?;
@@ -261,10 +336,16 @@ mod tests {
             let wc = poll_one(&p.cq_a, 5000)?;
             check!((wc.wr_id, wc.status, wc.opcode) == (51, WC_SUCCESS, WC_SEND));
             let wc = poll_one(&p.cq_b, 5000)?;
-            check!((wc.wr_id, wc.status, wc.opcode, wc.byte_len) == (50, WC_SUCCESS, WC_RECV, msg.len() as u32));
+            check!(
+                (wc.wr_id, wc.status, wc.opcode, wc.byte_len)
+                    == (50, WC_SUCCESS, WC_RECV, msg.len() as u32)
+            );
             back[31] ^= 0; // written by the device behind Rust's back
             check!(back[..msg.len()] == msg[..]);
-            check!(p.a.qp::<crate::device::Rsiw>().ib_state() == QpState::Rts && p.b.qp::<crate::device::Rsiw>().ib_state() == QpState::Rts);
+            check!(
+                p.a.qp::<crate::device::Rsiw>().ib_state() == QpState::Rts
+                    && p.b.qp::<crate::device::Rsiw>().ib_state() == QpState::Rts
+            );
             // And a good Flush after all that.
             post_flush(&p.a, 6, rkey, iova, 4096, false)?;
             expect(6, WC_SUCCESS, 0)?;
@@ -289,19 +370,29 @@ mod tests {
             let (mr, st) = reg_at_b(dev, p, pm.bytes(), 0x44, RW | access::FLUSH_PERSISTENT)?;
             check!(st == WC_SUCCESS);
             let (rkey, iova) = (mr.keys().1, mr.iova_len().0);
-            check!(dev.device::<crate::device::Rsiw>().data().stags().lookup(rkey).is_some_and(|r| r.durable));
+            check!(dev
+                .device::<crate::device::Rsiw>()
+                .data()
+                .stags()
+                .lookup(rkey)
+                .is_some_and(|r| r.durable));
             let mut src = KVec::from_elem(0u8, PMEM_LEN, GFP_KERNEL)?;
             for line in src.chunks_mut(PMEM_LINE.len()) {
                 line.copy_from_slice(PMEM_LINE);
             }
             let wc = write_then_flush(p, &src, rkey, iova, 20)?;
-            check!((wc.wr_id, wc.status, wc.opcode, wc.vendor_err) == (20, WC_SUCCESS, WC_FLUSH, 0));
+            check!(
+                (wc.wr_id, wc.status, wc.opcode, wc.vendor_err) == (20, WC_SUCCESS, WC_FLUSH, 0)
+            );
             check!(pm.bytes()[..] == src[..]);
             // A sub-range commit too (unaligned, inside one cache line).
             post_flush(&p.a, 21, rkey, iova + 4097, 3, false)?;
             let wc = poll_one(&p.cq_a, 5000)?;
             check!((wc.wr_id, wc.status, wc.opcode) == (21, WC_SUCCESS, WC_FLUSH));
-            pr_info!("rsiw kunit: {} octets written and committed to /dev/pmem0\n", PMEM_LEN);
+            pr_info!(
+                "rsiw kunit: {} octets written and committed to /dev/pmem0\n",
+                PMEM_LEN
+            );
             Ok(())
         });
         assert!(res.is_ok());

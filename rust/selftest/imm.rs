@@ -19,7 +19,9 @@ mod tests {
 
     use crate::{
         ffi::{
-            consumer::cq::{KCq, SOLICITED, WC_RECV_RDMA_WITH_IMM, WC_SUCCESS, WC_WR_FLUSH_ERR, WITH_IMM},
+            consumer::cq::{
+                KCq, SOLICITED, WC_RECV_RDMA_WITH_IMM, WC_SUCCESS, WC_WR_FLUSH_ERR, WITH_IMM,
+            },
             consumer::qp::*,
         },
         qp::QpState,
@@ -30,8 +32,16 @@ mod tests {
     /// A connected pair on a device on `lo` (CRC on): A (requester) and
     /// B (responder), each with its own CQ; `f` gets them with the PD's
     /// local DMA lkey and global rkey.
-    fn with_pair(name: &'static CStr, f: impl FnOnce(&KQp, &KCq, &KQp, &KCq, u32, u32) -> Result) -> Result {
-        crate::selftest::util::with_pair(name, true, |_, _| {}, |p| f(p.a, p.cq_a, p.b, p.cq_b, p.lkey, p.rkey))
+    fn with_pair(
+        name: &'static CStr,
+        f: impl FnOnce(&KQp, &KCq, &KQp, &KCq, u32, u32) -> Result,
+    ) -> Result {
+        crate::selftest::util::with_pair(
+            name,
+            true,
+            |_, _| {},
+            |p| f(p.a, p.cq_a, p.b, p.cq_b, p.lkey, p.rkey),
+        )
     }
 
     #[test]
@@ -48,7 +58,14 @@ mod tests {
             }
             let rbuf = KVec::from_elem(0u8, 16, GFP_KERNEL)?;
             b.post_recv(200, Seg::of(&rbuf, lkey))?;
-            a.post_write_imm_ex(1, &[Seg::of(&src, lkey)], rkey, dst_addr, 0xA1B2_C3D4, false)?;
+            a.post_write_imm_ex(
+                1,
+                &[Seg::of(&src, lkey)],
+                rkey,
+                dst_addr,
+                0xA1B2_C3D4,
+                false,
+            )?;
 
             let wc = cq_b.poll_one(10000).ok_or(ETIMEDOUT)?;
             // Compare before anything else can land: the completion is
@@ -127,7 +144,9 @@ mod tests {
             a.post_write_imm_ex(1, &[Seg::of(&src, lkey)], rkey, dst_addr, 9, false)?;
             let mut both = false;
             for _ in 0..5000 {
-                if a.qp::<crate::device::Rsiw>().ib_state() == QpState::Err && b.qp::<crate::device::Rsiw>().ib_state() == QpState::Err {
+                if a.qp::<crate::device::Rsiw>().ib_state() == QpState::Err
+                    && b.qp::<crate::device::Rsiw>().ib_state() == QpState::Err
+                {
                     both = true;
                     break;
                 }
@@ -138,13 +157,20 @@ mod tests {
             // buffer error, "no buffer available"); A received it.
             let no_buffer = crate::engine::error::ddp::U_NO_BUFFER;
             check!(b.qp::<crate::device::Rsiw>().stream_status().terminate_sent == Some(no_buffer));
-            check!(a.qp::<crate::device::Rsiw>().stream_status().terminate_received == Some(no_buffer));
+            check!(
+                a.qp::<crate::device::Rsiw>()
+                    .stream_status()
+                    .terminate_received
+                    == Some(no_buffer)
+            );
             // The Write itself had been placed before the Immediate failed.
             check!(dst[..] == src[..]);
             // The WR reports; later ones are flushed, receives too.
             let wc = cq_a.poll_one(5000).ok_or(ETIMEDOUT)?;
             check!(wc.wr_id == 1);
-            check!(a.post(2, WR_SEND, &[Seg::of(&src, lkey)], None, true).is_ok());
+            check!(a
+                .post(2, WR_SEND, &[Seg::of(&src, lkey)], None, true)
+                .is_ok());
             let wc = cq_a.poll_one(5000).ok_or(ETIMEDOUT)?;
             check!((wc.wr_id, wc.status) == (2, WC_WR_FLUSH_ERR));
             let rbuf = KVec::from_elem(0u8, 8, GFP_KERNEL)?;
@@ -161,7 +187,9 @@ mod tests {
             let src = KVec::from_elem(1u8, 16, GFP_KERNEL)?;
             // iWARP has no Send with Immediate (RFC 7306 composes only
             // Write with Immediate): a clear error, nothing queued.
-            check!(a.post(1, WR_SEND_WITH_IMM, &[Seg::of(&src, lkey)], None, true) == Err(EOPNOTSUPP));
+            check!(
+                a.post(1, WR_SEND_WITH_IMM, &[Seg::of(&src, lkey)], None, true) == Err(EOPNOTSUPP)
+            );
             check!(cq_a.poll_one(50).is_none());
             check!(a.qp::<crate::device::Rsiw>().ib_state() == QpState::Rts);
             Ok(())

@@ -29,7 +29,10 @@ mod tests {
         device::Rsiw,
         ffi::{
             consumer::{
-                cq::{KCq, RawWc, NEXT_COMP, REPOST_WR_ID, WC_RECV, WC_SEND, WC_SUCCESS, WC_WR_FLUSH_ERR},
+                cq::{
+                    KCq, RawWc, NEXT_COMP, REPOST_WR_ID, WC_RECV, WC_SEND, WC_SUCCESS,
+                    WC_WR_FLUSH_ERR,
+                },
                 flush::{post_reg_mr, WC_REG_MR},
                 mr::{KMr, KPd},
                 qp::*,
@@ -47,7 +50,11 @@ mod tests {
     macro_rules! check {
         ($c:expr) => {
             if !$c {
-                pr_err!("rsiw kunit: check failed (line {}): {}\n", line!(), stringify!($c));
+                pr_err!(
+                    "rsiw kunit: check failed (line {}): {}\n",
+                    line!(),
+                    stringify!($c)
+                );
                 return Err(EBADMSG);
             }
         };
@@ -109,7 +116,12 @@ mod tests {
                 _ => false,
             };
             if wc.wr_id as usize != self.completed || !ok {
-                pr_err!("rsiw kunit: {} completion {}: {:?}\n", what, self.completed, wc);
+                pr_err!(
+                    "rsiw kunit: {} completion {}: {:?}\n",
+                    what,
+                    self.completed,
+                    wc
+                );
                 return Err(EIO);
             }
             if wc.status != WC_SUCCESS && !self.failed {
@@ -134,14 +146,31 @@ mod tests {
                 // Alternate Reads (which wait for their responses) and
                 // Writes of 8 octets, each into its own slot.
                 let slot = (s.posted % 64) as u64;
-                let seg = Seg { addr: w.local + 8 * slot, len: 8, lkey: w.lkey };
+                let seg = Seg {
+                    addr: w.local + 8 * slot,
+                    len: 8,
+                    lkey: w.lkey,
+                };
                 let op = if s.posted % 2 == 0 { WR_READ } else { WR_WRITE };
-                w.end.qp.post(s.posted as u64, op, &[seg], Some((w.rkey, w.remote + 8 * slot)), true)?;
+                w.end.qp.post(
+                    s.posted as u64,
+                    op,
+                    &[seg],
+                    Some((w.rkey, w.remote + 8 * slot)),
+                    true,
+                )?;
                 s.posted_one();
             }
             while r.wants_post() {
                 let slot = (64 + r.posted % 64) as u64;
-                w.end.qp.post_recv(r.posted as u64, Seg { addr: w.local + 8 * slot, len: 8, lkey: w.lkey })?;
+                w.end.qp.post_recv(
+                    r.posted as u64,
+                    Seg {
+                        addr: w.local + 8 * slot,
+                        len: 8,
+                        lkey: w.lkey,
+                    },
+                )?;
                 r.posted_one();
             }
             let n = w.end.cq.poll(&mut wcs);
@@ -149,7 +178,10 @@ mod tests {
                 if progress.elapsed().as_nanos() > STALL_NS {
                     pr_err!(
                         "rsiw kunit: stalled: send {}/{}, recv {}/{}\n",
-                        s.completed, s.posted, r.completed, r.posted
+                        s.completed,
+                        s.posted,
+                        r.completed,
+                        r.posted
                     );
                     return Err(ETIMEDOUT);
                 }
@@ -171,7 +203,12 @@ mod tests {
 
     /// One round: the worker runs on QP `a`; after `at` send completions
     /// `a` (the ULP) or `b` (the peer) goes to Error.
-    fn round(dev: &crate::ffi::consumer::device::Found, pd: &KPd, at: usize, local_end: bool) -> Result {
+    fn round(
+        dev: &crate::ffi::consumer::device::Found,
+        pd: &KPd,
+        at: usize,
+        local_end: bool,
+    ) -> Result {
         let lkey = pd.local_dma_lkey();
         // Declared before the QPs: dropped after them.
         let mut local = KVec::from_elem(0u8, 8 * 128, GFP_KERNEL)?;
@@ -207,7 +244,11 @@ mod tests {
             }
             fsleep(Delta::from_micros(50));
         }
-        let ended = if local_end { w.end.qp.modify(QpState::Err) } else { b.qp.modify(QpState::Err) };
+        let ended = if local_end {
+            w.end.qp.modify(QpState::Err)
+        } else {
+            b.qp.modify(QpState::Err)
+        };
         while done.load(Ordering::Acquire) == 0 {
             fsleep(Delta::from_millis(1));
         }
@@ -231,7 +272,12 @@ mod tests {
         for &(id, opcode) in want {
             let wc = cq.poll_one(2000).ok_or(ETIMEDOUT)?;
             if (wc.wr_id, wc.status, wc.opcode) != (id, WC_WR_FLUSH_ERR, opcode) {
-                pr_err!("rsiw kunit: expected {:#x} (opcode {}) flushed: {:?}\n", id, opcode, wc);
+                pr_err!(
+                    "rsiw kunit: expected {:#x} (opcode {}) flushed: {:?}\n",
+                    id,
+                    opcode,
+                    wc
+                );
                 return Err(EIO);
             }
         }
@@ -288,14 +334,24 @@ mod tests {
             let mut buf = KVec::from_elem(0u8, 8 * 4, GFP_KERNEL)?;
             let base = buf.as_mut_ptr() as u64;
             for i in 0..4u64 {
-                a.qp.post_recv(i, Seg { addr: base + 8 * i, len: 8, lkey })?;
+                a.qp.post_recv(
+                    i,
+                    Seg {
+                        addr: base + 8 * i,
+                        len: 8,
+                        lkey,
+                    },
+                )?;
             }
             {
                 let _hook = a.cq.repost_from_handler(&a.qp);
                 check!(a.cq.req_notify(NEXT_COMP) == 0);
                 a.qp.modify(QpState::Err)?;
                 let recv = |id| (id, WC_RECV);
-                expect_flushes(&a.cq, &[recv(0), recv(1), recv(2), recv(3), recv(REPOST_WR_ID)])?;
+                expect_flushes(
+                    &a.cq,
+                    &[recv(0), recv(1), recv(2), recv(3), recv(REPOST_WR_ID)],
+                )?;
             }
             check!(a.cq.seen().reposted() == Some(0));
             drop(a);
@@ -316,7 +372,10 @@ mod tests {
                 let at = 8 + (i * 37) % 120;
                 round(dev, &pd, at, i % 2 == 0)?;
             }
-            pr_info!("rsiw flush order: {} rounds: every WR completed once, in order\n", ROUNDS);
+            pr_info!(
+                "rsiw flush order: {} rounds: every WR completed once, in order\n",
+                ROUNDS
+            );
             Ok(())
         })
     }

@@ -18,10 +18,7 @@ use kernel::prelude::*;
 mod tests {
     use kernel::prelude::*;
 
-    use crate::{
-        ffi::consumer::rdma_cm::*,
-        selftest::cm::harness::*,
-    };
+    use crate::{ffi::consumer::rdma_cm::*, selftest::cm::harness::*};
 
     /// Sinks in the pool (three times the ORD credits the pair has).
     const MRS: usize = 12;
@@ -32,7 +29,10 @@ mod tests {
     #[test]
     fn pooled_sinks_are_invalidated_by_every_read() -> Result {
         let _devs = Devices::pair()?;
-        let p = CmPair::connect(&PairOpts { wr: 4 * MRS as u32, ..PairOpts::v4() })?;
+        let p = CmPair::connect(&PairOpts {
+            wr: 4 * MRS as u32,
+            ..PairOpts::v4()
+        })?;
         let (a, b) = (&p.client, &p.server);
         let mut bufs = KVec::with_capacity(MRS, GFP_KERNEL)?;
         let mut mrs = KVec::with_capacity(MRS, GFP_KERNEL)?;
@@ -50,13 +50,28 @@ mod tests {
             }
             for (i, mr) in mrs.iter().enumerate() {
                 // The next key, as ib_inc_rkey gives it.
-                let key = round.wrapping_mul(MRS as u8).wrapping_add(i as u8).wrapping_add(1);
+                let key = round
+                    .wrapping_mul(MRS as u8)
+                    .wrapping_add(i as u8)
+                    .wrapping_add(1);
                 a.qp().post_reg_mr_with(0, mr, key, 0, false)?;
                 let (lkey, _, iova) = mr.keys();
                 let last = i == MRS - 1;
-                let seg = Seg { addr: iova, len: LEN as u32, lkey };
-                let op = Op::ReadInv { rkey: b.rkey(), addr: src_addr + (i * LEN) as u64 };
-                a.qp().post_with(if last { 1000 + u64::from(round) } else { 0 }, op, Some(seg), last)?;
+                let seg = Seg {
+                    addr: iova,
+                    len: LEN as u32,
+                    lkey,
+                };
+                let op = Op::ReadInv {
+                    rkey: b.rkey(),
+                    addr: src_addr + (i * LEN) as u64,
+                };
+                a.qp().post_with(
+                    if last { 1000 + u64::from(round) } else { 0 },
+                    op,
+                    Some(seg),
+                    last,
+                )?;
             }
             // The chain's one completion, and nothing before it (a failed
             // registration or Read completes in error, signaled or not).
@@ -69,7 +84,8 @@ mod tests {
         // Every sink is invalid again: a signaled registration of each
         // succeeds (registering a valid MR is refused).
         for (i, mr) in mrs.iter().enumerate() {
-            a.qp().post_reg_mr_with(2000 + i as u64, mr, 0xF0, 0, true)?;
+            a.qp()
+                .post_reg_mr_with(2000 + i as u64, mr, 0xF0, 0, true)?;
             a.send_done(2000 + i as u64, WC_REG_MR)?;
         }
         check!(a.scq.poll(0).is_none());
@@ -95,8 +111,14 @@ mod tests {
             let target = KVec::from_elem(0x11u8, 4096, GFP_KERNEL)?;
             let src = pattern(0x22, 4096)?;
             let op = match read {
-                false => Op::Write { rkey: b.rkey(), addr: target.as_ptr() as u64 },
-                true => Op::Read { rkey: b.rkey(), addr: target.as_ptr() as u64 },
+                false => Op::Write {
+                    rkey: b.rkey(),
+                    addr: target.as_ptr() as u64,
+                },
+                true => Op::Read {
+                    rkey: b.rkey(),
+                    addr: target.as_ptr() as u64,
+                },
             };
             a.qp().post(7, op, Some(Seg::of(&src, a.lkey())))?;
             let wc = a.scq.poll(WAIT_MS).ok_or(ETIMEDOUT)?;

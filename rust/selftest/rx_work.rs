@@ -31,12 +31,17 @@ mod tests {
 
     fn pattern(seed: u8, buf: &mut [u8]) {
         for (i, b) in buf.iter_mut().enumerate() {
-            *b = seed.wrapping_add((i * 13) as u8).wrapping_add((i >> 11) as u8);
+            *b = seed
+                .wrapping_add((i * 13) as u8)
+                .wrapping_add((i >> 11) as u8);
         }
     }
 
     fn healthy(p: &Pair<'_>) -> bool {
-        let (sa, sb) = (p.a.qp::<crate::device::Rsiw>().stream_status(), p.b.qp::<crate::device::Rsiw>().stream_status());
+        let (sa, sb) = (
+            p.a.qp::<crate::device::Rsiw>().stream_status(),
+            p.b.qp::<crate::device::Rsiw>().stream_status(),
+        );
         sa.terminate_sent.is_none() && sb.terminate_sent.is_none() && !sa.failed && !sb.failed
     }
 
@@ -60,20 +65,29 @@ mod tests {
             },
             |p| {
                 for i in 0..n {
-                    p.b.post_recv(100 + i as u64, Seg::of(&dst[i * msg..(i + 1) * msg], p.lkey))?;
+                    p.b.post_recv(
+                        100 + i as u64,
+                        Seg::of(&dst[i * msg..(i + 1) * msg], p.lkey),
+                    )?;
                     pattern(i as u8 + 1, &mut src);
                     want[i * msg..(i + 1) * msg].copy_from_slice(&src);
                     p.a.post(i as u64, WR_SEND, &[Seg::of(&src, p.lkey)], None, true)?;
                     let wc = p.cq_a.poll_one(10_000).ok_or(ETIMEDOUT)?;
                     check!((wc.wr_id, wc.status, wc.opcode) == (i as u64, WC_SUCCESS, WC_SEND));
                     let wc = p.cq_b.poll_one(10_000).ok_or(ETIMEDOUT)?;
-                    check!((wc.wr_id, wc.status, wc.opcode, wc.byte_len) == (100 + i as u64, WC_SUCCESS, WC_RECV, msg as u32));
+                    check!(
+                        (wc.wr_id, wc.status, wc.opcode, wc.byte_len)
+                            == (100 + i as u64, WC_SUCCESS, WC_RECV, msg as u32)
+                    );
                 }
                 check!(dst[..] == want[..]);
                 check!(healthy(p));
                 // Each test has a device of its own: its counter is B's.
                 let b = p.b.qp::<crate::device::Rsiw>();
-                split = (b.rx_bytes(), b.device_counters().get(HwCounter::RxWorkOctets));
+                split = (
+                    b.rx_bytes(),
+                    b.device_counters().get(HwCounter::RxWorkOctets),
+                );
                 Ok(())
             },
         )?;
@@ -87,7 +101,11 @@ mod tests {
     fn bulk_stream_is_read_by_the_rx_work() -> Result {
         check!(crate::module_parameters::rx_offload_min.value() == 32 * 1024);
         let (rx, work) = sends(c"rsiw_kt_rxw0", 256 * 1024, 12, true)?;
-        pr_info!("rsiw kunit: bulk sends: {} octets read, {} by the RX work\n", rx, work);
+        pr_info!(
+            "rsiw kunit: bulk sends: {} octets read, {} by the RX work\n",
+            rx,
+            work
+        );
         check!(rx >= 12 * 256 * 1024);
         check!(work >= rx / 2);
         Ok(())
@@ -132,7 +150,10 @@ mod tests {
             |_, b| b.qp::<crate::device::Rsiw>().force_rx_work(),
             |p| {
                 for i in 0..N {
-                    p.b.post_recv(100 + i as u64, Seg::of(&dst[i * MSG..(i + 1) * MSG], p.lkey))?;
+                    p.b.post_recv(
+                        100 + i as u64,
+                        Seg::of(&dst[i * MSG..(i + 1) * MSG], p.lkey),
+                    )?;
                 }
                 for i in 0..N {
                     p.a.post(i as u64, WR_SEND, &[Seg::of(&src, p.lkey)], None, true)?;
@@ -141,7 +162,10 @@ mod tests {
                 // it reads the third or between two of its runs.
                 for i in 0..2 {
                     let wc = p.cq_b.poll_one(10_000).ok_or(ETIMEDOUT)?;
-                    check!((wc.wr_id, wc.status, wc.byte_len) == (100 + i as u64, WC_SUCCESS, MSG as u32));
+                    check!(
+                        (wc.wr_id, wc.status, wc.byte_len)
+                            == (100 + i as u64, WC_SUCCESS, MSG as u32)
+                    );
                     check!(dst[i * MSG..(i + 1) * MSG] == src[..]);
                 }
                 let b = p.b.qp::<crate::device::Rsiw>();
@@ -170,7 +194,11 @@ mod tests {
                     check!(i < N && !seen[i]);
                     seen[i] = true;
                 }
-                pr_info!("rsiw kunit: error while the RX work reads: {} of {} receives whole\n", whole, N);
+                pr_info!(
+                    "rsiw kunit: error while the RX work reads: {} of {} receives whole\n",
+                    whole,
+                    N
+                );
                 Ok(())
             },
         )

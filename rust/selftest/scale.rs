@@ -115,24 +115,46 @@ mod tests {
         let (scq, rcq) = (Cq::create(dev, 2 * WR)?, Cq::create(dev, 2 * WR)?);
         let qp_events = KBox::pin(QpEvents::default(), GFP_KERNEL)?;
         id.create_qp(&pd, &scq, &rcq, WR, &qp_events)?;
-        Ok(Side { id, scq, rcq, pd, qp_events })
+        Ok(Side {
+            id,
+            scq,
+            rcq,
+            pd,
+            qp_events,
+        })
     }
 
     /// `r`, with what failed and where logged.
     fn at<T>(r: Result<T>, round: u32, i: usize, n: usize, what: &str) -> Result<T> {
         r.inspect_err(|e| {
-            pr_err!("rsiw kunit: rsiw_scale round {}: connection {} of {}: {} failed: {:?}\n", round, i, n, what, e)
+            pr_err!(
+                "rsiw kunit: rsiw_scale round {}: connection {} of {}: {} failed: {:?}\n",
+                round,
+                i,
+                n,
+                what,
+                e
+            )
         })
     }
 
     /// The next completion on `cq`, which must be `(wr_id, SUCCESS, opcode)`.
     fn done(cq: &Cq, wr_id: u64, opcode: u32) -> Result<Wc> {
         let wc = cq.poll(WAIT).ok_or_else(|| {
-            pr_err!("rsiw kunit: rsiw_scale: no completion of wr {} within {} ms\n", wr_id, WAIT);
+            pr_err!(
+                "rsiw kunit: rsiw_scale: no completion of wr {} within {} ms\n",
+                wr_id,
+                WAIT
+            );
             ETIMEDOUT
         })?;
         if (wc.wr_id, wc.status, wc.opcode) != (wr_id, WC_SUCCESS, opcode) {
-            pr_err!("rsiw kunit: rsiw_scale: wc {:?}, expected wr_id {} opcode {}\n", wc, wr_id, opcode);
+            pr_err!(
+                "rsiw kunit: rsiw_scale: wc {:?}, expected wr_id {} opcode {}\n",
+                wc,
+                wr_id,
+                opcode
+            );
             return Err(EIO);
         }
         Ok(wc)
@@ -150,7 +172,14 @@ mod tests {
     }
 
     fn counts(devs: &Devices) -> Result<Counts> {
-        let mut c = Counts { qps: [0; 2], cqs: [0; 2], pds: [0; 2], mrs: [0; 2], srqs: [0; 2], ceps: 0 };
+        let mut c = Counts {
+            qps: [0; 2],
+            cqs: [0; 2],
+            pds: [0; 2],
+            mrs: [0; 2],
+            srqs: [0; 2],
+            ceps: 0,
+        };
         for d in 0..2 {
             let dev = devs.get(d)?.device::<crate::device::Rsiw>().data();
             c.qps[d] = dev.qp_count();
@@ -169,7 +198,13 @@ mod tests {
         let mrs = base.mrs[0].max(base.mrs[1]);
         let need = [
             ("QPs", n, base.qps[0].max(base.qps[1]), lim.max_qp, "max_qp"),
-            ("CQs", 2 * n, base.cqs[0].max(base.cqs[1]), lim.max_cq, "max_cq"),
+            (
+                "CQs",
+                2 * n,
+                base.cqs[0].max(base.cqs[1]),
+                lim.max_cq,
+                "max_cq",
+            ),
             ("PDs", n, base.pds[0].max(base.pds[1]), lim.max_pd, "max_pd"),
             // At most two per connection: a PD's local DMA MR, the client's FR MR.
             ("MRs", 2 * n, mrs, lim.max_mr, "max_mr"),
@@ -196,10 +231,24 @@ mod tests {
             let end = (first + BATCH).min(n);
             for i in first..end {
                 let id = at(CmId::new(), round, i, n, "rdma_create_id")?;
-                at(id.resolve(Some(V4_CLIENT), to, 2000), round, i, n, "address and route resolution")?;
+                at(
+                    id.resolve(Some(V4_CLIENT), to, 2000),
+                    round,
+                    i,
+                    n,
+                    "address and route resolution",
+                )?;
                 let client = at(equip(id), round, i, n, "client PD, CQs and QP")?;
                 let b = at(Bufs::new(round, i), round, i, n, "buffers")?;
-                conns.push(Conn { mr: None, client, server: None, b }, GFP_KERNEL)?;
+                conns.push(
+                    Conn {
+                        mr: None,
+                        client,
+                        server: None,
+                        b,
+                    },
+                    GFP_KERNEL,
+                )?;
             }
             for (i, c) in conns.iter().enumerate().skip(first) {
                 let mut pd = [b'S', round as u8, 0, 0, 0, 0];
@@ -207,7 +256,13 @@ mod tests {
                 at(c.client.id.connect(&pd, 4, 4), round, i, n, "rdma_connect")?;
             }
             for _ in first..end {
-                let mut req = at(listener.events().expect(CONNECT_REQUEST, WAIT), round, first, n, "CONNECT_REQUEST")?;
+                let mut req = at(
+                    listener.events().expect(CONNECT_REQUEST, WAIT),
+                    round,
+                    first,
+                    n,
+                    "CONNECT_REQUEST",
+                )?;
                 let p = &req.private_data;
                 check!(p.len() == 6 && p[..2] == [b'S', round as u8]);
                 let i = u32::from_le_bytes([p[2], p[3], p[4], p[5]]) as usize;
@@ -218,8 +273,24 @@ mod tests {
                 conns[i].server = Some(server);
             }
             for (i, c) in conns.iter().enumerate().skip(first) {
-                at(c.client.id.events().expect(ESTABLISHED, WAIT).map(|_| ()), round, i, n, "client ESTABLISHED")?;
-                at(c.server()?.id.events().expect(ESTABLISHED, WAIT).map(|_| ()), round, i, n, "server ESTABLISHED")?;
+                at(
+                    c.client.id.events().expect(ESTABLISHED, WAIT).map(|_| ()),
+                    round,
+                    i,
+                    n,
+                    "client ESTABLISHED",
+                )?;
+                at(
+                    c.server()?
+                        .id
+                        .events()
+                        .expect(ESTABLISHED, WAIT)
+                        .map(|_| ()),
+                    round,
+                    i,
+                    n,
+                    "server ESTABLISHED",
+                )?;
             }
             first = end;
         }
@@ -232,37 +303,108 @@ mod tests {
     fn traffic(conns: &mut KVec<Conn>, round: u32) -> Result {
         let n = conns.len();
         for (i, c) in conns.iter_mut().enumerate() {
-            let mr = at(FrMr::map(&c.client.pd, &mut c.b.c_wdst), round, i, n, "ib_alloc_mr + ib_map_mr_sg")?;
-            at(c.client.qp().post_reg_mr(1, &mr, (i as u8) ^ 0x5a), round, i, n, "post REG_MR")?;
+            let mr = at(
+                FrMr::map(&c.client.pd, &mut c.b.c_wdst),
+                round,
+                i,
+                n,
+                "ib_alloc_mr + ib_map_mr_sg",
+            )?;
+            at(
+                c.client.qp().post_reg_mr(1, &mr, (i as u8) ^ 0x5a),
+                round,
+                i,
+                n,
+                "post REG_MR",
+            )?;
             c.mr = Some(mr);
         }
         for (i, c) in conns.iter().enumerate() {
-            at(done(&c.client.scq, 1, WC_REG_MR).map(|_| ()), round, i, n, "REG_MR")?;
+            at(
+                done(&c.client.scq, 1, WC_REG_MR).map(|_| ()),
+                round,
+                i,
+                n,
+                "REG_MR",
+            )?;
         }
         for (i, c) in conns.iter().enumerate() {
             let (s, cl, b) = (c.server()?, &c.client, &c.b);
-            at(s.qp().post_recv(10, Seg::of(&b.s_rx, s.lkey())), round, i, n, "server post_recv")?;
-            at(cl.qp().post_recv(11, Seg::of(&b.c_rx, cl.lkey())), round, i, n, "client post_recv")?;
+            at(
+                s.qp().post_recv(10, Seg::of(&b.s_rx, s.lkey())),
+                round,
+                i,
+                n,
+                "server post_recv",
+            )?;
+            at(
+                cl.qp().post_recv(11, Seg::of(&b.c_rx, cl.lkey())),
+                round,
+                i,
+                n,
+                "client post_recv",
+            )?;
         }
         for (i, c) in conns.iter().enumerate() {
             let (s, cl, b) = (c.server()?, &c.client, &c.b);
             let (_, rkey, iova) = c.mr.as_ref().ok_or(EINVAL)?.keys();
-            at(cl.qp().post(2, Op::Send, Some(Seg::of(&b.c_tx, cl.lkey()))), round, i, n, "client Send")?;
+            at(
+                cl.qp().post(2, Op::Send, Some(Seg::of(&b.c_tx, cl.lkey()))),
+                round,
+                i,
+                n,
+                "client Send",
+            )?;
             let w = Op::Write { rkey, addr: iova };
-            at(s.qp().post(3, w, Some(Seg::of(&b.s_wsrc, s.lkey()))), round, i, n, "server RDMA Write")?;
-            at(s.qp().post(4, Op::Send, Some(Seg::of(&b.s_tx, s.lkey()))), round, i, n, "server Send")?;
+            at(
+                s.qp().post(3, w, Some(Seg::of(&b.s_wsrc, s.lkey()))),
+                round,
+                i,
+                n,
+                "server RDMA Write",
+            )?;
+            at(
+                s.qp().post(4, Op::Send, Some(Seg::of(&b.s_tx, s.lkey()))),
+                round,
+                i,
+                n,
+                "server Send",
+            )?;
         }
         for (i, c) in conns.iter().enumerate() {
             let (s, cl, b) = (c.server()?, &c.client, &c.b);
-            at(done(&cl.scq, 2, WC_SEND).map(|_| ()), round, i, n, "client Send completion")?;
+            at(
+                done(&cl.scq, 2, WC_SEND).map(|_| ()),
+                round,
+                i,
+                n,
+                "client Send completion",
+            )?;
             let wc = at(done(&s.rcq, 10, WC_RECV), round, i, n, "server receive")?;
-            check!(wc.byte_len == SEND_LEN as u32 && core::hint::black_box(&b.s_rx[..]) == &b.c_tx[..]);
-            at(done(&s.scq, 3, WC_WRITE).map(|_| ()), round, i, n, "server Write completion")?;
-            at(done(&s.scq, 4, WC_SEND).map(|_| ()), round, i, n, "server Send completion")?;
+            check!(
+                wc.byte_len == SEND_LEN as u32 && core::hint::black_box(&b.s_rx[..]) == &b.c_tx[..]
+            );
+            at(
+                done(&s.scq, 3, WC_WRITE).map(|_| ()),
+                round,
+                i,
+                n,
+                "server Write completion",
+            )?;
+            at(
+                done(&s.scq, 4, WC_SEND).map(|_| ()),
+                round,
+                i,
+                n,
+                "server Send completion",
+            )?;
             // The Send was placed after the Write (RDMAP ordering): at its
             // completion the Write's data is in the sink, and only there.
             let wc = at(done(&cl.rcq, 11, WC_RECV), round, i, n, "client receive")?;
-            check!(wc.byte_len == REPLY_LEN as u32 && core::hint::black_box(&b.c_rx[..]) == &b.s_tx[..]);
+            check!(
+                wc.byte_len == REPLY_LEN as u32
+                    && core::hint::black_box(&b.c_rx[..]) == &b.s_tx[..]
+            );
             let sink = core::hint::black_box(&b.c_wdst[..]);
             check!(sink[..WRITE_LEN] == b.s_wsrc[..] && sink[WRITE_LEN..].iter().all(|&x| x == 0));
         }
@@ -278,8 +420,20 @@ mod tests {
         }
         for (i, c) in conns.iter().enumerate() {
             let s = c.server()?;
-            at(c.client.id.events().expect(DISCONNECTED, WAIT).map(|_| ()), round, i, n, "client DISCONNECTED")?;
-            at(s.id.events().expect(DISCONNECTED, WAIT).map(|_| ()), round, i, n, "server DISCONNECTED")?;
+            at(
+                c.client.id.events().expect(DISCONNECTED, WAIT).map(|_| ()),
+                round,
+                i,
+                n,
+                "client DISCONNECTED",
+            )?;
+            at(
+                s.id.events().expect(DISCONNECTED, WAIT).map(|_| ()),
+                round,
+                i,
+                n,
+                "server DISCONNECTED",
+            )?;
             check!(c.client.fatal_events() == 0 && s.fatal_events() == 0);
         }
         Ok(())
@@ -313,7 +467,11 @@ mod tests {
         let devs = Devices::create(&[(c"rsiw_scale0", c"rsiwkt0"), (c"rsiw_scale1", c"rsiwkt1")])?;
         let base = counts(&devs)?;
         for d in 0..2 {
-            fits(n, devs.get(d)?.device::<crate::device::Rsiw>().data().limits(), &base)?;
+            fits(
+                n,
+                devs.get(d)?.device::<crate::device::Rsiw>().data().limits(),
+                &base,
+            )?;
         }
         pr_info!(
             "rsiw kunit: rsiw_scale: {} connections x {} rounds (test buffers {} octets per connection)\n",
@@ -337,7 +495,11 @@ mod tests {
                 check!(up.pds[d] == base.pds[d] + n32);
             }
             if round == 0 {
-                pr_info!("rsiw kunit: rsiw_scale: objects while up {:?}, before {:?}\n", up, base);
+                pr_info!(
+                    "rsiw kunit: rsiw_scale: objects while up {:?}, before {:?}\n",
+                    up,
+                    base
+                );
             }
             let t = Instant::<Monotonic>::now();
             traffic(&mut conns, round)?;
@@ -354,7 +516,12 @@ mod tests {
                 round, n, t_open, t_traffic, t_close
             );
             if after != base {
-                pr_err!("rsiw kunit: rsiw_scale round {}: objects {:?} after teardown, {:?} before\n", round, after, base);
+                pr_err!(
+                    "rsiw kunit: rsiw_scale round {}: objects {:?} after teardown, {:?} before\n",
+                    round,
+                    after,
+                    base
+                );
                 return Err(EBADMSG);
             }
         }

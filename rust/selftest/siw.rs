@@ -23,8 +23,14 @@ mod tests {
         selftest::cm::harness::*,
     };
 
-    const SIW: SockAddr = SockAddr::V4 { addr: [10, 98, 1, 1], port: 0 };
-    const RSIW: SockAddr = SockAddr::V4 { addr: [10, 98, 1, 2], port: 0 };
+    const SIW: SockAddr = SockAddr::V4 {
+        addr: [10, 98, 1, 1],
+        port: 0,
+    };
+    const RSIW: SockAddr = SockAddr::V4 {
+        addr: [10, 98, 1, 2],
+        port: 0,
+    };
 
     /// The rsiw device on rsiwkt3, after checking siw sits on rsiwkt2.
     fn setup() -> Result<Devices> {
@@ -47,7 +53,10 @@ mod tests {
     /// misses solicited events), then the initiator disconnects:
     /// DISCONNECTED on both, no QP_FATAL at rsiw.
     fn exchange_and_close(p: &CmPair, rsiw: &Side) -> Result {
-        let to = |s: &Side| Caps { write_imm: false, solicited_notify: core::ptr::eq(s, rsiw) };
+        let to = |s: &Side| Caps {
+            write_imm: false,
+            solicited_notify: core::ptr::eq(s, rsiw),
+        };
         exchange_all(&p.client, &p.server, 11, to(&p.server))?;
         exchange_all(&p.server, &p.client, 12, to(&p.client))?;
         p.client.id.disconnect()?;
@@ -60,7 +69,11 @@ mod tests {
     #[test]
     fn rsiw_initiator_siw_responder_rtr_and_crc() -> Result {
         let devs = setup()?;
-        let tuning = devs.get(0)?.device::<crate::device::Rsiw>().data().cm_tuning();
+        let tuning = devs
+            .get(0)?
+            .device::<crate::device::Rsiw>()
+            .data()
+            .cm_tuning();
         // siw arms its RTR receive path only after sending its Reply: over
         // lo an immediate RTR beats it (and the connection hangs, then
         // iw_cm BUG()s on siw's CLOSE in CONN_RECV at cleanup).
@@ -69,9 +82,18 @@ mod tests {
         // Offered a zero-length Send only, siw answers Write all the same,
         // which rsiw then refuses; siw's listener then sees its peer close
         // while it waits for the RTR, a path iw_cm BUG()s on: not run.
-        for (kind, crc) in [(Rtr::Write, false), (Rtr::Read, false), (Rtr::Write, true), (Rtr::Read, true)] {
+        for (kind, crc) in [
+            (Rtr::Write, false),
+            (Rtr::Read, false),
+            (Rtr::Write, true),
+            (Rtr::Read, true),
+        ] {
             tuning.set_p2p(Some(Some(RtrSet::one(kind))));
-            tuning.set_crc(Some(if crc { CrcPolicy::Required } else { CrcPolicy::IfPeerAsks }));
+            tuning.set_crc(Some(if crc {
+                CrcPolicy::Required
+            } else {
+                CrcPolicy::IfPeerAsks
+            }));
             let o = PairOpts {
                 listen: SIW,
                 to: SIW,
@@ -89,7 +111,12 @@ mod tests {
         // The RTR-less client-server mode (`p2p_rtr=0`).
         tuning.set_p2p(Some(None));
         tuning.set_crc(Some(CrcPolicy::IfPeerAsks));
-        let o = PairOpts { listen: SIW, to: SIW, from: RSIW, ..PairOpts::v4() };
+        let o = PairOpts {
+            listen: SIW,
+            to: SIW,
+            from: RSIW,
+            ..PairOpts::v4()
+        };
         let p = CmPair::connect(&o)?;
         check!(negotiated(&p.client)? == (false, None));
         exchange_and_close(&p, &p.client)?;
@@ -112,9 +139,18 @@ mod tests {
     #[test]
     fn rfc7306_to_siw_ends_in_its_terminate() -> Result {
         let devs = setup()?;
-        let tuning = devs.get(0)?.device::<crate::device::Rsiw>().data().cm_tuning();
+        let tuning = devs
+            .get(0)?
+            .device::<crate::device::Rsiw>()
+            .data()
+            .cm_tuning();
         tuning.set_rtr_delay_ms(Some(50));
-        let o = PairOpts { listen: SIW, to: SIW, from: RSIW, ..PairOpts::v4() };
+        let o = PairOpts {
+            listen: SIW,
+            to: SIW,
+            from: RSIW,
+            ..PairOpts::v4()
+        };
         // RDMAP 0x0206 as siw puts it on the wire (see above).
         let unexpected_opcode = crate::engine::error::TermError::from_bits(0x2006).ok_or(EINVAL)?;
 
@@ -123,14 +159,23 @@ mod tests {
         let mut target = KVec::from_elem(0u8, 4096, GFP_KERNEL)?;
         let orig = KVec::from_elem(0u8, 8, GFP_KERNEL)?;
         let addr = target.as_mut_ptr() as u64;
-        p.client.qp().post_atomic(1, p.server.rkey(), addr, 1, None, Seg::of(&orig, p.client.lkey()))?;
+        p.client.qp().post_atomic(
+            1,
+            p.server.rkey(),
+            addr,
+            1,
+            None,
+            Seg::of(&orig, p.client.lkey()),
+        )?;
         let wc = p.client.scq.poll(WAIT_MS).ok_or(ETIMEDOUT)?;
         let qp = p.client.qp().rsiw::<crate::device::Rsiw>().ok_or(EINVAL)?;
         check!(wc.wr_id == 1);
         if wc.status == WC_REM_OP_ERR {
             // The completion can be polled before the QP has recorded the
             // Terminate (events are handled after the engine call).
-            check!(wait_for(|| qp.stream_status().terminate_received == Some(unexpected_opcode)));
+            check!(wait_for(
+                || qp.stream_status().terminate_received == Some(unexpected_opcode)
+            ));
             check!(wait_for(|| p.client.fatal_events() == 1));
         } else {
             // siw sends its Terminate best effort, racing its own close of
@@ -138,7 +183,9 @@ mod tests {
             check!(wc.status == WC_WR_FLUSH_ERR && qp.stream_status().terminate_received.is_none());
         }
         // Later work is flushed at once.
-        p.client.qp().post(2, Op::Send, Some(Seg::of(&orig, p.client.lkey())))?;
+        p.client
+            .qp()
+            .post(2, Op::Send, Some(Seg::of(&orig, p.client.lkey())))?;
         let wc = p.client.scq.poll(WAIT_MS).ok_or(ETIMEDOUT)?;
         check!((wc.wr_id, wc.status) == (2, WC_WR_FLUSH_ERR));
         check!(target.iter().all(|&b| b == 0));
@@ -148,16 +195,24 @@ mod tests {
         // Immediate Data message; its receive is flushed, not completed.
         let p = CmPair::connect(&o)?;
         let rbuf = KVec::from_elem(0u8, 64, GFP_KERNEL)?;
-        p.server.qp().post_recv(10, Seg::of(&rbuf, p.server.lkey()))?;
+        p.server
+            .qp()
+            .post_recv(10, Seg::of(&rbuf, p.server.lkey()))?;
         let src = pattern(0x42, 512)?;
         let rkey = p.server.rkey();
-        p.client.qp().post(3, Op::WriteImm { rkey, addr, imm: 5 }, Some(Seg::of(&src, p.client.lkey())))?;
+        p.client.qp().post(
+            3,
+            Op::WriteImm { rkey, addr, imm: 5 },
+            Some(Seg::of(&src, p.client.lkey())),
+        )?;
         // The Write leaves (and completes) before the Terminate comes back.
         let wc = p.client.scq.poll(WAIT_MS).ok_or(ETIMEDOUT)?;
         check!(wc.wr_id == 3);
         let qp = p.client.qp().rsiw::<crate::device::Rsiw>().ok_or(EINVAL)?;
         // The stream ends (with siw's Terminate, unless siw's close beat it).
-        check!(wait_for(|| qp.stream_status().failed || qp.stream_status().closed));
+        check!(wait_for(
+            || qp.stream_status().failed || qp.stream_status().closed
+        ));
         let t = qp.stream_status().terminate_received;
         check!(t.is_none() || t == Some(unexpected_opcode));
         let wc = p.server.rcq.poll(WAIT_MS).ok_or(ETIMEDOUT)?;
@@ -171,10 +226,18 @@ mod tests {
     #[test]
     fn siw_initiator_rsiw_responder_crc() -> Result {
         let devs = setup()?;
-        let tuning = devs.get(0)?.device::<crate::device::Rsiw>().data().cm_tuning();
+        let tuning = devs
+            .get(0)?
+            .device::<crate::device::Rsiw>()
+            .data()
+            .cm_tuning();
         // siw never asks for CRC: the responder's policy decides.
         for crc in [false, true] {
-            tuning.set_crc(Some(if crc { CrcPolicy::Required } else { CrcPolicy::IfPeerAsks }));
+            tuning.set_crc(Some(if crc {
+                CrcPolicy::Required
+            } else {
+                CrcPolicy::IfPeerAsks
+            }));
             let o = PairOpts {
                 listen: RSIW,
                 to: RSIW,

@@ -37,8 +37,10 @@ mod tests {
         a.modify(QpState::Init)?;
         b.modify(QpState::Init)?;
         let (sa, sb) = TcpSocket::loopback_pair()?;
-        a.qp::<Rsiw>().attach(sa, &stream_params(true, true, false), EMSS, &[])?;
-        b.qp::<Rsiw>().attach(sb, &stream_params(false, true, false), EMSS, &[])?;
+        a.qp::<Rsiw>()
+            .attach(sa, &stream_params(true, true, false), EMSS, &[])?;
+        b.qp::<Rsiw>()
+            .attach(sb, &stream_params(false, true, false), EMSS, &[])?;
         Ok(())
     }
 

@@ -13,12 +13,8 @@ use crate::{
         wire::mpa::Rtr,
     },
     ffi::{
-        consumer::cq::KCq,
-        consumer::device::Found,
-        consumer::mr::KPd,
-        net::netdev::NetDevRef,
-        consumer::qp::KQp,
-        net::socket::TcpSocket,
+        consumer::cq::KCq, consumer::device::Found, consumer::mr::KPd, consumer::qp::KQp,
+        net::netdev::NetDevRef, net::socket::TcpSocket,
     },
     qp::QpState,
 };
@@ -28,7 +24,12 @@ use crate::{
 macro_rules! check {
     ($c:expr) => {
         if !$c {
-            kernel::pr_err!("rsiw kunit: check failed ({}:{}): {}\n", file!(), line!(), stringify!($c));
+            kernel::pr_err!(
+                "rsiw kunit: check failed ({}:{}): {}\n",
+                file!(),
+                line!(),
+                stringify!($c)
+            );
             return Err(EBADMSG);
         }
     };
@@ -64,7 +65,11 @@ pub(crate) fn negotiated(
 /// Stream parameters of a loopback pair: IRD/ORD 8, peer-to-peer with a
 /// Write RTR.
 pub(crate) fn stream_params(initiator: bool, crc: bool, markers: bool) -> StreamParams {
-    let framing = Framing { crc, markers_tx: markers, markers_rx: markers };
+    let framing = Framing {
+        crc,
+        markers_tx: markers,
+        markers_rx: markers,
+    };
     negotiated(framing, 8, 8, Some(RtrMode::Zero(Rtr::Write)), initiator)
 }
 
@@ -111,9 +116,18 @@ pub(crate) fn with_pair_emss(
         b.modify(QpState::Init)?;
         setup(&a, &b);
         let (sa, sb) = TcpSocket::loopback_pair()?;
-        a.qp::<crate::device::Rsiw>().attach(sa, &stream_params(true, crc, false), emss, &[])?;
-        b.qp::<crate::device::Rsiw>().attach(sb, &stream_params(false, crc, false), emss, &[])?;
-        f(&Pair { a: &a, cq_a: &cq_a, b: &b, cq_b: &cq_b, lkey: pd.local_dma_lkey(), rkey: pd.unsafe_global_rkey() })
+        a.qp::<crate::device::Rsiw>()
+            .attach(sa, &stream_params(true, crc, false), emss, &[])?;
+        b.qp::<crate::device::Rsiw>()
+            .attach(sb, &stream_params(false, crc, false), emss, &[])?;
+        f(&Pair {
+            a: &a,
+            cq_a: &cq_a,
+            b: &b,
+            cq_b: &cq_b,
+            lkey: pd.local_dma_lkey(),
+            rkey: pd.unsafe_global_rkey(),
+        })
     })();
     dev.unregister();
     r

@@ -20,10 +20,11 @@ mod tests {
         ffi::{
             consumer::cq::*,
             consumer::device::Found,
-            mem::pages::{access}, consumer::mr::*,
-            net::netdev::NetDevRef,
+            consumer::mr::*,
             consumer::qp::{KQp, Seg, WR_SEND},
             consumer::srq::*,
+            mem::pages::access,
+            net::netdev::NetDevRef,
         },
         mem::mr::{Grant, MrError},
         qp::QpState,
@@ -39,11 +40,18 @@ mod tests {
     #[test]
     fn cq_create_poll_notify_overflow_resize() -> Result {
         let (_lo, found) = lo_device(c"rsiw_kunit_cq")?;
-        let max_cqe = found.device::<crate::device::Rsiw>().data().limits().max_cqe;
+        let max_cqe = found
+            .device::<crate::device::Rsiw>()
+            .data()
+            .limits()
+            .max_cqe;
 
         // ib_alloc_cq: the ring has the size asked for; too large: EINVAL.
         assert_eq!(KCq::alloc_free_direct(&found, 16), Ok(16));
-        assert_eq!(KCq::alloc_free_direct(&found, max_cqe as i32 + 1).err(), Some(EINVAL));
+        assert_eq!(
+            KCq::alloc_free_direct(&found, max_cqe as i32 + 1).err(),
+            Some(EINVAL)
+        );
         assert_eq!(found.device::<crate::device::Rsiw>().data().cq_count(), 0);
 
         let cq = KCq::create(&found, 4)?;
@@ -53,13 +61,29 @@ mod tests {
 
         // Every ib_wc field the QP can set.
         let recv_imm = Completion {
-            wr_id: 0x1111, opcode: WcOpcode::RecvRdmaWithImm, byte_len: 100,
-            imm: Some(0x1122_3344), qp, qp_num: 5, ..Completion::default()
+            wr_id: 0x1111,
+            opcode: WcOpcode::RecvRdmaWithImm,
+            byte_len: 100,
+            imm: Some(0x1122_3344),
+            qp,
+            qp_num: 5,
+            ..Completion::default()
         };
-        let flushed = Completion { wr_id: 0x2222, status: WcStatus::WrFlushErr, qp, qp_num: 5, ..Completion::default() };
+        let flushed = Completion {
+            wr_id: 0x2222,
+            status: WcStatus::WrFlushErr,
+            qp,
+            qp_num: 5,
+            ..Completion::default()
+        };
         let recv_inv = Completion {
-            wr_id: 0x3333, opcode: WcOpcode::Recv, byte_len: 7,
-            invalidated: Some(0x00AB_CD01), qp, qp_num: 5, ..Completion::default()
+            wr_id: 0x3333,
+            opcode: WcOpcode::Recv,
+            byte_len: 7,
+            invalidated: Some(0x00AB_CD01),
+            qp,
+            qp_num: 5,
+            ..Completion::default()
         };
         cq.cq::<crate::device::Rsiw>().push(recv_imm)?;
         cq.cq::<crate::device::Rsiw>().push(flushed)?;
@@ -71,39 +95,75 @@ mod tests {
         assert_eq!(cq.poll(&mut wc), 3);
         let qp_addr = wc[0].qp;
         assert!(qp_addr != 0);
-        assert_eq!(wc[0], RawWc {
-            wr_id: 0x1111, status: WC_SUCCESS, opcode: WC_RECV_RDMA_WITH_IMM, byte_len: 100,
-            qp: qp_addr, src_qp: 5, wc_flags: WITH_IMM, ex: 0x1122_3344u32.to_be(), vendor_err: 0,
-        });
+        assert_eq!(
+            wc[0],
+            RawWc {
+                wr_id: 0x1111,
+                status: WC_SUCCESS,
+                opcode: WC_RECV_RDMA_WITH_IMM,
+                byte_len: 100,
+                qp: qp_addr,
+                src_qp: 5,
+                wc_flags: WITH_IMM,
+                ex: 0x1122_3344u32.to_be(),
+                vendor_err: 0,
+            }
+        );
         assert_eq!(wc[1].wr_id, 0x2222);
         assert_eq!(wc[1].status, WC_WR_FLUSH_ERR);
         assert_eq!(wc[1].opcode, WC_SEND);
         assert_eq!(wc[1].wc_flags, 0);
-        assert_eq!(wc[2], RawWc {
-            wr_id: 0x3333, status: WC_SUCCESS, opcode: WC_RECV, byte_len: 7,
-            qp: qp_addr, src_qp: 5, wc_flags: WITH_INVALIDATE, ex: 0x00AB_CD01, vendor_err: 0,
-        });
+        assert_eq!(
+            wc[2],
+            RawWc {
+                wr_id: 0x3333,
+                status: WC_SUCCESS,
+                opcode: WC_RECV,
+                byte_len: 7,
+                qp: qp_addr,
+                src_qp: 5,
+                wc_flags: WITH_INVALIDATE,
+                ex: 0x00AB_CD01,
+                vendor_err: 0,
+            }
+        );
         assert_eq!(cq.poll(&mut wc), 0);
 
         // Arming: empty CQ reports nothing missed; the next push notifies
         // once; a re-arm with a completion queued reports it.
         assert_eq!(cq.req_notify(NEXT_COMP | REPORT_MISSED), 0);
-        cq.cq::<crate::device::Rsiw>().push(Completion { wr_id: 1, ..Completion::default() })?;
+        cq.cq::<crate::device::Rsiw>().push(Completion {
+            wr_id: 1,
+            ..Completion::default()
+        })?;
         assert_eq!(cq.seen().comp.load(Ordering::Relaxed), 1);
-        cq.cq::<crate::device::Rsiw>().push(Completion { wr_id: 2, ..Completion::default() })?;
+        cq.cq::<crate::device::Rsiw>().push(Completion {
+            wr_id: 2,
+            ..Completion::default()
+        })?;
         assert_eq!(cq.seen().comp.load(Ordering::Relaxed), 1);
         assert_eq!(cq.req_notify(NEXT_COMP | REPORT_MISSED), 1);
         assert_eq!(cq.poll(&mut wc), 2);
         // That arming stays until the next completion.
-        cq.cq::<crate::device::Rsiw>().push(Completion { wr_id: 3, ..Completion::default() })?;
+        cq.cq::<crate::device::Rsiw>().push(Completion {
+            wr_id: 3,
+            ..Completion::default()
+        })?;
         assert_eq!(cq.seen().comp.load(Ordering::Relaxed), 2);
 
         // Solicited arming: a plain success does not notify, a solicited
         // one does (no missed-event report without the flag).
         assert_eq!(cq.req_notify(SOLICITED), 0);
-        cq.cq::<crate::device::Rsiw>().push(Completion { wr_id: 4, ..Completion::default() })?;
+        cq.cq::<crate::device::Rsiw>().push(Completion {
+            wr_id: 4,
+            ..Completion::default()
+        })?;
         assert_eq!(cq.seen().comp.load(Ordering::Relaxed), 2);
-        cq.cq::<crate::device::Rsiw>().push(Completion { wr_id: 5, solicited: true, ..Completion::default() })?;
+        cq.cq::<crate::device::Rsiw>().push(Completion {
+            wr_id: 5,
+            solicited: true,
+            ..Completion::default()
+        })?;
         assert_eq!(cq.seen().comp.load(Ordering::Relaxed), 3);
         assert_eq!(cq.poll(&mut wc), 3);
         assert_eq!([wc[0].wr_id, wc[1].wr_id, wc[2].wr_id], [3, 4, 5]);
@@ -111,31 +171,55 @@ mod tests {
         // Overflow: the fifth of four is refused, CQ_ERR raised, the four
         // queued ones are intact.
         for i in 10..14 {
-            cq.cq::<crate::device::Rsiw>().push(Completion { wr_id: i, ..Completion::default() })?;
+            cq.cq::<crate::device::Rsiw>().push(Completion {
+                wr_id: i,
+                ..Completion::default()
+            })?;
         }
         assert_eq!(cq.seen().cq_err.load(Ordering::Relaxed), 0);
-        assert_eq!(cq.cq::<crate::device::Rsiw>().push(Completion { wr_id: 14, ..Completion::default() }), Err(ENOSPC));
+        assert_eq!(
+            cq.cq::<crate::device::Rsiw>().push(Completion {
+                wr_id: 14,
+                ..Completion::default()
+            }),
+            Err(ENOSPC)
+        );
         assert_eq!(cq.seen().cq_err.load(Ordering::Relaxed), 1);
         assert_eq!(cq.seen().wrong_cq.load(Ordering::Relaxed), 0);
         // Every later refusal is not reported again (one unaccounted
         // event allocation per refused CQE on uverbs' async queue
         // before): the overrun is the CQ's, once.
         for i in 15..1015 {
-            assert_eq!(cq.cq::<crate::device::Rsiw>().push(Completion { wr_id: i, ..Completion::default() }), Err(ENOSPC));
+            assert_eq!(
+                cq.cq::<crate::device::Rsiw>().push(Completion {
+                    wr_id: i,
+                    ..Completion::default()
+                }),
+                Err(ENOSPC)
+            );
         }
         assert_eq!(cq.seen().cq_err.load(Ordering::Relaxed), 1);
         assert_eq!(cq.poll(&mut wc), 4);
-        assert_eq!([wc[0].wr_id, wc[1].wr_id, wc[2].wr_id, wc[3].wr_id], [10, 11, 12, 13]);
+        assert_eq!(
+            [wc[0].wr_id, wc[1].wr_id, wc[2].wr_id, wc[3].wr_id],
+            [10, 11, 12, 13]
+        );
         // Drained and overrun again: still the one event.
         for i in 30..35 {
-            let _ = cq.cq::<crate::device::Rsiw>().push(Completion { wr_id: i, ..Completion::default() });
+            let _ = cq.cq::<crate::device::Rsiw>().push(Completion {
+                wr_id: i,
+                ..Completion::default()
+            });
         }
         assert_eq!(cq.seen().cq_err.load(Ordering::Relaxed), 1);
         assert_eq!(cq.poll(&mut wc), 4);
 
         // Resize keeps queued completions; cannot shrink below them.
         for i in 20..23 {
-            cq.cq::<crate::device::Rsiw>().push(Completion { wr_id: i, ..Completion::default() })?;
+            cq.cq::<crate::device::Rsiw>().push(Completion {
+                wr_id: i,
+                ..Completion::default()
+            })?;
         }
         assert_eq!(cq.resize(2), EINVAL.to_errno());
         assert_eq!(cq.resize(max_cqe + 1), EINVAL.to_errno());
@@ -143,7 +227,10 @@ mod tests {
         assert_eq!(cq.reported_cqe(), 8);
         assert_eq!(cq.cq::<crate::device::Rsiw>().capacity(), 8);
         for i in 23..28 {
-            cq.cq::<crate::device::Rsiw>().push(Completion { wr_id: i, ..Completion::default() })?;
+            cq.cq::<crate::device::Rsiw>().push(Completion {
+                wr_id: i,
+                ..Completion::default()
+            })?;
         }
         assert_eq!(cq.poll(&mut wc), 8);
         assert_eq!(wc[0].wr_id, 20);
@@ -178,13 +265,40 @@ mod tests {
         let mut back = [0u8; 4];
         table.copy_from_mr(lkey, base + 10, &mut back)?;
         assert_eq!(&back, b"rsiw");
-        assert_eq!(table.copy_to_mr(lkey ^ 1, base, b"x"), Err(MrError::InvalidStag));
+        assert_eq!(
+            table.copy_to_mr(lkey ^ 1, base, b"x"),
+            Err(MrError::InvalidStag)
+        );
         assert_eq!(table.copy_to_mr(lkey, 0, b"x"), Err(MrError::Bounds));
         assert_eq!(table.copy_to_mr(0, base, b"x"), Err(MrError::InvalidStag));
         // Full checks: local write granted, remote write not, PD enforced.
-        assert!(table.check(lkey, pd.pd::<crate::device::Rsiw>().id(), base, 4, access::LOCAL_WRITE).is_ok());
-        assert_eq!(table.check(lkey, pd.pd::<crate::device::Rsiw>().id(), base, 4, access::REMOTE_WRITE).err(), Some(MrError::Access));
-        assert_eq!(table.check(lkey, pd.pd::<crate::device::Rsiw>().id() + 1, base, 4, 0).err(), Some(MrError::Pd));
+        assert!(table
+            .check(
+                lkey,
+                pd.pd::<crate::device::Rsiw>().id(),
+                base,
+                4,
+                access::LOCAL_WRITE
+            )
+            .is_ok());
+        assert_eq!(
+            table
+                .check(
+                    lkey,
+                    pd.pd::<crate::device::Rsiw>().id(),
+                    base,
+                    4,
+                    access::REMOTE_WRITE
+                )
+                .err(),
+            Some(MrError::Access)
+        );
+        assert_eq!(
+            table
+                .check(lkey, pd.pd::<crate::device::Rsiw>().id() + 1, base, 4, 0)
+                .err(),
+            Some(MrError::Pd)
+        );
 
         // IB_PD_UNSAFE_GLOBAL_RKEY: a DMA MR with remote rights and an rkey.
         {
@@ -192,7 +306,9 @@ mod tests {
             let rkey = gpd.unsafe_global_rkey();
             assert!(rkey != 0);
             let r = table.lookup(rkey).ok_or(EINVAL)?;
-            assert!(r.access.contains(Access::REMOTE_READ | Access::REMOTE_WRITE));
+            assert!(r
+                .access
+                .contains(Access::REMOTE_READ | Access::REMOTE_WRITE));
         }
 
         // alloc_mr limits and types.
@@ -220,9 +336,21 @@ mod tests {
         assert_eq!(stag & 0xFF, 0x42);
         let rw = access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ;
         let req = crate::mem::mr::FastReg::of(mr.ib::<crate::device::Rsiw>(), stag, rw);
-        assert_eq!(mr.ib::<crate::device::Rsiw>().mr().fast_register(pd.pd::<crate::device::Rsiw>().id() + 1, &req), Err(MrError::Pd));
-        mr.ib::<crate::device::Rsiw>().mr().fast_register(pd.pd::<crate::device::Rsiw>().id(), &req)?;
-        assert_eq!(mr.ib::<crate::device::Rsiw>().mr().fast_register(pd.pd::<crate::device::Rsiw>().id(), &req), Err(MrError::State));
+        assert_eq!(
+            mr.ib::<crate::device::Rsiw>()
+                .mr()
+                .fast_register(pd.pd::<crate::device::Rsiw>().id() + 1, &req),
+            Err(MrError::Pd)
+        );
+        mr.ib::<crate::device::Rsiw>()
+            .mr()
+            .fast_register(pd.pd::<crate::device::Rsiw>().id(), &req)?;
+        assert_eq!(
+            mr.ib::<crate::device::Rsiw>()
+                .mr()
+                .fast_register(pd.pd::<crate::device::Rsiw>().id(), &req),
+            Err(MrError::State)
+        );
         // The old key no longer names it.
         assert!(table.lookup(l).is_none());
 
@@ -240,7 +368,10 @@ mod tests {
         // Last octet fits; one past does not.
         table.copy_to_mr(stag, iova + len as u64 - 1, &[7])?;
         assert_eq!(buf[off + len - 1], 7);
-        assert_eq!(table.copy_to_mr(stag, iova + len as u64 - 1, &[7, 7]), Err(MrError::Bounds));
+        assert_eq!(
+            table.copy_to_mr(stag, iova + len as u64 - 1, &[7, 7]),
+            Err(MrError::Bounds)
+        );
         assert_eq!(table.copy_to_mr(stag, iova - 1, &[7]), Err(MrError::Bounds));
 
         // The engine's validators on the kernel table.
@@ -249,19 +380,39 @@ mod tests {
         assert!(validate_tagged(table, pdid + 1, stag, iova, 16, Access::REMOTE_WRITE).is_err());
         assert!(validate_tagged(table, pdid, stag, iova, 16, Access::REMOTE_ATOMIC).is_err());
         assert!(validate_tagged(table, pdid, stag ^ 0x01, iova, 16, Access::REMOTE_WRITE).is_err());
-        assert!(validate_tagged(table, pdid, stag, iova + len as u64, 1, Access::REMOTE_WRITE).is_err());
+        assert!(validate_tagged(
+            table,
+            pdid,
+            stag,
+            iova + len as u64,
+            1,
+            Access::REMOTE_WRITE
+        )
+        .is_err());
 
         // Invalidation (local or remote): key must match; afterwards no access.
         let held = table.get(stag).ok_or(EINVAL)?;
-        assert_eq!(table.invalidate(stag ^ 0x01, pdid), Err(MrError::InvalidStag));
+        assert_eq!(
+            table.invalidate(stag ^ 0x01, pdid),
+            Err(MrError::InvalidStag)
+        );
         table.invalidate(stag, pdid)?;
-        assert_eq!(table.copy_to_mr(stag, iova, &[1]), Err(MrError::InvalidStag));
-        assert_eq!(ddp::StagTable::lookup(table, stag).map(|r| r.valid), Some(false));
+        assert_eq!(
+            table.copy_to_mr(stag, iova, &[1]),
+            Err(MrError::InvalidStag)
+        );
+        assert_eq!(
+            ddp::StagTable::lookup(table, stag).map(|r| r.valid),
+            Some(false)
+        );
         // Registered again (new key), then deregistered while a reference
         // is held: the reference cannot reach the memory.
         mr.update_key(0x43);
         let (stag2, _) = mr.keys();
-        mr.ib::<crate::device::Rsiw>().mr().fast_register(pdid, &crate::mem::mr::FastReg::of(mr.ib::<crate::device::Rsiw>(), stag2, rw))?;
+        mr.ib::<crate::device::Rsiw>().mr().fast_register(
+            pdid,
+            &crate::mem::mr::FastReg::of(mr.ib::<crate::device::Rsiw>(), stag2, rw),
+        )?;
         assert!(held.copy_to(stag2, iova, &[9]).is_ok());
         // Local invalidate of a DMA MR is refused, and so is a peer's.
         assert_eq!(table.invalidate(lkey, pdid), Err(MrError::State));
@@ -273,21 +424,55 @@ mod tests {
         // even with the same key (a key that came round), and every
         // chunk is checked for PD and rights too.
         {
-            let reg_of = |s: u32| ddp::StagTable::lookup(table, s).map(|r| r.reg).ok_or(EINVAL);
+            let reg_of = |s: u32| {
+                ddp::StagTable::lookup(table, s)
+                    .map(|r| r.reg)
+                    .ok_or(EINVAL)
+            };
             let r2 = reg_of(stag2)?;
             let w = |reg| Grant::validated(pdid, access::LOCAL_WRITE, reg);
             assert_eq!(held.copy_to_as(stag2, w(r2), iova, &[3]), Ok(()));
             assert_eq!(buf[off], 3);
-            assert_eq!(held.copy_to_as(stag2, Grant::validated(pdid + 1, access::LOCAL_WRITE, r2), iova, &[4]), Err(MrError::Pd));
-            assert_eq!(held.copy_to_as(stag2, Grant::validated(pdid, access::REMOTE_ATOMIC, r2), iova, &[4]), Err(MrError::Access));
+            assert_eq!(
+                held.copy_to_as(
+                    stag2,
+                    Grant::validated(pdid + 1, access::LOCAL_WRITE, r2),
+                    iova,
+                    &[4]
+                ),
+                Err(MrError::Pd)
+            );
+            assert_eq!(
+                held.copy_to_as(
+                    stag2,
+                    Grant::validated(pdid, access::REMOTE_ATOMIC, r2),
+                    iova,
+                    &[4]
+                ),
+                Err(MrError::Access)
+            );
             // Invalidated and registered again with the very same key.
             table.invalidate(stag2, pdid)?;
-            mr.ib::<crate::device::Rsiw>().mr().fast_register(pdid, &crate::mem::mr::FastReg::of(mr.ib::<crate::device::Rsiw>(), stag2, rw))?;
+            mr.ib::<crate::device::Rsiw>().mr().fast_register(
+                pdid,
+                &crate::mem::mr::FastReg::of(mr.ib::<crate::device::Rsiw>(), stag2, rw),
+            )?;
             let r3 = reg_of(stag2)?;
             assert!(r3 != r2);
-            assert_eq!(held.copy_to_as(stag2, w(r2), iova, &[5]), Err(MrError::InvalidStag));
+            assert_eq!(
+                held.copy_to_as(stag2, w(r2), iova, &[5]),
+                Err(MrError::InvalidStag)
+            );
             let mut one = [0u8];
-            assert_eq!(held.copy_from_as(stag2, Grant::validated(pdid, access::REMOTE_READ, r2), iova, &mut one), Err(MrError::InvalidStag));
+            assert_eq!(
+                held.copy_from_as(
+                    stag2,
+                    Grant::validated(pdid, access::REMOTE_READ, r2),
+                    iova,
+                    &mut one
+                ),
+                Err(MrError::InvalidStag)
+            );
             // Nothing reached the new registration.
             assert_eq!(buf[off], 3);
             assert_eq!(held.copy_to_as(stag2, w(r3), iova, &[6]), Ok(()));
@@ -303,7 +488,10 @@ mod tests {
         assert_eq!(data.mr_count(), before);
         assert!(table.get(stag2).is_none());
         assert_eq!(held.copy_to(stag2, iova, &[1]), Err(MrError::InvalidStag));
-        assert_eq!(held.copy_from(stag2, iova, &mut [0]), Err(MrError::InvalidStag));
+        assert_eq!(
+            held.copy_from(stag2, iova, &mut [0]),
+            Err(MrError::InvalidStag)
+        );
         drop(held);
 
         drop(pd);
@@ -323,8 +511,15 @@ mod tests {
         qp.modify(QpState::Init)?;
         let mut buf = [0u8; 8];
         let lkey = pd.local_dma_lkey();
-        assert_eq!(qp.post(1, WR_SEND, &[Seg::of(&buf, lkey)], None, true).err(), Some(ENOMEM));
-        assert_eq!(qp.post_recv(2, Seg::of_mut(&mut buf, lkey)).err(), Some(ENOMEM));
+        assert_eq!(
+            qp.post(1, WR_SEND, &[Seg::of(&buf, lkey)], None, true)
+                .err(),
+            Some(ENOMEM)
+        );
+        assert_eq!(
+            qp.post_recv(2, Seg::of_mut(&mut buf, lkey)).err(),
+            Some(ENOMEM)
+        );
         drop(qp);
         drop(cq);
         drop(pd);
@@ -369,8 +564,14 @@ mod tests {
         let mut wc = [RawWc::default(); 8];
         let got = cq.poll(&mut wc);
         assert_eq!(got, 2);
-        assert_eq!((wc[0].wr_id, wc[0].status, wc[0].qp), (100, WC_WR_FLUSH_ERR, live_qp));
-        assert_eq!((wc[1].wr_id, wc[1].status, wc[1].qp), (101, WC_WR_FLUSH_ERR, live_qp));
+        assert_eq!(
+            (wc[0].wr_id, wc[0].status, wc[0].qp),
+            (100, WC_WR_FLUSH_ERR, live_qp)
+        );
+        assert_eq!(
+            (wc[1].wr_id, wc[1].status, wc[1].qp),
+            (101, WC_WR_FLUSH_ERR, live_qp)
+        );
         drop(live);
         drop(cq);
         drop(pd);
@@ -385,7 +586,10 @@ mod tests {
         let l = *data.limits();
         let pd = KPd::alloc(&found, false)?;
 
-        assert_eq!(KSrq::create(&pd, l.max_srq_wr + 1, 1, 0).err(), Some(EINVAL));
+        assert_eq!(
+            KSrq::create(&pd, l.max_srq_wr + 1, 1, 0).err(),
+            Some(EINVAL)
+        );
         assert_eq!(KSrq::create(&pd, 4, l.max_sge + 1, 0).err(), Some(EINVAL));
         assert_eq!(KSrq::create(&pd, 4, 1, 5).err(), Some(EINVAL));
         assert_eq!(data.srq_count(), 0);
@@ -393,7 +597,10 @@ mod tests {
         let srq = KSrq::create(&pd, 4, 2, 0)?;
         assert_eq!(data.srq_count(), 1);
         assert_eq!(srq.query(), Ok((4, 2, 0)));
-        assert_eq!(srq.srq::<crate::device::Rsiw>().pd(), pd.pd::<crate::device::Rsiw>().id());
+        assert_eq!(
+            srq.srq::<crate::device::Rsiw>().pd(),
+            pd.pd::<crate::device::Rsiw>().id()
+        );
 
         assert_eq!(srq.post(&[1, 2, 3], 1), (0, None));
         // Full after one more: the second of the chain is bad_wr.
@@ -411,12 +618,25 @@ mod tests {
         let first = srq.srq::<crate::device::Rsiw>().pop().ok_or(EINVAL)?;
         assert_eq!(first.wr_id, 1);
         assert_eq!(first.sges().len(), 1);
-        assert_eq!((first.sges()[0].addr, first.sges()[0].len, first.sges()[0].lkey), (0x1000, 64, 0x100));
+        assert_eq!(
+            (
+                first.sges()[0].addr,
+                first.sges()[0].len,
+                first.sges()[0].lkey
+            ),
+            (0x1000, 64, 0x100)
+        );
         assert_eq!(srq.limit_events(), 0);
-        assert_eq!(srq.srq::<crate::device::Rsiw>().pop().map(|r| r.wr_id), Some(2));
+        assert_eq!(
+            srq.srq::<crate::device::Rsiw>().pop().map(|r| r.wr_id),
+            Some(2)
+        );
         assert_eq!(srq.limit_events(), 1);
         assert_eq!(srq.query(), Ok((4, 2, 0)));
-        assert_eq!(srq.srq::<crate::device::Rsiw>().pop().map(|r| r.wr_id), Some(3));
+        assert_eq!(
+            srq.srq::<crate::device::Rsiw>().pop().map(|r| r.wr_id),
+            Some(3)
+        );
         let last = srq.srq::<crate::device::Rsiw>().pop().ok_or(EINVAL)?;
         assert_eq!((last.wr_id, last.sges().len()), (4, 2));
         assert_eq!(srq.srq::<crate::device::Rsiw>().pop(), None);

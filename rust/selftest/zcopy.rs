@@ -23,12 +23,13 @@ mod tests {
     };
 
     use crate::{
+        device::counters::HwCounter,
         ffi::{
             consumer::cq::{WC_RECV, WC_SUCCESS},
             consumer::qp::*,
-            net::zcopy::{Notif, ZcOwner}, consumer::zcopy::skb_keeps_page,
+            consumer::zcopy::skb_keeps_page,
+            net::zcopy::{Notif, ZcOwner},
         },
-        device::counters::HwCounter,
         selftest::util::{check, with_pair, Pair},
     };
 
@@ -36,7 +37,9 @@ mod tests {
 
     fn pattern(seed: u8, buf: &mut [u8]) {
         for (i, b) in buf.iter_mut().enumerate() {
-            *b = seed.wrapping_add((i * 7) as u8).wrapping_add((i >> 9) as u8);
+            *b = seed
+                .wrapping_add((i * 7) as u8)
+                .wrapping_add((i >> 9) as u8);
         }
     }
 
@@ -58,7 +61,13 @@ mod tests {
     /// A signaled RDMA Write of `src` to `dst` from A, and its successful
     /// completion.
     fn write_done(p: &Pair<'_>, wr_id: u64, src: &[u8], dst: u64) -> Result {
-        p.a.post(wr_id, WR_WRITE, &[Seg::of(src, p.lkey)], Some((p.rkey, dst)), true)?;
+        p.a.post(
+            wr_id,
+            WR_WRITE,
+            &[Seg::of(src, p.lkey)],
+            Some((p.rkey, dst)),
+            true,
+        )?;
         write_completed(p, wr_id)
     }
 
@@ -70,9 +79,15 @@ mod tests {
     }
 
     fn no_terminate(p: &Pair<'_>) -> bool {
-        let (sa, sb) = (p.a.qp::<crate::device::Rsiw>().stream_status(), p.b.qp::<crate::device::Rsiw>().stream_status());
-        sa.terminate_sent.is_none() && sa.terminate_received.is_none() && sb.terminate_sent.is_none()
-            && !sa.failed && !sb.failed
+        let (sa, sb) = (
+            p.a.qp::<crate::device::Rsiw>().stream_status(),
+            p.b.qp::<crate::device::Rsiw>().stream_status(),
+        );
+        sa.terminate_sent.is_none()
+            && sa.terminate_received.is_none()
+            && sb.terminate_sent.is_none()
+            && !sa.failed
+            && !sb.failed
     }
 
     /// Writes of 1 MiB from vmalloc memory, the source rewritten the
@@ -111,7 +126,12 @@ mod tests {
                 check!(p.b.qp::<crate::device::Rsiw>().zcopy_stats().0 == 0);
                 let qp = p.a.qp::<crate::device::Rsiw>();
                 let c = qp.device_counters();
-                counters = [HwCounter::TxZcopyOctets, HwCounter::TxZcopyBatches, HwCounter::TxZcopyCopied].map(|k| c.get(k));
+                counters = [
+                    HwCounter::TxZcopyOctets,
+                    HwCounter::TxZcopyBatches,
+                    HwCounter::TxZcopyCopied,
+                ]
+                .map(|k| c.get(k));
                 Ok(())
             },
         )?;
@@ -120,7 +140,8 @@ mod tests {
 
     #[test]
     fn writes_go_by_reference_and_buffers_are_free_on_completion() -> Result {
-        let ((refs, literal, deferred), [octets, batches, copied]) = rewrite_after_completion(Some(1024))?;
+        let ((refs, literal, deferred), [octets, batches, copied]) =
+            rewrite_after_completion(Some(1024))?;
         pr_info!("rsiw kunit: zero-copy writes: {} octets by reference, {} literal, {} completions deferred; {} batches, {} copied\n", refs, literal, deferred, batches, copied);
         // All but each message's last FPDU, which is short of the 1024
         // octets that go by reference (1 MiB = 728 FPDUs of 1440 + 256).
@@ -148,7 +169,11 @@ mod tests {
     fn local_route_tcp_copies_from_the_pages() -> Result {
         check!(!crate::module_parameters::zcopy_local.value());
         let ((refs, literal, _), [octets, batches, copied]) = rewrite_after_completion(None)?;
-        pr_info!("rsiw kunit: writes over loopback: {} octets from the pages, {} literal\n", refs, literal);
+        pr_info!(
+            "rsiw kunit: writes over loopback: {} octets from the pages, {} literal\n",
+            refs,
+            literal
+        );
         // All but each message's last FPDU, as above, and the stream's
         // first round: a stream starts on rounds through rsiw's buffer and
         // turns to the pages once a round fills it (1 KiB).
@@ -223,13 +248,27 @@ mod tests {
                 // The bulk Write's first round from the pages sends 10
                 // octets and waits: the stream stays on page rounds.
                 crate::qp::short_zc_send_once(qpn, 10, false);
-                p.a.post(0, WR_WRITE, &[Seg::of(&src[..BIG], p.lkey)], Some((p.rkey, dst_addr)), true)?;
-                check!(crate::ffi::runtime::wait_ms(10_000, || !crate::qp::short_zc_send_pending()));
+                p.a.post(
+                    0,
+                    WR_WRITE,
+                    &[Seg::of(&src[..BIG], p.lkey)],
+                    Some((p.rkey, dst_addr)),
+                    true,
+                )?;
+                check!(crate::ffi::runtime::wait_ms(10_000, || {
+                    !crate::qp::short_zc_send_pending()
+                }));
                 // The small Write's post runs the TX work: the bulk's rest,
                 // then the small Write in a round of its own, with no page,
                 // of which 10 octets go.
                 crate::qp::short_zc_send_once(qpn, 10, true);
-                p.a.post(1, WR_WRITE, &[Seg::of(&src[BIG..BIG + 64], p.lkey)], Some((p.rkey, dst_addr + BIG as u64)), true)?;
+                p.a.post(
+                    1,
+                    WR_WRITE,
+                    &[Seg::of(&src[BIG..BIG + 64], p.lkey)],
+                    Some((p.rkey, dst_addr + BIG as u64)),
+                    true,
+                )?;
                 write_completed(p, 0)?;
                 write_completed(p, 1)?;
                 check!(!crate::qp::short_zc_send_pending());
@@ -300,9 +339,18 @@ mod tests {
             },
             |p| {
                 // A reads B's memory: B sends the Read Response.
-                p.a.post(1, WR_READ, &[Seg::of_mut(&mut back, p.lkey)], Some((p.rkey, src_addr)), true)?;
+                p.a.post(
+                    1,
+                    WR_READ,
+                    &[Seg::of_mut(&mut back, p.lkey)],
+                    Some((p.rkey, src_addr)),
+                    true,
+                )?;
                 let wc = p.cq_a.poll_one(10_000).ok_or(ETIMEDOUT)?;
-                check!((wc.wr_id, wc.status, wc.opcode, wc.byte_len) == (1, WC_SUCCESS, WC_RDMA_READ, LEN as u32));
+                check!(
+                    (wc.wr_id, wc.status, wc.opcode, wc.byte_len)
+                        == (1, WC_SUCCESS, WC_RDMA_READ, LEN as u32)
+                );
                 check!(back[..] == src[..]);
                 let (b_refs, _, _) = p.b.qp::<crate::device::Rsiw>().zcopy_stats();
                 check!(b_refs >= LEN as u64 - 1024);
@@ -317,7 +365,9 @@ mod tests {
                 let wc = p.cq_a.poll_one(10_000).ok_or(ETIMEDOUT)?;
                 check!((wc.wr_id, wc.status) == (2, WC_SUCCESS));
                 let wc = p.cq_b.poll_one(10_000).ok_or(ETIMEDOUT)?;
-                check!((wc.wr_id, wc.status, wc.opcode, wc.byte_len) == (9, WC_SUCCESS, WC_RECV, 3000));
+                check!(
+                    (wc.wr_id, wc.status, wc.opcode, wc.byte_len) == (9, WC_SUCCESS, WC_RECV, 3000)
+                );
                 check!(got[..] == small[..]);
                 let (after, lit_after, _) = p.a.qp::<crate::device::Rsiw>().zcopy_stats();
                 check!(after == before);
@@ -354,7 +404,11 @@ mod tests {
     fn transmit_clones_keep_the_pages_local_delivery_copies() -> Result {
         for (local, keeps) in [(false, true), (true, false)] {
             let probe = Arc::new(
-                Probe { released: AtomicU32::new(0), token: AtomicU64::new(0), copied: AtomicBool::new(false) },
+                Probe {
+                    released: AtomicU32::new(0),
+                    token: AtomicU64::new(0),
+                    copied: AtomicBool::new(false),
+                },
                 GFP_KERNEL,
             )?;
             let mut notif = Notif::new(probe.clone())?;
@@ -396,7 +450,10 @@ mod bench {
         }
         let dst_addr = dst.as_mut_ptr() as u64;
         // (checked_div: objtool does not know the divide-by-zero panic.)
-        let count = (total_mib * 1024 * 1024).checked_div(msg).unwrap_or(1).max(1) as u64;
+        let count = (total_mib * 1024 * 1024)
+            .checked_div(msg)
+            .unwrap_or(1)
+            .max(1) as u64;
         let mut rate = 0;
         with_pair_emss(
             c"rsiw_kt_txb",
@@ -411,7 +468,13 @@ mod bench {
                 let (mut posted, mut done) = (0u64, 0u64);
                 while done < count {
                     while posted < count && posted - done < 8 {
-                        p.a.post(posted, WR_WRITE, &[Seg::of(&src, p.lkey)], Some((p.rkey, dst_addr)), true)?;
+                        p.a.post(
+                            posted,
+                            WR_WRITE,
+                            &[Seg::of(&src, p.lkey)],
+                            Some((p.rkey, dst_addr)),
+                            true,
+                        )?;
                         posted += 1;
                     }
                     let wc = p.cq_a.poll_one(10_000).ok_or(ETIMEDOUT)?;
@@ -420,8 +483,12 @@ mod bench {
                 }
                 let micros = (start.elapsed().as_nanos() / 1000).max(1) as u64;
                 let kib = count.saturating_mul(msg as u64 / 1024);
-                rate = kib.saturating_mul(1_000_000).checked_div(micros).unwrap_or(0) / 1024; // MiB/s
-                // Placement trails the requester's completion: wait for it.
+                rate = kib
+                    .saturating_mul(1_000_000)
+                    .checked_div(micros)
+                    .unwrap_or(0)
+                    / 1024; // MiB/s
+                            // Placement trails the requester's completion: wait for it.
                 for _ in 0..5000 {
                     if core::hint::black_box(&dst[..]) == &src[..] {
                         break;

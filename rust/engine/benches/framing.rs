@@ -371,7 +371,9 @@ fn main() {
             }),
         ));
         let spans = fpdu_spans(size);
-        cases.push(per_fpdu("crc32c per FPDU", size, wire, &spans, move |d| crc.checksum(d)));
+        cases.push(per_fpdu("crc32c per FPDU", size, wire, &spans, move |d| {
+            crc.checksum(d)
+        }));
         // The payload of each FPDU copied and summed in one fused call:
         // what `tx` and `rx` cost at best with a placement copy.
         let pay: Vec<(usize, usize)> = spans.iter().map(|&(a, b)| (a + 2 + DDP_HDR, b)).collect();
@@ -397,8 +399,16 @@ fn main() {
                 black_box(crc32c::crc32c(black_box(wire)));
             }),
         ));
-        cases.push(per_fpdu("crate per FPDU", size, wire, &spans, crc32c::crc32c));
-        cases.push(per_fpdu("table per FPDU", size, wire, &spans, |d| TableCrc32c.checksum(d)));
+        cases.push(per_fpdu(
+            "crate per FPDU",
+            size,
+            wire,
+            &spans,
+            crc32c::crc32c,
+        ));
+        cases.push(per_fpdu("table per FPDU", size, wire, &spans, |d| {
+            TableCrc32c.checksum(d)
+        }));
         let mut dst = vec![0u8; size];
         cases.push(case(
             "memcpy",

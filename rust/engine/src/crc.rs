@@ -192,7 +192,10 @@ mod tests {
     fn append_composes() {
         let data = b"iWARP over TCP with MPA framing";
         let (a, b) = data.split_at(11);
-        assert_eq!(SoftCrc32c.append(SoftCrc32c.checksum(a), b), SoftCrc32c.checksum(data));
+        assert_eq!(
+            SoftCrc32c.append(SoftCrc32c.checksum(a), b),
+            SoftCrc32c.checksum(data)
+        );
     }
 
     #[test]
@@ -206,7 +209,10 @@ mod tests {
         assert!(dst[b.len()..].iter().all(|&x| x == 0));
         // Unequal lengths: the common prefix only.
         let mut short = [0u8; 5];
-        assert_eq!(SoftCrc32c.copy_append(0, b, &mut short), SoftCrc32c.checksum(&b[..5]));
+        assert_eq!(
+            SoftCrc32c.copy_append(0, b, &mut short),
+            SoftCrc32c.checksum(&b[..5])
+        );
         assert_eq!(&short, &b[..5]);
     }
 
@@ -222,7 +228,11 @@ mod tests {
             for cut in [0, 1, 7, 15, 16, 17, len / 2, len] {
                 let cut = cut.min(len);
                 let (a, b) = data[..len].split_at(cut);
-                assert_eq!(TableCrc32c.append(TableCrc32c.checksum(a), b), want, "len {len} cut {cut}");
+                assert_eq!(
+                    TableCrc32c.append(TableCrc32c.checksum(a), b),
+                    want,
+                    "len {len} cut {cut}"
+                );
             }
         }
     }
@@ -235,11 +245,17 @@ mod tests {
             let c = TableCrc32c.copy_append(5, &data[..len], &mut dst[..len]);
             assert_eq!(c, SoftCrc32c.append(5, &data[..len]), "len {len}");
             assert_eq!(&dst[..len], &data[..len]);
-            assert!(dst[len..].iter().all(|&x| x == 0xAA), "len {len}: wrote past the end");
+            assert!(
+                dst[len..].iter().all(|&x| x == 0xAA),
+                "len {len}: wrote past the end"
+            );
         }
         // Unequal lengths: the common prefix only.
         let mut short = [0u8; 20];
-        assert_eq!(TableCrc32c.copy_append(0, &data, &mut short), SoftCrc32c.checksum(&data[..20]));
+        assert_eq!(
+            TableCrc32c.copy_append(0, &data, &mut short),
+            SoftCrc32c.checksum(&data[..20])
+        );
         assert_eq!(&short, &data[..20]);
     }
 }

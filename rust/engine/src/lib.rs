@@ -25,5 +25,5 @@ pub mod wire;
 
 pub mod ddp;
 pub mod mpa;
-pub mod rdmap;
 pub mod qp;
+pub mod rdmap;

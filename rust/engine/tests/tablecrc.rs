@@ -13,11 +13,18 @@ use common::data;
 fn every_length_to_4k_and_a_64k_message() {
     let d = data(65_536, 3);
     for n in (0..4097).chain([9000, 65_535, 65_536]) {
-        assert_eq!(TableCrc32c.checksum(&d[..n]), crc32c::crc32c(&d[..n]), "{n} octets");
+        assert_eq!(
+            TableCrc32c.checksum(&d[..n]),
+            crc32c::crc32c(&d[..n]),
+            "{n} octets"
+        );
     }
     // Unaligned starts: the loads are unaligned word loads.
     for off in 1..16 {
-        assert_eq!(TableCrc32c.checksum(&d[off..off + 1500]), crc32c::crc32c(&d[off..off + 1500]));
+        assert_eq!(
+            TableCrc32c.checksum(&d[off..off + 1500]),
+            crc32c::crc32c(&d[off..off + 1500])
+        );
     }
 }
 

@@ -7,6 +7,7 @@ use core::ptr;
 
 use kernel::{ffi::c_int, prelude::*};
 
+use crate::ffi::consumer::device::Found;
 use crate::ffi::{
     ib::{
         cq::{cq_data, WcQp},
@@ -14,7 +15,6 @@ use crate::ffi::{
     },
     sys,
 };
-use crate::ffi::consumer::device::Found;
 
 pub(crate) const WC_SUCCESS: u32 = sys::ib_wc_status_IB_WC_SUCCESS;
 pub(crate) const WC_WR_FLUSH_ERR: u32 = sys::ib_wc_status_IB_WC_WR_FLUSH_ERR;
@@ -152,12 +152,22 @@ impl KCq {
     /// `ib_create_cq(dev, comp, event, ctx, {cqe})`.
     pub(crate) fn create(dev: &Found, cqe: u32) -> Result<Self> {
         let seen = KBox::pin(Seen::default(), GFP_KERNEL)?;
-        let attr = sys::ib_cq_init_attr { cqe, ..Default::default() };
+        let attr = sys::ib_cq_init_attr {
+            cqe,
+            ..Default::default()
+        };
         let ctx = ptr::from_ref::<Seen>(&seen).cast_mut().cast();
         // SAFETY: device held; handlers and context outlive the CQ
         // (destroyed in drop before `seen`).
         let cq = unsafe {
-            sys::__ib_create_cq(dev.raw(), Some(on_comp), Some(on_event), ctx, &attr, c"rsiw_kunit".as_char_ptr())
+            sys::__ib_create_cq(
+                dev.raw(),
+                Some(on_comp),
+                Some(on_event),
+                ctx,
+                &attr,
+                c"rsiw_kunit".as_char_ptr(),
+            )
         };
         if let Some(e) = err_of(cq) {
             return Err(e);
@@ -170,7 +180,14 @@ impl KCq {
     pub(crate) fn alloc_free_direct(dev: &Found, cqe: i32) -> Result<i32> {
         // SAFETY: device held.
         let cq = unsafe {
-            sys::__ib_alloc_cq(dev.raw(), ptr::null_mut(), cqe, 0, sys::ib_poll_context_IB_POLL_DIRECT, c"rsiw_kunit".as_char_ptr())
+            sys::__ib_alloc_cq(
+                dev.raw(),
+                ptr::null_mut(),
+                cqe,
+                0,
+                sys::ib_poll_context_IB_POLL_DIRECT,
+                c"rsiw_kunit".as_char_ptr(),
+            )
         };
         if let Some(e) = err_of(cq) {
             return Err(e);
@@ -249,7 +266,10 @@ impl KCq {
     /// until the guard is dropped.
     pub(crate) fn repost_from_handler<'a>(&'a self, qp: &'a super::qp::KQp) -> Repost<'a> {
         self.seen.repost.store(qp.raw(), Ordering::SeqCst);
-        Repost { seen: &self.seen, _qp: core::marker::PhantomData }
+        Repost {
+            seen: &self.seen,
+            _qp: core::marker::PhantomData,
+        }
     }
 
     /// `ib_req_notify_cq`.

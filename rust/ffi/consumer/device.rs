@@ -38,7 +38,10 @@ impl Found {
         // SAFETY: device held, `attr` a valid local.
         let ret = unsafe { sys::ib_query_port(self.0, 1, &mut attr) };
         kernel::error::to_result(ret)?;
-        Ok((attr.state == sys::ib_port_state_IB_PORT_ACTIVE, attr.gid_tbl_len))
+        Ok((
+            attr.state == sys::ib_port_state_IB_PORT_ACTIVE,
+            attr.gid_tbl_len,
+        ))
     }
 
     /// The transport the core derives from the node type.
@@ -69,7 +72,13 @@ impl Found {
         // SAFETY: device held; `attrs` is filled at registration.
         let a = unsafe { &(*self.0).attrs };
         let hca = sys::ib_atomic_cap_IB_ATOMIC_HCA;
-        (a.atomic_cap == hca, a.masked_atomic_cap == hca, a.max_qp_rd_atom, a.max_qp_init_rd_atom, a.max_res_rd_atom)
+        (
+            a.atomic_cap == hca,
+            a.masked_atomic_cap == hca,
+            a.max_qp_rd_atom,
+            a.max_qp_init_rd_atom,
+            a.max_res_rd_atom,
+        )
     }
 
     /// Unregisters the device (what `rdma link delete` does).

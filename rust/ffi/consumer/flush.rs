@@ -9,8 +9,11 @@ use kernel::{error::to_result, ffi::c_int, prelude::*};
 
 use crate::ffi::{
     consumer::device::Found,
+    consumer::{
+        mr::KMr,
+        qp::{post_send, KQp},
+    },
     mem::pages::KernelMemory,
-    consumer::{mr::KMr, qp::{post_send, KQp}},
     sys,
 };
 
@@ -21,8 +24,19 @@ pub(crate) use sys::{
 
 /// `IB_WR_FLUSH` of `len` octets at `rkey`/`addr` (rsiw's convention:
 /// an `ib_rdma_wr`, the length in the SGE).
-pub(crate) fn post_flush(qp: &KQp, wr_id: u64, rkey: u32, addr: u64, len: u32, inline: bool) -> Result {
-    let mut sge = sys::ib_sge { addr: 0, length: len, lkey: 0 };
+pub(crate) fn post_flush(
+    qp: &KQp,
+    wr_id: u64,
+    rkey: u32,
+    addr: u64,
+    len: u32,
+    inline: bool,
+) -> Result {
+    let mut sge = sys::ib_sge {
+        addr: 0,
+        length: len,
+        lkey: 0,
+    };
     let mut wr = sys::ib_rdma_wr::default();
     wr.wr.__bindgen_anon_1.wr_id = wr_id;
     wr.wr.sg_list = &mut sge;

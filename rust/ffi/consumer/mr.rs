@@ -5,11 +5,11 @@ use core::ptr;
 
 use kernel::{ffi::c_int, prelude::*};
 
+use crate::ffi::consumer::device::Found;
 use crate::ffi::{
     ib::{device::pd_data, Driver, IbMr},
     sys,
 };
-use crate::ffi::consumer::device::Found;
 
 /// A PD from `ib_alloc_pd`.
 pub(crate) struct KPd(*mut sys::ib_pd);
@@ -20,7 +20,11 @@ fn is_err<T>(p: *mut T) -> bool {
 
 impl KPd {
     pub(crate) fn alloc(dev: &Found, unsafe_global_rkey: bool) -> Result<Self> {
-        let flags = if unsafe_global_rkey { sys::ib_pd_flags_IB_PD_UNSAFE_GLOBAL_RKEY } else { 0 };
+        let flags = if unsafe_global_rkey {
+            sys::ib_pd_flags_IB_PD_UNSAFE_GLOBAL_RKEY
+        } else {
+            0
+        };
         // SAFETY: device held by `dev`; static name.
         let pd = unsafe { sys::__ib_alloc_pd(dev.raw(), flags, c"rsiw_kunit".as_char_ptr()) };
         if is_err(pd) {
@@ -113,7 +117,11 @@ impl KMr {
             }
             let n = sys::ib_map_mr_sg(self.0, &mut sg, 1, ptr::null_mut(), page_size);
             sys::rsiw_ib_dma_unmap_sg(dev.raw(), &mut sg, 1);
-            if n < 0 { Err(Error::from_errno(n)) } else { Ok(n) }
+            if n < 0 {
+                Err(Error::from_errno(n))
+            } else {
+                Ok(n)
+            }
         }
     }
 }

@@ -5,7 +5,6 @@
 use crate::ffi::{mem::pmem::*, sys};
 use kernel::{ffi::c_void, prelude::*};
 
-
 pub(crate) struct PmemDev {
     file: *mut sys::file,
     dax: *mut sys::dax_device,
@@ -53,9 +52,18 @@ impl PmemDev {
         let want = kernel::ffi::c_long::try_from(pages).unwrap_or(kernel::ffi::c_long::MAX);
         // SAFETY: `dax` is a live dax device we hold a reference on.
         let n = unsafe { sys::rsiw_dax_direct_access(dax, 0, want, &mut kaddr, &mut pfn) };
-        let dev = Self { file, dax, kaddr: kaddr.cast(), len };
+        let dev = Self {
+            file,
+            dax,
+            kaddr: kaddr.cast(),
+            len,
+        };
         if n < want || kaddr.is_null() {
-            return Err(if n < 0 { Error::from_errno(n as i32) } else { ERANGE });
+            return Err(if n < 0 {
+                Error::from_errno(n as i32)
+            } else {
+                ERANGE
+            });
         }
         Ok(dev)
     }

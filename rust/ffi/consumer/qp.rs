@@ -36,7 +36,11 @@ unsafe fn modify_qp(qp: *mut sys::ib_qp, attr: *mut sys::ib_qp_attr, mask: c_int
 /// # Safety
 ///
 /// `qp` must be a live kernel QP; the WR chain valid for the call.
-pub(crate) unsafe fn post_send(qp: *mut sys::ib_qp, wr: *const sys::ib_send_wr, bad: *mut *const sys::ib_send_wr) -> c_int {
+pub(crate) unsafe fn post_send(
+    qp: *mut sys::ib_qp,
+    wr: *const sys::ib_send_wr,
+    bad: *mut *const sys::ib_send_wr,
+) -> c_int {
     // SAFETY: per the contract.
     unsafe { sys::rsiw_ib_post_send(qp, wr, bad) }
 }
@@ -46,7 +50,11 @@ pub(crate) unsafe fn post_send(qp: *mut sys::ib_qp, wr: *const sys::ib_send_wr, 
 /// # Safety
 ///
 /// As for [`post_send`].
-unsafe fn post_recv(qp: *mut sys::ib_qp, wr: *const sys::ib_recv_wr, bad: *mut *const sys::ib_recv_wr) -> c_int {
+unsafe fn post_recv(
+    qp: *mut sys::ib_qp,
+    wr: *const sys::ib_recv_wr,
+    bad: *mut *const sys::ib_recv_wr,
+) -> c_int {
     // SAFETY: per the contract.
     unsafe { sys::rsiw_ib_post_recv(qp, wr, bad) }
 }
@@ -62,13 +70,21 @@ pub(crate) struct Seg {
 
 impl Seg {
     pub(crate) fn of(buf: &[u8], lkey: u32) -> Self {
-        Self { addr: buf.as_ptr() as u64, len: buf.len() as u32, lkey }
+        Self {
+            addr: buf.as_ptr() as u64,
+            len: buf.len() as u32,
+            lkey,
+        }
     }
 
     /// A segment the device writes: the address comes from a mutable
     /// borrow, so the compiler never assumes the buffer unchanged.
     pub(crate) fn of_mut(buf: &mut [u8], lkey: u32) -> Self {
-        Self { addr: buf.as_mut_ptr() as u64, len: buf.len() as u32, lkey }
+        Self {
+            addr: buf.as_mut_ptr() as u64,
+            len: buf.len() as u32,
+            lkey,
+        }
     }
 }
 
@@ -87,7 +103,13 @@ impl KQp {
 
     /// A QP that takes its receives from `srq`, its events counted in
     /// [`QP_EVENTS`] (reset).
-    pub(crate) fn create_on_srq(pd: &KPd, scq: &KCq, rcq: &KCq, wr: u32, srq: &super::srq::KSrq) -> Result<Self> {
+    pub(crate) fn create_on_srq(
+        pd: &KPd,
+        scq: &KCq,
+        rcq: &KCq,
+        wr: u32,
+        srq: &super::srq::KSrq,
+    ) -> Result<Self> {
         QP_EVENTS.reset();
         Self::create_full(pd, scq, rcq, wr, Some(count_qp_event), srq.raw())
     }
@@ -129,9 +151,14 @@ impl KQp {
         };
         // SAFETY: PD, CQs (and SRQ, if any) are live; `attr` valid for
         // the call.
-        let qp = unsafe { sys::ib_create_qp_kernel(pd.raw(), &mut attr, c"rsiw_kunit".as_char_ptr()) };
+        let qp =
+            unsafe { sys::ib_create_qp_kernel(pd.raw(), &mut attr, c"rsiw_kunit".as_char_ptr()) };
         if qp.is_null() || (qp as usize) > usize::MAX - 4095 {
-            return Err(if qp.is_null() { ENOMEM } else { Error::from_errno(qp as isize as c_int) });
+            return Err(if qp.is_null() {
+                ENOMEM
+            } else {
+                Error::from_errno(qp as isize as c_int)
+            });
         }
         Ok(Self(qp))
     }
@@ -148,7 +175,10 @@ impl KQp {
     }
 
     pub(crate) fn modify(&self, state: QpState) -> Result {
-        let mut attr = sys::ib_qp_attr { qp_state: state.to_raw(), ..Default::default() };
+        let mut attr = sys::ib_qp_attr {
+            qp_state: state.to_raw(),
+            ..Default::default()
+        };
         // SAFETY: alive; the ops entry as `ib_modify_qp` calls it.
         to_result(unsafe {
             modify_qp(self.0, &mut attr, sys::ib_qp_attr_mask_IB_QP_STATE as c_int)
@@ -164,7 +194,11 @@ impl KQp {
         rdma: Option<(u32, u64)>,
         signaled: bool,
     ) -> Result {
-        let flags = if signaled { sys::ib_send_flags_IB_SEND_SIGNALED } else { 0 };
+        let flags = if signaled {
+            sys::ib_send_flags_IB_SEND_SIGNALED
+        } else {
+            0
+        };
         self.post_with(wr_id, opcode, segs, rdma, flags)
     }
 
@@ -179,7 +213,11 @@ impl KQp {
     ) -> Result {
         let mut sges = [sys::ib_sge::default(); 2];
         for (s, g) in sges.iter_mut().zip(segs) {
-            *s = sys::ib_sge { addr: g.addr, length: g.len, lkey: g.lkey };
+            *s = sys::ib_sge {
+                addr: g.addr,
+                length: g.len,
+                lkey: g.lkey,
+            };
         }
         let mut wr = sys::ib_rdma_wr::default();
         wr.wr.__bindgen_anon_1.wr_id = wr_id;
@@ -198,8 +236,19 @@ impl KQp {
     }
 
     /// RDMA Write with Immediate (`imm` in host order).
-    pub(crate) fn post_write_imm(&self, wr_id: u64, seg: Seg, rkey: u32, addr: u64, imm: u32) -> Result {
-        let mut sge = sys::ib_sge { addr: seg.addr, length: seg.len, lkey: seg.lkey };
+    pub(crate) fn post_write_imm(
+        &self,
+        wr_id: u64,
+        seg: Seg,
+        rkey: u32,
+        addr: u64,
+        imm: u32,
+    ) -> Result {
+        let mut sge = sys::ib_sge {
+            addr: seg.addr,
+            length: seg.len,
+            lkey: seg.lkey,
+        };
         let mut wr = sys::ib_rdma_wr::default();
         wr.wr.__bindgen_anon_1.wr_id = wr_id;
         wr.wr.sg_list = &mut sge;
@@ -227,7 +276,11 @@ impl KQp {
     ) -> Result {
         let mut sges = [sys::ib_sge::default(); 2];
         for (s, g) in sges.iter_mut().zip(segs) {
-            *s = sys::ib_sge { addr: g.addr, length: g.len, lkey: g.lkey };
+            *s = sys::ib_sge {
+                addr: g.addr,
+                length: g.len,
+                lkey: g.lkey,
+            };
         }
         let mut wr = sys::ib_rdma_wr::default();
         wr.wr.__bindgen_anon_1.wr_id = wr_id;
@@ -235,7 +288,11 @@ impl KQp {
         wr.wr.num_sge = segs.len().min(2) as c_int;
         wr.wr.opcode = WR_WRITE_IMM;
         wr.wr.send_flags = sys::ib_send_flags_IB_SEND_SIGNALED
-            | if solicited { sys::ib_send_flags_IB_SEND_SOLICITED } else { 0 };
+            | if solicited {
+                sys::ib_send_flags_IB_SEND_SOLICITED
+            } else {
+                0
+            };
         wr.wr.ex.imm_data = imm.to_be();
         wr.rkey = rkey;
         wr.remote_addr = addr;
@@ -257,7 +314,11 @@ impl KQp {
     ) -> Result {
         let mut sges = [sys::ib_sge::default(); 2];
         for (s, g) in sges.iter_mut().zip(segs) {
-            *s = sys::ib_sge { addr: g.addr, length: g.len, lkey: g.lkey };
+            *s = sys::ib_sge {
+                addr: g.addr,
+                length: g.len,
+                lkey: g.lkey,
+            };
         }
         let mut wr = sys::ib_atomic_wr::default();
         wr.wr.__bindgen_anon_1.wr_id = wr_id;
@@ -277,7 +338,11 @@ impl KQp {
     }
 
     pub(crate) fn post_recv(&self, wr_id: u64, seg: Seg) -> Result {
-        let mut sge = sys::ib_sge { addr: seg.addr, length: seg.len, lkey: seg.lkey };
+        let mut sge = sys::ib_sge {
+            addr: seg.addr,
+            length: seg.len,
+            lkey: seg.lkey,
+        };
         let mut wr = sys::ib_recv_wr::default();
         wr.__bindgen_anon_1.wr_id = wr_id;
         wr.sg_list = &mut sge;
@@ -318,8 +383,11 @@ pub(crate) struct QpEventLog {
     other: AtomicU32,
 }
 
-pub(crate) static QP_EVENTS: QpEventLog =
-    QpEventLog { fatal: AtomicU32::new(0), last_wqe: AtomicU32::new(0), other: AtomicU32::new(0) };
+pub(crate) static QP_EVENTS: QpEventLog = QpEventLog {
+    fatal: AtomicU32::new(0),
+    last_wqe: AtomicU32::new(0),
+    other: AtomicU32::new(0),
+};
 
 impl QpEventLog {
     fn reset(&self) {

@@ -50,7 +50,10 @@ pub(crate) struct EventQueue {
 
 impl EventQueue {
     fn new() -> Result<Arc<Self>> {
-        Arc::pin_init(pin_init!(EventQueue { evs <- new_mutex!(KVec::new()) }), GFP_KERNEL)
+        Arc::pin_init(
+            pin_init!(EventQueue { evs <- new_mutex!(KVec::new()) }),
+            GFP_KERNEL,
+        )
     }
 
     /// Takes the oldest event, waiting up to `ms` for one.
@@ -72,7 +75,12 @@ impl EventQueue {
         match self.next(ms) {
             Some(e) if e.event == event => Ok(e),
             Some(e) => {
-                pr_err!("rsiw kunit: rdma_cm event {} (status {}), expected {}\n", e.event, e.status, event);
+                pr_err!(
+                    "rsiw kunit: rdma_cm event {} (status {}), expected {}\n",
+                    e.event,
+                    e.status,
+                    event
+                );
                 Err(EPROTO)
             }
             None => {
@@ -102,7 +110,10 @@ unsafe extern "C" fn on_event(id: *mut sys::rdma_cm_id, ev: *mut sys::rdma_cm_ev
     if !conn.private_data.is_null() && conn.private_data_len > 0 {
         // SAFETY: rdma_cm's contract: `private_data_len` readable bytes.
         let pd = unsafe {
-            core::slice::from_raw_parts(conn.private_data.cast::<u8>(), usize::from(conn.private_data_len))
+            core::slice::from_raw_parts(
+                conn.private_data.cast::<u8>(),
+                usize::from(conn.private_data_len),
+            )
         };
         let _ = private_data.extend_from_slice(pd, GFP_KERNEL);
     }
@@ -117,7 +128,9 @@ unsafe extern "C" fn on_event(id: *mut sys::rdma_cm_id, ev: *mut sys::rdma_cm_ev
         // A new id with the listener's context: give it its own queue
         // now, before any other event of it can run (we hold its
         // handler mutex).
-        let Ok(nq) = EventQueue::new() else { return ENOMEM.to_errno() };
+        let Ok(nq) = EventQueue::new() else {
+            return ENOMEM.to_errno();
+        };
         let raw = Arc::into_raw(nq);
         // SAFETY: the new id is ours from here; its queue is released
         // by the `CmId` drop.
@@ -167,7 +180,9 @@ impl CmId {
         let q = Arc::into_raw(EventQueue::new()?);
         // SAFETY: `init_net` is static; the handler and its context
         // live until `rdma_destroy_id` returns (drop).
-        let id = unsafe { sys::rsiw_rdma_create_id(&raw mut sys::init_net, Some(on_event), q.cast_mut().cast()) };
+        let id = unsafe {
+            sys::rsiw_rdma_create_id(&raw mut sys::init_net, Some(on_event), q.cast_mut().cast())
+        };
         match errp(id) {
             Ok(id) => Ok(Self { id, queue: q }),
             Err(e) => {
@@ -229,9 +244,13 @@ impl CmId {
     pub(crate) fn resolve(&self, src: Option<SockAddr>, dst: SockAddr, ms: u32) -> Result {
         let mut s = src.map(|a| a.to_raw().0);
         let (d, _) = dst.to_raw();
-        let sp = s.as_mut().map_or(ptr::null_mut(), |s| ptr::from_mut(s).cast());
+        let sp = s
+            .as_mut()
+            .map_or(ptr::null_mut(), |s| ptr::from_mut(s).cast());
         // SAFETY: the id is alive; the addresses are copied.
-        to_result(unsafe { sys::rdma_resolve_addr(self.id, sp, (&raw const d).cast(), ms as usize) })?;
+        to_result(unsafe {
+            sys::rdma_resolve_addr(self.id, sp, (&raw const d).cast(), ms as usize)
+        })?;
         self.events().expect(ADDR_RESOLVED, ms + 1000)?;
         // SAFETY: as above.
         to_result(unsafe { sys::rdma_resolve_route(self.id, ms as usize) })?;
@@ -241,7 +260,14 @@ impl CmId {
 
     /// `rdma_create_qp` on `pd` with `scq`/`rcq`; QP events counted in
     /// `qp_events`.
-    pub(crate) fn create_qp(&self, pd: &Pd, scq: &Cq, rcq: &Cq, wr: u32, qp_events: &QpEvents) -> Result {
+    pub(crate) fn create_qp(
+        &self,
+        pd: &Pd,
+        scq: &Cq,
+        rcq: &Cq,
+        wr: u32,
+        qp_events: &QpEvents,
+    ) -> Result {
         let mut attr = sys::ib_qp_init_attr {
             event_handler: Some(on_qp_event),
             qp_context: ptr::from_ref(qp_events).cast_mut().cast(),
@@ -440,12 +466,22 @@ pub(crate) struct Wc {
 impl Cq {
     pub(crate) fn create(dev: *mut sys::ib_device, cqe: u32) -> Result<Self> {
         let seen = KBox::pin(AtomicU32::new(0), GFP_KERNEL)?;
-        let attr = sys::ib_cq_init_attr { cqe, ..Default::default() };
+        let attr = sys::ib_cq_init_attr {
+            cqe,
+            ..Default::default()
+        };
         let ctx = ptr::from_ref::<AtomicU32>(&seen).cast_mut().cast();
         // SAFETY: the device is held by the id using it; handler and
         // context outlive the CQ (destroyed in drop first).
         let cq = unsafe {
-            sys::__ib_create_cq(dev, Some(on_comp), None, ctx, &attr, c"rsiw_kunit_cm".as_char_ptr())
+            sys::__ib_create_cq(
+                dev,
+                Some(on_comp),
+                None,
+                ctx,
+                &attr,
+                c"rsiw_kunit_cm".as_char_ptr(),
+            )
         };
         Ok(Self(errp(cq)?, seen))
     }
@@ -507,7 +543,9 @@ impl FrMr {
     pub(crate) fn map(pd: &Pd, buf: &mut [u8]) -> Result<Self> {
         let pages = buf.len().div_ceil(4096) as u32;
         // SAFETY: the PD is alive.
-        let mr = Self(errp(unsafe { sys::ib_alloc_mr(pd.0, sys::ib_mr_type_IB_MR_TYPE_MEM_REG, pages) })?);
+        let mr = Self(errp(unsafe {
+            sys::ib_alloc_mr(pd.0, sys::ib_mr_type_IB_MR_TYPE_MEM_REG, pages)
+        })?);
         let mut sg = sys::scatterlist::default();
         // SAFETY: `sg` and `buf` valid for the call; MR alive.
         unsafe {
@@ -551,7 +589,11 @@ pub(crate) struct Seg {
 
 impl Seg {
     pub(crate) fn of(buf: &[u8], lkey: u32) -> Self {
-        Self { addr: buf.as_ptr() as u64, len: buf.len() as u32, lkey }
+        Self {
+            addr: buf.as_ptr() as u64,
+            len: buf.len() as u32,
+            lkey,
+        }
     }
 }
 
@@ -561,12 +603,27 @@ pub(crate) enum Op {
     Send,
     SendSolicited,
     SendInline,
-    SendInv { rkey: u32 },
-    Write { rkey: u32, addr: u64 },
-    WriteImm { rkey: u32, addr: u64, imm: u32 },
-    Read { rkey: u32, addr: u64 },
+    SendInv {
+        rkey: u32,
+    },
+    Write {
+        rkey: u32,
+        addr: u64,
+    },
+    WriteImm {
+        rkey: u32,
+        addr: u64,
+        imm: u32,
+    },
+    Read {
+        rkey: u32,
+        addr: u64,
+    },
     /// RDMA Read whose sink (the segment's lkey) is invalidated at completion.
-    ReadInv { rkey: u32, addr: u64 },
+    ReadInv {
+        rkey: u32,
+        addr: u64,
+    },
 }
 
 /// The QP of an id (not owned: destroyed with the id).
@@ -597,7 +654,8 @@ impl QpRef {
         // SAFETY: the QP and its device are alive while the id is; a
         // QP of a device with rsiw's driver id is an rsiw QP.
         unsafe {
-            let ours = !self.0.is_null() && (*(*self.0).device).ops.driver_id == crate::ffi::ib::device::DRIVER_ID;
+            let ours = !self.0.is_null()
+                && (*(*self.0).device).ops.driver_id == crate::ffi::ib::device::DRIVER_ID;
             ours.then(|| crate::ffi::ib::qp::qp_of::<D>(self.0))
         }
     }
@@ -613,14 +671,24 @@ impl QpRef {
         if self.0.is_null() {
             return Err(EINVAL);
         }
-        let mut sge = seg.map(|s| sys::ib_sge { addr: s.addr, length: s.len, lkey: s.lkey }).unwrap_or_default();
+        let mut sge = seg
+            .map(|s| sys::ib_sge {
+                addr: s.addr,
+                length: s.len,
+                lkey: s.lkey,
+            })
+            .unwrap_or_default();
         let mut wr = sys::ib_rdma_wr::default();
         wr.wr.__bindgen_anon_1.wr_id = wr_id;
         if seg.is_some() {
             wr.wr.sg_list = &mut sge;
             wr.wr.num_sge = 1;
         }
-        let mut flags = if signaled { sys::ib_send_flags_IB_SEND_SIGNALED } else { 0 };
+        let mut flags = if signaled {
+            sys::ib_send_flags_IB_SEND_SIGNALED
+        } else {
+            0
+        };
         let (opcode, rdma) = match op {
             Op::Send => (sys::ib_wr_opcode_IB_WR_SEND, None),
             Op::SendSolicited => {
@@ -638,10 +706,16 @@ impl QpRef {
             Op::Write { rkey, addr } => (sys::ib_wr_opcode_IB_WR_RDMA_WRITE, Some((rkey, addr))),
             Op::WriteImm { rkey, addr, imm } => {
                 wr.wr.ex.imm_data = imm.to_be();
-                (sys::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM, Some((rkey, addr)))
+                (
+                    sys::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM,
+                    Some((rkey, addr)),
+                )
             }
             Op::Read { rkey, addr } => (sys::ib_wr_opcode_IB_WR_RDMA_READ, Some((rkey, addr))),
-            Op::ReadInv { rkey, addr } => (sys::ib_wr_opcode_IB_WR_RDMA_READ_WITH_INV, Some((rkey, addr))),
+            Op::ReadInv { rkey, addr } => (
+                sys::ib_wr_opcode_IB_WR_RDMA_READ_WITH_INV,
+                Some((rkey, addr)),
+            ),
         };
         wr.wr.opcode = opcode;
         wr.wr.send_flags = flags;
@@ -659,7 +733,11 @@ impl QpRef {
         if self.0.is_null() {
             return Err(EINVAL);
         }
-        let mut sge = sys::ib_sge { addr: seg.addr, length: seg.len, lkey: seg.lkey };
+        let mut sge = sys::ib_sge {
+            addr: seg.addr,
+            length: seg.len,
+            lkey: seg.lkey,
+        };
         let mut wr = sys::ib_recv_wr::default();
         wr.__bindgen_anon_1.wr_id = wr_id;
         wr.sg_list = &mut sge;
@@ -672,11 +750,23 @@ impl QpRef {
     /// An RFC 7306 atomic (`IB_WR_ATOMIC_FETCH_AND_ADD` with `swap`
     /// `None`, `IB_WR_ATOMIC_CMP_AND_SWP` with `Some(swap)`): the
     /// original value lands in `seg` (8 octets).
-    pub(crate) fn post_atomic(&self, wr_id: u64, rkey: u32, addr: u64, compare_add: u64, swap: Option<u64>, seg: Seg) -> Result {
+    pub(crate) fn post_atomic(
+        &self,
+        wr_id: u64,
+        rkey: u32,
+        addr: u64,
+        compare_add: u64,
+        swap: Option<u64>,
+        seg: Seg,
+    ) -> Result {
         if self.0.is_null() {
             return Err(EINVAL);
         }
-        let mut sge = sys::ib_sge { addr: seg.addr, length: seg.len, lkey: seg.lkey };
+        let mut sge = sys::ib_sge {
+            addr: seg.addr,
+            length: seg.len,
+            lkey: seg.lkey,
+        };
         let mut wr = sys::ib_atomic_wr::default();
         wr.wr.__bindgen_anon_1.wr_id = wr_id;
         wr.wr.sg_list = &mut sge;
@@ -701,7 +791,11 @@ impl QpRef {
         if self.0.is_null() {
             return Err(EINVAL);
         }
-        let mut sge = sys::ib_sge { addr: 0, length: len, lkey: 0 };
+        let mut sge = sys::ib_sge {
+            addr: 0,
+            length: len,
+            lkey: 0,
+        };
         let mut wr = sys::ib_rdma_wr::default();
         wr.wr.__bindgen_anon_1.wr_id = wr_id;
         wr.wr.sg_list = &mut sge;
@@ -728,7 +822,14 @@ impl QpRef {
     }
 
     /// [`Self::post_reg_mr_access`], signaled or not.
-    pub(crate) fn post_reg_mr_with(&self, wr_id: u64, mr: &FrMr, key: u8, extra: u32, signaled: bool) -> Result {
+    pub(crate) fn post_reg_mr_with(
+        &self,
+        wr_id: u64,
+        mr: &FrMr,
+        key: u8,
+        extra: u32,
+        signaled: bool,
+    ) -> Result {
         // SAFETY: the MR is alive; the consumer owns its key fields
         // (`ib_update_fast_reg_key`).
         let rkey = unsafe {
@@ -740,7 +841,11 @@ impl QpRef {
         let mut wr = sys::ib_reg_wr::default();
         wr.wr.__bindgen_anon_1.wr_id = wr_id;
         wr.wr.opcode = sys::ib_wr_opcode_IB_WR_REG_MR;
-        wr.wr.send_flags = if signaled { sys::ib_send_flags_IB_SEND_SIGNALED } else { 0 };
+        wr.wr.send_flags = if signaled {
+            sys::ib_send_flags_IB_SEND_SIGNALED
+        } else {
+            0
+        };
         wr.mr = mr.0;
         wr.key = rkey;
         wr.access = (sys::ib_access_flags_IB_ACCESS_LOCAL_WRITE

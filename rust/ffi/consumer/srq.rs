@@ -7,11 +7,11 @@ use core::ptr;
 
 use kernel::{ffi::c_int, prelude::*};
 
+use crate::ffi::consumer::mr::KPd;
 use crate::ffi::{
     ib::{srq::srq_data, Driver},
     sys,
 };
-use crate::ffi::consumer::mr::KPd;
 
 pub(crate) const SRQ_LIMIT: u32 = sys::ib_srq_attr_mask_IB_SRQ_LIMIT;
 pub(crate) const SRQ_MAX_WR: u32 = sys::ib_srq_attr_mask_IB_SRQ_MAX_WR;
@@ -44,9 +44,15 @@ impl KSrq {
             srq_type: sys::ib_srq_type_IB_SRQT_BASIC,
             ..Default::default()
         };
-        init.attr = sys::ib_srq_attr { max_wr, max_sge, srq_limit: limit };
+        init.attr = sys::ib_srq_attr {
+            max_wr,
+            max_sge,
+            srq_limit: limit,
+        };
         // SAFETY: PD alive; the context outlives the SRQ.
-        let srq = unsafe { sys::ib_create_srq_user(pd.raw(), &mut init, ptr::null_mut(), ptr::null_mut()) };
+        let srq = unsafe {
+            sys::ib_create_srq_user(pd.raw(), &mut init, ptr::null_mut(), ptr::null_mut())
+        };
         if srq.is_null() {
             return Err(ENOMEM);
         }
@@ -62,7 +68,11 @@ impl KSrq {
 
     /// `ib_post_srq_recv` of one WR over `seg`.
     pub(crate) fn post_seg(&self, wr_id: u64, seg: super::qp::Seg) -> Result {
-        let mut sge = sys::ib_sge { addr: seg.addr, length: seg.len, lkey: seg.lkey };
+        let mut sge = sys::ib_sge {
+            addr: seg.addr,
+            length: seg.len,
+            lkey: seg.lkey,
+        };
         let mut wr = sys::ib_recv_wr::default();
         wr.__bindgen_anon_1.wr_id = wr_id;
         wr.sg_list = &mut sge;
@@ -85,7 +95,11 @@ impl KSrq {
     /// `ib_post_srq_recv` of a chain of WRs with ids `ids`, each with
     /// `nsge` SGEs; returns the result and the index of `bad_wr`.
     pub(crate) fn post(&self, ids: &[u64], nsge: usize) -> (i32, Option<usize>) {
-        let mut sges = [sys::ib_sge { addr: 0x1000, length: 64, lkey: 0x100 }; 8];
+        let mut sges = [sys::ib_sge {
+            addr: 0x1000,
+            length: 64,
+            lkey: 0x100,
+        }; 8];
         let mut wrs: [sys::ib_recv_wr; 8] = Default::default();
         let n = ids.len().min(8);
         let base = wrs.as_mut_ptr();
@@ -96,19 +110,28 @@ impl KSrq {
                 w.__bindgen_anon_1.wr_id = id;
                 w.sg_list = sges.as_mut_ptr();
                 w.num_sge = nsge as c_int;
-                w.next = if i + 1 < n { base.add(i + 1) } else { ptr::null_mut() };
+                w.next = if i + 1 < n {
+                    base.add(i + 1)
+                } else {
+                    ptr::null_mut()
+                };
             }
         }
         let mut bad: *const sys::ib_recv_wr = ptr::null();
         // SAFETY: SRQ alive; the chain lives for the call.
         let ret = unsafe { sys::rsiw_ib_post_srq_recv(self.srq, base, &mut bad) };
-        let idx = (!bad.is_null()).then(|| (bad as usize - base as usize) / size_of::<sys::ib_recv_wr>());
+        let idx =
+            (!bad.is_null()).then(|| (bad as usize - base as usize) / size_of::<sys::ib_recv_wr>());
         (ret, idx)
     }
 
     /// `ib_modify_srq`.
     pub(crate) fn modify(&self, mask: u32, max_wr: u32, limit: u32) -> i32 {
-        let mut attr = sys::ib_srq_attr { max_wr, max_sge: 0, srq_limit: limit };
+        let mut attr = sys::ib_srq_attr {
+            max_wr,
+            max_sge: 0,
+            srq_limit: limit,
+        };
         // SAFETY: SRQ alive; `attr` a valid local.
         unsafe { sys::ib_modify_srq(self.srq, &mut attr, mask) }
     }

@@ -378,7 +378,10 @@ unsafe extern "C" fn create_cq<D: Driver>(
 /// Only the RDMA core calls this, as the `destroy_cq` callback of the
 /// `ib_device_ops` this file fills in, with the pointers it passes valid for the
 /// call and, for an object, one of `D`'s it created through this file.
-unsafe extern "C" fn destroy_cq<D: Driver>(ibcq: *mut sys::ib_cq, _udata: *mut sys::ib_udata) -> c_int {
+unsafe extern "C" fn destroy_cq<D: Driver>(
+    ibcq: *mut sys::ib_cq,
+    _udata: *mut sys::ib_udata,
+) -> c_int {
     // SAFETY: `ibcq` was initialised by `create_cq`; the core calls this
     // once, with no QP left on the CQ, before freeing it.
     let (dev, cq) = unsafe { (dev_data::<D>((*ibcq).device), cq_data::<D>(ibcq)) };
@@ -393,7 +396,11 @@ unsafe extern "C" fn destroy_cq<D: Driver>(ibcq: *mut sys::ib_cq, _udata: *mut s
 /// Only the RDMA core calls this, as the `resize_user_cq` callback of the
 /// `ib_device_ops` this file fills in, with the pointers it passes valid for the
 /// call and, for an object, one of `D`'s it created through this file.
-unsafe extern "C" fn resize_user_cq<D: Driver>(ibcq: *mut sys::ib_cq, cqe: u32, _udata: *mut sys::ib_udata) -> c_int {
+unsafe extern "C" fn resize_user_cq<D: Driver>(
+    ibcq: *mut sys::ib_cq,
+    cqe: u32,
+    _udata: *mut sys::ib_udata,
+) -> c_int {
     from_result(|| {
         // SAFETY: one of `D`'s live, initialised CQs.
         let (dev, cq) = unsafe { (dev_data::<D>((*ibcq).device), cq_data::<D>(ibcq)) };
@@ -409,12 +416,21 @@ unsafe extern "C" fn resize_user_cq<D: Driver>(ibcq: *mut sys::ib_cq, cqe: u32, 
 /// Only the RDMA core calls this, as the `poll_cq` callback of the
 /// `ib_device_ops` this file fills in, with the pointers it passes valid for the
 /// call and, for an object, one of `D`'s it created through this file.
-unsafe extern "C" fn poll_cq<D: Driver>(ibcq: *mut sys::ib_cq, num_entries: c_int, wc: *mut sys::ib_wc) -> c_int {
+unsafe extern "C" fn poll_cq<D: Driver>(
+    ibcq: *mut sys::ib_cq,
+    num_entries: c_int,
+    wc: *mut sys::ib_wc,
+) -> c_int {
     // SAFETY: one of `D`'s live, initialised CQs.
     let cq = unsafe { cq_data::<D>(ibcq) };
     let cap = usize::try_from(num_entries).unwrap_or(0);
     // INVARIANT: the consumer passes room for `num_entries` entries.
-    let mut out = WcWriter { wc, cap, len: 0, _array: PhantomData };
+    let mut out = WcWriter {
+        wc,
+        cap,
+        len: 0,
+        _array: PhantomData,
+    };
     cq.poll(&mut out);
     out.len as c_int
 }
@@ -424,7 +440,10 @@ unsafe extern "C" fn poll_cq<D: Driver>(ibcq: *mut sys::ib_cq, num_entries: c_in
 /// Only the RDMA core calls this, as the `req_notify_cq` callback of the
 /// `ib_device_ops` this file fills in, with the pointers it passes valid for the
 /// call and, for an object, one of `D`'s it created through this file.
-unsafe extern "C" fn req_notify_cq<D: Driver>(ibcq: *mut sys::ib_cq, flags: sys::ib_cq_notify_flags) -> c_int {
+unsafe extern "C" fn req_notify_cq<D: Driver>(
+    ibcq: *mut sys::ib_cq,
+    flags: sys::ib_cq_notify_flags,
+) -> c_int {
     // SAFETY: one of `D`'s live, initialised CQs.
     let cq = unsafe { cq_data::<D>(ibcq) };
     let how = match flags & sys::ib_cq_notify_flags_IB_CQ_SOLICITED_MASK {

@@ -39,7 +39,8 @@ const USER_DATA_PATH_CMDS: u64 = (1 << sys::ib_uverbs_write_cmds_IB_USER_VERBS_C
 /// `ib_device_attr.device_cap_flags` and `kernel_cap_flags` bits.
 pub(crate) mod caps {
     use super::sys;
-    pub(crate) const MEM_MGT_EXTENSIONS: u64 = sys::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS as u64;
+    pub(crate) const MEM_MGT_EXTENSIONS: u64 =
+        sys::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS as u64;
     /// Kernel capability: user MRs may outlive their PD's uverbs object.
     pub(crate) const ALLOW_USER_UNREG: u64 = sys::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG as u64;
 }
@@ -50,14 +51,18 @@ pub(crate) mod hw_counters {
     use super::sys;
     pub(crate) const COUNT: usize = sys::rsiw_hw_counter_RSIW_HW_COUNTERS as usize;
     pub(crate) const TX_ZCOPY_OCTETS: usize = sys::rsiw_hw_counter_RSIW_HW_TX_ZCOPY_OCTETS as usize;
-    pub(crate) const TX_ZCOPY_BATCHES: usize = sys::rsiw_hw_counter_RSIW_HW_TX_ZCOPY_BATCHES as usize;
+    pub(crate) const TX_ZCOPY_BATCHES: usize =
+        sys::rsiw_hw_counter_RSIW_HW_TX_ZCOPY_BATCHES as usize;
     pub(crate) const TX_ZCOPY_COPIED: usize = sys::rsiw_hw_counter_RSIW_HW_TX_ZCOPY_COPIED as usize;
     pub(crate) const TERMINATE_SENT: usize = sys::rsiw_hw_counter_RSIW_HW_TERMINATE_SENT as usize;
-    pub(crate) const TERMINATE_RECEIVED: usize = sys::rsiw_hw_counter_RSIW_HW_TERMINATE_RECEIVED as usize;
+    pub(crate) const TERMINATE_RECEIVED: usize =
+        sys::rsiw_hw_counter_RSIW_HW_TERMINATE_RECEIVED as usize;
     pub(crate) const RX_CRC_ERRORS: usize = sys::rsiw_hw_counter_RSIW_HW_RX_CRC_ERRORS as usize;
-    pub(crate) const RX_PROTOCOL_ERRORS: usize = sys::rsiw_hw_counter_RSIW_HW_RX_PROTOCOL_ERRORS as usize;
+    pub(crate) const RX_PROTOCOL_ERRORS: usize =
+        sys::rsiw_hw_counter_RSIW_HW_RX_PROTOCOL_ERRORS as usize;
     pub(crate) const MPA_REJECT_SENT: usize = sys::rsiw_hw_counter_RSIW_HW_MPA_REJECT_SENT as usize;
-    pub(crate) const MPA_REJECT_RECEIVED: usize = sys::rsiw_hw_counter_RSIW_HW_MPA_REJECT_RECEIVED as usize;
+    pub(crate) const MPA_REJECT_RECEIVED: usize =
+        sys::rsiw_hw_counter_RSIW_HW_MPA_REJECT_RECEIVED as usize;
     pub(crate) const CM_TIMEOUTS: usize = sys::rsiw_hw_counter_RSIW_HW_CM_TIMEOUTS as usize;
     pub(crate) const CM_FAILURES: usize = sys::rsiw_hw_counter_RSIW_HW_CM_FAILURES as usize;
     pub(crate) const CM_ESTABLISHED: usize = sys::rsiw_hw_counter_RSIW_HW_CM_ESTABLISHED as usize;
@@ -258,7 +263,9 @@ pub(crate) fn random_mac() -> [u8; 6] {
 /// to the loaded module; `ib_set_device_ops` copies it into the device.
 fn device_ops<D: IwCmOps>() -> sys::ib_device_ops {
     let mut ops = sys::ib_device_ops {
-        owner: <<D as Driver>::OwnerModule as kernel::ModuleMetadata>::THIS_MODULE.as_ptr().cast(),
+        owner: <<D as Driver>::OwnerModule as kernel::ModuleMetadata>::THIS_MODULE
+            .as_ptr()
+            .cast(),
         driver_id: DRIVER_ID,
         uverbs_abi_ver: ABI_VERSION,
         ..Default::default()
@@ -289,7 +296,11 @@ fn device_ops<D: IwCmOps>() -> sys::ib_device_ops {
 
 /// Creates and registers a device named `name` on `netdev`
 /// (`rdma link add NAME type rsiw netdev IF`): one per net_device.
-pub(crate) fn register_device<D: IwCmOps>(name: &CStr, netdev: &NetDev, info: DeviceInfo<D::Device>) -> Result {
+pub(crate) fn register_device<D: IwCmOps>(
+    name: &CStr,
+    netdev: &NetDev,
+    info: DeviceInfo<D::Device>,
+) -> Result {
     if !netdev.qualified() {
         return Err(EINVAL);
     }
@@ -303,7 +314,8 @@ pub(crate) fn register_device<D: IwCmOps>(name: &CStr, netdev: &NetDev, info: De
 
     // SAFETY: `netdev` is alive; `_ib_alloc_device` returns a zeroed
     // allocation of the requested size or null.
-    let ib = unsafe { sys::_ib_alloc_device(DevObj::<D>::SIZE, sys::rsiw_dev_net(netdev.as_raw())) };
+    let ib =
+        unsafe { sys::_ib_alloc_device(DevObj::<D>::SIZE, sys::rsiw_dev_net(netdev.as_raw())) };
     if ib.is_null() {
         return Err(ENOMEM);
     }
@@ -457,7 +469,10 @@ unsafe extern "C" fn query_device<D: Driver>(
 /// Only the RDMA core calls this, as the `alloc_hw_port_stats` callback of the
 /// `ib_device_ops` this file fills in, with the pointers it passes valid for the
 /// call and, for an object, one of `D`'s it created through this file.
-unsafe extern "C" fn alloc_hw_port_stats(_ib: *mut sys::ib_device, _port: u32) -> *mut sys::rdma_hw_stats {
+unsafe extern "C" fn alloc_hw_port_stats(
+    _ib: *mut sys::ib_device,
+    _port: u32,
+) -> *mut sys::rdma_hw_stats {
     // SAFETY: allocates a stats struct the core owns and frees.
     unsafe { sys::rsiw_alloc_hw_port_stats() }
 }
@@ -598,7 +613,10 @@ unsafe extern "C" fn alloc_pd<D: Driver>(pd: *mut sys::ib_pd, _udata: *mut sys::
 /// Only the RDMA core calls this, as the `dealloc_pd` callback of the
 /// `ib_device_ops` this file fills in, with the pointers it passes valid for the
 /// call and, for an object, one of `D`'s it created through this file.
-unsafe extern "C" fn dealloc_pd<D: Driver>(pd: *mut sys::ib_pd, _udata: *mut sys::ib_udata) -> c_int {
+unsafe extern "C" fn dealloc_pd<D: Driver>(
+    pd: *mut sys::ib_pd,
+    _udata: *mut sys::ib_udata,
+) -> c_int {
     // SAFETY: `pd` was initialised by `alloc_pd` and the core calls this
     // once, before freeing it; its device outlives it.
     let (dev, data) = unsafe { (dev_data::<D>((*pd).device), PdObj::<D>::data(pd)) };
@@ -613,7 +631,10 @@ unsafe extern "C" fn dealloc_pd<D: Driver>(pd: *mut sys::ib_pd, _udata: *mut sys
 /// Only the RDMA core calls this, as the `alloc_ucontext` callback of the
 /// `ib_device_ops` this file fills in, with the pointers it passes valid for the
 /// call and, for an object, one of `D`'s it created through this file.
-unsafe extern "C" fn alloc_ucontext<D: Driver>(uctx: *mut sys::ib_ucontext, udata: *mut sys::ib_udata) -> c_int {
+unsafe extern "C" fn alloc_ucontext<D: Driver>(
+    uctx: *mut sys::ib_ucontext,
+    udata: *mut sys::ib_udata,
+) -> c_int {
     from_result(|| {
         // SAFETY: the core set `uctx->device` to one of `D`'s live devices.
         let dev = unsafe { dev_data::<D>((*uctx).device) };

@@ -28,7 +28,10 @@ pub(super) enum Element {
 /// event handlers, e.g. uverbs' async queue with `GFP_ATOMIC`, do not;
 /// hardware drivers raise these from interrupts).
 pub(super) unsafe fn raise(element: Element, event: sys::ib_event_type) {
-    let mut ev = sys::ib_event { event, ..Default::default() };
+    let mut ev = sys::ib_event {
+        event,
+        ..Default::default()
+    };
     // SAFETY: per the contract each pointer is a live object; the fields
     // read are set before the object was handed to the driver.
     let (handler, ctx) = unsafe {

@@ -78,8 +78,13 @@ impl CmId {
         let nn = NonNull::new(id).ok_or(EINVAL)?;
         // SAFETY: live per the contract; iw_cm sets these in
         // `iw_create_cm_id`.
-        let (add, has_rem, has_handler) =
-            unsafe { ((*id).add_ref, (*id).rem_ref.is_some(), (*id).event_handler.is_some()) };
+        let (add, has_rem, has_handler) = unsafe {
+            (
+                (*id).add_ref,
+                (*id).rem_ref.is_some(),
+                (*id).event_handler.is_some(),
+            )
+        };
         let (Some(add), true, true) = (add, has_rem, has_handler) else {
             return Err(EINVAL);
         };
@@ -99,7 +104,11 @@ impl CmId {
             CmEventKind::Disconnect => sys::iw_cm_event_type_IW_CM_EVENT_DISCONNECT,
             CmEventKind::Close => sys::iw_cm_event_type_IW_CM_EVENT_CLOSE,
         };
-        let mut e = sys::iw_cm_event { event, status: ev.status, ..Default::default() };
+        let mut e = sys::iw_cm_event {
+            event,
+            status: ev.status,
+            ..Default::default()
+        };
         if let Some(a) = ev.local {
             e.local_addr = a.to_raw().0;
         }
@@ -166,7 +175,13 @@ impl Drop for CmId {
 pub(crate) trait IwCmOps: Driver {
     /// `iw_create_listen` on `addr` (`v6only`: the id's AF_ONLY); returns
     /// the listener's number for `iw_destroy_listen`.
-    fn create_listen(dev: &IbDevice<Self>, addr: SockAddr, backlog: i32, v6only: bool, id: CmId) -> Result<usize>;
+    fn create_listen(
+        dev: &IbDevice<Self>,
+        addr: SockAddr,
+        backlog: i32,
+        v6only: bool,
+        id: CmId,
+    ) -> Result<usize>;
     /// `iw_destroy_listen` of the listener numbered `listener`.
     fn destroy_listen(listener: usize);
     /// `iw_connect` from `local` to `remote` for the QP numbered `qpn`.
@@ -182,7 +197,13 @@ pub(crate) trait IwCmOps: Driver {
     /// `provider_data`) for the QP numbered `qpn`; `id` is the passive
     /// id, or why no reference could be taken on it. On `Err` the
     /// connection is closed.
-    fn accept(dev: &IbDevice<Self>, conn: usize, params: &ConnParams<'_>, qpn: u32, id: Result<CmId>) -> Result;
+    fn accept(
+        dev: &IbDevice<Self>,
+        conn: usize,
+        params: &ConnParams<'_>,
+        qpn: u32,
+        id: Result<CmId>,
+    ) -> Result;
     /// `iw_reject` of the connection numbered `conn`.
     fn reject(conn: usize, private_data: &[u8]) -> Result;
 }
@@ -217,9 +238,21 @@ unsafe fn conn_params<'a>(p: *const sys::iw_cm_conn_param) -> (ConnParams<'a>, u
         &[][..]
     } else {
         // SAFETY: iw_cm's contract: `private_data_len` readable bytes.
-        unsafe { core::slice::from_raw_parts(p.private_data.cast::<u8>(), usize::from(p.private_data_len)) }
+        unsafe {
+            core::slice::from_raw_parts(
+                p.private_data.cast::<u8>(),
+                usize::from(p.private_data_len),
+            )
+        }
     };
-    (ConnParams { ird: p.ird, ord: p.ord, private_data }, p.qpn)
+    (
+        ConnParams {
+            ird: p.ird,
+            ord: p.ord,
+            private_data,
+        },
+        p.qpn,
+    )
 }
 
 /// Takes the number the driver stored in `provider_data`.
@@ -243,7 +276,8 @@ unsafe extern "C" fn iw_create_listen<D: IwCmOps>(id: *mut sys::iw_cm_id, backlo
         // SAFETY: iw_cm passes a live cm_id of `D`'s device.
         let dev = unsafe { device_of::<D>(id) };
         // SAFETY: `m_local_addr` is a sockaddr_storage inside the live id.
-        let addr = unsafe { SockAddr::from_raw(&raw const (*id).m_local_addr) }.ok_or(EAFNOSUPPORT)?;
+        let addr =
+            unsafe { SockAddr::from_raw(&raw const (*id).m_local_addr) }.ok_or(EAFNOSUPPORT)?;
         // SAFETY: plain field of the live id.
         let v6only = unsafe { (*id).afonly() };
         // SAFETY: live cm_id from iw_cm.
@@ -274,7 +308,10 @@ unsafe extern "C" fn iw_destroy_listen<D: IwCmOps>(id: *mut sys::iw_cm_id) -> c_
 /// Only the iWARP CM (`iw_cm`) calls this, as the `connect` callback of the
 /// `iw_cm_verbs` this file fills in, with the pointers it passes valid for the
 /// call and, for an object, one of `D`'s it created through this file.
-unsafe extern "C" fn iw_connect<D: IwCmOps>(id: *mut sys::iw_cm_id, param: *mut sys::iw_cm_conn_param) -> c_int {
+unsafe extern "C" fn iw_connect<D: IwCmOps>(
+    id: *mut sys::iw_cm_id,
+    param: *mut sys::iw_cm_conn_param,
+) -> c_int {
     from_result(|| {
         // SAFETY: iw_cm passes a live cm_id of `D`'s device and its params;
         // the private data is used before returning.
@@ -299,7 +336,10 @@ unsafe extern "C" fn iw_connect<D: IwCmOps>(id: *mut sys::iw_cm_id, param: *mut 
 /// Only the iWARP CM (`iw_cm`) calls this, as the `accept` callback of the
 /// `iw_cm_verbs` this file fills in, with the pointers it passes valid for the
 /// call and, for an object, one of `D`'s it created through this file.
-unsafe extern "C" fn iw_accept<D: IwCmOps>(id: *mut sys::iw_cm_id, param: *mut sys::iw_cm_conn_param) -> c_int {
+unsafe extern "C" fn iw_accept<D: IwCmOps>(
+    id: *mut sys::iw_cm_id,
+    param: *mut sys::iw_cm_conn_param,
+) -> c_int {
     // SAFETY: iw_cm passes the passive cm_id it made for our CONNECT_REQUEST.
     let conn = unsafe { take_provider_data(id) };
     from_result(|| {
@@ -317,7 +357,11 @@ unsafe extern "C" fn iw_accept<D: IwCmOps>(id: *mut sys::iw_cm_id, param: *mut s
 /// Only the iWARP CM (`iw_cm`) calls this, as the `reject` callback of the
 /// `iw_cm_verbs` this file fills in, with the pointers it passes valid for the
 /// call and, for an object, one of `D`'s it created through this file.
-unsafe extern "C" fn iw_reject<D: IwCmOps>(id: *mut sys::iw_cm_id, pdata: *const c_void, len: u8) -> c_int {
+unsafe extern "C" fn iw_reject<D: IwCmOps>(
+    id: *mut sys::iw_cm_id,
+    pdata: *const c_void,
+    len: u8,
+) -> c_int {
     // SAFETY: iw_cm passes the passive cm_id it made for our CONNECT_REQUEST.
     let conn = unsafe { take_provider_data(id) };
     let private_data = if pdata.is_null() || len == 0 {

@@ -54,7 +54,10 @@ impl<T: LinkOps> Registration<T> {
         };
         let link_ops = KBox::new(Opaque::new(ops), GFP_KERNEL)?;
 
-        let nb = sys::notifier_block { notifier_call: Some(netdev_event), ..Default::default() };
+        let nb = sys::notifier_block {
+            notifier_call: Some(netdev_event),
+            ..Default::default()
+        };
         let notifier = KBox::new(Opaque::new(nb), GFP_KERNEL)?;
 
         // SAFETY: `notifier` is boxed, so its address is stable until we
@@ -63,7 +66,11 @@ impl<T: LinkOps> Registration<T> {
         // SAFETY: as above for `link_ops`; the `type` string is static.
         unsafe { sys::rdma_link_register(link_ops.get()) };
         // INVARIANT: both are registered now.
-        Ok(Self { link_ops, notifier, _ops: PhantomData })
+        Ok(Self {
+            link_ops,
+            notifier,
+            _ops: PhantomData,
+        })
     }
 }
 

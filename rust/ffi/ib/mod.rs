@@ -23,6 +23,8 @@ pub(crate) mod srq;
 mod umap;
 mod wr;
 
+#[cfg(rsiw_kunit)]
+pub(crate) use self::umap::rsiw_sge;
 pub(crate) use self::{
     cq::{Arm, Completion, CqNotifier, CqOps, CqSlot, WcOpcode, WcQp, WcStatus, WcWriter},
     device::{
@@ -35,14 +37,12 @@ pub(crate) use self::{
     qp::{QpAttr, QpAttrMod, QpCaps, QpInitAttr, QpLinks, QpNotifier, QpOps, QpState, ResAttrs},
     srq::{SrqAttr, SrqAttrMask, SrqNotifier, SrqOps, SrqSlot},
     umap::{
-        abi, rsiw_alloc_ucontext_req, rsiw_alloc_ucontext_resp, rsiw_cqe, rsiw_create_cq_req, rsiw_create_cq_resp,
-        rsiw_create_qp_req, rsiw_create_qp_resp, rsiw_create_srq_req, rsiw_create_srq_resp, rsiw_ring_info, rsiw_rqe,
-        rsiw_sqe, SharedRing, Udata, UserAbi,
+        abi, rsiw_alloc_ucontext_req, rsiw_alloc_ucontext_resp, rsiw_cqe, rsiw_create_cq_req,
+        rsiw_create_cq_resp, rsiw_create_qp_req, rsiw_create_qp_resp, rsiw_create_srq_req,
+        rsiw_create_srq_resp, rsiw_ring_info, rsiw_rqe, rsiw_sqe, SharedRing, Udata, UserAbi,
     },
     wr::{AtomicFields, RecvWrRef, SendWrRef, WrOpcode},
 };
-#[cfg(rsiw_kunit)]
-pub(crate) use self::umap::rsiw_sge;
 
 /// A scatter/gather element, laid out as `struct ib_sge` so that a work
 /// request's SGE list is viewed in place.

@@ -114,8 +114,17 @@ pub(super) fn install_ops<D: Driver>(ops: &mut sys::ib_device_ops) {
 /// Wraps `mr` in a new `ib_mr`, then publishes it and sets lkey (and
 /// rkey, with remote access) to its key. On failure nothing is published
 /// and the MR is given back.
-fn publish<D: Driver>(dev: &D::Device, mr: Arc<D::Mr>, umem: Option<Umem>, remote: bool) -> Result<*mut sys::ib_mr> {
-    let handle = MrHandle::<D> { mr: mr.clone(), _umem: umem, mapping: AtomicPtr::new(ptr::null_mut()) };
+fn publish<D: Driver>(
+    dev: &D::Device,
+    mr: Arc<D::Mr>,
+    umem: Option<Umem>,
+    remote: bool,
+) -> Result<*mut sys::ib_mr> {
+    let handle = MrHandle::<D> {
+        mr: mr.clone(),
+        _umem: umem,
+        mapping: AtomicPtr::new(ptr::null_mut()),
+    };
     let ib = MrObj::<D>::new_boxed(handle).inspect_err(|_| D::Mr::discard(dev))?;
     match D::Mr::publish(dev, &mr) {
         Ok(key) => {
@@ -170,7 +179,8 @@ unsafe extern "C" fn reg_user_mr<D: Driver>(
     _udata: *mut sys::ib_udata,
 ) -> *mut sys::ib_mr {
     // SAFETY: the core passes one of `D`'s live PDs, whose device is `D`'s.
-    let (ib_dev, dev, pd) = unsafe { ((*pd).device, dev_data::<D>((*pd).device), pd_data::<D>(pd)) };
+    let (ib_dev, dev, pd) =
+        unsafe { ((*pd).device, dev_data::<D>((*pd).device), pd_data::<D>(pd)) };
     let access = access as u32;
     to_ptr((|| {
         D::Mr::check_user(dev, length, access)?;
@@ -187,11 +197,21 @@ unsafe extern "C" fn reg_user_mr<D: Driver>(
 /// Only the RDMA core calls this, as the `alloc_mr` callback of the
 /// `ib_device_ops` this file fills in, with the pointers it passes valid for the
 /// call and, for an object, one of `D`'s it created through this file.
-unsafe extern "C" fn alloc_mr<D: Driver>(pd: *mut sys::ib_pd, mr_type: sys::ib_mr_type, max_num_sg: u32) -> *mut sys::ib_mr {
+unsafe extern "C" fn alloc_mr<D: Driver>(
+    pd: *mut sys::ib_pd,
+    mr_type: sys::ib_mr_type,
+    max_num_sg: u32,
+) -> *mut sys::ib_mr {
     // SAFETY: the core passes one of `D`'s live PDs, whose device is `D`'s.
     let (dev, pd) = unsafe { (dev_data::<D>((*pd).device), pd_data::<D>(pd)) };
-    let mr_type = if mr_type == sys::ib_mr_type_IB_MR_TYPE_MEM_REG { MrType::MemReg } else { MrType::Other };
-    to_ptr(D::Mr::alloc(dev, pd, mr_type, max_num_sg).and_then(|mr| publish::<D>(dev, mr, None, true)))
+    let mr_type = if mr_type == sys::ib_mr_type_IB_MR_TYPE_MEM_REG {
+        MrType::MemReg
+    } else {
+        MrType::Other
+    };
+    to_ptr(
+        D::Mr::alloc(dev, pd, mr_type, max_num_sg).and_then(|mr| publish::<D>(dev, mr, None, true)),
+    )
 }
 
 /// `ib_sg_to_pages` callback: appends one page address to the list
@@ -242,7 +262,8 @@ unsafe extern "C" fn map_mr_sg<D: Driver>(
             h.mapping.store(ptr::from_mut(pages), Ordering::Relaxed);
             // SAFETY: the core's arguments are passed through; `set_page`
             // only runs during the call, with `mapping` set.
-            let n = unsafe { sys::ib_sg_to_pages(ib, sg, sg_nents, sg_offset, Some(set_page::<D>)) };
+            let n =
+                unsafe { sys::ib_sg_to_pages(ib, sg, sg_nents, sg_offset, Some(set_page::<D>)) };
             h.mapping.store(ptr::null_mut(), Ordering::Relaxed);
             // SAFETY: `ib_sg_to_pages` set `iova` to the first octet's address.
             let first = unsafe { (*ib).iova } as usize & (page_size - 1);

@@ -10,7 +10,13 @@ use core::{
     sync::atomic::{AtomicU32, Ordering},
 };
 
-use kernel::{error::from_result, ffi::c_int, prelude::*, str::{CStr, CStrExt}, sync::Arc};
+use kernel::{
+    error::from_result,
+    ffi::c_int,
+    prelude::*,
+    str::{CStr, CStrExt},
+    sync::Arc,
+};
 
 use super::super::{object::CoreObj, sys};
 use super::{
@@ -157,24 +163,36 @@ pub(crate) struct ResAttrs<'a> {
 
 impl ResAttrs<'_> {
     fn put(ret: c_int) -> Result {
-        if ret == 0 { Ok(()) } else { Err(EMSGSIZE) }
+        if ret == 0 {
+            Ok(())
+        } else {
+            Err(EMSGSIZE)
+        }
     }
 
     pub(crate) fn u32(&mut self, name: &CStr, value: u32) -> Result {
         // SAFETY: `msg` is the message being built (valid for 'a); `name`
         // is NUL-terminated and copied into it.
-        Self::put(unsafe { sys::rdma_nl_put_driver_u32(self.msg, name.as_char_ptr().cast(), value) })
+        Self::put(unsafe {
+            sys::rdma_nl_put_driver_u32(self.msg, name.as_char_ptr().cast(), value)
+        })
     }
 
     pub(crate) fn u64(&mut self, name: &CStr, value: u64) -> Result {
         // SAFETY: as for `u32`.
-        Self::put(unsafe { sys::rdma_nl_put_driver_u64(self.msg, name.as_char_ptr().cast(), value) })
+        Self::put(unsafe {
+            sys::rdma_nl_put_driver_u64(self.msg, name.as_char_ptr().cast(), value)
+        })
     }
 
     pub(crate) fn string(&mut self, name: &CStr, value: &CStr) -> Result {
         // SAFETY: as for `u32`; `value` is NUL-terminated too.
         Self::put(unsafe {
-            sys::rdma_nl_put_driver_string(self.msg, name.as_char_ptr().cast(), value.as_char_ptr().cast())
+            sys::rdma_nl_put_driver_string(
+                self.msg,
+                name.as_char_ptr().cast(),
+                value.as_char_ptr().cast(),
+            )
         })
     }
 }
@@ -272,7 +290,12 @@ impl QpNotifier {
     /// of such a QP waits for it.
     pub(crate) fn last_wqe_reached(&self) {
         // SAFETY: by the invariant the QP is alive; callers hold no lock.
-        unsafe { raise(Element::Qp(self.0), sys::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED) };
+        unsafe {
+            raise(
+                Element::Qp(self.0),
+                sys::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED,
+            )
+        };
     }
 }
 
@@ -324,8 +347,13 @@ unsafe extern "C" fn create_qp<D: Driver>(
         // SAFETY: the core passes a QP whose device, PD and attributes are
         // valid for the call; the CQs and SRQ named are the consumer's,
         // of this device.
-        let (dev, pd, attr) =
-            unsafe { (dev_data::<D>((*ibqp).device), pd_data::<D>((*ibqp).pd), &mut *attr) };
+        let (dev, pd, attr) = unsafe {
+            (
+                dev_data::<D>((*ibqp).device),
+                pd_data::<D>((*ibqp).pd),
+                &mut *attr,
+            )
+        };
         let c = &attr.cap;
         let mut init = QpInitAttr {
             rc: attr.qp_type == sys::ib_qp_type_IB_QPT_RC,
@@ -357,7 +385,13 @@ unsafe extern "C" fn create_qp<D: Driver>(
         let (qp, qpn) = D::Qp::create(dev, pd, &mut init, links, QpNotifier(ibqp), udata.as_mut())?;
         // SAFETY: the core allocated `ibqp` with `size_ib_qp` = `QpObj::SIZE`.
         unsafe {
-            QpObj::<D>::init(ibqp, QpData { qp, cm_refs: AtomicU32::new(0) });
+            QpObj::<D>::init(
+                ibqp,
+                QpData {
+                    qp,
+                    cm_refs: AtomicU32::new(0),
+                },
+            );
             (*ibqp).qp_num = qpn;
         }
         // Report what was granted (no hidden rounding).
@@ -375,9 +409,18 @@ unsafe extern "C" fn create_qp<D: Driver>(
 /// Only the RDMA core calls this, as the `destroy_qp` callback of the
 /// `ib_device_ops` this file fills in, with the pointers it passes valid for the
 /// call and, for an object, one of `D`'s it created through this file.
-unsafe extern "C" fn destroy_qp<D: Driver>(ibqp: *mut sys::ib_qp, _udata: *mut sys::ib_udata) -> c_int {
+unsafe extern "C" fn destroy_qp<D: Driver>(
+    ibqp: *mut sys::ib_qp,
+    _udata: *mut sys::ib_udata,
+) -> c_int {
     // SAFETY: one of `D`'s QPs; the core calls this once, in process context.
-    let (dev, data, qpn) = unsafe { (dev_data::<D>((*ibqp).device), QpObj::<D>::data(ibqp), (*ibqp).qp_num) };
+    let (dev, data, qpn) = unsafe {
+        (
+            dev_data::<D>((*ibqp).device),
+            QpObj::<D>::data(ibqp),
+            (*ibqp).qp_num,
+        )
+    };
     let qp = data.qp.clone();
     D::Qp::detach(&qp);
     // The iw_cm drops its references when it handles the CLOSE the detach
@@ -389,7 +432,10 @@ unsafe extern "C" fn destroy_qp<D: Driver>(ibqp: *mut sys::ib_qp, _udata: *mut s
         kernel::time::delay::fsleep(kernel::time::Delta::from_millis(1));
         waited_ms = waited_ms.wrapping_add(1);
         if waited_ms % 10_000 == 0 {
-            pr_warn!("destroy_qp: still waiting for the iw_cm to release qp {}\n", qpn);
+            pr_warn!(
+                "destroy_qp: still waiting for the iw_cm to release qp {}\n",
+                qpn
+            );
         }
     }
     D::Qp::destroyed(&qp, dev);
@@ -421,7 +467,8 @@ unsafe extern "C" fn modify_qp<D: Driver>(
             } else {
                 None
             },
-            max_rd_atomic: (mask & sys::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC != 0).then_some(attr.max_rd_atomic),
+            max_rd_atomic: (mask & sys::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC != 0)
+                .then_some(attr.max_rd_atomic),
             max_dest_rd_atomic: (mask & sys::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC != 0)
                 .then_some(attr.max_dest_rd_atomic),
             access_flags: (mask & sys::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS != 0)
@@ -517,7 +564,9 @@ unsafe extern "C" fn post_recv<D: Driver>(
 /// call and, for an object, one of `D`'s it created through this file.
 unsafe extern "C" fn iw_add_ref<D: Driver>(ibqp: *mut sys::ib_qp) {
     // SAFETY: the iw_cm passes a live QP of ours.
-    unsafe { QpObj::<D>::data(ibqp) }.cm_refs.fetch_add(1, Ordering::AcqRel);
+    unsafe { QpObj::<D>::data(ibqp) }
+        .cm_refs
+        .fetch_add(1, Ordering::AcqRel);
 }
 
 /// # Safety
@@ -536,7 +585,10 @@ unsafe extern "C" fn iw_rem_ref<D: Driver>(ibqp: *mut sys::ib_qp) {
 /// Only the RDMA core calls this, as the `get_qp` callback of the
 /// `ib_device_ops` this file fills in, with the pointers it passes valid for the
 /// call and, for an object, one of `D`'s it created through this file.
-unsafe extern "C" fn iw_get_qp<D: Driver>(ibdev: *mut sys::ib_device, qpn: c_int) -> *mut sys::ib_qp {
+unsafe extern "C" fn iw_get_qp<D: Driver>(
+    ibdev: *mut sys::ib_device,
+    qpn: c_int,
+) -> *mut sys::ib_qp {
     // SAFETY: one of `D`'s devices.
     let dev = unsafe { dev_data::<D>(ibdev) };
     u32::try_from(qpn)
@@ -550,7 +602,10 @@ unsafe extern "C" fn iw_get_qp<D: Driver>(ibdev: *mut sys::ib_device, qpn: c_int
 /// Only the RDMA core calls this, as the `fill_res_qp_entry` callback of the
 /// `ib_device_ops` this file fills in, with the pointers it passes valid for the
 /// call and, for an object, one of `D`'s it created through this file.
-unsafe extern "C" fn fill_res_qp_entry<D: Driver>(msg: *mut sys::sk_buff, ibqp: *mut sys::ib_qp) -> c_int {
+unsafe extern "C" fn fill_res_qp_entry<D: Driver>(
+    msg: *mut sys::sk_buff,
+    ibqp: *mut sys::ib_qp,
+) -> c_int {
     // SAFETY: nldev passes a QP of ours it holds a restrack reference on
     // (destroy waits for it), and the message it is building.
     let qp = unsafe { &QpObj::<D>::data(ibqp).qp };
@@ -559,7 +614,10 @@ unsafe extern "C" fn fill_res_qp_entry<D: Driver>(msg: *mut sys::sk_buff, ibqp: 
     if nest.is_null() {
         return EMSGSIZE.to_errno();
     }
-    let mut out = ResAttrs { msg, _msg: PhantomData };
+    let mut out = ResAttrs {
+        msg,
+        _msg: PhantomData,
+    };
     match qp.res_attrs(&mut out) {
         Ok(()) => {
             // SAFETY: `nest` was opened in `msg` above.

@@ -36,7 +36,12 @@ impl SrqNotifier {
         // SAFETY: by the invariant the SRQ is alive. Callers have dropped
         // the SRQ's queue lock, but may hold the claiming QP's stream lock
         // (a receive taken by the engine): `raise` allows that.
-        unsafe { raise(Element::Srq(self.0), sys::ib_event_type_IB_EVENT_SRQ_LIMIT_REACHED) };
+        unsafe {
+            raise(
+                Element::Srq(self.0),
+                sys::ib_event_type_IB_EVENT_SRQ_LIMIT_REACHED,
+            )
+        };
     }
 }
 
@@ -123,14 +128,23 @@ unsafe extern "C" fn create_srq<D: Driver>(
     from_result(|| {
         // SAFETY: the core set `device` and `pd` (`D`'s, live) and passes a
         // valid `init`.
-        let (dev, init, pd) =
-            unsafe { (dev_data::<D>((*ibsrq).device), &*init, pd_data::<D>((*ibsrq).pd)) };
+        let (dev, init, pd) = unsafe {
+            (
+                dev_data::<D>((*ibsrq).device),
+                &*init,
+                pd_data::<D>((*ibsrq).pd),
+            )
+        };
         // XRC and tag-matching SRQs are not supported.
         if init.srq_type != sys::ib_srq_type_IB_SRQT_BASIC {
             return Err(EOPNOTSUPP);
         }
         let a = init.attr;
-        let attr = SrqAttr { max_wr: a.max_wr, max_sge: a.max_sge, srq_limit: a.srq_limit };
+        let attr = SrqAttr {
+            max_wr: a.max_wr,
+            max_sge: a.max_sge,
+            srq_limit: a.srq_limit,
+        };
         let mut filled = false;
         // SAFETY: the core allocated `ibsrq` with `size_ib_srq` = `SrqObj::SIZE`.
         let slot = unsafe { SrqSlot::<D>::new(ibsrq, &mut filled) };
@@ -164,7 +178,11 @@ unsafe extern "C" fn modify_srq<D: Driver>(
         limit: mask & sys::ib_srq_attr_mask_IB_SRQ_LIMIT != 0,
         unknown: mask & !known != 0,
     };
-    let attr = SrqAttr { max_wr: a.max_wr, max_sge: a.max_sge, srq_limit: a.srq_limit };
+    let attr = SrqAttr {
+        max_wr: a.max_wr,
+        max_sge: a.max_sge,
+        srq_limit: a.srq_limit,
+    };
     match srq.modify(&attr, mask) {
         Ok(()) => 0,
         Err(e) => e.to_errno(),
@@ -176,7 +194,10 @@ unsafe extern "C" fn modify_srq<D: Driver>(
 /// Only the RDMA core calls this, as the `query_srq` callback of the
 /// `ib_device_ops` this file fills in, with the pointers it passes valid for the
 /// call and, for an object, one of `D`'s it created through this file.
-unsafe extern "C" fn query_srq<D: Driver>(ibsrq: *mut sys::ib_srq, attr: *mut sys::ib_srq_attr) -> c_int {
+unsafe extern "C" fn query_srq<D: Driver>(
+    ibsrq: *mut sys::ib_srq,
+    attr: *mut sys::ib_srq_attr,
+) -> c_int {
     // SAFETY: one of `D`'s live SRQs; `attr` valid for writes for the call.
     let (srq, attr) = unsafe { (srq_data::<D>(ibsrq), &mut *attr) };
     let q = srq.query();
@@ -191,7 +212,10 @@ unsafe extern "C" fn query_srq<D: Driver>(ibsrq: *mut sys::ib_srq, attr: *mut sy
 /// Only the RDMA core calls this, as the `destroy_srq` callback of the
 /// `ib_device_ops` this file fills in, with the pointers it passes valid for the
 /// call and, for an object, one of `D`'s it created through this file.
-unsafe extern "C" fn destroy_srq<D: Driver>(ibsrq: *mut sys::ib_srq, _udata: *mut sys::ib_udata) -> c_int {
+unsafe extern "C" fn destroy_srq<D: Driver>(
+    ibsrq: *mut sys::ib_srq,
+    _udata: *mut sys::ib_udata,
+) -> c_int {
     // SAFETY: initialised by `create_srq`; the core calls this once, with
     // no QP left on the SRQ, before freeing it.
     let (dev, srq) = unsafe { (dev_data::<D>((*ibsrq).device), srq_data::<D>(ibsrq)) };

@@ -44,7 +44,6 @@ macro_rules! create_req {
     };
 }
 
-
 macro_rules! abi_types {
     ($($name:ident),* $(,)?) => {
         $(
@@ -55,13 +54,13 @@ macro_rules! abi_types {
     };
 }
 
-pub(crate) use sys::{
-    rsiw_alloc_ucontext_req, rsiw_alloc_ucontext_resp, rsiw_cqe, rsiw_create_cq_req, rsiw_create_cq_resp,
-    rsiw_create_qp_req, rsiw_create_qp_resp, rsiw_create_srq_req, rsiw_create_srq_resp, rsiw_ring_info, rsiw_rqe,
-    rsiw_sqe,
-};
 #[cfg(rsiw_kunit)]
 pub(crate) use sys::rsiw_sge;
+pub(crate) use sys::{
+    rsiw_alloc_ucontext_req, rsiw_alloc_ucontext_resp, rsiw_cqe, rsiw_create_cq_req,
+    rsiw_create_cq_resp, rsiw_create_qp_req, rsiw_create_qp_resp, rsiw_create_srq_req,
+    rsiw_create_srq_resp, rsiw_ring_info, rsiw_rqe, rsiw_sqe,
+};
 
 abi_types!(
     rsiw_alloc_ucontext_req,
@@ -79,7 +78,6 @@ abi_types!(
     rsiw_sge,
 );
 create_req!(rsiw_create_cq_req, rsiw_create_qp_req, rsiw_create_srq_req);
-
 
 /// The ABI's constants, typed for the driver.
 pub(crate) mod abi {
@@ -109,9 +107,12 @@ pub(crate) mod abi {
     pub(crate) const WR_LOCAL_INV: u32 = sys::rsiw_wr_opcode_RSIW_WR_LOCAL_INV;
     pub(crate) const WR_FLUSH: u32 = sys::rsiw_wr_opcode_RSIW_WR_FLUSH;
     pub(crate) const WR_ATOMIC_CMP_AND_SWP: u32 = sys::rsiw_wr_opcode_RSIW_WR_ATOMIC_CMP_AND_SWP;
-    pub(crate) const WR_ATOMIC_FETCH_AND_ADD: u32 = sys::rsiw_wr_opcode_RSIW_WR_ATOMIC_FETCH_AND_ADD;
-    pub(crate) const WR_MASKED_ATOMIC_CMP_AND_SWP: u32 = sys::rsiw_wr_opcode_RSIW_WR_MASKED_ATOMIC_CMP_AND_SWP;
-    pub(crate) const WR_MASKED_ATOMIC_FETCH_AND_ADD: u32 = sys::rsiw_wr_opcode_RSIW_WR_MASKED_ATOMIC_FETCH_AND_ADD;
+    pub(crate) const WR_ATOMIC_FETCH_AND_ADD: u32 =
+        sys::rsiw_wr_opcode_RSIW_WR_ATOMIC_FETCH_AND_ADD;
+    pub(crate) const WR_MASKED_ATOMIC_CMP_AND_SWP: u32 =
+        sys::rsiw_wr_opcode_RSIW_WR_MASKED_ATOMIC_CMP_AND_SWP;
+    pub(crate) const WR_MASKED_ATOMIC_FETCH_AND_ADD: u32 =
+        sys::rsiw_wr_opcode_RSIW_WR_MASKED_ATOMIC_FETCH_AND_ADD;
     /// Offsets of the control block's words.
     pub(crate) const PRODUCER: usize = core::mem::offset_of!(sys::rsiw_ring_ctl, producer);
     pub(crate) const CONSUMER: usize = core::mem::offset_of!(sys::rsiw_ring_ctl, consumer);
@@ -164,7 +165,10 @@ impl Udata<'_> {
     /// `raw` is null or the `ib_udata` of a running uverbs command, and
     /// `uctx` its context (null: looked up through the command's attribute
     /// bundle), both valid for the returned lifetime.
-    pub(in crate::ffi) unsafe fn new<'b>(raw: *mut sys::ib_udata, uctx: *mut sys::ib_ucontext) -> Option<Udata<'b>> {
+    pub(in crate::ffi) unsafe fn new<'b>(
+        raw: *mut sys::ib_udata,
+        uctx: *mut sys::ib_ucontext,
+    ) -> Option<Udata<'b>> {
         if raw.is_null() {
             return None;
         }
@@ -175,7 +179,11 @@ impl Udata<'_> {
             uctx
         };
         // INVARIANT: per the contract.
-        Some(Udata { raw, uctx, _cmd: PhantomData })
+        Some(Udata {
+            raw,
+            uctx,
+            _cmd: PhantomData,
+        })
     }
 
     /// Octets of request the process passed.
@@ -276,7 +284,9 @@ impl SharedRing {
     /// `len` octets (rounded up to pages) of zeroed memory the process of
     /// `udata`'s context can map at [`Self::offset`].
     pub(crate) fn new(udata: &Udata<'_>, len: usize) -> Result<Self> {
-        let len = len.checked_next_multiple_of(kernel::page::PAGE_SIZE).ok_or(EINVAL)?;
+        let len = len
+            .checked_next_multiple_of(kernel::page::PAGE_SIZE)
+            .ok_or(EINVAL)?;
         if len == 0 {
             return Err(EINVAL);
         }
@@ -303,7 +313,9 @@ impl SharedRing {
         };
         let entry = KBox::into_raw(boxed);
         // SAFETY: `entry` is ours, zeroed; `uctx` the command's context.
-        let r = unsafe { sys::rdma_user_mmap_entry_insert(udata.uctx, ptr::addr_of_mut!((*entry).rdma), len) };
+        let r = unsafe {
+            sys::rdma_user_mmap_entry_insert(udata.uctx, ptr::addr_of_mut!((*entry).rdma), len)
+        };
         if r != 0 {
             // SAFETY: not inserted: still only ours.
             unsafe {
@@ -364,7 +376,9 @@ impl SharedRing {
 
     /// Replaces `cur` with `new` at `off` if it is still `cur`.
     pub(crate) fn compare_exchange(&self, off: usize, cur: u32, new: u32) -> bool {
-        self.word(off).compare_exchange(cur, new, Ordering::AcqRel, Ordering::Acquire).is_ok()
+        self.word(off)
+            .compare_exchange(cur, new, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
     }
 
     /// A full barrier (`smp_mb`), for a store followed by a load of

@@ -113,7 +113,11 @@ impl<'a, D: Driver> SendWrRef<'a, D> {
     /// `wr` must satisfy the type invariants for `'a`.
     pub(super) unsafe fn from_raw(wr: *const sys::ib_send_wr, user: bool) -> Self {
         // SAFETY: valid for `'a` per the contract.
-        Self { wr: unsafe { &*wr }, user, _driver: PhantomData }
+        Self {
+            wr: unsafe { &*wr },
+            user,
+            _driver: PhantomData,
+        }
     }
 
     fn ptr(&self) -> *const sys::ib_send_wr {
@@ -158,7 +162,13 @@ impl<'a, D: Driver> SendWrRef<'a, D> {
         } else {
             // SAFETY: by the type invariant an inline SGE of a kernel WR
             // names `sge.len` readable octets of kernel memory.
-            unsafe { ptr::copy_nonoverlapping(sge.addr as usize as *const u8, dst.as_mut_ptr(), dst.len()) };
+            unsafe {
+                ptr::copy_nonoverlapping(
+                    sge.addr as usize as *const u8,
+                    dst.as_mut_ptr(),
+                    dst.len(),
+                )
+            };
             Ok(())
         }
     }
@@ -172,39 +182,51 @@ impl<'a, D: Driver> SendWrRef<'a, D> {
 
     /// The immediate data of a WITH_IMM opcode, as stored (big endian).
     pub(crate) fn imm_data_be(&self) -> Option<u32> {
-        matches!(self.opcode(), WrOpcode::SendWithImm | WrOpcode::RdmaWriteWithImm)
-            // SAFETY: the union member of these opcodes.
-            .then(|| unsafe { self.wr.ex.imm_data })
+        matches!(
+            self.opcode(),
+            WrOpcode::SendWithImm | WrOpcode::RdmaWriteWithImm
+        )
+        // SAFETY: the union member of these opcodes.
+        .then(|| unsafe { self.wr.ex.imm_data })
     }
 
     /// The remote address and key of an RDMA or flush WR (`ib_rdma_wr`).
     pub(crate) fn rdma(&self) -> Option<RdmaFields> {
         use WrOpcode::*;
-        matches!(self.opcode(), RdmaWrite | RdmaWriteWithImm | RdmaRead | RdmaReadWithInv | Flush).then(|| {
+        matches!(
+            self.opcode(),
+            RdmaWrite | RdmaWriteWithImm | RdmaRead | RdmaReadWithInv | Flush
+        )
+        .then(|| {
             // SAFETY: by the type invariant these opcodes come in an
             // `ib_rdma_wr` (flush too, by rsiw's convention).
             let r = unsafe { &*self.ptr().cast::<sys::ib_rdma_wr>() };
-            RdmaFields { remote_addr: r.remote_addr, rkey: r.rkey }
+            RdmaFields {
+                remote_addr: r.remote_addr,
+                rkey: r.rkey,
+            }
         })
     }
 
     /// The fields of an atomic WR (`ib_atomic_wr`).
     pub(crate) fn atomic(&self) -> Option<AtomicFields> {
         use WrOpcode::*;
-        matches!(self.opcode(), AtomicFetchAdd | AtomicCmpSwap | MaskedAtomicFetchAdd | MaskedAtomicCmpSwap).then(
-            || {
-                // SAFETY: by the type invariant these come in an `ib_atomic_wr`.
-                let a = unsafe { &*self.ptr().cast::<sys::ib_atomic_wr>() };
-                AtomicFields {
-                    remote_addr: a.remote_addr,
-                    rkey: a.rkey,
-                    compare_add: a.compare_add,
-                    compare_add_mask: a.compare_add_mask,
-                    swap: a.swap,
-                    swap_mask: a.swap_mask,
-                }
-            },
+        matches!(
+            self.opcode(),
+            AtomicFetchAdd | AtomicCmpSwap | MaskedAtomicFetchAdd | MaskedAtomicCmpSwap
         )
+        .then(|| {
+            // SAFETY: by the type invariant these come in an `ib_atomic_wr`.
+            let a = unsafe { &*self.ptr().cast::<sys::ib_atomic_wr>() };
+            AtomicFields {
+                remote_addr: a.remote_addr,
+                rkey: a.rkey,
+                compare_add: a.compare_add,
+                compare_add_mask: a.compare_add_mask,
+                swap: a.swap,
+                swap_mask: a.swap_mask,
+            }
+        })
     }
 
     /// The fields of a fast-register WR (`ib_reg_wr`).
@@ -215,7 +237,11 @@ impl<'a, D: Driver> SendWrRef<'a, D> {
             let reg = unsafe { &*self.ptr().cast::<sys::ib_reg_wr>() };
             // SAFETY: as above, `reg.mr` is `D`'s live MR.
             let mr = unsafe { IbMr::from_raw(reg.mr) };
-            RegFields { mr, key: reg.key, access: reg.access as u32 }
+            RegFields {
+                mr,
+                key: reg.key,
+                access: reg.access as u32,
+            }
         })
     }
 }

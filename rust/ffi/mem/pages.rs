@@ -166,13 +166,17 @@ impl MrPages {
     /// Whether every octet of `len` at `pos` lies in persistent memory
     /// (see `ffi::pmem`); false if the range is not inside the pages.
     pub(crate) fn is_persistent(&self, pos: u64, len: u64) -> bool {
-        let Ok(len) = usize::try_from(len) else { return false };
+        let Ok(len) = usize::try_from(len) else {
+            return false;
+        };
         let mut ok = true;
         let walked = self.walk(pos, len, |entry, off, n| {
             ok &= match self.kind {
                 PagesKind::VirtDma => super::pmem::virt_is_persistent(entry + off, n),
                 // SAFETY: `entry` is a page pinned by the MR's umem.
-                PagesKind::Page => unsafe { super::pmem::page_is_persistent(entry as *mut sys::page) },
+                PagesKind::Page => unsafe {
+                    super::pmem::page_is_persistent(entry as *mut sys::page)
+                },
             };
         });
         walked.is_ok() && ok
@@ -185,7 +189,9 @@ impl MrPages {
             // SAFETY: as in `write`: mapped kernel memory of the MR.
             PagesKind::VirtDma => unsafe { sys::rsiw_wb_cache_pmem((entry + off) as *mut _, n) },
             // SAFETY: as in `write`: a pinned page, `off + n <= PAGE_SIZE`.
-            PagesKind::Page => unsafe { sys::rsiw_wb_cache_pmem_page(entry as *mut sys::page, off, n) },
+            PagesKind::Page => unsafe {
+                sys::rsiw_wb_cache_pmem_page(entry as *mut sys::page, off, n)
+            },
         })
     }
 
@@ -202,8 +208,12 @@ impl MrPages {
             return Err(EINVAL);
         }
         let mut piece = None;
-        self.walk(pos, WORD as usize, |entry, off, n| piece = Some((entry, off, n)))?;
-        let Some((entry, off, n)) = piece else { return Err(EFAULT) };
+        self.walk(pos, WORD as usize, |entry, off, n| {
+            piece = Some((entry, off, n))
+        })?;
+        let Some((entry, off, n)) = piece else {
+            return Err(EFAULT);
+        };
         if n != WORD_LEN {
             return Err(EFAULT);
         }
@@ -214,13 +224,19 @@ impl MrPages {
                 // the block, `off + 8 <= page_size`; `addr` is 8-aligned
                 // (block addresses are page_size aligned, `pos` is 8-aligned).
                 let phys = unsafe { sys::rsiw_kaddr_phys(addr as *const c_void) };
-                Ok(WordAt { place: Place::Virt(addr as *mut u64), phys })
+                Ok(WordAt {
+                    place: Place::Virt(addr as *mut u64),
+                    phys,
+                })
             }
             PagesKind::Page => {
                 let page = entry as *mut sys::page;
                 // SAFETY: `entry` is a page pinned by the MR's umem.
                 let phys = unsafe { sys::rsiw_page_phys(page) } + off as u64;
-                Ok(WordAt { place: Place::Page(page, off), phys })
+                Ok(WordAt {
+                    place: Place::Page(page, off),
+                    phys,
+                })
             }
         }
     }
@@ -351,7 +367,13 @@ impl KernelMemory {
     /// Zero-copy TX: as [`MrPages::ref_pages`] for `len` octets at kernel
     /// address `addr` (slab memory, e.g. from `kmalloc`, is refused: TCP
     /// cannot splice it, the engine copies it instead).
-    pub(crate) fn ref_pages(&self, addr: u64, len: usize, out: &mut Segments, crc: Option<u32>) -> Option<Option<u32>> {
+    pub(crate) fn ref_pages(
+        &self,
+        addr: u64,
+        len: usize,
+        out: &mut Segments,
+        crc: Option<u32>,
+    ) -> Option<Option<u32>> {
         let addr = Self::check(addr, len).ok()?;
         // SAFETY: as in `write`.
         unsafe { zcopy::ref_kernel_range(addr, len, out, crc) }
@@ -374,7 +396,10 @@ impl KernelMemory {
         }
         // SAFETY: as in `write`; `addr` is non-null and does not wrap.
         let phys = unsafe { sys::rsiw_kaddr_phys(addr as *const c_void) };
-        Ok(WordAt { place: Place::Virt(addr as *mut u64), phys })
+        Ok(WordAt {
+            place: Place::Virt(addr as *mut u64),
+            phys,
+        })
     }
 }
 
@@ -396,7 +421,12 @@ unsafe fn piece_write(kind: PagesKind, entry: usize, off: usize, chunk: &[u8]) {
         // SAFETY: per the contract, a page pinned for writing,
         // `off + len <= PAGE_SIZE`.
         PagesKind::Page => unsafe {
-            sys::rsiw_copy_to_page(entry as *mut sys::page, off, chunk.as_ptr().cast(), chunk.len())
+            sys::rsiw_copy_to_page(
+                entry as *mut sys::page,
+                off,
+                chunk.as_ptr().cast(),
+                chunk.len(),
+            )
         },
     }
 }
@@ -414,7 +444,12 @@ unsafe fn piece_read(kind: PagesKind, entry: usize, off: usize, chunk: &mut [u8]
         },
         // SAFETY: per the contract.
         PagesKind::Page => unsafe {
-            sys::rsiw_copy_from_page(entry as *mut sys::page, off, chunk.as_mut_ptr().cast(), chunk.len())
+            sys::rsiw_copy_from_page(
+                entry as *mut sys::page,
+                off,
+                chunk.as_mut_ptr().cast(),
+                chunk.len(),
+            )
         },
     }
 }
@@ -587,7 +622,11 @@ impl Word<'_> {
     /// `ptr` must be 8-aligned and valid for reads and writes while the
     /// `Word` exists; `phys` its physical address.
     unsafe fn new(ptr: *mut u64, phys: u64) -> Self {
-        Self { ptr, phys, _life: core::marker::PhantomData }
+        Self {
+            ptr,
+            phys,
+            _life: core::marker::PhantomData,
+        }
     }
 
     /// The physical address (the key of the device's atomic lock table).
@@ -619,12 +658,18 @@ unsafe impl Send for Umem {}
 unsafe impl Sync for Umem {}
 
 impl Umem {
-    pub(in crate::ffi) fn get(dev: *mut sys::ib_device, start: u64, len: u64, access: u32) -> Result<Self> {
+    pub(in crate::ffi) fn get(
+        dev: *mut sys::ib_device,
+        start: u64,
+        len: u64,
+        access: u32,
+    ) -> Result<Self> {
         let start = usize::try_from(start).map_err(|_| EINVAL)?;
         let len = usize::try_from(len).map_err(|_| EINVAL)?;
         // SAFETY: `dev` is a live device; the call pins the pages of the
         // current process's range or returns an ERR_PTR.
-        let umem = unsafe { sys::rsiw_umem_get(dev, start as kernel::ffi::c_ulong, len, access as c_int) };
+        let umem =
+            unsafe { sys::rsiw_umem_get(dev, start as kernel::ffi::c_ulong, len, access as c_int) };
         if (umem as usize) > usize::MAX - 4095 {
             return Err(Error::from_errno(umem as isize as c_int));
         }
@@ -635,19 +680,25 @@ impl Umem {
     pub(crate) fn pages(&self, len: u64) -> Result<MrPages> {
         // SAFETY: the umem is alive.
         let offset = unsafe { sys::rsiw_umem_offset(self.0.as_ptr()) } as u64;
-        let n = offset.checked_add(len).ok_or(EINVAL)?.div_ceil(PAGE_SIZE as u64);
+        let n = offset
+            .checked_add(len)
+            .ok_or(EINVAL)?
+            .div_ceil(PAGE_SIZE as u64);
         let n = usize::try_from(n).map_err(|_| EINVAL)?;
         let mut entries = KVVec::<usize>::from_elem(0, n, GFP_KERNEL_ACCOUNT)?;
         // SAFETY: `entries` has room for `n` pointers; the umem is alive.
-        let got = unsafe {
-            sys::rsiw_umem_pages(self.0.as_ptr(), entries.as_mut_ptr().cast(), n)
-        };
+        let got = unsafe { sys::rsiw_umem_pages(self.0.as_ptr(), entries.as_mut_ptr().cast(), n) };
         if got != n {
             return Err(EFAULT);
         }
         // SAFETY: the umem is alive.
         let writable = unsafe { sys::rsiw_umem_writable(self.0.as_ptr()) };
-        Ok(MrPages { kind: PagesKind::Page, entries, page_size: PAGE_SIZE, writable })
+        Ok(MrPages {
+            kind: PagesKind::Page,
+            entries,
+            page_size: PAGE_SIZE,
+            writable,
+        })
     }
 
     pub(crate) fn offset(&self) -> u64 {
@@ -677,7 +728,12 @@ mod tests {
         for i in 0..20 {
             entries.push(base + i * 256, GFP_KERNEL)?;
         }
-        Ok(MrPages { kind: PagesKind::VirtDma, entries, page_size: 256, writable: true })
+        Ok(MrPages {
+            kind: PagesKind::VirtDma,
+            entries,
+            page_size: 256,
+            writable: true,
+        })
     }
 
     /// A located span copies what the walk under the MR's lock copies; a
@@ -709,10 +765,21 @@ mod tests {
         // SPAN_PIECES blocks fit, one octet more is one block too many.
         let mut s = SpanAt::new();
         assert!(pages.span_at(0, SPAN_PIECES * 256, true, &mut s).is_ok());
-        assert_eq!(pages.span_at(0, SPAN_PIECES * 256 + 1, true, &mut s).err(), Some(E2BIG));
-        assert_eq!(pages.span_at(255, SPAN_PIECES * 256 - 254, true, &mut s).err(), Some(E2BIG));
+        assert_eq!(
+            pages.span_at(0, SPAN_PIECES * 256 + 1, true, &mut s).err(),
+            Some(E2BIG)
+        );
+        assert_eq!(
+            pages
+                .span_at(255, SPAN_PIECES * 256 - 254, true, &mut s)
+                .err(),
+            Some(E2BIG)
+        );
         // Outside the list.
-        assert_eq!(pages.span_at(20 * 256 - 10, 11, true, &mut s).err(), Some(EFAULT));
+        assert_eq!(
+            pages.span_at(20 * 256 - 10, 11, true, &mut s).err(),
+            Some(EFAULT)
+        );
         // A span filled again holds only its new pieces: 10 octets at 300.
         pages.span_at(300, 10, true, &mut s)?;
         s.write(&src[..10])?;

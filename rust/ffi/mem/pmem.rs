@@ -54,7 +54,9 @@ pub(super) unsafe fn page_is_persistent(page: *mut sys::page) -> bool {
 /// Whether every page of the kernel virtual range `[addr, addr + len)`
 /// is persistent memory. Addresses outside the direct map are not.
 pub(in crate::ffi) fn virt_is_persistent(addr: usize, len: usize) -> bool {
-    let Some(end) = addr.checked_add(len) else { return false };
+    let Some(end) = addr.checked_add(len) else {
+        return false;
+    };
     let mut page_addr = addr & !(PAGE_SIZE - 1);
     while page_addr < end {
         // SAFETY: `rsiw_virt_to_page` checks `virt_addr_valid` and returns

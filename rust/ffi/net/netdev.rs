@@ -7,8 +7,8 @@ use core::ptr::NonNull;
 use kernel::str::CStrExt;
 use kernel::types::Opaque;
 
-use super::super::sys;
 use super::super::ib::PortState;
+use super::super::sys;
 
 /// A borrowed net_device.
 ///
@@ -116,9 +116,8 @@ impl NetDevRef {
     pub(crate) fn by_name(name: &kernel::str::CStr) -> Option<Self> {
         // SAFETY: `init_net` is a valid static namespace and `name` is a
         // NUL-terminated string; the result carries a reference or is null.
-        let ptr = unsafe {
-            sys::dev_get_by_name(&raw mut sys::init_net, name.as_char_ptr().cast())
-        };
+        let ptr =
+            unsafe { sys::dev_get_by_name(&raw mut sys::init_net, name.as_char_ptr().cast()) };
         // SAFETY: `dev_get_by_name` returns a reference we now own.
         unsafe { Self::from_owned(ptr) }
     }

@@ -22,8 +22,15 @@ use super::{super::sys, netdev::NetDev};
 /// A TCP endpoint address.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum SockAddr {
-    V4 { addr: [u8; 4], port: u16 },
-    V6 { addr: [u8; 16], port: u16, scope_id: u32 },
+    V4 {
+        addr: [u8; 4],
+        port: u16,
+    },
+    V6 {
+        addr: [u8; 16],
+        port: u16,
+        scope_id: u32,
+    },
 }
 
 impl SockAddr {
@@ -44,7 +51,11 @@ impl SockAddr {
     pub(crate) fn with_port(self, port: u16) -> Self {
         match self {
             Self::V4 { addr, .. } => Self::V4 { addr, port },
-            Self::V6 { addr, scope_id, .. } => Self::V6 { addr, port, scope_id },
+            Self::V6 { addr, scope_id, .. } => Self::V6 {
+                addr,
+                port,
+                scope_id,
+            },
         }
     }
 
@@ -63,7 +74,9 @@ impl SockAddr {
                 let sin = sys::sockaddr_in {
                     sin_family: sys::AF_INET as sys::__kernel_sa_family_t,
                     sin_port: port.to_be(),
-                    sin_addr: sys::in_addr { s_addr: u32::from_ne_bytes(addr) },
+                    sin_addr: sys::in_addr {
+                        s_addr: u32::from_ne_bytes(addr),
+                    },
                     ..Default::default()
                 };
                 // SAFETY: `sockaddr_storage` is larger than and as aligned
@@ -71,7 +84,11 @@ impl SockAddr {
                 unsafe { ptr::write((&raw mut ss).cast(), sin) };
                 size_of::<sys::sockaddr_in>()
             }
-            Self::V6 { addr, port, scope_id } => {
+            Self::V6 {
+                addr,
+                port,
+                scope_id,
+            } => {
                 let mut sin6 = sys::sockaddr_in6 {
                     sin6_family: sys::AF_INET6 as kernel::ffi::c_ushort,
                     sin6_port: port.to_be(),
@@ -155,7 +172,10 @@ impl TcpState {
 
     /// The peer closed or the connection is gone: no more data will come.
     pub(crate) fn is_closing(self) -> bool {
-        !matches!(self, Self::Established | Self::SynSent | Self::SynRecv | Self::Listen)
+        !matches!(
+            self,
+            Self::Established | Self::SynSent | Self::SynRecv | Self::Listen
+        )
     }
 }
 
@@ -331,10 +351,19 @@ impl TcpSocket {
         let s = Self::create(net, addr.family())?;
         s.set_nodelay();
         let (raw, len) = addr.to_raw();
-        let flags = if nonblocking { sys::O_NONBLOCK as c_int } else { 0 };
+        let flags = if nonblocking {
+            sys::O_NONBLOCK as c_int
+        } else {
+            0
+        };
         // SAFETY: a fresh socket; `raw` is a valid address of `len` bytes.
         let ret = unsafe {
-            sys::kernel_connect(s.sock.as_ptr(), (&raw const raw).cast_mut().cast(), len, flags)
+            sys::kernel_connect(
+                s.sock.as_ptr(),
+                (&raw const raw).cast_mut().cast(),
+                len,
+                flags,
+            )
         };
         if ret == 0 || (nonblocking && ret == EINPROGRESS.to_errno()) {
             Ok(s)
@@ -347,7 +376,8 @@ impl TcpSocket {
     pub(crate) fn accept(&self) -> Result<Option<Self>> {
         let mut new: *mut sys::socket = ptr::null_mut();
         // SAFETY: `self` is a live listening socket.
-        let ret = unsafe { sys::kernel_accept(self.sock.as_ptr(), &mut new, sys::O_NONBLOCK as c_int) };
+        let ret =
+            unsafe { sys::kernel_accept(self.sock.as_ptr(), &mut new, sys::O_NONBLOCK as c_int) };
         if ret == EAGAIN.to_errno() {
             return Ok(None);
         }
@@ -464,7 +494,9 @@ impl TcpSocket {
         };
         // SAFETY: the socket is alive; the kvecs point into `bufs`, which
         // outlive the call, and are only read by the kernel.
-        let ret = unsafe { sys::kernel_sendmsg(self.sock.as_ptr(), &mut msg, vecs.as_mut_ptr(), n, total) };
+        let ret = unsafe {
+            sys::kernel_sendmsg(self.sock.as_ptr(), &mut msg, vecs.as_mut_ptr(), n, total)
+        };
         if ret < 0 {
             Err(Error::from_errno(ret))
         } else {
@@ -490,7 +522,11 @@ impl TcpSocket {
     /// ([`super::zcopy::Batch::set_copy`]) is in TCP's own memory for what
     /// the call took.
     /// At most `limit` octets go in this call.
-    pub(crate) fn send_pages(&self, batch: &mut super::zcopy::Batch, limit: usize) -> Result<usize> {
+    pub(crate) fn send_pages(
+        &self,
+        batch: &mut super::zcopy::Batch,
+        limit: usize,
+    ) -> Result<usize> {
         let (vecs, n, total, notif, copy) = batch.bio_vecs();
         let total = total.min(limit);
         if total == 0 {
@@ -499,7 +535,8 @@ impl TcpSocket {
         // SAFETY: the socket is alive; the bio_vecs describe `total` octets
         // of pages the batch holds references on until they are sent; the
         // notification, if any, is the batch's and it holds a reference.
-        let ret = unsafe { sys::rsiw_sock_send_pages(self.sock.as_ptr(), vecs, n, total, notif, copy) };
+        let ret =
+            unsafe { sys::rsiw_sock_send_pages(self.sock.as_ptr(), vecs, n, total, notif, copy) };
         if ret < 0 {
             return Err(Error::from_errno(ret));
         }
@@ -539,7 +576,12 @@ impl TcpSocket {
         let sk = self.sk();
         let events: Arc<dyn SocketEvents> = events;
         let hooks = KBox::new(
-            Hooks { events, data_ready: None, write_space: None, state_change: None },
+            Hooks {
+                events,
+                data_ready: None,
+                write_space: None,
+                state_change: None,
+            },
             GFP_KERNEL,
         )?;
         let hooks = NonNull::from(KBox::leak(hooks));
@@ -576,7 +618,9 @@ impl TcpSocket {
     /// Restores the socket's own callbacks. When this returns, no callback
     /// into the former handler runs or will run.
     pub(crate) fn unhook(&mut self) {
-        let Some(hooks) = self.hooks.take() else { return };
+        let Some(hooks) = self.hooks.take() else {
+            return;
+        };
         let sk = self.sk();
         let h = hooks.as_ptr();
         // SAFETY: `h` was installed on this socket by `hook` (type
@@ -655,7 +699,12 @@ impl TcpSocket {
     }
 
     /// A listening socket on `addr` with `opts`.
-    pub(crate) fn listen_with(net: Net, addr: SockAddr, backlog: i32, opts: ListenOpts) -> Result<Self> {
+    pub(crate) fn listen_with(
+        net: Net,
+        addr: SockAddr,
+        backlog: i32,
+        opts: ListenOpts,
+    ) -> Result<Self> {
         let s = Self::create(net, addr.family())?;
         if let Some(ifindex) = opts.bound_dev_if {
             // SAFETY: a fresh, unbound socket no one else sees; siw sets
@@ -686,7 +735,10 @@ impl TcpSocket {
 impl TcpSocket {
     /// A connected pair on 127.0.0.1, (connecting end, accepted end).
     pub(crate) fn loopback_pair() -> Result<(TcpSocket, TcpSocket)> {
-        let any = SockAddr::V4 { addr: [127, 0, 0, 1], port: 0 };
+        let any = SockAddr::V4 {
+            addr: [127, 0, 0, 1],
+            port: 0,
+        };
         let l = TcpSocket::listen(Net::init(), any, 2)?;
         let port = l.local_addr()?.port();
         let c = TcpSocket::connect(Net::init(), any.with_port(port), false)?;
@@ -764,7 +816,10 @@ unsafe extern "C" fn data_ready_tramp(sk: *mut sys::sock) {
     // caller (TCP's receive path).
     unsafe {
         with_hooks(sk, |h| {
-            h.events.data_ready(&SockRx { sk, _callback: PhantomData })
+            h.events.data_ready(&SockRx {
+                sk,
+                _callback: PhantomData,
+            })
         })
     };
 }
@@ -787,7 +842,12 @@ unsafe extern "C" fn state_change_tramp(sk: *mut sys::sock) {
     // it has locked (the receive path, timers under `bh_lock_sock`,
     // `shutdown` and `close` under `lock_sock`).
     unsafe {
-        with_hooks(sk, |h| h.events.state_change(&SockRx { sk, _callback: PhantomData }))
+        with_hooks(sk, |h| {
+            h.events.state_change(&SockRx {
+                sk,
+                _callback: PhantomData,
+            })
+        })
     };
 }
 
@@ -801,7 +861,10 @@ type Reader<'a> = &'a mut dyn FnMut(&[u8]) -> usize;
 /// `sk` must be a live TCP socket locked by the caller.
 unsafe fn read_sock(sk: *mut sys::sock, mut f: Reader<'_>) -> usize {
     // A non-zero count: keep reading; the actor zeroes it to stop.
-    let mut desc = sys::read_descriptor_t { count: 1, ..Default::default() };
+    let mut desc = sys::read_descriptor_t {
+        count: 1,
+        ..Default::default()
+    };
     desc.arg.data = (&raw mut f).cast();
     // SAFETY: per the contract; `desc` and the reader live across the call.
     let ret = unsafe { sys::rsiw_tcp_read_sock(sk, &mut desc, Some(read_actor)) };

@@ -119,7 +119,11 @@ impl Segment {
         if len == 0 || off.checked_add(len)? > PAGE_SIZE {
             return None;
         }
-        Some(Self { page, off: off as u32, len: len as u32 })
+        Some(Self {
+            page,
+            off: off as u32,
+            len: len as u32,
+        })
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -195,7 +199,9 @@ impl Drain<'_> {
     /// they do not (nothing is lost: the caller fails the round).
     pub(crate) fn move_front(&mut self, mut len: usize, dst: &mut Segments) -> bool {
         while len > 0 {
-            let Some(seg) = self.0.next() else { return false };
+            let Some(seg) = self.0.next() else {
+                return false;
+            };
             if seg.len() > len {
                 return false;
             }
@@ -279,7 +285,10 @@ pub(crate) struct LiteralPage {
 
 impl LiteralPage {
     pub(crate) const fn new() -> Self {
-        Self { page: None, used: 0 }
+        Self {
+            page: None,
+            used: 0,
+        }
     }
 
     /// Makes sure at least `min` octets are free (allocates: process
@@ -304,7 +313,9 @@ impl LiteralPage {
 
     /// The free octets, to be filled in order.
     pub(crate) fn free_mut(&mut self) -> &mut [u8] {
-        let Some(page) = self.page.as_ref() else { return &mut [] };
+        let Some(page) = self.page.as_ref() else {
+            return &mut [];
+        };
         // SAFETY: a lowmem page (GFP_KERNEL) we allocated, so it has a
         // kernel address; octets from `used` on were never handed to
         // anyone (TCP only references octets before `used`), so this is
@@ -379,7 +390,6 @@ impl Drop for Notif {
     }
 }
 
-
 /// The C callback: gives the owner reference back and reports.
 ///
 /// # Safety
@@ -421,7 +431,13 @@ unsafe impl Sync for Batch {}
 impl Batch {
     /// An empty batch that allocates nothing until [`Self::reserve_total`].
     pub(crate) const fn new() -> Self {
-        Self { segs: Segments::new(), vecs: KVec::new(), sent: 0, notif: None, copy: false }
+        Self {
+            segs: Segments::new(),
+            vecs: KVec::new(),
+            sent: 0,
+            notif: None,
+            copy: false,
+        }
     }
 
     /// Room for `n` segments in all (process context, no spinlock held).
@@ -470,7 +486,9 @@ impl Batch {
 
     /// The unsent octets as `bio_vec`s: (array, count, octets,
     /// notification or null, whether TCP copies them).
-    pub(super) fn bio_vecs(&mut self) -> (*mut sys::bio_vec, u32, usize, *mut sys::rsiw_zc_notif, bool) {
+    pub(super) fn bio_vecs(
+        &mut self,
+    ) -> (*mut sys::bio_vec, u32, usize, *mut sys::rsiw_zc_notif, bool) {
         self.vecs.clear();
         let mut skip = self.sent;
         let mut total = 0;
@@ -489,8 +507,17 @@ impl Batch {
             // Same capacity as `segs`: never fails.
             let _ = self.vecs.push_within_capacity(v);
         }
-        let notif = self.notif.as_ref().map_or(core::ptr::null_mut(), |n| n.0.as_ptr());
-        (self.vecs.as_mut_ptr(), self.vecs.len() as u32, total, notif, self.copy)
+        let notif = self
+            .notif
+            .as_ref()
+            .map_or(core::ptr::null_mut(), |n| n.0.as_ptr());
+        (
+            self.vecs.as_mut_ptr(),
+            self.vecs.len() as u32,
+            total,
+            notif,
+            self.copy,
+        )
     }
 
     /// `n` more octets were sent; the batch is cleared once all are.

@@ -204,7 +204,8 @@ pub(crate) mod tests {
 
     impl StagTable for Table {
         fn lookup(&self, stag: u32) -> Option<Region> {
-            let rw = Access::REMOTE_WRITE | Access::REMOTE_READ | Access::LOCAL_WRITE | Access::COMMIT;
+            let rw =
+                Access::REMOTE_WRITE | Access::REMOTE_READ | Access::LOCAL_WRITE | Access::COMMIT;
             let r = |base_to, len, access, pd, valid| Region {
                 base_to,
                 len,

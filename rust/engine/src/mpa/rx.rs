@@ -268,7 +268,8 @@ impl Rx {
         };
         let ulpdu_len = usize::from(u16::from_be_bytes([a, b]));
         let len = fpdu_len(ulpdu_len);
-        let (Some(covered), Some(field)) = (input.get(..len - CRC_LEN), input.get(len - CRC_LEN..len))
+        let (Some(covered), Some(field)) =
+            (input.get(..len - CRC_LEN), input.get(len - CRC_LEN..len))
         else {
             return Ok(None);
         };
@@ -568,7 +569,11 @@ impl Rx {
         if self.cfg.crc {
             if self.crc_ahead < n {
                 let span = self.crc_span(rest);
-                let span = if fuse { span.min(self.header_span(rest)) } else { span };
+                let span = if fuse {
+                    span.min(self.header_span(rest))
+                } else {
+                    span
+                };
                 let end = span.max(n);
                 if let Some(b) = rest.get(self.crc_ahead..end) {
                     self.crc = crc.append(self.crc, b);
@@ -596,7 +601,10 @@ impl Rx {
                 };
                 match rest.get(off..off + 2) {
                     Some(&[a, b]) => {
-                        let hdr = self.cfg.header_len.min(usize::from(u16::from_be_bytes([a, b])));
+                        let hdr = self
+                            .cfg
+                            .header_len
+                            .min(usize::from(u16::from_be_bytes([a, b])));
                         off + 2 + hdr
                     }
                     _ => 0,
@@ -615,7 +623,11 @@ impl Rx {
         let (Some(src), Some(dst)) = (rest.get(..n), dst.get_mut(..n)) else {
             return;
         };
-        let covered = if self.cfg.crc { self.crc_ahead.min(n) } else { n };
+        let covered = if self.cfg.crc {
+            self.crc_ahead.min(n)
+        } else {
+            n
+        };
         let (s0, s1) = src.split_at(covered);
         let (d0, d1) = dst.split_at_mut(covered);
         d0.copy_from_slice(s0);
@@ -771,12 +783,18 @@ mod tests {
         }
         assert_eq!(off, first);
         // The second FPDU whole: ULPDU range and length consumed.
-        assert_eq!(rx.whole(&SoftCrc32c, &s[off..]), Ok(Some((2..5, s.len() - first))));
+        assert_eq!(
+            rx.whole(&SoftCrc32c, &s[off..]),
+            Ok(Some((2..5, s.len() - first)))
+        );
         assert_eq!(rx.position() as usize, s.len());
         assert_eq!(rx.ulpdu_len(), 3);
         // Markers on: never (payload is cut by markers).
         let s = stream(false, true, &msgs);
-        assert_eq!(Rx::new(cfg(false, true, 2)).whole(&SoftCrc32c, &s), Ok(None));
+        assert_eq!(
+            Rx::new(cfg(false, true, 2)).whole(&SoftCrc32c, &s),
+            Ok(None)
+        );
     }
 
     #[test]

@@ -134,7 +134,9 @@ impl Default for PrivateData {
 
 impl fmt::Debug for PrivateData {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("PrivateData").field(&self.as_bytes()).finish()
+        f.debug_tuple("PrivateData")
+            .field(&self.as_bytes())
+            .finish()
     }
 }
 
@@ -369,7 +371,10 @@ struct Progress {
 
 impl Progress {
     const fn new() -> Self {
-        Self { phase: Phase::AwaitFrame, reported: true }
+        Self {
+            phase: Phase::AwaitFrame,
+            reported: true,
+        }
     }
 
     fn set(&mut self, phase: Phase) {
@@ -477,7 +482,11 @@ impl Initiator {
     }
 
     fn fail(&mut self, error: TermError, terminate: bool, peer: Option<Enhanced>) {
-        self.set(Phase::Failed(Failure { error, terminate, peer }));
+        self.set(Phase::Failed(Failure {
+            error,
+            terminate,
+            peer,
+        }));
     }
 
     /// Where the exchange is.
@@ -612,7 +621,11 @@ impl Responder {
     }
 
     fn fail(&mut self, error: TermError, peer: Option<Enhanced>) {
-        self.set(Phase::Failed(Failure { error, terminate: false, peer }));
+        self.set(Phase::Failed(Failure {
+            error,
+            terminate: false,
+            peer,
+        }));
     }
 
     /// Where the exchange is.
@@ -623,9 +636,10 @@ impl Responder {
     /// What happened since the last call, once.
     pub fn poll(&mut self) -> Option<Event> {
         match self.progress.take()? {
-            Phase::Decide => self.offer(&self.cfg).ok().map(|o| {
-                Event::Request(StreamParams::new(&o.negotiated, false))
-            }),
+            Phase::Decide => self
+                .offer(&self.cfg)
+                .ok()
+                .map(|o| Event::Request(StreamParams::new(&o.negotiated, false))),
             Phase::Failed(f) => Some(Event::Failed(f)),
             _ => None,
         }

@@ -517,10 +517,18 @@ pub(crate) mod tests {
         let calls = Calls(Default::default());
         let mut out = [0u8; 2048];
         let n = Tx::new(true, false)
-            .write(&calls, &[1u8; 14], &[&payload[..1000], &payload[1000..]], &mut out)
+            .write(
+                &calls,
+                &[1u8; 14],
+                &[&payload[..1000], &payload[1000..]],
+                &mut out,
+            )
             .unwrap();
         // Length + header, the two pieces, the pad (2 + 1444 = 1446 -> 2).
-        assert_eq!(*calls.0.borrow(), [(16, false), (1000, true), (430, true), (2, false)]);
+        assert_eq!(
+            *calls.0.borrow(),
+            [(16, false), (1000, true), (430, true), (2, false)]
+        );
         let mut want = [0u8; 2048];
         let m = Tx::new(true, false)
             .write(&SoftCrc32c, &[1u8; 14], &[&payload], &mut want)
@@ -528,7 +536,9 @@ pub(crate) mod tests {
         assert_eq!(&out[..n], &want[..m]);
         // Markers: one CRC call over the whole FPDU, markers included.
         calls.0.borrow_mut().clear();
-        let n = Tx::new(true, true).write(&calls, &[1u8; 14], &[&payload], &mut out).unwrap();
+        let n = Tx::new(true, true)
+            .write(&calls, &[1u8; 14], &[&payload], &mut out)
+            .unwrap();
         assert_eq!(*calls.0.borrow(), [(n - CRC_LEN, false)]);
         // CRC off: nothing summed, with or without markers.
         for markers in [false, true] {

@@ -153,7 +153,10 @@ fn bench_small_send() {
     let run = |a: &mut Qk, b: &mut Qk, ha: &mut Lean, hb: &mut Lean, buf: &mut [u8], n: u64| {
         let (mut ttx, mut trx) = (0u128, 0u128);
         for i in 0..n {
-            hb.rq.push_back(RecvWr { wr_id: i, len: LEN as u32 });
+            hb.rq.push_back(RecvWr {
+                wr_id: i,
+                len: LEN as u32,
+            });
             ha.sq.push_back(send_wr(i));
             let t0 = Instant::now();
             let k = a.tx(ha, &SoftCrc32c, buf);
@@ -174,7 +177,10 @@ fn bench_small_send() {
     assert_eq!((ha.comps, hb.comps), (n, n));
     assert_eq!(hb.dst, ha.src);
     let c = hb.last.unwrap();
-    assert_eq!((c.opcode, c.status, c.byte_len), (CompOp::Recv, Status::Success, LEN as u32));
+    assert_eq!(
+        (c.opcode, c.status, c.byte_len),
+        (CompOp::Recv, Status::Success, LEN as u32)
+    );
     let nf = n as f64;
     std::println!(
         "bench_small interleaved: n={n} timer={over:.1} ns  TX {:.1} ns/msg  RX {:.1} ns/msg  (raw TX {:.1} RX {:.1})",
@@ -194,7 +200,10 @@ fn bench_small_send() {
     for bi in 0..batches {
         for j in 0..B {
             let i = (bi * B + j) as u64;
-            hb.rq.push_back(RecvWr { wr_id: i, len: LEN as u32 });
+            hb.rq.push_back(RecvWr {
+                wr_id: i,
+                len: LEN as u32,
+            });
             ha.sq.push_back(send_wr(i));
         }
         let t0 = Instant::now();

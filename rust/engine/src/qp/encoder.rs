@@ -46,7 +46,11 @@ impl Src {
 
 /// Reads payload from `src` into `d`; on failure `d` is zeroed (the
 /// octets still go out) and the error returned.
-fn read_payload<H: Host + ?Sized>(host: &mut H, src: Option<PayloadRef>, d: &mut [u8]) -> Option<TermError> {
+fn read_payload<H: Host + ?Sized>(
+    host: &mut H,
+    src: Option<PayloadRef>,
+    d: &mut [u8],
+) -> Option<TermError> {
     let r = match src {
         None => Err(error::rdmap::LOCAL_CATA),
         Some(PayloadRef::Local { local, offset }) => host.read_source(&local, offset, d),
@@ -423,4 +427,3 @@ impl FpduEncoder {
         error
     }
 }
-

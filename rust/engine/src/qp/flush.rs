@@ -111,7 +111,9 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
         }
         self.rtr_to_send = None;
         for _ in 0..MAX_FLUSH {
-            let Some(wr) = host.sq_flush_next() else { break };
+            let Some(wr) = host.sq_flush_next() else {
+                break;
+            };
             host.complete(Completion::new(
                 WorkQueue::Send,
                 wr.wr_id,

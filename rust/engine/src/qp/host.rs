@@ -9,9 +9,9 @@ use crate::error::TermError;
 use crate::rdmap::AtomicPlan;
 use crate::wire::commit as commitw;
 
-use super::{Completion, Event, Local, PayloadRef, RecvWr, SendWr};
 #[allow(unused_imports)] // Doc links.
 use super::Qp;
+use super::{Completion, Event, Local, PayloadRef, RecvWr, SendWr};
 
 /// What the caller lends the engine on every call. Must not sleep (the RX
 /// path runs in softirq context in the kernel).
@@ -103,7 +103,13 @@ pub trait Host: StagTable {
     /// `stag` still names that registration, valid, in the stream's PD
     /// with REMOTE_READ, and `to` is in bounds (the request may be
     /// answered long after its check).
-    fn read_tagged(&mut self, stag: u32, reg: u64, to: u64, dst: &mut [u8]) -> Result<(), TermError>;
+    fn read_tagged(
+        &mut self,
+        stag: u32,
+        reg: u64,
+        to: u64,
+        dst: &mut [u8],
+    ) -> Result<(), TermError>;
     /// Places a chunk of a tagged segment's payload at `stag`/`to`; the
     /// segment was validated at its header against the registration
     /// `reg`. The rest of an FPDU may come much later: the host must

@@ -84,9 +84,9 @@ mod tx;
 mod wr;
 
 #[cfg(test)]
-mod tests;
-#[cfg(test)]
 mod bench_small;
+#[cfg(test)]
+mod tests;
 
 use crate::ddp::UntaggedRx;
 use crate::error::TermError;
@@ -115,7 +115,6 @@ pub const HOLD: usize = 32;
 
 /// Largest MPA Request/Reply frame.
 pub const MAX_MPA_FRAME: usize = startup::MAX_FRAME;
-
 
 /// Static settings of a QP.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -624,7 +623,6 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
     pub fn is_done(&self) -> bool {
         matches!(self.state, State::Error | State::Closed)
     }
-
 }
 
 /// The header buffer size the receive path uses.

@@ -57,7 +57,14 @@ impl<'a> TxPlan<'a> {
     /// An empty plan writing literal octets into `buf`, recording at most
     /// `pieces.len()` pieces and `budget` stream octets.
     pub fn new(buf: &'a mut [u8], pieces: &'a mut [Piece], budget: usize) -> Self {
-        TxPlan { buf, used: 0, pieces, n: 0, budget, len: 0 }
+        TxPlan {
+            buf,
+            used: 0,
+            pieces,
+            n: 0,
+            budget,
+            len: 0,
+        }
     }
 
     /// The pieces, in stream order.
@@ -131,7 +138,9 @@ impl Out for TxPlan<'_> {
     }
 
     fn reserve(&mut self, max: usize) -> &mut [u8] {
-        let mut n = max.min(self.budget - self.len).min(self.buf.len() - self.used);
+        let mut n = max
+            .min(self.budget - self.len)
+            .min(self.buf.len() - self.used);
         match self.n.checked_sub(1).and_then(|i| self.pieces.get_mut(i)) {
             Some(Piece::Literal(l)) => *l += n,
             _ => match self.pieces.get_mut(self.n) {

@@ -6,8 +6,8 @@
 //! completions.
 
 use super::{
-    CompOp, Completion, Event, Host, IrqAux, Qp, RecvWr, Startup, StartupSlot, State, Status, WorkQueue,
-    RX_HDR,
+    CompOp, Completion, Event, Host, IrqAux, Qp, RecvWr, Startup, StartupSlot, State, Status,
+    WorkQueue, RX_HDR,
 };
 use crate::crc::Crc32c;
 use crate::ddp::RecvQueues;
@@ -48,8 +48,15 @@ enum Action {
     None,
     /// Placement into the registration `reg` the header was validated
     /// against (never whatever the STag names by the time a chunk comes).
-    Tagged { stag: u32, reg: u64, to: u64 },
-    Recv { wr: RecvWr, mo: u32 },
+    Tagged {
+        stag: u32,
+        reg: u64,
+        to: u64,
+    },
+    Recv {
+        wr: RecvWr,
+        mo: u32,
+    },
 }
 
 /// Per-FPDU receive state.
@@ -372,14 +379,26 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
                     if payload_len > 0 {
                         match rdmap::validate_read_response(host, self.cfg.pd, stag, to, payload32)
                         {
-                            Ok(p) => self.rxc.action = Action::Tagged { stag, reg: p.reg, to },
+                            Ok(p) => {
+                                self.rxc.action = Action::Tagged {
+                                    stag,
+                                    reg: p.reg,
+                                    to,
+                                }
+                            }
                             Err(e) => self.rx_fail(host, e),
                         }
                     }
                 } else if payload_len > 0 {
                     // A zero-length Write (e.g. an RTR) touches nothing.
                     match rdmap::validate_write(host, self.cfg.pd, stag, to, payload32) {
-                        Ok(p) => self.rxc.action = Action::Tagged { stag, reg: p.reg, to },
+                        Ok(p) => {
+                            self.rxc.action = Action::Tagged {
+                                stag,
+                                reg: p.reg,
+                                to,
+                            }
+                        }
                         Err(e) => self.rx_fail(host, e),
                     }
                 }

@@ -4,16 +4,16 @@
 //! in-memory byte pipe, with a mock host (Vec-backed regions, queues).
 
 use super::*;
+use crate::crc::Crc32c;
 use crate::crc::SoftCrc32c;
+use crate::ddp::StagTable;
 use crate::ddp::{Access, Region};
 use crate::error::{ddp as ddpe, llp, rdmap as rdmape};
-use crate::crc::Crc32c;
-use crate::ddp::StagTable;
 use crate::mpa::negotiate::CrcPolicy;
+use crate::mpa::Tx as MpaTx;
 use crate::rdmap::AtomicPlan;
 use crate::wire::atomic::AtomicOp;
 use crate::wire::commit as commitw;
-use crate::mpa::Tx as MpaTx;
 use crate::wire::mpa::RtrSet;
 use proptest::prelude::*;
 use std::collections::VecDeque;
@@ -161,9 +161,17 @@ impl Host for Mock {
         self.sq_looks += 1;
         if self.endless {
             self.taken[0] += 1;
-            assert!(self.taken[0] <= MAX_FLUSH, "the flush kept taking from the send queue");
+            assert!(
+                self.taken[0] <= MAX_FLUSH,
+                "the flush kept taking from the send queue"
+            );
             let n = self.taken[0] as u64;
-            return Some(wr(n, SendOp::Send { invalidate: None }, 0, Local::default()));
+            return Some(wr(
+                n,
+                SendOp::Send { invalidate: None },
+                0,
+                Local::default(),
+            ));
         }
         self.sq.pop_front()
     }
@@ -210,8 +218,14 @@ impl Host for Mock {
     fn rq_pop(&mut self) -> Option<RecvWr> {
         if self.endless {
             self.taken[1] += 1;
-            assert!(self.taken[1] <= MAX_FLUSH, "the flush kept taking from the receive queue");
-            return Some(RecvWr { wr_id: self.taken[1] as u64, len: 0 });
+            assert!(
+                self.taken[1] <= MAX_FLUSH,
+                "the flush kept taking from the receive queue"
+            );
+            return Some(RecvWr {
+                wr_id: self.taken[1] as u64,
+                len: 0,
+            });
         }
         self.claimed.take().or_else(|| self.rq.pop_front())
     }
@@ -270,13 +284,20 @@ impl Host for Mock {
     fn check_source(&mut self, wr: &Local, len: u32) -> Result<(), TermError> {
         self.slice(wr.stag, wr.to, len as usize).map(|_| ())
     }
-    fn read_tagged(&mut self, stag: u32, reg: u64, to: u64, dst: &mut [u8]) -> Result<(), TermError> {
+    fn read_tagged(
+        &mut self,
+        stag: u32,
+        reg: u64,
+        to: u64,
+        dst: &mut [u8],
+    ) -> Result<(), TermError> {
         let s = self.tagged(stag, reg, to, dst.len())?;
         dst.copy_from_slice(s);
         Ok(())
     }
     fn place_tagged(&mut self, stag: u32, reg: u64, to: u64, data: &[u8]) -> Result<(), TermError> {
-        self.tagged(stag, reg, to, data.len())?.copy_from_slice(data);
+        self.tagged(stag, reg, to, data.len())?
+            .copy_from_slice(data);
         Ok(())
     }
     fn place_recv(&mut self, wr: &RecvWr, offset: u32, data: &[u8]) -> Result<(), TermError> {
@@ -583,7 +604,11 @@ fn drained_send_queue_is_looked_at_again_in_the_next_call() {
         let mut p = pair();
         p.ha.drain_hint = hint;
         let src = p.ha.mr(0, 64, RW());
-        let local = Local { stag: src, to: 0, handle: 0 };
+        let local = Local {
+            stag: src,
+            to: 0,
+            handle: 0,
+        };
         let r1 = p.hb.post_recv(64);
         let r2 = p.hb.post_recv(64);
         post_a(&mut p, wr(1, SendOp::Send { invalidate: None }, 64, local));
@@ -591,13 +616,24 @@ fn drained_send_queue_is_looked_at_again_in_the_next_call() {
         let looks = p.ha.sq_looks;
         let n = p.a.tx(&mut p.ha, &SoftCrc32c, &mut buf);
         assert!(n > 64);
-        assert_eq!(p.ha.sq_looks - looks, if hint { 1 } else { 2 }, "hint {hint}");
+        assert_eq!(
+            p.ha.sq_looks - looks,
+            if hint { 1 } else { 2 },
+            "hint {hint}"
+        );
         post_a(&mut p, wr(2, SendOp::Send { invalidate: None }, 32, local));
         let m = p.a.tx(&mut p.ha, &SoftCrc32c, &mut buf[n..]);
-        assert!(m > 32, "the WR posted after the first call goes in the second");
+        assert!(
+            m > 32,
+            "the WR posted after the first call goes in the second"
+        );
         assert_eq!(p.b.rx(&mut p.hb, &SoftCrc32c, &buf[..n + m]), n + m);
         p.pump();
-        let got: Vec<_> = p.hb.cq.iter().map(|c| (c.wr_id, c.byte_len, c.status)).collect();
+        let got: Vec<_> =
+            p.hb.cq
+                .iter()
+                .map(|c| (c.wr_id, c.byte_len, c.status))
+                .collect();
         assert_eq!(got, [(r1, 64, Status::Success), (r2, 32, Status::Success)]);
         assert_eq!(&p.hb.rbufs[0][..], &p.ha.mrs[0].data[..]);
         assert_eq!(&p.hb.rbufs[1][..32], &p.ha.mrs[0].data[..32]);
@@ -1302,7 +1338,13 @@ fn commit_statuses() {
     // Every non-empty region of a valid request, in order; nothing else.
     assert_eq!(
         p.hb.committed,
-        [reg(r, 0, 32), reg(r, 0, 8), reg(r, 0, 8), reg(r, 0, 8), reg(r, 0, 8)]
+        [
+            reg(r, 0, 32),
+            reg(r, 0, 8),
+            reg(r, 0, 8),
+            reg(r, 0, 8),
+            reg(r, 0, 8)
+        ]
     );
     p.hb.fail_durable = true;
     post_a(&mut p, commit(7, &[reg(r, 0, 8)]));
@@ -1333,7 +1375,9 @@ const UNDEFINED_OPCODE_HDR: [u8; 18] = [0x41, 0x4F, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
 fn undefined_opcode_fpdu() -> Vec<u8> {
     let mut t = MpaTx::new(true, false);
     let mut fpdu = [0u8; 64];
-    let m = t.write(&SoftCrc32c, &UNDEFINED_OPCODE_HDR, &[], &mut fpdu).unwrap();
+    let m = t
+        .write(&SoftCrc32c, &UNDEFINED_OPCODE_HDR, &[], &mut fpdu)
+        .unwrap();
     fpdu[..m].to_vec()
 }
 
@@ -1429,7 +1473,10 @@ fn bad_local_source_fails_the_wr_whole_and_ends_the_stream() {
     p.pump();
     let a: Vec<_> = p.ha.cq.iter().map(|c| (c.wr_id, c.status)).collect();
     assert_eq!(a, vec![(1, Status::LocalError(rdmape::LOCAL_CATA))]);
-    assert!(p.ha.events.contains(&Event::LocalTerminate(rdmape::LOCAL_CATA)));
+    assert!(p
+        .ha
+        .events
+        .contains(&Event::LocalTerminate(rdmape::LOCAL_CATA)));
     assert_eq!(p.a.state(), State::Error);
     let b: Vec<_> = p.hb.cq.iter().map(|c| (c.wr_id, c.status)).collect();
     assert_eq!(b, vec![(r, Status::Flushed)]);
@@ -1589,7 +1636,10 @@ fn flushed_once_the_stream_ended_and_the_fpdu_in_flight_is_out() {
     assert_eq!(p.a.state(), State::Terminate);
     assert!(p.a.recv_flushed() && !p.a.send_flushed());
     assert_eq!(p.ha.cq.len(), 1);
-    assert_eq!((p.ha.cq[0].opcode, p.ha.cq[0].status), (CompOp::Recv, Status::Flushed));
+    assert_eq!(
+        (p.ha.cq[0].opcode, p.ha.cq[0].status),
+        (CompOp::Recv, Status::Flushed)
+    );
     // A Send posted meanwhile queues behind the one in flight.
     post_a(&mut p, send(2, 10, src));
     let mut rest = vec![0u8; 8192];
@@ -1605,7 +1655,13 @@ fn flushed_once_the_stream_ended_and_the_fpdu_in_flight_is_out() {
     assert_eq!(p.a.tx(&mut p.ha, &SoftCrc32c, &mut buf), 100);
     p.a.on_connection_lost(&mut p.ha);
     assert!(p.a.recv_flushed() && p.a.send_flushed());
-    assert_eq!(p.ha.cq.iter().map(|c| (c.wr_id, c.status)).collect::<Vec<_>>(), [(3, Status::Flushed)]);
+    assert_eq!(
+        p.ha.cq
+            .iter()
+            .map(|c| (c.wr_id, c.status))
+            .collect::<Vec<_>>(),
+        [(3, Status::Flushed)]
+    );
 }
 
 #[test]
@@ -1890,16 +1946,72 @@ fn run_workload(p: &mut Pair, ops: &[(u8, u32)]) -> Result<(), TestCaseError> {
     for (i, b) in p.ha.mrs[0].data[..4096].iter_mut().enumerate() {
         *b = (i * 7 + 3) as u8;
     }
-    let loc = Local { stag: l, to: 0, handle: 0 };
+    let loc = Local {
+        stag: l,
+        to: 0,
+        handle: 0,
+    };
     let mut expect = Vec::new();
     for (i, (op, len)) in ops.iter().enumerate() {
         let id = i as u64;
         let w = match op {
-            0 => { p.hb.post_recv(3000); wr(id, SendOp::Send { invalidate: None }, *len, loc) }
-            1 => wr(id, SendOp::Write { remote: Remote { stag: r, to: 0 } }, *len, loc),
-            2 => wr(id, SendOp::Read { remote: Remote { stag: r, to: 4096 } }, *len, Local { stag: l, to: 4096, handle: 0 }),
-            3 => wr(id, SendOp::Atomic { op: AtomicOp::FetchAdd, remote: Remote { stag: r, to: 8000 }, add_swap: 1, add_swap_mask: 0, compare: 0, compare_mask: 0 }, 0, Local { stag: l, to: 8000, handle: 0 }),
-            _ => wr(id, SendOp::Commit { request: commitw::RequestRepr::new(0, &[commitw::Region { stag: r, to: 0, len: 8 }]).unwrap() }, 0, loc),
+            0 => {
+                p.hb.post_recv(3000);
+                wr(id, SendOp::Send { invalidate: None }, *len, loc)
+            }
+            1 => wr(
+                id,
+                SendOp::Write {
+                    remote: Remote { stag: r, to: 0 },
+                },
+                *len,
+                loc,
+            ),
+            2 => wr(
+                id,
+                SendOp::Read {
+                    remote: Remote { stag: r, to: 4096 },
+                },
+                *len,
+                Local {
+                    stag: l,
+                    to: 4096,
+                    handle: 0,
+                },
+            ),
+            3 => wr(
+                id,
+                SendOp::Atomic {
+                    op: AtomicOp::FetchAdd,
+                    remote: Remote { stag: r, to: 8000 },
+                    add_swap: 1,
+                    add_swap_mask: 0,
+                    compare: 0,
+                    compare_mask: 0,
+                },
+                0,
+                Local {
+                    stag: l,
+                    to: 8000,
+                    handle: 0,
+                },
+            ),
+            _ => wr(
+                id,
+                SendOp::Commit {
+                    request: commitw::RequestRepr::new(
+                        0,
+                        &[commitw::Region {
+                            stag: r,
+                            to: 0,
+                            len: 8,
+                        }],
+                    )
+                    .unwrap(),
+                },
+                0,
+                loc,
+            ),
         };
         expect.push(id);
         post_a(p, w);
@@ -1908,12 +2020,29 @@ fn run_workload(p: &mut Pair, ops: &[(u8, u32)]) -> Result<(), TestCaseError> {
     let got: Vec<u64> = p.ha.cq.iter().map(|c| c.wr_id).collect();
     prop_assert_eq!(got, expect);
     prop_assert!(p.ha.cq.iter().all(|c| c.status == Status::Success));
-    let maxr = ops.iter().filter(|o| o.0 == 2).map(|o| o.1 as usize).max().unwrap_or(0);
-    prop_assert_eq!(&p.ha.mrs[0].data[4096..4096 + maxr], &p.hb.mrs[0].data[4096..4096 + maxr]);
+    let maxr = ops
+        .iter()
+        .filter(|o| o.0 == 2)
+        .map(|o| o.1 as usize)
+        .max()
+        .unwrap_or(0);
+    prop_assert_eq!(
+        &p.ha.mrs[0].data[4096..4096 + maxr],
+        &p.hb.mrs[0].data[4096..4096 + maxr]
+    );
     prop_assert_eq!(p.hb.cq.len(), ops.iter().filter(|o| o.0 == 0).count());
-    let maxw = ops.iter().filter(|o| o.0 == 1).map(|o| o.1 as usize).max().unwrap_or(0);
+    let maxw = ops
+        .iter()
+        .filter(|o| o.0 == 1)
+        .map(|o| o.1 as usize)
+        .max()
+        .unwrap_or(0);
     prop_assert_eq!(&p.hb.mrs[0].data[..maxw], &p.ha.mrs[0].data[..maxw]);
-    let sends: Vec<usize> = ops.iter().filter(|o| o.0 == 0).map(|o| o.1 as usize).collect();
+    let sends: Vec<usize> = ops
+        .iter()
+        .filter(|o| o.0 == 0)
+        .map(|o| o.1 as usize)
+        .collect();
     for (k, len) in sends.iter().enumerate() {
         prop_assert_eq!(&p.hb.rbufs[k][..*len], &p.ha.mrs[0].data[..*len]);
     }
@@ -1927,7 +2056,13 @@ fn run_workload(p: &mut Pair, ops: &[(u8, u32)]) -> Result<(), TestCaseError> {
 #[test]
 fn zero_copy_payload_goes_by_reference() {
     for markers in [false, true] {
-        let mut p = pair_with(true, markers, Some(RtrSet::one(Rtr::Write)), 1460, vec![65536]);
+        let mut p = pair_with(
+            true,
+            markers,
+            Some(RtrSet::one(Rtr::Write)),
+            1460,
+            vec![65536],
+        );
         p.ha.by_ref = Some(0);
         p.hb.by_ref = Some(0);
         p.a.set_tx_ref_min(Some(1));
@@ -1941,14 +2076,26 @@ fn zero_copy_payload_goes_by_reference() {
         assert!(p.a.state() == State::Rts && p.b.state() == State::Rts);
     }
     // Declined offers are copied; the stream is the same.
-    let mut p = pair_with(true, false, Some(RtrSet::one(Rtr::Write)), 1460, vec![65536]);
+    let mut p = pair_with(
+        true,
+        false,
+        Some(RtrSet::one(Rtr::Write)),
+        1460,
+        vec![65536],
+    );
     p.ha.by_ref = Some(1);
     p.a.set_tx_ref_min(Some(1));
     run_workload(&mut p, &[(1, 3000), (0, 2000)]).unwrap();
     assert_eq!(p.ha.ref_octets, 0);
     assert_eq!(p.ha.offers, 5); // 3 Write FPDUs, 2 Send FPDUs
-    // Below the threshold nothing is offered.
-    let mut p = pair_with(true, false, Some(RtrSet::one(Rtr::Write)), 1460, vec![65536]);
+                                // Below the threshold nothing is offered.
+    let mut p = pair_with(
+        true,
+        false,
+        Some(RtrSet::one(Rtr::Write)),
+        1460,
+        vec![65536],
+    );
     p.ha.by_ref = Some(0);
     p.a.set_tx_ref_min(Some(2000));
     run_workload(&mut p, &[(1, 1500)]).unwrap();
@@ -1980,7 +2127,11 @@ fn no_startup_qp_is_smaller_and_fits_the_kernel_allocation() {
     use core::mem::size_of;
     // The kernel boxes Qp<32, 32, NoStartup> (rust/qp/mod.rs): at most
     // 8 KiB keeps it in a kmalloc cache instead of an order-2 page.
-    assert!(size_of::<Qp<32, 32, NoStartup>>() <= 8192, "{}", size_of::<Qp<32, 32, NoStartup>>());
+    assert!(
+        size_of::<Qp<32, 32, NoStartup>>() <= 8192,
+        "{}",
+        size_of::<Qp<32, 32, NoStartup>>()
+    );
     assert!(size_of::<Qp<32, 32, NoStartup>>() + size_of::<Startup>() <= size_of::<Qp<32, 32>>());
 }
 
@@ -1995,12 +2146,26 @@ fn no_startup_qp_moves_data_after_establish() {
     b.establish(f, 4, 4, Some(RtrMode::Zero(Rtr::Write)), false);
     let la = ha.mr(0x1000, 64, RW());
     let rb = hb.mr(0x2000, 64, RW());
-    hb.mrs.last_mut().unwrap().data.iter_mut().for_each(|x| *x = 0);
+    hb.mrs
+        .last_mut()
+        .unwrap()
+        .data
+        .iter_mut()
+        .for_each(|x| *x = 0);
     ha.sq.push_back(wr(
         9,
-        SendOp::Write { remote: Remote { stag: rb, to: 0x2000 } },
+        SendOp::Write {
+            remote: Remote {
+                stag: rb,
+                to: 0x2000,
+            },
+        },
         64,
-        Local { stag: la, to: 0x1000, handle: 0 },
+        Local {
+            stag: la,
+            to: 0x1000,
+            handle: 0,
+        },
     ));
     let mut buf = vec![0u8; 8192];
     for _ in 0..4 {
@@ -2011,7 +2176,10 @@ fn no_startup_qp_moves_data_after_establish() {
     }
     let want: Vec<u8> = (0..64u8).collect();
     assert_eq!(hb.mrs.last().unwrap().data, want);
-    assert!(ha.cq.iter().any(|c| c.wr_id == 9 && c.status == Status::Success));
+    assert!(ha
+        .cq
+        .iter()
+        .any(|c| c.wr_id == 9 && c.status == Status::Success));
 }
 
 /// A cost probe, not a check of behaviour beyond its asserts: `n` 64-octet
@@ -2029,7 +2197,13 @@ fn send_round_trip_cost_probe() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1000);
-    let mut p = pair_with(false, false, Some(RtrSet::one(Rtr::Write)), 1460, vec![65536]);
+    let mut p = pair_with(
+        false,
+        false,
+        Some(RtrSet::one(Rtr::Write)),
+        1460,
+        vec![65536],
+    );
     let src_a = p.ha.mr(0x1000, 64, RW());
     let src_b = p.hb.mr(0x1000, 64, RW());
     let local = |stag| Local {
@@ -2040,11 +2214,13 @@ fn send_round_trip_cost_probe() {
     let mut buf = vec![0u8; 65536];
     for i in 0..n {
         p.hb.post_recv(64);
-        p.ha.sq.push_back(wr(i, SendOp::Send { invalidate: None }, 64, local(src_a)));
+        p.ha.sq
+            .push_back(wr(i, SendOp::Send { invalidate: None }, 64, local(src_a)));
         let k = p.a.tx(&mut p.ha, &SoftCrc32c, &mut buf);
         assert_eq!(p.b.rx(&mut p.hb, &SoftCrc32c, &buf[..k]), k);
         p.ha.post_recv(64);
-        p.hb.sq.push_back(wr(i, SendOp::Send { invalidate: None }, 64, local(src_b)));
+        p.hb.sq
+            .push_back(wr(i, SendOp::Send { invalidate: None }, 64, local(src_b)));
         let k = p.b.tx(&mut p.hb, &SoftCrc32c, &mut buf);
         assert_eq!(p.a.rx(&mut p.ha, &SoftCrc32c, &buf[..k]), k);
         // Each side: its Send's completion and the peer's Send received.
@@ -2069,14 +2245,36 @@ fn read_cut_short_by_connection_loss_completes_once() {
     let rb = p.hb.mr(0x20_000, 5000, RW());
     post_a(
         &mut p,
-        wr(7, SendOp::Read { remote: Remote { stag: rb, to: 0x20_000 } }, 4000, Local { stag: sink, to: 0x30_000, handle: 0 }),
+        wr(
+            7,
+            SendOp::Read {
+                remote: Remote {
+                    stag: rb,
+                    to: 0x20_000,
+                },
+            },
+            4000,
+            Local {
+                stag: sink,
+                to: 0x30_000,
+                handle: 0,
+            },
+        ),
     );
-    post_a(&mut p, wr(8, SendOp::Send { invalidate: None }, 0, Local::default()));
+    post_a(
+        &mut p,
+        wr(8, SendOp::Send { invalidate: None }, 0, Local::default()),
+    );
     // Part of the Read Request's FPDU only.
     let mut out = [0u8; 5];
     assert_eq!(p.a.tx(&mut p.ha, &SoftCrc32c, &mut out), 5);
     p.a.on_connection_lost(&mut p.ha);
-    let ids: Vec<u64> = p.ha.cq.iter().filter(|c| c.queue == WorkQueue::Send).map(|c| c.wr_id).collect();
+    let ids: Vec<u64> =
+        p.ha.cq
+            .iter()
+            .filter(|c| c.queue == WorkQueue::Send)
+            .map(|c| c.wr_id)
+            .collect();
     assert_eq!(ids, vec![7, 8], "{:?}", p.ha.cq);
     assert!(p.ha.cq.iter().all(|c| c.status == Status::Flushed));
 }
@@ -2097,7 +2295,21 @@ fn write_stalled_mid_fpdu_never_reaches_a_new_registration() {
     let before = p.hb.mrs[0].data.clone();
     post_a(
         &mut p,
-        wr(1, SendOp::Write { remote: Remote { stag: sink, to: 0x20_000 } }, 1000, Local { stag: src, to: 0x10_000, handle: 0 }),
+        wr(
+            1,
+            SendOp::Write {
+                remote: Remote {
+                    stag: sink,
+                    to: 0x20_000,
+                },
+            },
+            1000,
+            Local {
+                stag: src,
+                to: 0x10_000,
+                handle: 0,
+            },
+        ),
     );
     let mut buf = vec![0u8; 4096];
     let n = p.a.tx(&mut p.ha, &SoftCrc32c, &mut buf);
@@ -2110,8 +2322,17 @@ fn write_stalled_mid_fpdu_never_reaches_a_new_registration() {
     p.hb.mrs[0].data = before.clone();
     assert_eq!(p.b.rx(&mut p.hb, &SoftCrc32c, &buf[first..n]), n - first);
     assert!(p.hb.stale > 0);
-    assert_eq!(p.hb.mrs[0].data, before, "no octet reached the new registration");
-    assert!(p.hb.events.iter().any(|e| matches!(e, Event::LocalTerminate(_))), "{:?}", p.hb.events);
+    assert_eq!(
+        p.hb.mrs[0].data, before,
+        "no octet reached the new registration"
+    );
+    assert!(
+        p.hb.events
+            .iter()
+            .any(|e| matches!(e, Event::LocalTerminate(_))),
+        "{:?}",
+        p.hb.events
+    );
 }
 
 /// A Read Request is validated when it comes; its response goes out
@@ -2127,7 +2348,21 @@ fn read_response_never_reads_a_new_registration() {
     p.hb.mrs[0].data.fill(0x55);
     post_a(
         &mut p,
-        wr(7, SendOp::Read { remote: Remote { stag: src, to: 0x20_000 } }, 3000, Local { stag: sink, to: 0x30_000, handle: 0 }),
+        wr(
+            7,
+            SendOp::Read {
+                remote: Remote {
+                    stag: src,
+                    to: 0x20_000,
+                },
+            },
+            3000,
+            Local {
+                stag: sink,
+                to: 0x30_000,
+                handle: 0,
+            },
+        ),
     );
     let mut buf = vec![0u8; 4096];
     let n = p.a.tx(&mut p.ha, &SoftCrc32c, &mut buf);
@@ -2137,11 +2372,24 @@ fn read_response_never_reads_a_new_registration() {
     p.hb.mrs[0].data.fill(0x66);
     p.pump();
     assert!(p.hb.stale > 0);
-    assert!(!p.ha.mrs[0].data.contains(&0x66), "the new registration's octets were sent");
+    assert!(
+        !p.ha.mrs[0].data.contains(&0x66),
+        "the new registration's octets were sent"
+    );
     // The engine terminates with what the host said about the source (a
     // remote protection error), not a local catastrophic error.
-    assert!(p.hb.events.iter().any(|e| matches!(e, Event::LocalTerminate(t) if *t == rdmape::INVALID_STAG)), "{:?}", p.hb.events);
-    let c = p.ha.cq.iter().find(|c| c.wr_id == 7).expect("the Read completes");
+    assert!(
+        p.hb.events
+            .iter()
+            .any(|e| matches!(e, Event::LocalTerminate(t) if *t == rdmape::INVALID_STAG)),
+        "{:?}",
+        p.hb.events
+    );
+    let c =
+        p.ha.cq
+            .iter()
+            .find(|c| c.wr_id == 7)
+            .expect("the Read completes");
     assert_ne!(c.status, Status::Success);
 }
 
@@ -2154,7 +2402,13 @@ fn read_response_never_reads_a_new_registration() {
 #[test]
 fn read_with_invalidate_unsignaled_and_past_ord() {
     // Small TX buffers and deliveries: responses arrive in many chunks.
-    let mut p = pair_with(true, false, Some(RtrSet::one(Rtr::Write)), 1460, vec![97, 700, 13, 4096]);
+    let mut p = pair_with(
+        true,
+        false,
+        Some(RtrSet::one(Rtr::Write)),
+        1460,
+        vec![97, 700, 13, 4096],
+    );
     p.pump();
     let src = p.hb.mr(0x20_000, 8 * 3000, RW());
     for (i, b) in p.hb.mrs[0].data.iter_mut().enumerate() {
@@ -2167,9 +2421,18 @@ fn read_with_invalidate_unsignaled_and_past_ord() {
         sinks.push(sink);
         let mut w = wr(
             i,
-            SendOp::Read { remote: Remote { stag: src, to: 0x20_000 + 3000 * i } },
+            SendOp::Read {
+                remote: Remote {
+                    stag: src,
+                    to: 0x20_000 + 3000 * i,
+                },
+            },
             3000,
-            Local { stag: sink, to: 0x100_000 * (i + 1), handle: 0 },
+            Local {
+                stag: sink,
+                to: 0x100_000 * (i + 1),
+                handle: 0,
+            },
         );
         w.flags = Flags::INVALIDATE_SINK.with(if i == 7 { Flags::SIGNALED } else { Flags::NONE });
         post_a(&mut p, w);
@@ -2178,13 +2441,28 @@ fn read_with_invalidate_unsignaled_and_past_ord() {
     let invs: Vec<u32> = p.ha.local_invs.iter().map(|(s, _)| *s).collect();
     assert_eq!(invs, sinks, "each sink once, in order");
     for (i, (_, data)) in p.ha.local_invs.iter().enumerate() {
-        assert_eq!(data[..], want[3000 * i..3000 * (i + 1)], "sink {i} whole before its invalidation");
+        assert_eq!(
+            data[..],
+            want[3000 * i..3000 * (i + 1)],
+            "sink {i} whole before its invalidation"
+        );
     }
     assert!(p.ha.mrs.iter().all(|m| !m.valid));
-    let sends: Vec<_> = p.ha.cq.iter().filter(|c| c.queue == WorkQueue::Send).collect();
+    let sends: Vec<_> =
+        p.ha.cq
+            .iter()
+            .filter(|c| c.queue == WorkQueue::Send)
+            .collect();
     assert_eq!(sends.len(), 1, "{sends:?}");
     assert_eq!((sends[0].wr_id, sends[0].status), (7, Status::Success));
-    assert!(p.ha.events.is_empty() || !p.ha.events.iter().any(|e| matches!(e, Event::LocalTerminate(_))));
+    assert!(
+        p.ha.events.is_empty()
+            || !p
+                .ha
+                .events
+                .iter()
+                .any(|e| matches!(e, Event::LocalTerminate(_)))
+    );
 }
 
 /// A Read with Local Invalidate whose sink cannot be invalidated (the
@@ -2196,7 +2474,21 @@ fn read_with_invalidate_of_an_invalid_sink_fails() {
     p.pump();
     let src = p.hb.mr(0x20_000, 100, RW());
     let sink = p.ha.mr(0x30_000, 100, RW());
-    let mut w = wr(3, SendOp::Read { remote: Remote { stag: src, to: 0x20_000 } }, 100, Local { stag: sink, to: 0x30_000, handle: 0 });
+    let mut w = wr(
+        3,
+        SendOp::Read {
+            remote: Remote {
+                stag: src,
+                to: 0x20_000,
+            },
+        },
+        100,
+        Local {
+            stag: sink,
+            to: 0x30_000,
+            handle: 0,
+        },
+    );
     w.flags = Flags::INVALIDATE_SINK;
     post_a(&mut p, w);
     let mut buf = vec![0u8; 4096];
@@ -2207,9 +2499,17 @@ fn read_with_invalidate_of_an_invalid_sink_fails() {
     p.ha.fail_inv = true;
     assert_eq!(p.a.rx(&mut p.ha, &SoftCrc32c, &buf[..m]), m);
     assert_eq!(p.ha.local_invs.len(), 1);
-    let c = p.ha.cq.iter().find(|c| c.wr_id == 3).expect("the Read completes");
+    let c =
+        p.ha.cq
+            .iter()
+            .find(|c| c.wr_id == 3)
+            .expect("the Read completes");
     assert!(matches!(c.status, Status::LocalError(_)), "{c:?}");
-    assert!(p.ha.events.iter().any(|e| matches!(e, Event::LocalTerminate(_))));
+    assert!(p
+        .ha
+        .events
+        .iter()
+        .any(|e| matches!(e, Event::LocalTerminate(_))));
 }
 
 /// A host whose queues are refilled as fast as a flush takes from them (a
@@ -2238,7 +2538,19 @@ fn srq_flush_takes_only_the_claimed_receive() {
         let src = p.ha.mr(0x1000, 8192, RW());
         if mid_message {
             // A Send of several FPDUs, of which only the first arrives.
-            post_a(&mut p, wr(1, SendOp::Send { invalidate: None }, 6000, Local { stag: src, to: 0x1000, handle: 0 }));
+            post_a(
+                &mut p,
+                wr(
+                    1,
+                    SendOp::Send { invalidate: None },
+                    6000,
+                    Local {
+                        stag: src,
+                        to: 0x1000,
+                        handle: 0,
+                    },
+                ),
+            );
             let mut buf = vec![0u8; 1600];
             let n = p.a.tx(&mut p.ha, &SoftCrc32c, &mut buf);
             assert!(n > 0);
@@ -2247,14 +2559,13 @@ fn srq_flush_takes_only_the_claimed_receive() {
         }
         p.b.on_connection_lost(&mut p.hb);
         assert_eq!(p.b.state(), State::Error);
-        let flushed: Vec<u64> = p
-            .hb
-            .cq
-            .iter()
-            .filter(|c| c.queue == WorkQueue::Recv)
-            .inspect(|c| assert_eq!(c.status, Status::Flushed))
-            .map(|c| c.wr_id)
-            .collect();
+        let flushed: Vec<u64> =
+            p.hb.cq
+                .iter()
+                .filter(|c| c.queue == WorkQueue::Recv)
+                .inspect(|c| assert_eq!(c.status, Status::Flushed))
+                .map(|c| c.wr_id)
+                .collect();
         let left: Vec<u64> = p.hb.rq.iter().map(|r| r.wr_id).collect();
         if mid_message {
             assert_eq!(flushed, [ids[0]]);

@@ -4,10 +4,11 @@
 //! Terminate, the RTR, responses (IRQ) and send queue work into FPDUs for
 //! the [`FpduEncoder`](super::FpduEncoder).
 
+use super::encoder::{Src, TX_HDR};
 use super::plan::{Out, SliceOut, TxPlan};
 use super::{
-    seq_lt, sq_opcode, CompOp, Completion, CurWqe, Event, Host, IrqAux, Local, OrqAux, Qp, SendOp, SendWr,
-    StartupSlot, State, Status, WorkQueue,
+    seq_lt, sq_opcode, CompOp, Completion, CurWqe, Event, Host, IrqAux, Local, OrqAux, Qp, SendOp,
+    SendWr, StartupSlot, State, Status, WorkQueue,
 };
 use crate::crc::Crc32c;
 use crate::ddp::Segmenter;
@@ -20,7 +21,6 @@ use crate::wire::ddp::{Model, Repr as DdpRepr, Segment};
 use crate::wire::immediate;
 use crate::wire::mpa::Rtr;
 use crate::wire::rdmap::{qn, Control, Opcode, ReadRequest, ReadRequestRepr};
-use super::encoder::{Src, TX_HDR};
 /// What to do when the FPDU in flight is complete.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub(crate) enum Done {
@@ -501,7 +501,10 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
             qp.plan_in(host, hdr)
         };
         // Send and Write: the WR's local data, segmented.
-        let local_msg = |qp: &mut Self, host: &mut H, hdr: &mut [u8; TX_HDR], s: Result<Segmenter, TermError>| match s {
+        let local_msg = |qp: &mut Self,
+                         host: &mut H,
+                         hdr: &mut [u8; TX_HDR],
+                         s: Result<Segmenter, TermError>| match s {
             Ok(mut s) => {
                 let src = Src::Local {
                     local: wr.local,
@@ -740,4 +743,3 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
         }
     }
 }
-

@@ -143,7 +143,11 @@ impl SendWr {
         flags: Flags::NONE,
         op: SendOp::Send { invalidate: None },
         len: 0,
-        local: Local { stag: 0, to: 0, handle: 0 },
+        local: Local {
+            stag: 0,
+            to: 0,
+            handle: 0,
+        },
     };
 }
 

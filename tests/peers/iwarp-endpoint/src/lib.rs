@@ -27,8 +27,8 @@ use rsiw_engine::error::{self, TermError};
 pub use rsiw_engine::mpa::negotiate::{CrcPolicy, InitiatorConfig, ResponderConfig, RtrMode};
 pub use rsiw_engine::mpa::startup::{self, Initiator, Responder, StreamParams};
 pub use rsiw_engine::qp::{
-    CompOp, Completion, Event, Flags, Host, Local, Qp, QpConfig, RecvWr, Remote, SendOp, SendWr, State, Status,
-    WorkQueue,
+    CompOp, Completion, Event, Flags, Host, Local, Qp, QpConfig, RecvWr, Remote, SendOp, SendWr,
+    State, Status, WorkQueue,
 };
 use rsiw_engine::rdmap::{atomic_execute, AtomicPlan};
 use rsiw_engine::wire::commit::Region as CommitRegion;
@@ -153,7 +153,13 @@ impl Host for Resources {
         dst.copy_from_slice(s);
         Ok(())
     }
-    fn read_tagged(&mut self, stag: u32, reg: u64, to: u64, dst: &mut [u8]) -> Result<(), TermError> {
+    fn read_tagged(
+        &mut self,
+        stag: u32,
+        reg: u64,
+        to: u64,
+        dst: &mut [u8],
+    ) -> Result<(), TermError> {
         self.same_registration(stag, reg)?;
         let s = self.slice_mut(stag, to, dst.len())?;
         dst.copy_from_slice(s);
@@ -165,9 +171,14 @@ impl Host for Resources {
         Ok(())
     }
     fn place_recv(&mut self, wr: &RecvWr, offset: u32, data: &[u8]) -> Result<(), TermError> {
-        let b = self.rbufs.get_mut(wr.wr_id as usize).ok_or(error::ddp::LOCAL_CATA)?;
+        let b = self
+            .rbufs
+            .get_mut(wr.wr_id as usize)
+            .ok_or(error::ddp::LOCAL_CATA)?;
         let off = offset as usize;
-        b.get_mut(off..off + data.len()).ok_or(error::ddp::U_TOO_LONG)?.copy_from_slice(data);
+        b.get_mut(off..off + data.len())
+            .ok_or(error::ddp::U_TOO_LONG)?
+            .copy_from_slice(data);
         Ok(())
     }
     fn atomic(&mut self, plan: &AtomicPlan) -> Result<u64, TermError> {
@@ -182,7 +193,8 @@ impl Host for Resources {
         Ok(orig)
     }
     fn write_atomic_result(&mut self, wr: &Local, original: u64) -> Result<(), TermError> {
-        self.slice_mut(wr.stag, wr.to, 8)?.copy_from_slice(&original.to_le_bytes());
+        self.slice_mut(wr.stag, wr.to, 8)?
+            .copy_from_slice(&original.to_le_bytes());
         Ok(())
     }
     fn make_durable(&mut self, _region: &CommitRegion) -> bool {
@@ -289,10 +301,16 @@ impl Endpoint {
         sock.set_nonblocking(true)?;
         sock.set_nodelay(true)?;
         Ok(Endpoint {
-            qp: Box::new(EpQp::new(QpConfig { pd: opts.pd, emss: opts.emss })),
+            qp: Box::new(EpQp::new(QpConfig {
+                pd: opts.pd,
+                emss: opts.emss,
+            })),
             mpa,
             params: None,
-            res: Resources { pd: opts.pd, ..Resources::default() },
+            res: Resources {
+                pd: opts.pd,
+                ..Resources::default()
+            },
             sock,
             out: vec![0; 1 << 16],
             out_off: 0,
@@ -316,7 +334,8 @@ impl Endpoint {
             p2p: if opts.enhanced { opts.p2p } else { None },
             private_data: &opts.private_data,
         };
-        let m = Initiator::new(&cfg).map_err(|e| io::Error::other(format!("MPA request: {e:?}")))?;
+        let m =
+            Initiator::new(&cfg).map_err(|e| io::Error::other(format!("MPA request: {e:?}")))?;
         Self::new(sock, opts, Mpa::Initiator(Box::new(m)))
     }
 
@@ -384,7 +403,13 @@ impl Endpoint {
     pub fn post_send(&mut self, op: SendOp, len: u32, local: Local, flags: Flags) -> u64 {
         let id = self.next_wr;
         self.next_wr += 1;
-        self.res.sq.push_back(SendWr { wr_id: id, flags: flags.with(Flags::SIGNALED), op, len, local });
+        self.res.sq.push_back(SendWr {
+            wr_id: id,
+            flags: flags.with(Flags::SIGNALED),
+            op,
+            len,
+            local,
+        });
         if self.qp.is_done() {
             self.qp.flush(&mut self.res);
         }
@@ -518,12 +543,17 @@ impl Endpoint {
 
     /// The peer's MPA private data (once the exchange is done).
     pub fn peer_private_data(&self) -> &[u8] {
-        self.params.as_ref().map_or(&[], |p| p.private_data.as_bytes())
+        self.params
+            .as_ref()
+            .map_or(&[], |p| p.private_data.as_bytes())
     }
 
     /// Whether the MPA startup is over (established, rejected or failed).
     pub fn startup_done(&self) -> bool {
-        !matches!(self.mpa.phase(), startup::Phase::AwaitFrame | startup::Phase::Decide)
+        !matches!(
+            self.mpa.phase(),
+            startup::Phase::AwaitFrame | startup::Phase::Decide
+        )
     }
 
     /// Whether the endpoint is finished: the stream failed or closed, or
@@ -590,5 +620,9 @@ pub fn wait_until(
 
 /// All rights.
 pub fn all_access() -> Access {
-    Access::LOCAL_WRITE | Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC | Access::COMMIT
+    Access::LOCAL_WRITE
+        | Access::REMOTE_READ
+        | Access::REMOTE_WRITE
+        | Access::REMOTE_ATOMIC
+        | Access::COMMIT
 }

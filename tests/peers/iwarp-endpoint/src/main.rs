@@ -35,7 +35,8 @@ fn usage() -> ExitCode {
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut o = Options::default();
-    let (mut listen, mut connect, mut op, mut len, mut timeout) = (None, None, String::from("send"), 4096u32, 10u64);
+    let (mut listen, mut connect, mut op, mut len, mut timeout) =
+        (None, None, String::from("send"), 4096u32, 10u64);
     let mut pd_given = false;
     let mut i = 0;
     while i < args.len() {
@@ -61,7 +62,11 @@ fn main() -> ExitCode {
             "--no-p2p" => o.p2p = None,
             "--p2p" => {
                 let v = val();
-                o.p2p = Some(RtrSet::from_flags(v.contains("send"), v.contains("write"), v.contains("read")));
+                o.p2p = Some(RtrSet::from_flags(
+                    v.contains("send"),
+                    v.contains("write"),
+                    v.contains("read"),
+                ));
             }
             "--ird" => o.ird = val().parse().unwrap_or(o.ird),
             "--ord" => o.ord = val().parse().unwrap_or(o.ord),
@@ -92,7 +97,10 @@ fn main() -> ExitCode {
 
 fn serve(addr: &str, mut o: Options, pd_given: bool) -> Result<(), String> {
     let l = TcpListener::bind(addr).map_err(|e| e.to_string())?;
-    println!("listening on {}", l.local_addr().map_err(|e| e.to_string())?);
+    println!(
+        "listening on {}",
+        l.local_addr().map_err(|e| e.to_string())?
+    );
     let (sock, peer) = l.accept().map_err(|e| e.to_string())?;
     println!("connection from {peer}");
     // The region's STag is 0x0101 | key: register first, then advertise.
@@ -112,7 +120,10 @@ fn serve(addr: &str, mut o: Options, pd_given: bool) -> Result<(), String> {
         for c in &ep.res.cq[seen_cq..] {
             println!("completion {c:?}");
             if c.queue == WorkQueue::Recv && c.status == Status::Success {
-                ep.res.rq.push_back(RecvWr { wr_id: c.wr_id, len: REGION as u32 });
+                ep.res.rq.push_back(RecvWr {
+                    wr_id: c.wr_id,
+                    len: REGION as u32,
+                });
             }
         }
         seen_cq = ep.res.cq.len();
@@ -121,7 +132,12 @@ fn serve(addr: &str, mut o: Options, pd_given: bool) -> Result<(), String> {
         }
         seen_ev = ep.res.events.len();
         if ep.is_eof() || (ep.is_done() && ep.tx_idle()) {
-            println!("done: state {:?}, {} bytes out, {} bytes in", ep.qp.state(), ep.bytes.0, ep.bytes.1);
+            println!(
+                "done: state {:?}, {} bytes out, {} bytes in",
+                ep.qp.state(),
+                ep.bytes.0,
+                ep.bytes.1
+            );
             return Ok(());
         }
         std::thread::sleep(Duration::from_micros(500));
@@ -131,10 +147,21 @@ fn serve(addr: &str, mut o: Options, pd_given: bool) -> Result<(), String> {
 fn client(addr: &str, o: &Options, op: &str, len: u32, t: Duration) -> Result<(), String> {
     let mut a = Endpoint::connect(addr, o).map_err(|e| e.to_string())?;
     wait_until(&mut [&mut a], t, |e| e[0].startup_done()).map_err(|e| format!("MPA: {e}"))?;
-    println!("state {:?} framing {:?} ird/ord {:?} rtr {:?}", a.qp.state(), a.qp.framing(), a.qp.ird_ord(), a.qp.rtr_mode());
+    println!(
+        "state {:?} framing {:?} ird/ord {:?} rtr {:?}",
+        a.qp.state(),
+        a.qp.framing(),
+        a.qp.ird_ord(),
+        a.qp.rtr_mode()
+    );
     let pd = String::from_utf8_lossy(a.peer_private_data()).to_string();
     println!("peer private data: {pd:?}");
-    let mut it = pd.split_whitespace().map(|x| u64::from_str_radix(x.trim_start_matches("0x"), if x.starts_with("0x") { 16 } else { 10 }));
+    let mut it = pd.split_whitespace().map(|x| {
+        u64::from_str_radix(
+            x.trim_start_matches("0x"),
+            if x.starts_with("0x") { 16 } else { 10 },
+        )
+    });
     let (rstag, rto) = match (it.next(), it.next()) {
         (Some(Ok(s)), Some(Ok(to))) => (s as u32, to),
         _ => (0, 0),
@@ -143,32 +170,76 @@ fn client(addr: &str, o: &Options, op: &str, len: u32, t: Duration) -> Result<()
     for (i, x) in a.mr(src).data.iter_mut().enumerate() {
         *x = i as u8;
     }
-    let l = Local { stag: src, to: BASE, handle: 0 };
-    let sink = Local { stag: src, to: BASE + (REGION / 2) as u64, handle: 0 };
-    let remote = Remote { stag: rstag, to: rto };
-    let atomic = |op, add_swap, compare| SendOp::Atomic { op, remote, add_swap, add_swap_mask: 0, compare, compare_mask: u64::MAX };
+    let l = Local {
+        stag: src,
+        to: BASE,
+        handle: 0,
+    };
+    let sink = Local {
+        stag: src,
+        to: BASE + (REGION / 2) as u64,
+        handle: 0,
+    };
+    let remote = Remote {
+        stag: rstag,
+        to: rto,
+    };
+    let atomic = |op, add_swap, compare| SendOp::Atomic {
+        op,
+        remote,
+        add_swap,
+        add_swap_mask: 0,
+        compare,
+        compare_mask: u64::MAX,
+    };
     let (sop, n, local) = match op {
         "send" => (SendOp::Send { invalidate: None }, len, l),
-        "send-inv" => (SendOp::Send { invalidate: Some(rstag) }, len, l),
+        "send-inv" => (
+            SendOp::Send {
+                invalidate: Some(rstag),
+            },
+            len,
+            l,
+        ),
         "write" => (SendOp::Write { remote }, len, l),
         "read" => (SendOp::Read { remote }, len, sink),
         "fetchadd" => (atomic(AtomicOp::FetchAdd, 1, 0), 0, sink),
         "cmpswap" => (atomic(AtomicOp::CmpSwap, 7, 0), 0, sink),
         "imm" => (SendOp::Immediate { data: *b"rsiw-imm" }, 0, l),
-        "write-imm" => (SendOp::WriteImm { remote, data: *b"rsiw-imm" }, len, l),
+        "write-imm" => (
+            SendOp::WriteImm {
+                remote,
+                data: *b"rsiw-imm",
+            },
+            len,
+            l,
+        ),
         "commit" => {
-            let r = RequestRepr::new(0, &[CRegion { stag: rstag, to: rto, len }]).ok_or("commit")?;
+            let r = RequestRepr::new(
+                0,
+                &[CRegion {
+                    stag: rstag,
+                    to: rto,
+                    len,
+                }],
+            )
+            .ok_or("commit")?;
             (SendOp::Commit { request: r }, 0, l)
         }
         "rtr-only" => {
-            wait_until(&mut [&mut a], Duration::from_millis(200), |e| e[0].tx_idle()).ok();
+            wait_until(&mut [&mut a], Duration::from_millis(200), |e| {
+                e[0].tx_idle()
+            })
+            .ok();
             return Ok(());
         }
         _ => return Err(format!("unknown op {op}")),
     };
     let id = a.post_send(sop, n, local, Flags::NONE);
-    wait_until(&mut [&mut a], t, |e| e[0].res.cq.iter().any(|c| c.wr_id == id) || e[0].is_done())
-        .map_err(|e| format!("{op}: {e}"))?;
+    wait_until(&mut [&mut a], t, |e| {
+        e[0].res.cq.iter().any(|c| c.wr_id == id) || e[0].is_done()
+    })
+    .map_err(|e| format!("{op}: {e}"))?;
     for c in &a.res.cq {
         println!("completion {c:?}");
     }

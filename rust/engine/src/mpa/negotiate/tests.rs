@@ -640,8 +640,7 @@ fn siw_initiator_bytes() {
 }
 
 fn arb_rtr() -> impl Strategy<Value = RtrSet> {
-    (any::<bool>(), any::<bool>(), any::<bool>())
-        .prop_map(|(a, b, c)| RtrSet::from_flags(a, b, c))
+    (any::<bool>(), any::<bool>(), any::<bool>()).prop_map(|(a, b, c)| RtrSet::from_flags(a, b, c))
 }
 
 fn arb_ird() -> impl Strategy<Value = u16> {

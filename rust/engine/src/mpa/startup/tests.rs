@@ -139,7 +139,10 @@ fn every_split_of_both_frames() {
         for cut2 in 0..=rep.len() {
             let mut ini = Initiator::new(&icfg()).unwrap();
             assert_eq!(feed_initiator(&mut ini, &rep, &[cut2]), rep.len());
-            assert!(matches!(ini.poll(), Some(Event::Established(_))), "cut {cut2}");
+            assert!(
+                matches!(ini.poll(), Some(Event::Established(_))),
+                "cut {cut2}"
+            );
         }
     }
     // And one octet at a time.
@@ -296,7 +299,10 @@ fn bad_keys_fail_early() {
             peer: None
         }))
     );
-    assert!(ini.transmit().len() == req.len(), "only the Request, no Terminate");
+    assert!(
+        ini.transmit().len() == req.len(),
+        "only the Request, no Terminate"
+    );
     // A Reply where a Request is due.
     let mut res = Responder::new(&rcfg());
     res.receive(&reply(false, false, 1, None, b""));
@@ -314,7 +320,9 @@ fn bad_revision_is_invalid_without_terminate() {
     let mut rep = reply(false, false, 1, None, b"");
     rep[17] = 3;
     ini.receive(&SoftCrc32c, &rep);
-    assert!(matches!(ini.poll(), Some(Event::Failed(f)) if f.error == llp::INVALID_REQ_RESP && !f.terminate));
+    assert!(
+        matches!(ini.poll(), Some(Event::Failed(f)) if f.error == llp::INVALID_REQ_RESP && !f.terminate)
+    );
 }
 
 #[test]
@@ -442,7 +450,10 @@ fn rfc6581_insufficient_ird_goes_in_terminate() {
         Some(Event::Failed(f)) => f,
         e => panic!("{e:?}"),
     };
-    assert_eq!((f.error, f.terminate, f.peer), (llp::INSUFFICIENT_IRD, true, Some(e)));
+    assert_eq!(
+        (f.error, f.terminate, f.peer),
+        (llp::INSUFFICIENT_IRD, true, Some(e))
+    );
     let framing = Framing {
         crc: true,
         markers_tx: false,
@@ -466,7 +477,9 @@ fn rfc6581_no_matching_rtr_goes_in_terminate() {
         rtr: RtrSet::one(Rtr::Read),
     };
     ini.receive(&SoftCrc32c, &reply(false, false, 2, Some(e), b""));
-    assert!(matches!(ini.poll(), Some(Event::Failed(f)) if f.error == llp::NO_MATCHING_RTR && f.terminate));
+    assert!(
+        matches!(ini.poll(), Some(Event::Failed(f)) if f.error == llp::NO_MATCHING_RTR && f.terminate)
+    );
     let framing = Framing {
         crc: false,
         markers_tx: false,
@@ -481,7 +494,9 @@ fn rfc6581_no_matching_rtr_goes_in_terminate() {
         ..e
     };
     ini.receive(&SoftCrc32c, &reply(false, false, 2, Some(e), b""));
-    assert!(matches!(ini.poll(), Some(Event::Failed(f)) if f.error == llp::NO_MATCHING_RTR && f.terminate));
+    assert!(
+        matches!(ini.poll(), Some(Event::Failed(f)) if f.error == llp::NO_MATCHING_RTR && f.terminate)
+    );
 }
 
 #[test]
@@ -499,7 +514,9 @@ fn rfc6581_local_catastrophic_goes_in_terminate() {
     let mut rep = reply(true, false, 1, None, b"");
     rep[16] |= 0x80; // M: the responder wants markers
     ini.receive(&SoftCrc32c, &rep);
-    assert!(matches!(ini.poll(), Some(Event::Failed(f)) if f.error == llp::LOCAL_CATA && f.terminate));
+    assert!(
+        matches!(ini.poll(), Some(Event::Failed(f)) if f.error == llp::LOCAL_CATA && f.terminate)
+    );
     let framing = Framing {
         crc: true,
         markers_tx: true,
@@ -523,7 +540,12 @@ fn rfc6581_rules_are_the_mpa_codes_5_to_7() {
     assert!(!no_matching_rtr_goes_in_terminate(llp::LOCAL_CATA));
     assert!(local_catastrophic_goes_in_terminate(llp::LOCAL_CATA));
     assert!(!local_catastrophic_goes_in_terminate(rdmap::LOCAL_CATA));
-    for e in [llp::INVALID_REQ_RESP, llp::CRC, llp::MARKER, llp::CONNECTION_LOST] {
+    for e in [
+        llp::INVALID_REQ_RESP,
+        llp::CRC,
+        llp::MARKER,
+        llp::CONNECTION_LOST,
+    ] {
         assert!(!goes_in_terminate(e), "{e:?}");
     }
     // Code 6 of another layer is not the MPA code.
