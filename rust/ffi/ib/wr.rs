@@ -112,8 +112,8 @@ impl<'a, D: Driver> SendWrRef<'a, D> {
     ///
     /// `wr` must satisfy the type invariants for `'a`.
     pub(super) unsafe fn from_raw(wr: *const sys::ib_send_wr, user: bool) -> Self {
-        // SAFETY: valid for `'a` per the contract.
         Self {
+            // SAFETY: valid for `'a` per the contract.
             wr: unsafe { &*wr },
             user,
             _driver: PhantomData,
