@@ -69,31 +69,40 @@ ip link add veth0 type veth peer name veth1
 ip addr add 10.99.0.1/24 dev veth0
 ip link set veth0 up
 ip link set veth1 up
-for drv in $drivers; do
-	rm -rf results
-	dmesg -C
-	if [ "$drv" = rsiw ]; then
-		export USE_RSIW=1
-		# blktests' _have_driver looks for /sys/module/rsiw (or a module
-		# modprobe can find): load it before ./check, not only in
-		# start_soft_rdma.
-		insmod "$RSIW_KO" || { echo "not ok - setup: insmod $RSIW_KO"; exit 1; }
+# Each test runs on every driver before the next test starts: times are
+# compared test by test under the same load (under TCG, with anything
+# else on the host, a whole group run on one driver and then the other
+# meets different conditions).
+mapfile -t list < <(for t in "${tests[@]}"; do
+	if [ -d "tests/$t" ]; then
+		for f in "tests/$t"/[0-9][0-9][0-9]; do echo "${f#tests/}"; done
 	else
-		unset USE_RSIW
+		echo "$t"
 	fi
-	t0=$(date +%s)
-	nvme_trtype=rdma timeout 5400 ./check "${tests[@]}" >"$RSIW_VM_OUT/blktests-$drv.log" 2>&1
-	echo "# $drv: ./check ${tests[*]} took $(($(date +%s) - t0)) s"
+done)
+insmod "$RSIW_KO" || { echo "not ok - setup: insmod $RSIW_KO"; exit 1; }
+dmesg -C
+t0=$(date +%s)
+for t in "${list[@]}"; do
+	for drv in $drivers; do
+		# blktests' _have_driver finds rsiw by /sys/module/rsiw: it
+		# stays loaded for the whole run (siw's tests load siw).
+		if [ "$drv" = rsiw ]; then export USE_RSIW=1; else unset USE_RSIW; fi
+		nvme_trtype=rdma timeout 1800 ./check -o "results-$drv" "$t" >>"$RSIW_VM_OUT/blktests-$drv.log" 2>&1
+		rdma link show | awk '{print $2}' | sed 's,/.*,,' | while read -r l; do rdma link delete "$l"; done
+	done
+done
+echo "# ./check ${tests[*]}, each test on $drivers in turn, took $(($(date +%s) - t0)) s"
+for drv in $drivers; do
 	# One line per test from the results directory: status and runtime.
-	for d in results/nodev*/nvme/* results/nodev/nvme/*; do
+	for d in results-"$drv"/nodev*/nvme/*; do
 		[ -f "$d" ] || continue
 		st=$(sed -n 's/^status\t//p' "$d")
 		rt=$(sed -n 's/^runtime\t//p' "$d")
 		echo "blktests $drv $(basename "$(dirname "$(dirname "$d")")")/$(basename "$d") ${st:-?} ${rt:-?}"
 	done | sort -u
-	cp -a results "$RSIW_VM_OUT/blktests-results-$drv" 2>/dev/null
-	dmesg >"$RSIW_VM_OUT/dmesg-blktests-$drv.txt"
-	rdma link show | awk '{print $2}' | sed 's,/.*,,' | while read -r l; do rdma link delete "$l"; done
-	rmmod rsiw 2>/dev/null
-	modprobe -r siw 2>/dev/null
+	cp -a "results-$drv" "$RSIW_VM_OUT/blktests-results-$drv" 2>/dev/null
 done
+dmesg >"$RSIW_VM_OUT/dmesg-blktests.txt"
+rmmod rsiw 2>/dev/null
+modprobe -r siw 2>/dev/null
