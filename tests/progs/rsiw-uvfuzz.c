@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * rsiw-uvfuzz: a seeded random-sequence fuzzer of the user verbs of one
- * RDMA device (issue 13 item 4, "hostile userspace"), meant to run as an
+ * RDMA device ("hostile userspace"), meant to run as an
  * unprivileged user. Every step is a random verb with random arguments:
  * PD, MR (lengths 0, huge, unaligned, bad addresses, any access bits), CQ
  * (create, create_ex, resize, poll, notify), QP (any caps, types, attribute
