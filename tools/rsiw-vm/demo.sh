@@ -16,7 +16,7 @@
 # bandwidth, latency and rping over siw. Figures under QEMU without KVM are
 # for the side-by-side comparison, not absolute.
 set -u
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../../tests/common/lib.sh"
 
 a=$RSIW_NODE1_ADDR
 b=$RSIW_NODE2_ADDR
