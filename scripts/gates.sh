@@ -54,9 +54,11 @@ need_tools() {
 	done
 }
 
-kdir() {
-	[ -n "${gate_kdir:-}" ] || gate_kdir=$(scripts/build-kernel.sh 2>"$logs/kernel.log") || return 1
-	echo "$gate_kdir"
+# need_kdir: the test kernel's build tree in $gate_kdir, looked up (or
+# built) once for all the gates that need it; called in this shell, not
+# in a command substitution, so the answer is kept.
+need_kdir() {
+	[ -n "${gate_kdir:-}" ] || gate_kdir=$(scripts/build-kernel.sh 2>"$logs/kernel.log")
 }
 
 gate_rustfmt() {
@@ -67,7 +69,8 @@ gate_rustfmt() {
 # kernel's lint flags and its .clippy.toml; a warning is a failure.
 gate_clippy() {
 	local k rc=0
-	k=$(kdir) || return 1
+	need_kdir || return 1
+	k=$gate_kdir
 	: >"$logs/clippy.log"
 	make -s KDIR="$k" CLIPPY=1 modules >>"$logs/clippy.log" 2>&1 || rc=1
 	make -s KDIR="$k" CLIPPY=1 test >>"$logs/clippy.log" 2>&1 || rc=1
@@ -76,7 +79,8 @@ gate_clippy() {
 
 gate_build() {
 	local k
-	k=$(kdir) || return 1
+	need_kdir || return 1
+	k=$gate_kdir
 	make -s KDIR="$k" modules >"$logs/build.log" 2>&1 || return 1
 	! grep -qiE '(^|: )warning' "$logs/build.log"
 }
@@ -87,7 +91,8 @@ gate_cargo() {
 
 gate_checkpatch() {
 	local k src
-	k=$(kdir) || return 1
+	need_kdir || return 1
+	k=$gate_kdir
 	src=$(realpath "$k/source" 2>/dev/null || echo "$k")
 	[ -x "$src/scripts/checkpatch.pl" ] || { echo "no checkpatch.pl in $src" >"$logs/checkpatch.log"; return 1; }
 	# shellcheck disable=SC2046 # one path a word
