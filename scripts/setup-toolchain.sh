@@ -20,8 +20,8 @@ APT_PACKAGES=(
 	nvme-cli ndctl
 	# sustained NVMe-oF I/O with verification (tests/nvmeof/nvmeof-sustained.sh)
 	fio
-	# blktests' ./check (tests/nvmeof/blktests-nvme.sh)
-	gawk
+	# blktests' ./check and its XFS tests (tests/nvmeof/blktests-nvme.sh)
+	gawk xfsprogs
 	# NFS over RDMA: rpc.nfsd, rpc.mountd, exportfs, mount.nfs4 (tests/nfs/nfs.sh)
 	nfs-kernel-server
 	# rdma-core's own test suite (tests/userspace/rdmacore.sh runs it from the package)
