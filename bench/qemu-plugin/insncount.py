@@ -17,8 +17,8 @@ constant), each with how often it ran per round trip, read from the
 module's disassembly (objdump) and the blocks that contain the calls.
 --hot FILE: writes FILE, the list of the rsiw module's functions run every
 round trip, hottest first, demangled as `nm -C` prints them: the input of
-bench/hot-text.sh (bench/hot-functions.txt; Documentation/performance.md,
-"The message path's code on fewer pages").
+bench/hot-text.sh (bench/hot-functions.txt; bench/README.md, "The code
+layout of the message path").
 """
 import bisect
 import collections

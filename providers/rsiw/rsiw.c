@@ -412,8 +412,7 @@ static int rsiw_sq_needs_doorbell(uint32_t flags)
  * ibv_cmd_post_send() would send the same command through the
  * RDMA_VERBS_IOCTL "invoke write" method where the kernel has it (its
  * attribute bundle, method lookup and copies), which in a 64-byte
- * ping-pong under QEMU measured a third of the post-to-wire time
- * (Documentation/performance.md, "The doorbell system call").
+ * ping-pong under QEMU measured a third of the post-to-wire time.
  */
 _Static_assert(sizeof(struct ib_uverbs_post_send) ==
 		       sizeof(struct ib_uverbs_post_recv),

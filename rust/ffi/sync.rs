@@ -19,8 +19,7 @@
 //! and a call of an empty `spin_assert_is_held` (lockdep off) around the
 //! two that do the work. Under QEMU's TCG, where a message's time goes in
 //! calls and returns, those were a fifth of the lock calls on the message
-//! path (Documentation/performance.md, "The host time of a message's
-//! phases"). These backends make the two calls that do the work and
+//! path (`bench/bench.sh --stamp`). These backends make the two calls that do the work and
 //! assert under lockdep only.
 //!
 //! A `spinlock_t` begins with its `raw_spinlock_t` (`rlock`) except under

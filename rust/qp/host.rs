@@ -201,7 +201,7 @@ impl QpHost<'_> {
     /// SRQ, unless one is taken already; whether there is one
     /// (`st.claimed`). A process's ring entry is read and checked once,
     /// into its place.
-    // Out of line: on the message path's hot list (rust/hot-functions.txt),
+    // Out of line: on the message path's hot list (bench/hot-functions.txt),
     // and called from every receive step (`rq_peek`, `place_recv`, `rq_pop`).
     #[inline(never)]
     pub(crate) fn claim(&mut self) -> bool {

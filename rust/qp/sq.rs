@@ -212,7 +212,7 @@ impl SendQueue {
     /// there is none). A process's entry is converted in place, into the
     /// entry `dst` already holds if any (see [`Sqe::reset`]).
     // Out of line, its body in it: it is on the message path's hot list
-    // (rust/hot-functions.txt), the flush's copy of the body is cold.
+    // (bench/hot-functions.txt), the flush's copy of the body is cold.
     #[inline(never)]
     pub(crate) fn pop_into(&mut self, dst: &mut Option<Sqe>) -> bool {
         self.flush_left = NO_PASS;

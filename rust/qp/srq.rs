@@ -208,7 +208,7 @@ impl RecvQueue {
     /// Takes the head WR into `dst` (false, `dst` untouched, if there is
     /// none): a process's entry is converted into its place.
     // Out of line, its body in it: it is on the message path's hot list
-    // (rust/hot-functions.txt), the flush's copy of the body is cold.
+    // (bench/hot-functions.txt), the flush's copy of the body is cold.
     #[inline(never)]
     pub(crate) fn pop_into(&mut self, dst: &mut Option<Rqe>) -> bool {
         self.flush_left = NO_PASS;

@@ -869,7 +869,7 @@ mod stress {
 
 /// Atomic ops/s for 1, 4 and 16 QPs on one word and on distinct words of
 /// one MR (the words of a run are always in one MR). Prints only;
-/// `atomic_bench_ops` sets the FetchAdds per QP (`scripts/bench.sh
+/// `atomic_bench_ops` sets the FetchAdds per QP (`bench/bench.sh
 /// --vm-atomics`).
 #[cfg(rsiw_kunit)]
 #[kunit_tests(rsiw_atomic_bench)]

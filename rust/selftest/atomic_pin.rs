@@ -511,7 +511,7 @@ mod pin {
 
 /// `respond_on` calls per second from 1, 2 and 4 work items, without QPs
 /// or TCP: distinct words of one MR, one word, distinct MRs; best of three
-/// runs each. Prints only (`scripts/bench.sh --vm-atomics`).
+/// runs each. Prints only (`bench/bench.sh --vm-atomics`).
 #[cfg(rsiw_kunit)]
 #[kunit_tests(rsiw_atomic_bench_direct)]
 mod bench {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //! End-to-end self-tests through rdma_cm, as a kernel ULP uses rsiw: two
 //! rsiw devices on the guest's veth pair (`rsiwkt0` 10.98.0.1 / fd98::1,
-//! `rsiwkt1` 10.98.0.2 / fd98::2, set up by tools/vmtest/foundation.sh
+//! `rsiwkt1` 10.98.0.2 / fd98::2, set up by tests/core/foundation.sh
 //! before insmod), a listener on one, a client bound to the other, and
 //! every operation rsiw supports exchanged with the memory checked.
 //!

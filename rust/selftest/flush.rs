@@ -3,7 +3,7 @@
 //! policy (persistent flush only on persistent memory), global flush end
 //! to end and its ordering after RDMA Writes, error statuses that leave
 //! the stream up, and persistent flush into a pmem device when the guest
-//! has one (`/dev/pmem0` as an fsdax namespace, tools/vmtest/pmem.sh).
+//! has one (`/dev/pmem0` as an fsdax namespace, tests/commit/pmem.sh).
 
 use kernel::prelude::*;
 

@@ -7,7 +7,7 @@
 //! they were. N and R are the test build's module parameters
 //! `kunit_scale_qps` (default 16) and `kunit_scale_rounds` (default 2):
 //! the defaults run at every insmod of the test module,
-//! `tools/vmtest/soak-kernel.sh` runs N = 1024.
+//! `tests/stress/soak-kernel.sh` runs N = 1024.
 //!
 //! Each connection as a ULP builds it: PDs without the global rkey, a send
 //! and a receive CQ and an RC QP per side, the client's receive buffer for

@@ -2,7 +2,7 @@
 //! Interoperability with Linux siw in the same kernel, through rdma_cm:
 //! siw on `rsiwkt2` (10.98.1.1, `rdma link add siwkt0 type siw`) and an
 //! rsiw device on its veth peer `rsiwkt3` (10.98.1.2), both set up by
-//! tools/vmtest/foundation.sh before insmod. Each side as initiator and as
+//! tests/core/foundation.sh before insmod. Each side as initiator and as
 //! responder, MPA CRC off and on, and the peer-to-peer RTR kinds siw
 //! answers, with the kind negotiated checked on the rsiw QP.
 

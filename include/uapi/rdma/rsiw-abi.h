@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: ((GPL-2.0 WITH Linux-syscall-note) OR BSD-2-Clause) */
 /*
  * rsiw's user verbs ABI: what the kernel module and its rdma-core
- * provider (tools/provider) agree on. Documentation/design.md, "Shared
+ * provider (providers/rsiw) agree on. Documentation/design.md, "Shared
  * rings", explains the protocol.
  */
 #ifndef RSIW_ABI_H

@@ -334,7 +334,7 @@ pub(crate) fn register_device<D: IwCmOps>(
         d.num_comp_vectors = sys::rsiw_num_possible_cpus() as c_int;
         d.iw_driver_flags = sys::iw_flags_IW_F_NO_PORT_MAP;
         // User QPs and CQs go through the kernel's verbs: libibverbs'
-        // post/poll/arm calls are uverbs commands (tools/provider), which
+        // post/poll/arm calls are uverbs commands (providers/rsiw), which
         // the core only serves for drivers that ask.
         d.uverbs_cmd_mask |= USER_DATA_PATH_CMDS;
         let ifname = netdev.name();

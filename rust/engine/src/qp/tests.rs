@@ -2185,8 +2185,7 @@ fn no_startup_qp_moves_data_after_establish() {
 /// A cost probe, not a check of behaviour beyond its asserts: `n` 64-octet
 /// Send round trips between two engines (no CRC, no markers), every byte
 /// through `tx` and `rx`. Run under valgrind to count the engine's
-/// instructions per message (Documentation/performance.md, "Where rsiw's
-/// latency goes"):
+/// instructions per message (`bench/bench.sh --engine-cost` runs it):
 ///   RSIW_PROBE_N=1000 valgrind --tool=callgrind target/.../engine-HASH \
 ///       --ignored --exact qp::tests::send_round_trip_cost_probe
 /// and the same with 11000; the difference over 20000 messages.
