@@ -80,7 +80,8 @@ cmake_opts() {
 		"-DCMAKE_INSTALL_UDEV_RULESDIR=$prefix/lib/udev/rules.d" \
 		"-DCMAKE_INSTALL_SYSTEMD_SERVICEDIR=$prefix/lib/systemd/system" \
 		"-DCMAKE_INSTALL_SYSTEMD_BINDIR=$prefix/lib/systemd" \
-		"-DCMAKE_INSTALL_PERLDIR=$prefix/share/perl5"
+		"-DCMAKE_INSTALL_PERLDIR=$prefix/share/perl5" \
+		"-DSYSUSERS_DIR=$prefix/lib/sysusers.d"
 }
 
 need_build_tools() {
@@ -158,9 +159,15 @@ drop_in() {
 	local src=$1 f
 	[ -f "$src/CMakeLists.txt" ] && [ -d "$src/providers" ] && [ -f "$src/kernel-headers/CMakeLists.txt" ] ||
 		die "$src is not an rdma-core source tree"
+	local files
+	files=$(provider_files)
 	while read -r f; do
 		sync "$RSIW_ROOT/providers/rsiw/$f" "$src/providers/rsiw/$f"
-	done < <(provider_files)
+	done <<<"$files"
+	# A file the provider no longer has goes from the tree too.
+	while read -r f; do
+		grep -qxF "$f" <<<"$files" || rm -f "$src/providers/rsiw/$f"
+	done < <(cd "$src/providers/rsiw" && find . -type f -printf '%P\n')
 	sync "$RSIW_ROOT/include/uapi/rdma/rsiw-abi.h" "$src/kernel-headers/rdma/rsiw-abi.h"
 	if ! grep -q 'rdma/rsiw-abi.h' "$src/kernel-headers/CMakeLists.txt"; then
 		# The first list is publish_internal_headers(rdma ...).
@@ -185,7 +192,7 @@ provider_key() {
 
 # full_build SRC ID: rdma-core from SRC (rsiw dropped in) into a prefix.
 full_build() {
-	local src=$1 id=$2 version pabi prefix build stamp key pkey outside jobs start lib
+	local src=$1 id=$2 version pabi prefix build stamp key pkey outside jobs start lib stage
 	version=$(cmake_var "$src" PACKAGE_VERSION)
 	pabi=$(cmake_var "$src" IBVERBS_PABI_VERSION)
 	[ -n "$version" ] && [ -n "$pabi" ] || die "$src: no PACKAGE_VERSION or IBVERBS_PABI_VERSION in its CMakeLists.txt"
@@ -220,11 +227,18 @@ full_build() {
 	start=$(date +%s)
 	ninja -C "$build" -j"$jobs" >"$build/ninja.log" 2>&1 ||
 		{ grep -E 'error|warning' "$build/ninja.log" | head -30 >&2; die "rdma-core $version build failed (log: $build/ninja.log)"; }
-	ninja -C "$build" install >"$build/install.log" 2>&1 ||
+	# Installed into a staging directory first: nothing may land outside
+	# the prefix (the system's rdma-core stays as is; rdma-core 60 and
+	# later install a sysusers.d file wherever systemd keeps them unless
+	# told, say).
+	stage=$build/stage
+	rm -rf "$stage"
+	DESTDIR=$stage ninja -C "$build" install >"$build/install.log" 2>&1 ||
 		{ tail -30 "$build/install.log" >&2; die "rdma-core $version install failed (log: $build/install.log)"; }
-	# Nothing may land outside the prefix (the system's rdma-core stays as is).
-	outside=$(grep -v "^$prefix/" "$build/install_manifest.txt" || true)
-	[ -z "$outside" ] || die "rdma-core installed files outside $prefix: $outside"
+	outside=$(cd "$stage" && find . ! -type d | sed 's|^\.||' | grep -v "^$prefix/" || true)
+	[ -z "$outside" ] || die "rdma-core would install files outside $prefix: $outside"
+	mkdir -p "$prefix"
+	cp -a "$stage$prefix/." "$prefix/"
 	lib=$prefix/lib/libibverbs/librsiw-rdmav$pabi.so
 	[ -e "$lib" ] || die "no $lib after the build (is providers/rsiw in $src/CMakeLists.txt?)"
 	[ "$(cat "$prefix/etc/libibverbs.d/rsiw.driver" 2>/dev/null)" = "driver rsiw" ] ||
