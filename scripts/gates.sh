@@ -13,7 +13,7 @@
 #   cargo        cargo clippy -D warnings on the host crates
 #   checkpatch   the module's C and headers (checkpatch.pl --no-tree -f)
 #   clang-format the provider, with rdma-core's .clang-format (from the
-#                rdma-core source scripts/build-rdma-core.sh unpacks)
+#                rdma-core 59 source scripts/build-rdma-core.sh unpacks)
 #   shell        the scripts through shellcheck, at severity warning and
 #                above (quoting and other style notes are not gated)
 #
@@ -101,11 +101,10 @@ gate_checkpatch() {
 }
 
 gate_clang_format() {
-	local rc style
-	rc=$(scripts/build-rdma-core.sh 2>"$logs/rdma-core.log") || return 1
-	style=$(dirname "$rc")/rdma-core-55-build/src/.clang-format
-	[ -f "$style" ] || style=$(find "$RSIW_CACHE" -maxdepth 3 -path '*rdma-core-55*' -name .clang-format | head -1)
-	[ -f "$style" ] || { echo "rdma-core's .clang-format not found" >"$logs/clang-format.log"; return 1; }
+	local src style
+	src=$(scripts/build-rdma-core.sh --source 59 2>"$logs/rdma-core.log") || return 1
+	style=$src/.clang-format
+	[ -f "$style" ] || { echo "rdma-core's .clang-format not found in $src" >"$logs/clang-format.log"; return 1; }
 	# shellcheck disable=SC2046 # one path a word
 	clang-format-19 --style="file:$style" --dry-run -Werror \
 		$(tracked 'providers/rsiw/*.c' 'providers/rsiw/*.h') >"$logs/clang-format.log" 2>&1

@@ -34,8 +34,10 @@ APT_PACKAGES=(
 	# dkms.conf's build, install and remove (tests/install/install.sh runs
 	# the host's dkms in the guest)
 	dkms
-	# a private rdma-core 55 with ibv_wr_flush (scripts/build-rdma-core.sh)
-	cmake ninja-build pkg-config libnl-3-dev libnl-route-3-dev curl
+	# private rdma-core 55 and 59 builds with ibv_wr_flush, and the private
+	# headers for the provider (scripts/build-rdma-core.sh; dpkg-source
+	# unpacks Debian's source package, objdump reads symbol versions)
+	cmake ninja-build pkg-config libnl-3-dev libnl-route-3-dev curl binutils dpkg-dev
 )
 
 need_debs "${APT_PACKAGES[@]}"
@@ -71,7 +73,10 @@ rustc_v=$(rustc --version | awk '{print $2}')
 printf '1.85.0\n%s\n' "$rustc_v" | sort -V -C || die "rustc $rustc_v is older than 1.85.0"
 log "toolchain ok: rustc $rustc_v, bindgen $bg, clang/libclang $clang_major"
 
-# rdma-core 55 (ibv_wr_flush) in a private prefix for the userspace Commit
-# tests (providers/rsiw RDMA_CORE=..., tests/commit/nvdimm.sh); a minute
-# the first time, then only a check.
-"$RSIW_ROOT/scripts/build-rdma-core.sh" >/dev/null
+# rdma-core 55 and 59 (ibv_wr_flush) with rsiw's provider in their trees,
+# in private prefixes, for the userspace tests (tests/userspace/
+# userspace-rdma-core.sh, tests/commit/nvdimm.sh); two minutes each the
+# first time, then only a check.
+for v in 55 59; do
+	"$RSIW_ROOT/scripts/build-rdma-core.sh" $v >/dev/null
+done

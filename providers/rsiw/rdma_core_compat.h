@@ -1,26 +1,27 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * Which rdma-core rsiw's provider is built against, and what differs.
+ * What differs between the rdma-core versions rsiw's provider builds
+ * against. In every build the provider interface (infiniband/driver.h
+ * and what it includes) is rdma-core's own, of the private ABI the
+ * library links against (IBVERBS_PABI_VERSION, the NN of -rdmavNN and
+ * of the IBVERBS_PRIVATE_NN symbol version):
  *
- * - Debian 12's rdma-core 44 (the default build): libibverbs-dev installs
- *   no private header, so rdma_core_pabi34.h declares the part of the
- *   private interface IBVERBS_PRIVATE_34 the provider uses.
- * - An rdma-core build tree installed by scripts/build-rdma-core.sh
- *   (rdma-core 55; `make RDMA_CORE=<prefix>`): the Makefile defines
- *   RSIW_RDMA_CORE_PRIVATE and puts the build's own private headers
- *   (<prefix>/include/rdma-core-private: infiniband/driver.h, config.h,
- *   ccan/, util/) on the include path, so the layouts are rdma-core's, not
- *   a copy. rdma-core 44 and 55 share private ABI 34 (the same
- *   verbs_context_ops, verbs_qp, verbs_mr, ... and symbol versions); what
- *   differs is the public verbs.h, below.
- * - Inside rdma-core's own source tree (CMakeLists.txt, the folder copied
- *   to providers/rsiw/): CMake defines RSIW_RDMA_CORE_TREE and
- *   RSIW_RDMA_CORE_MAJOR; the private headers are the tree's, the
- *   kernel's ABI header comes from its kernel-headers/ (rdma/rsiw-abi.h),
- *   and the provider registers itself with PROVIDER_DRIVER().
+ * - Inside rdma-core's tree (CMakeLists.txt; scripts/build-rdma-core.sh
+ *   drops the folder into rdma-core 55 and 59): the tree's headers.
+ * - Out of tree against the installed libibverbs (the Makefile; Debian
+ *   12's rdma-core 44): the public headers are the installed
+ *   libibverbs-dev's, the private ones come from a configured rdma-core
+ *   source of the installed library's private ABI
+ *   (scripts/build-rdma-core.sh --headers).
  *
- * RSIW_RDMA_CORE_MAJOR (from the Makefile: pkg-config's libibverbs version
- * 1.14.<major>.0) selects the public-API differences:
+ * The private ABI selects the provider interface:
+ *
+ * - ABI 57 and later (rdma-core 57+): ibv_cmd_get_context() takes the
+ *   file descriptors to pass to the kernel (none here).
+ *
+ * RSIW_RDMA_CORE_MAJOR, the version of the public verbs.h (the
+ * Makefile: pkg-config's libibverbs version 1.14.<major>.0; CMake: the
+ * tree's PACKAGE_VERSION), selects the public-API differences:
  *
  * - rdma-core >= 45: struct ibv_qp_ex ends with wr_flush (ibv_wr_flush),
  *   with IBV_QP_EX_WITH_FLUSH, IBV_WR_FLUSH, IBV_WC_FLUSH,
@@ -30,27 +31,29 @@
 #ifndef RSIW_RDMA_CORE_COMPAT_H
 #define RSIW_RDMA_CORE_COMPAT_H
 
-#ifndef RSIW_RDMA_CORE_MAJOR
-#define RSIW_RDMA_CORE_MAJOR 44
-#endif
-
-#if defined(RSIW_RDMA_CORE_TREE) && !defined(RSIW_RDMA_CORE_PRIVATE)
-#define RSIW_RDMA_CORE_PRIVATE
-#endif
-
-#ifdef RSIW_RDMA_CORE_PRIVATE
 #include <infiniband/driver.h>
 #include <infiniband/kern-abi.h>
-#define RSIW_PABI_VERSION IBVERBS_PABI_VERSION
+
+#ifndef RSIW_RDMA_CORE_MAJOR
+#error "RSIW_RDMA_CORE_MAJOR (the rdma-core version of verbs.h) is not defined"
+#endif
+
 /* ccan's; rsiw.c defines its own (the same), and driver.h is parsed already. */
 #undef container_of
-/* rsiw.c names verbs_register_driver_34: another private ABI is a port. */
-#if IBVERBS_PABI_VERSION != 34
-#error "rsiw's provider is written for rdma-core's private ABI 34"
-#endif
+
+/* ibv_cmd_get_context() without file descriptors, on every ABI. */
+static inline int rsiw_cmd_get_context(struct verbs_context *ctx,
+				       struct ibv_get_context *cmd,
+				       size_t cmd_size,
+				       struct ib_uverbs_get_context_resp *resp,
+				       size_t resp_size)
+{
+#if IBVERBS_PABI_VERSION >= 57
+	return ibv_cmd_get_context(ctx, cmd, cmd_size, NULL, resp, resp_size);
 #else
-#include "rdma_core_pabi34.h"
+	return ibv_cmd_get_context(ctx, cmd, cmd_size, resp, resp_size);
 #endif
+}
 
 /* ibv_qp_ex.wr_flush exists (the provider must fill it in). */
 #define RSIW_HAVE_WR_FLUSH (RSIW_RDMA_CORE_MAJOR >= 45)

@@ -36,11 +36,7 @@
 #include <rdma/ib_user_verbs.h>
 
 #include "rdma_core_compat.h"
-#ifdef RSIW_RDMA_CORE_TREE
 #include <rdma/rsiw-abi.h>
-#else
-#include "../../include/uapi/rdma/rsiw-abi.h"
-#endif
 #include "rsiwdv.h"
 
 /* ib_uverbs_device_cap_flags (the kernel's IB_DEVICE_FLUSH_*). */
@@ -1761,8 +1757,8 @@ static struct verbs_context *rsiw_alloc_context(struct ibv_device *ibdev,
 	memset(&resp, 0, sizeof(resp));
 	/* A kernel without rings (ABI 1) answers nothing: commands only. */
 	cmd.drv.abi_version = RSIW_ABI_VERSION;
-	if (ibv_cmd_get_context(&ctx->vctx, &cmd.ibv, sizeof(cmd), &resp.ibv,
-				sizeof(resp))) {
+	if (rsiw_cmd_get_context(&ctx->vctx, &cmd.ibv, sizeof(cmd), &resp.ibv,
+				 sizeof(resp))) {
 		verbs_uninit_context(&ctx->vctx);
 		free(ctx);
 		return NULL;
@@ -1818,11 +1814,4 @@ static const struct verbs_device_ops rsiw_device_ops = {
 	.alloc_context = rsiw_alloc_context,
 };
 
-#ifdef RSIW_RDMA_CORE_TREE
 PROVIDER_DRIVER(rsiw, rsiw_device_ops);
-#else
-__attribute__((constructor)) static void rsiw_register_driver(void)
-{
-	verbs_register_driver_34(&rsiw_device_ops);
-}
-#endif

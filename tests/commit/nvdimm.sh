@@ -29,13 +29,12 @@
 # only the fsdax info block and the start of /dev/pmem0 (at 2 MiB, map=mem),
 # so the host finds both in the backing file (tests/commit/nvdimm-image.sh).
 # Needs: a kernel with CONFIG_ACPI_NFIT, the test module (make test),
-# scripts/build-rdma-core.sh and `make -C providers/rsiw RDMA_CORE=<prefix>` (and -C tests/progs).
+# scripts/build-rdma-core.sh 55 (rsiw's provider in its tree) and
+# `make -C tests/progs RDMA_CORE=<prefix>`.
 set -u
 . "$(dirname "$0")/../common/lib.sh"
 
 len=$((256 * 1024))   # PMEM_LEN in rust/selftest/flush.rs
-prov="$RSIW_ROOT/providers/rsiw/rdma-core-55"
-progs="$RSIW_ROOT/tests/progs/rdma-core-55"
 dmesg -C
 
 # ---- 1. the NFIT region ----
@@ -76,11 +75,13 @@ done
 ulimit -c unlimited
 echo "$OUT/core.%e.%p" >/proc/sys/kernel/core_pattern
 have_check=0
-if [ -x "$progs/rsiw-flush-check" ] && [ -f "$prov/librsiw-rdmav34.so" ]; then
+# The prefix's libibverbs finds its provider in the prefix's etc/libibverbs.d.
+if rdma_core_find 55; then
 	have_check=1
-	export RDMAV_DRIVERS="$prov/librsiw"
+	progs=$RC_PROGS
+	unset RDMAV_DRIVERS
 else
-	fail "rsiw-flush-check for rdma-core 55 not built ($prov: scripts/build-rdma-core.sh, make -C providers/rsiw and -C tests/progs RDMA_CORE=...)"
+	fail "rsiw-flush-check for rdma-core 55 not built: $RC_WHY"
 fi
 
 # rsiw_up WHAT: rsiw loaded (no KUnit pmem device), rsiw0/rsiw1 on the

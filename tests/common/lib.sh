@@ -106,6 +106,73 @@ perftest_client() {
 	LD_PRELOAD="$PERFTEST_SHIM${LD_PRELOAD:+:$LD_PRELOAD}" "$@"
 }
 
+# perftest_bw TOOL SERVER CLIENT SDEV CDEV [WRAPPER...]: perftest TOOL
+# (ib_write_bw, ib_read_bw, ib_send_bw) with rdma_cm (-R), 200 messages
+# of 64 KiB: its server on device SDEV at address SERVER, its client on
+# CDEV from CLIENT, both run under WRAPPER (e.g. env LD_LIBRARY_PATH=...)
+# if given. Checks that the client runs, the server exits 0 and the
+# client's result row reports a bandwidth above 0, and prints the average.
+# PERFTEST_TAG, if set, goes into the check names and output files
+# ($OUT/TOOL[-TAG]-server.txt, -client.txt).
+perftest_bw() {
+	local t=$1 srv=$2 cli=$3 sdev=$4 cdev=$5 server row
+	local f="$OUT/$t${PERFTEST_TAG:+-$PERFTEST_TAG}" d="$t -R${PERFTEST_TAG:+ ($PERFTEST_TAG)}"
+	shift 5
+	wait_for $((30 * TF)) not_listening 18515
+	"$@" timeout 120 "$t" -R -d "$sdev" -s 65536 -n 200 >"$f-server.txt" 2>&1 &
+	server=$!
+	wait_for $((30 * TF)) listening 18515
+	check "$d: the client runs 200 messages of 64 KiB" \
+		to "$f-client.txt" perftest_client "$@" timeout 120 "$t" -R -d "$cdev" --source_ip "$cli" -s 65536 -n 200 "$srv"
+	wait $server
+	expect_eq "$d: the server exits 0" 0 $?
+	# "#bytes #iterations BW-peak BW-average MsgRate"
+	row=$(grep -E '^ +65536 +200 ' "$f-client.txt")
+	echo "# $t${PERFTEST_TAG:+ ($PERFTEST_TAG)}: $(echo "$row" | awk '{print $4 " MB/s average"}')"
+	check "$d: its result row for 200 messages of 64 KiB, a bandwidth above 0" \
+		awk -v bw="$(echo "$row" | awk '{print $4}')" 'BEGIN { exit !(bw > 0) }'
+}
+
+# rdma_core_find VERSION: the private rdma-core VERSION with rsiw's
+# provider built in its tree (scripts/build-rdma-core.sh VERSION) that
+# the checks in tests/progs/rdma-core-VERSION (make -C tests/progs
+# RDMA_CORE=<prefix>) are linked against. Sets RC (the prefix, from the
+# checks' runpath), RC_PROGS and RC_PROVIDER (the prefix's
+# lib/libibverbs/librsiw-rdmavNN.so); if any is missing, fails with the
+# reason in RC_WHY (empty otherwise).
+rdma_core_find() {
+	local p
+	RC_WHY=""
+	RC_PROGS=$RSIW_ROOT/tests/progs/rdma-core-$1
+	RC=$(readelf -d "$RC_PROGS/rsiw-uverbs-check" 2>/dev/null | sed -n 's/.*runpath: \[\(.*\)\/lib\]/\1/p')
+	RC_PROVIDER=$(ls "$RC"/lib/libibverbs/librsiw-rdmav*.so 2>/dev/null | head -1)
+	for p in rsiw-uverbs-check rsiw-ring-check rsiw-flush-check; do
+		[ -x "$RC_PROGS/$p" ] || RC_WHY="no $RC_PROGS/$p (make -C tests/progs RDMA_CORE=<prefix>)"
+	done
+	if [ -z "$RC_WHY" ] && { [ -z "$RC" ] || [ "$(cat "$RC/VERSION" 2>/dev/null)" != "$1.0" ]; }; then
+		RC_WHY="the checks' runpath (${RC:-none}) is no rdma-core $1 prefix (scripts/build-rdma-core.sh $1)"
+	fi
+	if [ -z "$RC_WHY" ] && { [ -z "$RC_PROVIDER" ] || [ "$(cat "$RC/etc/libibverbs.d/rsiw.driver" 2>/dev/null)" != "driver rsiw" ]; }; then
+		RC_WHY="$RC has no rsiw provider (lib/libibverbs/librsiw-rdmavNN.so, etc/libibverbs.d/rsiw.driver)"
+	fi
+	[ -z "$RC_WHY" ]
+}
+
+# rdma_core_pabi PREFIX: the private ABI of PREFIX's libibverbs (the NN of
+# the IBVERBS_PRIVATE_NN symbol version it exports).
+rdma_core_pabi() {
+	objdump -T "$1/lib/libibverbs.so.1" | sed -n 's/.*IBVERBS_PRIVATE_\([0-9][0-9]*\).*/\1/p' | sort -u
+}
+
+# mapped_provider PID: the rsiw provider library mapped by PID or by one
+# of its children (a program started under timeout or env), as a path.
+mapped_provider() {
+	local p
+	for p in "$1" $(pgrep -P "$1"); do
+		grep -oE '/[^ ]*/librsiw[^ /]*\.so[^ /]*$' /proc/"$p"/maps 2>/dev/null | head -1
+	done | head -1
+}
+
 # listening PORT [NETNS]: a TCP listener on PORT (an rdma_cm listener on
 # iWARP is one), in network namespace NETNS if given.
 listening() {

@@ -25,6 +25,24 @@ _check() {
 # _tail FILE [N]: the last N (default 25) lines of FILE as information.
 _tail() { tail -n "${2:-25}" "$1" 2>/dev/null | sed 's/^/# tail: /'; }
 
+# --- rsiw's provider libraries (tests/build) ---
+
+# _provider_pabi_only LIB NN: every private libibverbs symbol LIB uses is at
+# IBVERBS_PRIVATE_NN (and there is one at least).
+_provider_pabi_only() {
+	local v
+	v=$(objdump -T "$1" | grep -o 'IBVERBS_PRIVATE_[0-9]*' | sort -u) || return 1
+	[ "$v" = "IBVERBS_PRIVATE_$2" ]
+}
+
+# _provider_dv_exports LIB: LIB's defined dynamic symbols are rsiwdv.h's three
+# (and the version node), all at RSIW_1.0 (providers/rsiw/librsiw.map).
+_provider_dv_exports() {
+	local got
+	got=$(objdump -T "$1" | awk '$2 == "g" && $4 != "*UND*" { print $(NF - 1), $NF }' | sort | paste -sd' ')
+	[ "$got" = "RSIW_1.0 RSIW_1.0 RSIW_1.0 rsiwdv_post_masked_atomic RSIW_1.0 rsiwdv_query_qp RSIW_1.0 rsiwdv_sq_doorbell" ]
+}
+
 # --- requirements: each prints why it is not met and fails ---
 
 # _require_cmd CMD...: the commands are on PATH.

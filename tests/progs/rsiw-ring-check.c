@@ -56,6 +56,7 @@
 
 #include "../../include/uapi/rdma/rsiw-abi.h"
 #include "../../providers/rsiw/rsiwdv.h"
+#include "rsiw-dv-lib.h"
 
 static int (*dv_query_qp)(struct ibv_qp *, struct rsiwdv_qp *);
 static int (*dv_sq_doorbell)(struct ibv_qp *);
@@ -705,13 +706,7 @@ int main(int argc, char **argv)
 	}
 	if (devs)
 		ibv_free_device_list(devs);
-	lib = dlopen("librsiw-rdmav34.so", RTLD_NOW | RTLD_NOLOAD);
-	if (!lib && getenv("RDMAV_DRIVERS")) {
-		char path[4096];
-
-		snprintf(path, sizeof(path), "%s-rdmav34.so", getenv("RDMAV_DRIVERS"));
-		lib = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
-	}
+	lib = rsiw_dv_lib();
 	if (lib) {
 		dv_query_qp = (int (*)(struct ibv_qp *, struct rsiwdv_qp *))dlsym(lib, "rsiwdv_query_qp");
 		dv_sq_doorbell = (int (*)(struct ibv_qp *))dlsym(lib, "rsiwdv_sq_doorbell");

@@ -54,6 +54,7 @@
 
 #include "../../include/uapi/rdma/rsiw-abi.h"
 #include "../../providers/rsiw/rsiwdv.h"
+#include "rsiw-dv-lib.h"
 
 /* ---- randomness ---- */
 
@@ -818,14 +819,7 @@ static int (*dv_sq_doorbell)(struct ibv_qp *);
 
 static void find_dv(void)
 {
-	void *lib = dlopen("librsiw-rdmav34.so", RTLD_NOW | RTLD_NOLOAD);
-
-	if (!lib && getenv("RDMAV_DRIVERS")) {
-		char path[4096];
-
-		snprintf(path, sizeof(path), "%s-rdmav34.so", getenv("RDMAV_DRIVERS"));
-		lib = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
-	}
+	void *lib = rsiw_dv_lib();
 	if (!lib)
 		return;
 	dv_query_qp = (int (*)(struct ibv_qp *, struct rsiwdv_qp *))dlsym(lib, "rsiwdv_query_qp");

@@ -72,18 +72,7 @@ for t in ib_write_bw ib_read_bw ib_send_bw; do
 	rxdev=rsiw0
 	[ $t = ib_read_bw ] && rxdev=rsiw1
 	w0=$(counter $rxdev rx_work_octets)
-	wait_for $((30 * TF)) not_listening 18515
-	timeout 120 $t -R -d rsiw0 -s 65536 -n 200 >"$OUT/$t-server.txt" 2>&1 &
-	server=$!
-	wait_for $((30 * TF)) listening 18515
-	check "$t -R: the client runs 200 messages of 64 KiB" \
-		to "$OUT/$t-client.txt" perftest_client timeout 120 $t -R -d rsiw1 --source_ip $b -s 65536 -n 200 $a
-	wait $server
-	expect_eq "$t -R: the server exits 0" 0 $?
-	# "#bytes #iterations BW-peak BW-average MsgRate"
-	row=$(grep -E '^ +65536 +200 ' "$OUT/$t-client.txt")
-	echo "# $t: $(echo "$row" | awk '{print $4 " MB/s average"}')"
-	check "$t -R: its result row for 200 messages of 64 KiB, a bandwidth above 0" awk -v bw="$(echo "$row" | awk '{print $4}')" 'BEGIN { exit !(bw > 0) }'
+	perftest_bw $t $a $b rsiw0 rsiw1
 	w1=$(counter $rxdev rx_work_octets)
 	echo "# $t: $rxdev read $((w1 - w0)) octets in the RX work"
 	if [ $t = ib_read_bw ]; then

@@ -211,7 +211,7 @@ if [ $test_build = 1 ] && [ -b /dev/pmem0 ] && [ "$(cat /sys/module/kunit/parame
 		fail "RDMA Commit into pmem ($OUT/pmem.txt)"
 	fi
 else
-	skip "RDMA Commit into pmem: this boot has no KUnit-enabled test module with a /dev/pmem0 (the demo's own boot has neither a test build nor a memmap= region); make test and a boot with memmap=64M!1G run it here, and the test suite's pmem.sh, nvdimm.sh (a kernel consumer) and userspace55.sh (ibv_wr_flush through the provider) check it"
+	skip "RDMA Commit into pmem: this boot has no KUnit-enabled test module with a /dev/pmem0 (the demo's own boot has neither a test build nor a memmap= region); make test and a boot with memmap=64M!1G run it here, and the test suite's pmem.sh, nvdimm.sh (a kernel consumer) and userspace-rdma-core.sh (ibv_wr_flush through the provider in rdma-core 55's and 59's trees) check it"
 	for d in rsiw0 rsiw1; do rdma link delete $d; done
 fi
 
