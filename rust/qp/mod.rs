@@ -1019,9 +1019,9 @@ impl Qp {
             let mut st = self.ib_state.lock();
             let was_failed = st.1.failed;
             match e {
-                QpEvent::Ready | QpEvent::Established => st.1.ready = true,
-                QpEvent::Closed => st.1.closed = true,
-                QpEvent::LocalTerminate(err) => {
+                Event::Ready | Event::Established => st.1.ready = true,
+                Event::Closed => st.1.closed = true,
+                Event::LocalTerminate(err) => {
                     if crate::ffi::runtime::ratelimited() {
                         pr_warn!(
                             "qp {}: protocol error, sending Terminate (layer {:?} type {:#x} code {:#04x})\n",
@@ -1045,7 +1045,7 @@ impl Qp {
                     st.1.terminate_sent = Some(*err);
                     self.set_state(&mut st.0, QpState::Err);
                 }
-                QpEvent::TerminateReceived(t) => {
+                Event::TerminateReceived(t) => {
                     if crate::ffi::runtime::ratelimited() {
                         pr_warn!(
                             "qp {}: peer sent Terminate (layer {:?} type {:#x} code {:#04x})\n",
@@ -1065,25 +1065,23 @@ impl Qp {
                     st.1.terminate_received = Some(*t);
                     self.set_state(&mut st.0, QpState::Err);
                 }
-                QpEvent::ConnectionLost | QpEvent::NegotiationFailed(_) | QpEvent::Rejected => {
+                Event::ConnectionLost | Event::NegotiationFailed(_) | Event::Rejected => {
                     st.1.failed = true;
                     self.set_state(&mut st.0, QpState::Err);
                 }
-                QpEvent::ConnectRequest => {}
+                Event::ConnectRequest => {}
             }
             // A graceful close by the peer (its FIN) is no error of the
             // QP: the WRs are flushed, the iw_cm sees a disconnect. And one
             // QP_FATAL per failure: a reset after a Terminate is the same
             // failure.
             let graceful =
-                matches!(e, QpEvent::ConnectionLost) && self.quiet_end.load(Ordering::Acquire);
+                matches!(e, Event::ConnectionLost) && self.quiet_end.load(Ordering::Acquire);
             let fatal = !was_failed
                 && !graceful
                 && matches!(
                     e,
-                    QpEvent::LocalTerminate(_)
-                        | QpEvent::TerminateReceived(_)
-                        | QpEvent::ConnectionLost
+                    Event::LocalTerminate(_) | Event::TerminateReceived(_) | Event::ConnectionLost
                 );
             let now_err = st.0 == QpState::Err;
             drop(st);
@@ -1092,9 +1090,7 @@ impl Qp {
             }
             if matches!(
                 e,
-                QpEvent::LocalTerminate(_)
-                    | QpEvent::TerminateReceived(_)
-                    | QpEvent::ConnectionLost
+                Event::LocalTerminate(_) | Event::TerminateReceived(_) | Event::ConnectionLost
             ) {
                 // Completions waiting for acknowledgements will not get
                 // them; the engine's flushes queued behind them.
@@ -1105,12 +1101,12 @@ impl Qp {
                 // TX sends what is left (the Terminate) and then closes.
                 self.kick();
             }
-            if matches!(e, QpEvent::Closed | QpEvent::ConnectionLost) {
+            if matches!(e, Event::Closed | Event::ConnectionLost) {
                 // The stream is over: our FIN follows what is still queued.
                 self.tx.fin_pending.store(true, Ordering::Release);
                 self.kick();
             }
-            if matches!(e, QpEvent::Ready) {
+            if matches!(e, Event::Ready) {
                 // WRs posted while the responder waited for the RTR are on
                 // the SQ, which the engine cannot see: send them now.
                 self.kick();
@@ -1119,16 +1115,16 @@ impl Qp {
             if let Some(sink) = sink {
                 match e {
                     // Passive side: the initiator's RTR arrived.
-                    QpEvent::Ready => sink.established(),
-                    QpEvent::Closed => sink.closed(),
+                    Event::Ready => sink.established(),
+                    Event::Closed => sink.closed(),
                     // The TCP connection is gone (FIN or reset): as siw,
                     // DISCONNECT then CLOSE, so rdma_cm reports
                     // DISCONNECTED without waiting for the ULP.
-                    QpEvent::ConnectionLost => {
+                    Event::ConnectionLost => {
                         sink.disconnected();
                         sink.closed();
                     }
-                    e if fatal || matches!(e, QpEvent::NegotiationFailed(_)) => sink.disconnected(),
+                    e if fatal || matches!(e, Event::NegotiationFailed(_)) => sink.disconnected(),
                     _ => {}
                 }
             }
