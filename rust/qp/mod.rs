@@ -21,6 +21,7 @@
 //! - Lock order: TX-owned state → stream → queue (SQ, RQ/SRQ) → CQ / STag
 //!   table; TX-owned state → socket.
 
+mod flush;
 mod host;
 pub(crate) mod send_order;
 mod sq;
@@ -55,6 +56,7 @@ use kernel::{
 };
 
 use self::{
+    flush::FlushQueue,
     send_order::SendOrder,
     srq::{RecvQueue, Rqe, Sge, MAX_SGE},
 };

@@ -4,7 +4,10 @@
 //! kernel WRs of `verbs.rs`; a process's ring entry read and checked as it
 //! is taken), and the ring.
 
-use super::*;
+use super::{
+    flush::{FlushQueue, NO_PASS},
+    *,
+};
 use crate::{
     engine::{
         qp::{Flags, Remote, SendOp},
@@ -113,9 +116,6 @@ impl UserSq {
     }
 }
 
-/// `flush_left` of a queue with no flush pass under way.
-pub(super) const NO_PASS: u32 = u32::MAX;
-
 /// The send queue: a fixed ring, or a process's ring (`user`).
 pub(crate) struct SendQueue {
     pub(super) ring: KVVec<Option<Sqe>>,
@@ -125,7 +125,7 @@ pub(crate) struct SendQueue {
     pub(super) count: u32,
     pub(super) user: Option<UserSq>,
     /// Entries the flush pass under way may still take
-    /// ([`Self::flush_pop_into`]; [`NO_PASS`]: none under way).
+    /// ([`FlushQueue::flush_pop_into`]; [`NO_PASS`]: none under way).
     flush_left: u32,
 }
 
@@ -228,35 +228,15 @@ impl SendQueue {
         self.flush_left = NO_PASS;
         self.take_into(dst)
     }
+}
 
-    /// [`Self::pop_into`] for a flush: a pass takes at most as many entries
-    /// as were posted when it began (at most a ring's worth: a broken
-    /// index counts as a full ring), so a loop that takes until `false`
-    /// ends however fast entries are posted (a process's other thread
-    /// moving the producer index, a ULP posting from its completion
-    /// handler). `false` ends the pass; what was posted after its start
-    /// is the next pass's (a post or doorbell to a failed QP flushes what
-    /// it sees).
-    pub(crate) fn flush_pop_into(&mut self, dst: &mut Option<Sqe>) -> bool {
-        if self.flush_left == NO_PASS {
-            self.flush_left = self.posted();
-        }
-        if self.flush_left == 0 || !self.take_into(dst) {
-            self.flush_left = NO_PASS;
-            return false;
-        }
-        self.flush_left -= 1;
-        true
+impl FlushQueue for SendQueue {
+    type Entry = Sqe;
+
+    fn flush_left(&mut self) -> &mut u32 {
+        &mut self.flush_left
     }
 
-    /// [`Self::flush_pop_into`] into a new entry.
-    pub(crate) fn flush_pop(&mut self) -> Option<Sqe> {
-        let mut sqe = None;
-        self.flush_pop_into(&mut sqe);
-        sqe
-    }
-
-    /// Entries posted now (a process's ring: at most its size).
     fn posted(&self) -> u32 {
         match &self.user {
             Some(u) => u.ring.len(),
