@@ -255,6 +255,33 @@ struct TxOwned {
 }
 
 /// Who may transmit, and what tells the TX run to act.
+///
+/// Two kinds of TX run exist: the TX work item (`Qp::run_tx`) and a
+/// process's doorbell sending in its own context (`Qp::tx_inline`). The
+/// workqueue alone would give the work item what it needs: it clears a
+/// work's pending bit, behind a full barrier, before the work runs, so a
+/// work queued while it runs runs once more, after it and never beside it
+/// (`Queue::enqueue` hands back a work already queued). It knows nothing
+/// of the inline run, so the two exclude each other here:
+///
+/// - `kick` sets `queued` and queues the work unless it was set; the work
+///   clears it first thing. (It stands for the pending bit, which the
+///   kernel crate does not show: `detach` reads it, and a kick while the
+///   work is queued costs no reference count.)
+/// - A run transmits only while it holds `running` (compare-exchange).
+///   The doorbell takes it or kicks, never waits.
+/// - The work takes it (`Qp::tx_acquire`), or stores `missed` and reads
+///   `running` again: clear by then, it tries again; set, it ends.
+/// - A run ends (`Qp::tx_release`) by clearing `running`, then taking
+///   `missed`: set, it kicks.
+///
+/// Invariant: every kick is followed by a run that takes `running` after
+/// it. The refused work's store of `missed` then load of `running`, and
+/// the owner's store of `running` then load of `missed`, are all
+/// `SeqCst`, so at least one load sees the other side's store: the
+/// refused work takes `running` itself, or the owner kicks it again. Both
+/// may happen (a `missed` left by a work that then won costs one spare
+/// run); neither never does.
 #[pin_data]
 struct TxCtl {
     /// The TX work item is queued (`Qp::kick`).
@@ -262,7 +289,8 @@ struct TxCtl {
     /// A TX run (the work item, or a process's doorbell inline) owns the
     /// transmit side.
     running: AtomicBool,
-    /// A TX run was refused while another went on (`Qp::tx_acquire`).
+    /// The work item was refused while another run went on: the owner
+    /// kicks it when it ends.
     missed: AtomicBool,
     /// The TX run is sending or the socket did not take everything: a
     /// `write_space` must kick it.
