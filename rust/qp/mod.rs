@@ -360,6 +360,8 @@ struct StreamState {
     engine: Option<KBox<Engine>>,
     host: HostState,
     /// The socket is gone: everything flushed, nothing more to send.
+    /// Cleared by the next stream's `attach`: a QP that failed may be
+    /// reset and connected again.
     dead: bool,
 }
 
