@@ -6,55 +6,24 @@
 use super::*;
 use crate::ffi::mem::pages::access;
 
-/// An engine event as the QP keeps it: the engine's [`Event`], the peer's
-/// Terminate by its error alone. (An `Event` carries the whole Terminate,
-/// over a hundred octets, and a list of events is made, and cleared, on
-/// every engine call.)
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum QpEvent {
-    ConnectRequest,
-    Established,
-    Ready,
-    Rejected,
-    NegotiationFailed(TermError),
-    LocalTerminate(TermError),
-    TerminateReceived(TermError),
-    ConnectionLost,
-    Closed,
-}
-
-impl From<Event> for QpEvent {
-    fn from(e: Event) -> Self {
-        match e {
-            Event::ConnectRequest => QpEvent::ConnectRequest,
-            Event::Established => QpEvent::Established,
-            Event::Ready => QpEvent::Ready,
-            Event::Rejected => QpEvent::Rejected,
-            Event::NegotiationFailed(t) => QpEvent::NegotiationFailed(t),
-            Event::LocalTerminate(t) => QpEvent::LocalTerminate(t),
-            Event::TerminateReceived(t) => QpEvent::TerminateReceived(t.error),
-            Event::ConnectionLost => QpEvent::ConnectionLost,
-            Event::Closed => QpEvent::Closed,
-        }
-    }
-}
-
-/// Engine events collected during one engine call.
+/// Engine events collected during one engine call: the engine's own
+/// [`Event`]s, a few octets each (a Terminate received is its error; the
+/// engine keeps the whole message), as a list is made on every call.
 #[derive(Default)]
 pub(crate) struct Events {
-    pub(super) list: [Option<QpEvent>; 8],
+    pub(super) list: [Option<Event>; 8],
     pub(super) n: usize,
 }
 
 impl Events {
     pub(crate) fn push(&mut self, e: Event) {
         if let Some(slot) = self.list.get_mut(self.n) {
-            *slot = Some(e.into());
+            *slot = Some(e);
             self.n += 1;
         }
     }
 
-    pub(crate) fn iter(&self) -> impl Iterator<Item = &QpEvent> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Event> {
         self.list[..self.n].iter().flatten()
     }
 }

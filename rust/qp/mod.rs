@@ -21,6 +21,7 @@
 //! - Lock order: TX-owned state → stream → queue (SQ, RQ/SRQ) → CQ / STag
 //!   table; TX-owned state → socket.
 
+mod flush;
 mod host;
 pub(crate) mod send_order;
 mod sq;
@@ -55,6 +56,7 @@ use kernel::{
 };
 
 use self::{
+    flush::FlushQueue,
     send_order::SendOrder,
     srq::{RecvQueue, Rqe, Sge, MAX_SGE},
 };
@@ -253,6 +255,33 @@ struct TxOwned {
 }
 
 /// Who may transmit, and what tells the TX run to act.
+///
+/// Two kinds of TX run exist: the TX work item (`Qp::run_tx`) and a
+/// process's doorbell sending in its own context (`Qp::tx_inline`). The
+/// workqueue alone would give the work item what it needs: it clears a
+/// work's pending bit, behind a full barrier, before the work runs, so a
+/// work queued while it runs runs once more, after it and never beside it
+/// (`Queue::enqueue` hands back a work already queued). It knows nothing
+/// of the inline run, so the two exclude each other here:
+///
+/// - `kick` sets `queued` and queues the work unless it was set; the work
+///   clears it first thing. (It stands for the pending bit, which the
+///   kernel crate does not show: `detach` reads it, and a kick while the
+///   work is queued costs no reference count.)
+/// - A run transmits only while it holds `running` (compare-exchange).
+///   The doorbell takes it or kicks, never waits.
+/// - The work takes it (`Qp::tx_acquire`), or stores `missed` and reads
+///   `running` again: clear by then, it tries again; set, it ends.
+/// - A run ends (`Qp::tx_release`) by clearing `running`, then taking
+///   `missed`: set, it kicks.
+///
+/// Invariant: every kick is followed by a run that takes `running` after
+/// it. The refused work's store of `missed` then load of `running`, and
+/// the owner's store of `running` then load of `missed`, are all
+/// `SeqCst`, so at least one load sees the other side's store: the
+/// refused work takes `running` itself, or the owner kicks it again. Both
+/// may happen (a `missed` left by a work that then won costs one spare
+/// run); neither never does.
 #[pin_data]
 struct TxCtl {
     /// The TX work item is queued (`Qp::kick`).
@@ -260,7 +289,8 @@ struct TxCtl {
     /// A TX run (the work item, or a process's doorbell inline) owns the
     /// transmit side.
     running: AtomicBool,
-    /// A TX run was refused while another went on (`Qp::tx_acquire`).
+    /// The work item was refused while another run went on: the owner
+    /// kicks it when it ends.
     missed: AtomicBool,
     /// The TX run is sending or the socket did not take everything: a
     /// `write_space` must kick it.
@@ -330,6 +360,8 @@ struct StreamState {
     engine: Option<KBox<Engine>>,
     host: HostState,
     /// The socket is gone: everything flushed, nothing more to send.
+    /// Cleared by the next stream's `attach`: a QP that failed may be
+    /// reset and connected again.
     dead: bool,
 }
 
@@ -1019,9 +1051,9 @@ impl Qp {
             let mut st = self.ib_state.lock();
             let was_failed = st.1.failed;
             match e {
-                QpEvent::Ready | QpEvent::Established => st.1.ready = true,
-                QpEvent::Closed => st.1.closed = true,
-                QpEvent::LocalTerminate(err) => {
+                Event::Ready | Event::Established => st.1.ready = true,
+                Event::Closed => st.1.closed = true,
+                Event::LocalTerminate(err) => {
                     if crate::ffi::runtime::ratelimited() {
                         pr_warn!(
                             "qp {}: protocol error, sending Terminate (layer {:?} type {:#x} code {:#04x})\n",
@@ -1045,7 +1077,7 @@ impl Qp {
                     st.1.terminate_sent = Some(*err);
                     self.set_state(&mut st.0, QpState::Err);
                 }
-                QpEvent::TerminateReceived(t) => {
+                Event::TerminateReceived(t) => {
                     if crate::ffi::runtime::ratelimited() {
                         pr_warn!(
                             "qp {}: peer sent Terminate (layer {:?} type {:#x} code {:#04x})\n",
@@ -1065,25 +1097,23 @@ impl Qp {
                     st.1.terminate_received = Some(*t);
                     self.set_state(&mut st.0, QpState::Err);
                 }
-                QpEvent::ConnectionLost | QpEvent::NegotiationFailed(_) | QpEvent::Rejected => {
+                Event::ConnectionLost | Event::NegotiationFailed(_) | Event::Rejected => {
                     st.1.failed = true;
                     self.set_state(&mut st.0, QpState::Err);
                 }
-                QpEvent::ConnectRequest => {}
+                Event::ConnectRequest => {}
             }
             // A graceful close by the peer (its FIN) is no error of the
             // QP: the WRs are flushed, the iw_cm sees a disconnect. And one
             // QP_FATAL per failure: a reset after a Terminate is the same
             // failure.
             let graceful =
-                matches!(e, QpEvent::ConnectionLost) && self.quiet_end.load(Ordering::Acquire);
+                matches!(e, Event::ConnectionLost) && self.quiet_end.load(Ordering::Acquire);
             let fatal = !was_failed
                 && !graceful
                 && matches!(
                     e,
-                    QpEvent::LocalTerminate(_)
-                        | QpEvent::TerminateReceived(_)
-                        | QpEvent::ConnectionLost
+                    Event::LocalTerminate(_) | Event::TerminateReceived(_) | Event::ConnectionLost
                 );
             let now_err = st.0 == QpState::Err;
             drop(st);
@@ -1092,9 +1122,7 @@ impl Qp {
             }
             if matches!(
                 e,
-                QpEvent::LocalTerminate(_)
-                    | QpEvent::TerminateReceived(_)
-                    | QpEvent::ConnectionLost
+                Event::LocalTerminate(_) | Event::TerminateReceived(_) | Event::ConnectionLost
             ) {
                 // Completions waiting for acknowledgements will not get
                 // them; the engine's flushes queued behind them.
@@ -1105,12 +1133,12 @@ impl Qp {
                 // TX sends what is left (the Terminate) and then closes.
                 self.kick();
             }
-            if matches!(e, QpEvent::Closed | QpEvent::ConnectionLost) {
+            if matches!(e, Event::Closed | Event::ConnectionLost) {
                 // The stream is over: our FIN follows what is still queued.
                 self.tx.fin_pending.store(true, Ordering::Release);
                 self.kick();
             }
-            if matches!(e, QpEvent::Ready) {
+            if matches!(e, Event::Ready) {
                 // WRs posted while the responder waited for the RTR are on
                 // the SQ, which the engine cannot see: send them now.
                 self.kick();
@@ -1119,16 +1147,16 @@ impl Qp {
             if let Some(sink) = sink {
                 match e {
                     // Passive side: the initiator's RTR arrived.
-                    QpEvent::Ready => sink.established(),
-                    QpEvent::Closed => sink.closed(),
+                    Event::Ready => sink.established(),
+                    Event::Closed => sink.closed(),
                     // The TCP connection is gone (FIN or reset): as siw,
                     // DISCONNECT then CLOSE, so rdma_cm reports
                     // DISCONNECTED without waiting for the ULP.
-                    QpEvent::ConnectionLost => {
+                    Event::ConnectionLost => {
                         sink.disconnected();
                         sink.closed();
                     }
-                    e if fatal || matches!(e, QpEvent::NegotiationFailed(_)) => sink.disconnected(),
+                    e if fatal || matches!(e, Event::NegotiationFailed(_)) => sink.disconnected(),
                     _ => {}
                 }
             }

@@ -1,9 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0
-//! The send queue: its entries (WRs as the driver holds them) and the ring.
+//! The send queue: its entries (WRs as the driver holds them), how a WR
+//! becomes one (which verb maps to which RDMAP operation, shared with the
+//! kernel WRs of `verbs.rs`; a process's ring entry read and checked as it
+//! is taken), and the ring.
 
-use super::*;
+use super::{
+    flush::{FlushQueue, NO_PASS},
+    *,
+};
 use crate::{
-    ffi::ib::rsiw_sqe,
+    engine::{
+        qp::{Flags, Remote, SendOp},
+        wire::{
+            atomic::AtomicOp,
+            commit::{Region, RequestRepr},
+        },
+    },
+    ffi::ib::{abi, rsiw_sqe, AtomicFields, WrOpcode},
     ring::{Entry, WqRing},
 };
 
@@ -103,9 +116,6 @@ impl UserSq {
     }
 }
 
-/// `flush_left` of a queue with no flush pass under way.
-pub(super) const NO_PASS: u32 = u32::MAX;
-
 /// The send queue: a fixed ring, or a process's ring (`user`).
 pub(crate) struct SendQueue {
     pub(super) ring: KVVec<Option<Sqe>>,
@@ -115,7 +125,7 @@ pub(crate) struct SendQueue {
     pub(super) count: u32,
     pub(super) user: Option<UserSq>,
     /// Entries the flush pass under way may still take
-    /// ([`Self::flush_pop_into`]; [`NO_PASS`]: none under way).
+    /// ([`FlushQueue::flush_pop_into`]; [`NO_PASS`]: none under way).
     flush_left: u32,
 }
 
@@ -218,35 +228,15 @@ impl SendQueue {
         self.flush_left = NO_PASS;
         self.take_into(dst)
     }
+}
 
-    /// [`Self::pop_into`] for a flush: a pass takes at most as many entries
-    /// as were posted when it began (at most a ring's worth: a broken
-    /// index counts as a full ring), so a loop that takes until `false`
-    /// ends however fast entries are posted (a process's other thread
-    /// moving the producer index, a ULP posting from its completion
-    /// handler). `false` ends the pass; what was posted after its start
-    /// is the next pass's (a post or doorbell to a failed QP flushes what
-    /// it sees).
-    pub(crate) fn flush_pop_into(&mut self, dst: &mut Option<Sqe>) -> bool {
-        if self.flush_left == NO_PASS {
-            self.flush_left = self.posted();
-        }
-        if self.flush_left == 0 || !self.take_into(dst) {
-            self.flush_left = NO_PASS;
-            return false;
-        }
-        self.flush_left -= 1;
-        true
+impl FlushQueue for SendQueue {
+    type Entry = Sqe;
+
+    fn flush_left(&mut self) -> &mut u32 {
+        &mut self.flush_left
     }
 
-    /// [`Self::flush_pop_into`] into a new entry.
-    pub(crate) fn flush_pop(&mut self) -> Option<Sqe> {
-        let mut sqe = None;
-        self.flush_pop_into(&mut sqe);
-        sqe
-    }
-
-    /// Entries posted now (a process's ring: at most its size).
     fn posted(&self) -> u32 {
         match &self.user {
             Some(u) => u.ring.len(),
@@ -259,10 +249,8 @@ impl SendQueue {
         if let Some(u) = self.user.as_mut() {
             match u.ring.take() {
                 None => return false,
-                Some(Entry::Posted(e)) => {
-                    super::verbs::convert_user_send_into(&e, u.max_sge, u.max_inline, dst)
-                }
-                Some(Entry::Broken) => *dst = Some(super::verbs::invalid_sqe(0)),
+                Some(Entry::Posted(e)) => convert_user_send_into(&e, u.max_sge, u.max_inline, dst),
+                Some(Entry::Broken) => *dst = Some(invalid_sqe(0)),
             }
             return true;
         }
@@ -273,5 +261,423 @@ impl SendQueue {
         self.head = ((self.head as usize + 1) % self.ring.len()) as u32;
         self.count -= 1;
         dst.is_some()
+    }
+}
+
+/// What a send WR's operation needs beyond its SGEs and flags, from a
+/// kernel WR or a process's ring entry.
+pub(super) struct OpFields {
+    pub(super) remote: Option<Remote>,
+    /// Write with Immediate's immediate, as stored (big endian).
+    pub(super) imm_be: Option<u32>,
+    /// Send with Invalidate's remote STag, Local Invalidate's local one.
+    pub(super) invalidate: Option<u32>,
+    pub(super) atomic: Option<AtomicFields>,
+}
+
+/// The rest of a send WR's conversion, the same for kernel WRs and ring
+/// entries: `sqe` holds the SGEs (or the inline data), `f` the flags,
+/// `len` the data length; the opcode and `x` make the operation.
+pub(super) fn finish_send(
+    sqe: &mut Sqe,
+    opcode: WrOpcode,
+    f: Flags,
+    mut len: u32,
+    x: &OpFields,
+) -> Result {
+    let local = Local {
+        stag: sqe.sges[0].lkey,
+        to: sqe.sges[0].addr,
+        handle: 0,
+    };
+    let remote = || x.remote.ok_or(EINVAL);
+    let op = match opcode {
+        WrOpcode::Send => SendOp::Send { invalidate: None },
+        WrOpcode::SendWithInv => SendOp::Send {
+            invalidate: Some(x.invalidate.ok_or(EINVAL)?),
+        },
+        WrOpcode::RdmaWrite => SendOp::Write { remote: remote()? },
+        WrOpcode::RdmaWriteWithImm => SendOp::WriteImm {
+            remote: remote()?,
+            // RFC 7306 carries 8 octets; the verbs' 32-bit immediate goes
+            // first, in network order (engine `immediate::Repr::from_imm32`).
+            data: imm8(x.imm_be.ok_or(EINVAL)?),
+        },
+        WrOpcode::RdmaRead | WrOpcode::RdmaReadWithInv => {
+            // One sink, as on the wire (an inline entry has no SGE).
+            if sqe.num_sge != 1 {
+                return Err(EINVAL);
+            }
+            if opcode == WrOpcode::RdmaReadWithInv {
+                // What rdma_rw uses on iWARP: the sink MR goes with the Read.
+                // The key is the sink's own (sge[0].lkey), as for siw.
+                sqe.inv_local = Some(sqe.sges[0].lkey);
+            }
+            SendOp::Read { remote: remote()? }
+        }
+        WrOpcode::LocalInv => {
+            sqe.kind = SqeKind::LocalInv {
+                stag: x.invalidate.ok_or(EINVAL)?,
+            };
+            sqe.num_sge = 0;
+            return Ok(());
+        }
+        WrOpcode::AtomicFetchAdd
+        | WrOpcode::AtomicCmpSwap
+        | WrOpcode::MaskedAtomicFetchAdd
+        | WrOpcode::MaskedAtomicCmpSwap => {
+            if sqe.num_sge != 1 || sqe.sges[0].len < 8 {
+                return Err(EINVAL); // one result buffer of 8 octets
+            }
+            let (op, masked) = atomic_op(opcode, &x.atomic.ok_or(EINVAL)?)?;
+            sqe.masked = masked;
+            len = 8;
+            op
+        }
+        // A Send with Immediate has no iWARP wire form (RFC 7306 has Write
+        // with Immediate only): refused, see Documentation/extensions.md.
+        // So are memory windows, Atomic Write (no wire form either) and
+        // anything unknown.
+        _ => return Err(EOPNOTSUPP),
+    };
+    sqe.kind = SqeKind::Wire(SendWr {
+        wr_id: sqe.wr_id,
+        flags: f,
+        op,
+        len,
+        local,
+    });
+    Ok(())
+}
+
+/// A flush, from a kernel WR or a ring entry: an RDMA Commit of `region`,
+/// no local data.
+pub(super) fn commit_sqe(sqe: &mut Sqe, f: Flags, region: Region) -> Result {
+    let request = RequestRepr::new(0, &[region]).ok_or(EINVAL)?;
+    sqe.num_sge = 0;
+    let local = Local {
+        stag: 0,
+        to: 0,
+        handle: 0,
+    };
+    sqe.kind = SqeKind::Wire(SendWr {
+        wr_id: sqe.wr_id,
+        flags: f,
+        op: SendOp::Commit { request },
+        len: 0,
+        local,
+    });
+    Ok(())
+}
+
+/// An atomic WR as the RFC 7306 request (section 5.1: FetchAdd's Compare
+/// fields unused, Compare Mask all ones; an unmasked CmpSwap compares and
+/// swaps all 64 bits) and whether it is a masked verb. The remote address
+/// must be 8-octet aligned: `EINVAL` otherwise, at post time.
+fn atomic_op(opcode: WrOpcode, a: &AtomicFields) -> Result<(SendOp, bool)> {
+    if a.remote_addr % 8 != 0 {
+        return Err(EINVAL);
+    }
+    let remote = Remote {
+        stag: a.rkey,
+        to: a.remote_addr,
+    };
+    let (op, add_swap, add_swap_mask, compare, compare_mask, masked) = match opcode {
+        WrOpcode::AtomicFetchAdd => (AtomicOp::FetchAdd, a.compare_add, 0, 0, u64::MAX, false),
+        WrOpcode::MaskedAtomicFetchAdd => (
+            AtomicOp::FetchAdd,
+            a.compare_add,
+            a.compare_add_mask,
+            0,
+            u64::MAX,
+            true,
+        ),
+        WrOpcode::AtomicCmpSwap => (
+            AtomicOp::CmpSwap,
+            a.swap,
+            u64::MAX,
+            a.compare_add,
+            u64::MAX,
+            false,
+        ),
+        _ => (
+            AtomicOp::CmpSwap,
+            a.swap,
+            a.swap_mask,
+            a.compare_add,
+            a.compare_add_mask,
+            true,
+        ),
+    };
+    Ok((
+        SendOp::Atomic {
+            op,
+            remote,
+            add_swap,
+            add_swap_mask,
+            compare,
+            compare_mask,
+        },
+        masked,
+    ))
+}
+
+fn imm8(imm_be: u32) -> [u8; 8] {
+    let b = imm_be.to_ne_bytes(); // already big endian in memory
+    [b[0], b[1], b[2], b[3], 0, 0, 0, 0]
+}
+
+/// A process's send ring entry as a send queue entry, into `dst` in place
+/// (see [`Sqe::reset`]), with the checks a posted WR gets
+/// (`convert_send`, `Qp::post_send`): SGE count and inline length within
+/// the QP's, lengths that add up, a known opcode with its fields. One that
+/// fails them is `invalid` (see [`Sqe::invalid`], [`invalid_sqe`]); the
+/// keys are checked when the WR runs, as for every WR.
+fn convert_user_send_into(e: &rsiw_sqe, max_sge: usize, max_inline: usize, dst: &mut Option<Sqe>) {
+    let signaled = e.flags & abi::SQE_SIGNALED != 0;
+    let sqe = match dst {
+        Some(s) => {
+            s.reset(e.wr_id, signaled);
+            s
+        }
+        None => dst.insert(Sqe::new(e.wr_id, signaled)),
+    };
+    if user_send(e, max_sge, max_inline, sqe).is_err() {
+        *sqe = invalid_sqe(e.wr_id);
+    }
+}
+
+/// [`convert_user_send_into`] into a new entry (the tests').
+#[cfg(rsiw_kunit)]
+fn convert_user_send(e: &rsiw_sqe, max_sge: usize, max_inline: usize) -> Sqe {
+    let mut s = None;
+    convert_user_send_into(e, max_sge, max_inline, &mut s);
+    s.unwrap_or_else(|| invalid_sqe(e.wr_id))
+}
+
+/// What an entry that failed its checks becomes: a signaled one-octet Send
+/// from no memory, refused by the source check.
+fn invalid_sqe(wr_id: u64) -> Sqe {
+    let local = Local {
+        stag: 0,
+        to: 0,
+        handle: 0,
+    };
+    let op = SendOp::Send { invalidate: None };
+    Sqe {
+        kind: SqeKind::Wire(SendWr {
+            wr_id,
+            flags: Flags::SIGNALED,
+            op,
+            len: 1,
+            local,
+        }),
+        invalid: true,
+        ..Sqe::new(wr_id, true)
+    }
+}
+
+/// The conversion of [`convert_user_send_into`], into `sqe` (reset for
+/// the entry).
+fn user_send(e: &rsiw_sqe, max_sge: usize, max_inline: usize, sqe: &mut Sqe) -> Result {
+    let mut f = Flags::NONE;
+    let signaled = e.flags & abi::SQE_SIGNALED != 0;
+    if signaled {
+        f = f.with(Flags::SIGNALED);
+    }
+    if e.flags & abi::SQE_SOLICITED != 0 {
+        f = f.with(Flags::SOLICITED);
+    }
+    if e.flags & abi::SQE_FENCE != 0 {
+        f = f.with(Flags::FENCE);
+    }
+    let inline = e.flags & abi::SQE_INLINE != 0;
+    let mut len: u32 = 0;
+    if inline {
+        let n = e.length as usize;
+        if n > max_inline.min(MAX_INLINE) || n > abi::MAX_INLINE {
+            return Err(EINVAL);
+        }
+        let data = e.inline_data();
+        sqe.inline[..n].copy_from_slice(&data[..n]);
+        sqe.inline_len = n as u16;
+        len = n as u32;
+        if n > 0 {
+            f = f.with(Flags::INLINE);
+        }
+    } else {
+        let n = usize::from(e.num_sge);
+        if n > max_sge.min(MAX_SGE) {
+            return Err(EINVAL);
+        }
+        for (d, s) in sqe.sges.iter_mut().zip(&e.sges()[..n]) {
+            *d = Sge {
+                addr: s.addr,
+                len: s.length,
+                lkey: s.lkey,
+            };
+            len = len.checked_add(s.length).ok_or(EINVAL)?;
+        }
+        sqe.num_sge = n as u8;
+    }
+    let opcode = match u32::from(e.opcode) {
+        abi::WR_SEND => WrOpcode::Send,
+        abi::WR_SEND_WITH_INV => WrOpcode::SendWithInv,
+        abi::WR_RDMA_WRITE => WrOpcode::RdmaWrite,
+        abi::WR_RDMA_WRITE_WITH_IMM => WrOpcode::RdmaWriteWithImm,
+        abi::WR_RDMA_READ => WrOpcode::RdmaRead,
+        abi::WR_LOCAL_INV => WrOpcode::LocalInv,
+        abi::WR_ATOMIC_CMP_AND_SWP => WrOpcode::AtomicCmpSwap,
+        abi::WR_ATOMIC_FETCH_AND_ADD => WrOpcode::AtomicFetchAdd,
+        abi::WR_MASKED_ATOMIC_CMP_AND_SWP => WrOpcode::MaskedAtomicCmpSwap,
+        abi::WR_MASKED_ATOMIC_FETCH_AND_ADD => WrOpcode::MaskedAtomicFetchAdd,
+        abi::WR_FLUSH => {
+            // Placement type: the responder's registration decides (draft
+            // 3.1); selectivity (`RSIW_SQE_FLUSH_MR`): the wire names
+            // ranges only, so an MR flush is the range the process names.
+            if inline || e.flush_type == 0 || e.flush_type & !3 != 0 {
+                return Err(EINVAL);
+            }
+            return commit_sqe(
+                sqe,
+                f,
+                Region {
+                    stag: e.rkey,
+                    len: e.length,
+                    to: e.remote_addr,
+                },
+            );
+        }
+        // Send with Immediate (no iWARP wire form), memory windows, Atomic
+        // Write (no iWARP wire form) and anything unknown.
+        _ => return Err(EOPNOTSUPP),
+    };
+    let fields = OpFields {
+        remote: Some(Remote {
+            stag: e.rkey,
+            to: e.remote_addr,
+        }),
+        imm_be: Some(e.imm_inv),
+        invalidate: Some(e.imm_inv),
+        atomic: Some(AtomicFields {
+            remote_addr: e.remote_addr,
+            rkey: e.rkey,
+            compare_add: e.compare_add,
+            swap: e.swap,
+            compare_add_mask: e.compare_add_mask,
+            swap_mask: e.swap_mask,
+        }),
+    };
+    finish_send(sqe, opcode, f, len, &fields)
+}
+
+#[cfg(rsiw_kunit)]
+#[kunit_tests(rsiw_ring_sqe)]
+mod tests {
+    use super::*;
+
+    fn sqe(opcode: u32) -> rsiw_sqe {
+        let mut e = rsiw_sqe {
+            wr_id: 42,
+            opcode: opcode as u8,
+            flags: abi::SQE_SIGNALED,
+            ..rsiw_sqe::default()
+        };
+        e.num_sge = 1;
+        e.rkey = 0x100;
+        e.remote_addr = 0x2000;
+        e
+    }
+
+    fn with_sge(mut e: rsiw_sqe, n: usize, len: u32) -> rsiw_sqe {
+        e.num_sge = n as u8;
+        for x in e.sges_mut().iter_mut().take(n) {
+            *x = crate::ffi::ib::rsiw_sge {
+                addr: 0x1000,
+                length: len,
+                lkey: 0x200,
+            };
+        }
+        e
+    }
+
+    fn is_invalid(e: &rsiw_sqe) -> bool {
+        convert_user_send(e, 2, 64).invalid
+    }
+
+    #[test]
+    fn valid_entries_convert() {
+        let s = convert_user_send(&with_sge(sqe(abi::WR_RDMA_WRITE), 2, 100), 2, 64);
+        assert!(!s.invalid && s.signaled && s.num_sge == 2 && s.wr_id == 42);
+        match s.kind {
+            SqeKind::Wire(w) => {
+                assert_eq!(w.len, 200);
+                assert!(
+                    matches!(w.op, SendOp::Write { remote } if remote.stag == 0x100 && remote.to == 0x2000)
+                );
+            }
+            _ => panic!("not a wire WR"),
+        }
+        let s = convert_user_send(&with_sge(sqe(abi::WR_ATOMIC_FETCH_AND_ADD), 1, 8), 2, 64);
+        assert!(!s.invalid && matches!(s.kind, SqeKind::Wire(w) if w.len == 8));
+        let mut m = with_sge(sqe(abi::WR_MASKED_ATOMIC_CMP_AND_SWP), 1, 8);
+        m.swap_mask = 0xff;
+        assert!(convert_user_send(&m, 2, 64).masked);
+        let mut l = sqe(abi::WR_LOCAL_INV);
+        l.imm_inv = 0x1234;
+        assert!(matches!(
+            convert_user_send(&l, 2, 64).kind,
+            SqeKind::LocalInv { stag: 0x1234 }
+        ));
+        let mut f = sqe(abi::WR_FLUSH);
+        f.flush_type = 2;
+        f.length = 4096;
+        assert!(!is_invalid(&f));
+        let mut i = sqe(abi::WR_SEND);
+        i.flags |= abi::SQE_INLINE;
+        i.length = 64;
+        let s = convert_user_send(&i, 2, 64);
+        assert!(!s.invalid && s.inline_len == 64);
+    }
+
+    #[test]
+    fn bad_entries_are_invalid() {
+        // Unknown and unsupported opcodes.
+        for op in [3u32, 8, 10, 11, 15, 0x77, 0xff] {
+            assert!(is_invalid(&with_sge(sqe(op), 1, 8)));
+        }
+        // More SGEs than the QP's (2) or than an entry holds.
+        assert!(is_invalid(&with_sge(sqe(abi::WR_SEND), 3, 8)));
+        let mut many = sqe(abi::WR_SEND);
+        many.num_sge = 200;
+        assert!(is_invalid(&many));
+        // Lengths that overflow 32 bits.
+        assert!(is_invalid(&with_sge(sqe(abi::WR_SEND), 2, u32::MAX)));
+        // Inline longer than the QP's (64) or the entry's.
+        let mut i = sqe(abi::WR_SEND);
+        i.flags |= abi::SQE_INLINE;
+        i.length = 65;
+        assert!(is_invalid(&i));
+        i.length = u32::MAX;
+        assert!(is_invalid(&i));
+        // A Read with two sinks; an atomic with a short or second buffer,
+        // or misaligned.
+        assert!(is_invalid(&with_sge(sqe(abi::WR_RDMA_READ), 2, 8)));
+        assert!(is_invalid(&with_sge(sqe(abi::WR_ATOMIC_CMP_AND_SWP), 1, 4)));
+        let mut a = with_sge(sqe(abi::WR_ATOMIC_FETCH_AND_ADD), 1, 8);
+        a.remote_addr = 0x2004;
+        assert!(is_invalid(&a));
+        // A flush with no or an unknown placement type, or inline.
+        let mut f = sqe(abi::WR_FLUSH);
+        assert!(is_invalid(&f));
+        f.flush_type = 4;
+        assert!(is_invalid(&f));
+        f.flush_type = 1;
+        f.flags |= abi::SQE_INLINE;
+        assert!(is_invalid(&f));
+        // What an invalid entry becomes: a signaled one-octet Send.
+        let s = convert_user_send(&many, 2, 64);
+        assert!(s.invalid && s.signaled && s.wr_id == 42);
+        assert!(matches!(s.kind, SqeKind::Wire(w) if w.len == 1));
     }
 }

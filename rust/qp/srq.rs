@@ -9,6 +9,7 @@
 
 use kernel::prelude::*;
 
+use super::flush::{FlushQueue, NO_PASS};
 pub(crate) use crate::ffi::ib::{Sge, SrqAttr};
 use crate::{
     device::{verbs::Pd, Device, Rsiw, DEFAULT_LIMITS},
@@ -93,9 +94,6 @@ impl Rqe {
     }
 }
 
-/// `flush_left` of a queue with no flush pass under way.
-const NO_PASS: u32 = u32::MAX;
-
 /// A fixed ring of receive WRs, or a process's ring (`user`: it posts
 /// there, never through `push`).
 pub(crate) struct RecvQueue {
@@ -107,7 +105,7 @@ pub(crate) struct RecvQueue {
     max_sge: usize,
     user: Option<WqRing<rsiw_rqe>>,
     /// WRs the flush pass under way may still take
-    /// ([`Self::flush_pop_into`]; `NO_PASS`: none under way).
+    /// ([`FlushQueue::flush_pop_into`]; [`NO_PASS`]: none under way).
     flush_left: u32,
 }
 
@@ -215,29 +213,20 @@ impl RecvQueue {
         self.take_into(dst)
     }
 
-    /// [`Self::pop_into`] for a flush: a pass takes at most as many WRs as
-    /// were posted when it began (see `SendQueue::flush_pop_into`);
-    /// `false` ends it.
-    pub(crate) fn flush_pop_into(&mut self, dst: &mut Option<Rqe>) -> bool {
-        if self.flush_left == NO_PASS {
-            self.flush_left = self.posted();
-        }
-        if self.flush_left == 0 || !self.take_into(dst) {
-            self.flush_left = NO_PASS;
-            return false;
-        }
-        self.flush_left -= 1;
-        true
-    }
-
-    /// [`Self::flush_pop_into`] into a new WR.
-    pub(crate) fn flush_pop(&mut self) -> Option<Rqe> {
+    pub(crate) fn pop(&mut self) -> Option<Rqe> {
         let mut rqe = None;
-        self.flush_pop_into(&mut rqe);
+        self.pop_into(&mut rqe);
         rqe
     }
+}
 
-    /// WRs posted now (a process's ring: at most its size).
+impl FlushQueue for RecvQueue {
+    type Entry = Rqe;
+
+    fn flush_left(&mut self) -> &mut u32 {
+        &mut self.flush_left
+    }
+
     fn posted(&self) -> u32 {
         match &self.user {
             Some(r) => r.len(),
@@ -269,12 +258,6 @@ impl RecvQueue {
         self.head = ((self.head as usize + 1) % self.ring.len()) as u32;
         self.count -= 1;
         true
-    }
-
-    pub(crate) fn pop(&mut self) -> Option<Rqe> {
-        let mut rqe = None;
-        self.pop_into(&mut rqe);
-        rqe
     }
 }
 

@@ -61,6 +61,10 @@ impl Qp {
         self.zc.detached.store(false, Ordering::Release);
         {
             let mut owned = self.tx.owned.lock();
+            // Octets the last stream's copying round left unsent are not
+            // this stream's.
+            owned.copy.off = 0;
+            owned.copy.len = 0;
             let zc = &mut owned.zc;
             zc.from_pages = zc_min.is_some();
             zc.tcp_copies = tcp_copies;
@@ -77,8 +81,18 @@ impl Qp {
         self.zc
             .on
             .store(zc_min.is_some() && !tcp_copies, Ordering::Release);
-        self.stream.lock().engine = Some(engine);
-        self.enter(QpState::Rts);
+        {
+            let mut st = self.stream.lock();
+            st.engine = Some(engine);
+            st.dead = false;
+        }
+        {
+            // What the last stream reported (its failure, above all: one
+            // `IB_EVENT_QP_FATAL` per failure) is not this stream's.
+            let mut st = self.ib_state.lock();
+            st.1 = StreamStatus::default();
+            self.set_state(&mut st.0, QpState::Rts);
+        }
         // Hook first, then read what arrived before: nothing is lost.
         sock.hook(self.clone())?;
         *self.sock.lock() = Some(sock);

@@ -33,9 +33,10 @@ impl Qp {
 
     /// A process's doorbell (process context, may sleep): sends at once in
     /// the caller's context rather than waking the TX work, unless a TX
-    /// run is going on (which looks at the ring before it stops). A
-    /// process busy-polling its CQ ring then does not have to yield its
-    /// CPU to a kernel worker for its sends to leave.
+    /// run is going on (which looks at the ring before it stops; else the
+    /// work is kicked, `TxCtl`). A process busy-polling its CQ ring then
+    /// does not have to yield its CPU to a kernel worker for its sends to
+    /// leave.
     pub(crate) fn tx_inline(self: &Arc<Self>) {
         if self
             .tx
@@ -49,9 +50,9 @@ impl Qp {
         }
     }
 
-    /// Makes this the one TX run (work item or inline). A run that finds
-    /// another going leaves a note (`missed`) the other acts on when it
-    /// stops; if it stopped meanwhile, this one runs after all.
+    /// Makes the TX work the one TX run, or leaves the owner a note
+    /// (`missed`) to kick it when it ends; if that run ended meanwhile,
+    /// this one runs after all (the protocol: `TxCtl`).
     fn tx_acquire(&self) -> bool {
         loop {
             if self
@@ -69,13 +70,10 @@ impl Qp {
         }
     }
 
-    /// Ends a TX run; a run refused meanwhile is queued again.
+    /// Ends a TX run; a work refused meanwhile is queued again (`TxCtl`).
     fn tx_release(self: &Arc<Self>) {
         self.tx.running.store(false, Ordering::SeqCst);
         // Read before the swap (a locked instruction): a note is rare.
-        // All `SeqCst`: either this load sees the note of a run refused
-        // meanwhile, or that run's load sees `running` clear and it runs
-        // itself (`tx_acquire`).
         if self.tx.missed.load(Ordering::SeqCst) && self.tx.missed.swap(false, Ordering::SeqCst) {
             self.kick();
         }

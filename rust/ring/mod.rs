@@ -19,7 +19,7 @@ use crate::ffi::ib::{abi, rsiw_ring_info, SharedRing, Udata, UserAbi};
 
 /// Most entries a ring may have (the device's largest queue, rounded up).
 const MAX_ENTRIES: u32 = 1 << 20;
-// A flush takes at most a ring's worth (`SendQueue::flush_pop_into`):
+// A flush pass takes at most a ring's worth (`qp::flush::FlushQueue`):
 // within the engine's own bound.
 const _: () = assert!(MAX_ENTRIES as usize <= crate::engine::qp::MAX_FLUSH);
 const _: () = {

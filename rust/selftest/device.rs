@@ -375,4 +375,66 @@ mod qp_datapath {
     fn send_write_read_markers_no_crc() -> Result {
         run(false, true)
     }
+
+    /// A Send of a few FPDUs from `from` to `to` (its receive posted
+    /// first): both completions and the data checked.
+    fn send_one(
+        (from, from_cq): (&KQp, &KCq),
+        (to, to_cq): (&KQp, &KCq),
+        lkey: u32,
+        id: u64,
+    ) -> Result {
+        const LEN: usize = 4000;
+        let mut src = KVec::from_elem(0u8, LEN, GFP_KERNEL)?;
+        let mut dst = KVec::from_elem(0u8, LEN, GFP_KERNEL)?;
+        pattern(id as u8, &mut src);
+        to.post_recv(id + 100, Seg::of_mut(&mut dst, lkey))?;
+        from.post(id, WR_SEND, &[Seg::of(&src, lkey)], None, true)?;
+        let wc = from_cq.poll_one(5000).ok_or(ETIMEDOUT)?;
+        check!((wc.wr_id, wc.status, wc.opcode) == (id, WC_SUCCESS, WC_SEND));
+        let wc = to_cq.poll_one(5000).ok_or(ETIMEDOUT)?;
+        check!(
+            (wc.wr_id, wc.status, wc.opcode, wc.byte_len)
+                == (id + 100, WC_SUCCESS, WC_RECV, LEN as u32)
+        );
+        check!(&src[..] == core::hint::black_box(&dst[..]));
+        Ok(())
+    }
+
+    /// A QP that failed is reset and connected again, as the verbs allow
+    /// (Error, Reset, Init, then the CM's hand-off): the new stream sends
+    /// and receives, with none of the last stream's end (`dead`) or
+    /// failure left.
+    #[test]
+    fn a_reset_qp_connects_again() -> Result {
+        crate::selftest::util::with_pair(
+            c"rsiw_qpt1",
+            true,
+            |_, _| {},
+            |p| {
+                let (a, b) = ((p.a, p.cq_a), (p.b, p.cq_b));
+                let qp = |q: &KQp| q.qp::<crate::device::Rsiw>();
+                send_one(a, b, p.lkey, 1)?;
+                send_one(b, a, p.lkey, 2)?;
+                for q in [p.a, p.b] {
+                    q.modify(QpState::Err)?;
+                }
+                check!(qp(p.a).stream_status().failed);
+                for q in [p.a, p.b] {
+                    q.modify(QpState::Reset)?;
+                    q.modify(QpState::Init)?;
+                }
+                // Nothing was outstanding: nothing flushed.
+                check!(p.cq_a.poll_one(1).is_none() && p.cq_b.poll_one(1).is_none());
+                let (sa, sb) = TcpSocket::loopback_pair()?;
+                qp(p.a).attach(sa, &params(true, true, false), EMSS, &[])?;
+                qp(p.b).attach(sb, &params(false, true, false), EMSS, &[])?;
+                check!(!qp(p.a).stream_status().failed && !qp(p.b).stream_status().failed);
+                send_one(a, b, p.lkey, 3)?;
+                send_one(b, a, p.lkey, 4)?;
+                check!(qp(p.a).ib_state() == QpState::Rts && qp(p.b).ib_state() == QpState::Rts);
+                Ok(())
+            },
+        )
+    }
 }

@@ -324,6 +324,8 @@ pub struct Qp<const ORD: usize, const IRD: usize, S: StartupSlot = Startup> {
     pub(crate) flush_pending: bool,
     /// The peer's Terminate, for the oldest request the flush completes.
     pub(crate) remote_term: Option<TermError>,
+    /// The peer's Terminate as received ([`Qp::peer_terminate`]).
+    pub(crate) peer_term: Option<terminate::Repr>,
 
     // ---- receive ----
     pub(crate) mpa_rx: Rx,
@@ -369,6 +371,7 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
             term_sent: false,
             flush_pending: false,
             remote_term: None,
+            peer_term: None,
             mpa_rx: Rx::new(crate::mpa::rx::RxConfig {
                 crc: false,
                 markers: false,
@@ -398,6 +401,12 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
     /// The RTR mode in use (peer-to-peer), if any.
     pub fn rtr_mode(&self) -> Option<RtrMode> {
         self.rtr
+    }
+
+    /// The Terminate the peer sent, with the headers it copied
+    /// ([`Event::TerminateReceived`] carries its error alone).
+    pub fn peer_terminate(&self) -> Option<&terminate::Repr> {
+        self.peer_term.as_ref()
     }
 
     /// MULPDU in use for transmitted FPDUs.

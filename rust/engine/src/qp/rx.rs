@@ -651,10 +651,11 @@ impl<const ORD: usize, const IRD: usize, S: StartupSlot> Qp<ORD, IRD, S> {
                 self.orq_completed(host, aux, status, None);
             }
             Body::Terminate(t) => {
-                host.event(Event::TerminateReceived(t));
+                host.event(Event::TerminateReceived(t.error));
                 self.state = State::Error;
                 self.term = None;
                 self.remote_term = Some(t.error);
+                self.peer_term = Some(t);
                 self.flush_all(host);
             }
         }

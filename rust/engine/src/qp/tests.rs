@@ -971,17 +971,7 @@ fn atomics_and_unsupported_aopcode() {
         .hb
         .events
         .contains(&Event::LocalTerminate(rdmape::UNEXPECTED_OPCODE)));
-    let t =
-        p.ha.events
-            .iter()
-            .find_map(|e| {
-                if let Event::TerminateReceived(t) = e {
-                    Some(*t)
-                } else {
-                    None
-                }
-            })
-            .unwrap();
+    let t = terminate_received(&p.a, &p.ha).unwrap();
     assert_eq!(t.error, rdmape::UNEXPECTED_OPCODE);
     assert!(t.ddp.is_some());
     // The request the peer refused completes with the peer's reason.
@@ -990,6 +980,22 @@ fn atomics_and_unsupported_aopcode() {
         Some((4, Status::RemoteError(rdmape::UNEXPECTED_OPCODE)))
     );
     assert_eq!((p.a.state(), p.b.state()), (State::Error, State::Error));
+}
+
+/// The Terminate `q` received, as it keeps it; its host saw the same
+/// error in the one `TerminateReceived` event.
+fn terminate_received(q: &Q, h: &Mock) -> Option<crate::wire::terminate::Repr> {
+    let seen: Vec<TermError> = h
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::TerminateReceived(t) => Some(*t),
+            _ => None,
+        })
+        .collect();
+    let t = q.peer_terminate().copied();
+    assert_eq!(seen, t.iter().map(|t| t.error).collect::<Vec<_>>());
+    t
 }
 
 fn terminate_case(setup: impl FnOnce(&mut Pair) -> SendWr, want: TermError) {
@@ -1007,13 +1013,7 @@ fn terminate_case(setup: impl FnOnce(&mut Pair) -> SendWr, want: TermError) {
         "{:?}",
         p.hb.events
     );
-    let t = p.ha.events.iter().find_map(|e| {
-        if let Event::TerminateReceived(t) = e {
-            Some(*t)
-        } else {
-            None
-        }
-    });
+    let t = terminate_received(&p.a, &p.ha);
     assert_eq!(t.map(|t| t.error), Some(want));
     // Every posted request completed exactly once; receives flushed.
     let ids: Vec<u64> =
@@ -1423,17 +1423,7 @@ fn incoming_garbage_terminates_and_flushes() {
     let k = p.a.tx(&mut p.ha, &SoftCrc32c, &mut buf);
     assert_eq!(p.a.state(), State::Error);
     p.b.rx(&mut p.hb, &SoftCrc32c, &buf[..k]);
-    let t =
-        p.hb.events
-            .iter()
-            .find_map(|e| {
-                if let Event::TerminateReceived(t) = e {
-                    Some(*t)
-                } else {
-                    None
-                }
-            })
-            .unwrap();
+    let t = terminate_received(&p.b, &p.hb).unwrap();
     assert_eq!(t.error, rdmape::UNEXPECTED_OPCODE);
     assert_eq!(t.ddp.unwrap().header.as_bytes(), &UNDEFINED_OPCODE_HDR);
     assert_eq!(p.hb.cq.last().map(|c| c.status), Some(Status::Flushed));
@@ -1483,8 +1473,7 @@ fn bad_local_source_fails_the_wr_whole_and_ends_the_stream() {
     assert!(p
         .hb
         .events
-        .iter()
-        .any(|e| matches!(e, Event::TerminateReceived(t) if t.error == rdmape::LOCAL_CATA)));
+        .contains(&Event::TerminateReceived(rdmape::LOCAL_CATA)));
 }
 
 /// A pair where a posted a 20-octet Send (b has a receive posted), and
@@ -1521,17 +1510,7 @@ fn crc_error_is_llp_terminate() {
     // The FPDU came whole: its CRC was checked before any of it was placed.
     assert!(p.hb.rbufs[0].iter().all(|&b| b == 0));
     p.pump();
-    let t =
-        p.ha.events
-            .iter()
-            .find_map(|e| {
-                if let Event::TerminateReceived(t) = e {
-                    Some(*t)
-                } else {
-                    None
-                }
-            })
-            .unwrap();
+    let t = terminate_received(&p.a, &p.ha).unwrap();
     assert_eq!((t.error, t.ddp), (llp::CRC, None));
 }
 

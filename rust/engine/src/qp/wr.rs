@@ -6,7 +6,6 @@
 use crate::error::TermError;
 use crate::wire::atomic::AtomicOp;
 use crate::wire::commit::{self as commitw, Status as CommitStatus};
-use crate::wire::terminate;
 
 #[allow(unused_imports)] // Doc links.
 use super::{Host, Qp};
@@ -275,8 +274,9 @@ pub enum Event {
     NegotiationFailed(TermError),
     /// The engine detected this protocol error and is sending a Terminate.
     LocalTerminate(TermError),
-    /// The peer sent a Terminate.
-    TerminateReceived(terminate::Repr),
+    /// The peer sent a Terminate with this error ([`Qp::peer_terminate`]
+    /// has the whole message: events stay a few octets each).
+    TerminateReceived(TermError),
     /// The TCP connection was lost.
     ConnectionLost,
     /// Graceful close finished: nothing outstanding; close the socket.

@@ -579,10 +579,7 @@ impl Endpoint {
 
     /// The Terminate received from the peer, if any.
     pub fn terminate_received(&self) -> Option<rsiw_engine::wire::terminate::Repr> {
-        self.res.events.iter().find_map(|e| match e {
-            Event::TerminateReceived(t) => Some(*t),
-            _ => None,
-        })
+        self.qp.peer_terminate().copied()
     }
 
     /// The error this side terminated the stream with, if any.
