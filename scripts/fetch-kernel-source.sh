@@ -19,32 +19,10 @@ if [ -n "${RSIW_KERNEL_TARBALL:-}" ]; then
 	exit 0
 fi
 
-# The Debian mirror this machine already uses (deb822 or one-line sources).
-debian_mirror() {
-	local uri
-	uri=$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null |
-		awk '/^URIs:/ { for (i = 2; i <= NF; i++) print $i }' |
-		grep -v -- '-security' | grep -m1 '/debian/\?$' || true)
-	if [ -z "$uri" ]; then
-		uri=$(grep -hE '^deb ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
-			sed -E 's/^deb (\[[^]]*\] )?//' | awk '{print $1}' |
-			grep -v -- '-security' | grep -m1 '/debian/\?$' || true)
-	fi
-	[ -n "$uri" ] || die "cannot find a Debian mirror in the apt sources"
-	echo "${uri%/}"
-}
-
 apt_dir="$RSIW_CACHE/apt"
-mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial" "$apt_dir/pool"
-mirror=$(debian_mirror)
-echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror $SUITE main" >"$apt_dir/sources.list"
-apt_opts=(
-	-o "Dir::Etc::SourceList=$apt_dir/sources.list"
-	-o "Dir::Etc::SourceParts=$apt_dir/none"
-	-o "Dir::State::Lists=$apt_dir/lists"
-	-o "Dir::Cache=$apt_dir/cache"
-	-o "APT::Get::List-Cleanup=0"
-)
+mkdir -p "$apt_dir/pool"
+debian_apt_setup "$apt_dir" "$SUITE"
+apt_opts=("${DEBIAN_APT_OPTS[@]}")
 log "looking up linux-source-$KERNEL_SERIES in $SUITE"
 apt-get -qq "${apt_opts[@]}" update >&2
 version=$(apt-cache "${apt_opts[@]}" policy "linux-source-$KERNEL_SERIES" | awk '/Candidate:/ {print $2}')
