@@ -9,19 +9,22 @@ KDIR ?= $(shell . scripts/lib.sh && resolve_kdir)
 
 # The kernel's compilers by their LLVM suffix, also over a CC=clang
 # LD=ld.lld on the command line (what dkms adds for a clang-built kernel,
-# which fails where only clang-19 and ld.lld-19 exist).
-KBUILD_TOOLS = $(if $(filter -%,$(LLVM)),CC=clang$(LLVM) LD=ld.lld$(LLVM))
+# which fails where only clang-19 and ld.lld-19 exist). A kernel built with
+# GCC (Debian's) builds its modules with its own GCC, which its Makefile
+# names: no LLVM then.
+kernel_cc_is_gcc = $(shell grep -qx 'CONFIG_CC_IS_GCC=y' $(KDIR)/include/config/auto.conf 2>/dev/null && echo y)
+KBUILD_TOOLS = $(if $(kernel_cc_is_gcc),,LLVM=$(LLVM) $(if $(filter -%,$(LLVM)),CC=clang$(LLVM) LD=ld.lld$(LLVM)))
 
 all: modules provider
 
 # The production module: no KUnit suites, no test harness.
 modules:
-	$(MAKE) -C $(KDIR) M=$(CURDIR) LLVM=$(LLVM) $(KBUILD_TOOLS) RSIW_TEST=0 modules
+	$(MAKE) -C $(KDIR) M=$(CURDIR) $(KBUILD_TOOLS) RSIW_TEST=0 modules
 
 # The test module (what the VM tests load, tests/check): the same driver plus the
 # KUnit suites, which run at insmod on a kernel with KUnit.
 test:
-	$(MAKE) -C $(KDIR) M=$(CURDIR) LLVM=$(LLVM) $(KBUILD_TOOLS) RSIW_TEST=1 modules
+	$(MAKE) -C $(KDIR) M=$(CURDIR) $(KBUILD_TOOLS) RSIW_TEST=1 modules
 
 # rdma-core's provider for rsiw devices (userspace, against libibverbs).
 provider:
@@ -48,7 +51,7 @@ install-module:
 	@test -f rsiw.ko || { echo "rsiw: no rsiw.ko: build it first (make)" >&2; exit 1; }
 	@if objdump -h rsiw.ko 2>/dev/null | grep -q kunit_test_suites; then \
 		echo "rsiw: note: installing the test build (make test), which runs its KUnit suites at load on a kernel with KUnit" >&2; fi
-	$(MAKE) -C $(KDIR) M=$(CURDIR) LLVM=$(LLVM) $(KBUILD_TOOLS) INSTALL_MOD_DIR=$(INSTALL_MOD_DIR) \
+	$(MAKE) -C $(KDIR) M=$(CURDIR) $(KBUILD_TOOLS) INSTALL_MOD_DIR=$(INSTALL_MOD_DIR) \
 		INSTALL_MOD_PATH=$(INSTALL_MOD_PATH) modules_install
 	$(depmod_cmd)
 
@@ -68,7 +71,7 @@ uninstall-provider:
 	$(MAKE) -C providers/rsiw uninstall
 
 clean:
-	$(MAKE) -C $(KDIR) M=$(CURDIR) LLVM=$(LLVM) $(KBUILD_TOOLS) clean
+	$(MAKE) -C $(KDIR) M=$(CURDIR) $(KBUILD_TOOLS) clean
 	$(MAKE) -C providers/rsiw clean
 	$(MAKE) -C tests/progs clean
 	rm -f rust/ffi/sys_generated.rs

@@ -27,8 +27,11 @@ void rsiw_trace_mpa(u64 cm_id, bool initiator, const char *result, unsigned int 
 		    u8 rev, bool crc, bool markers_tx, bool markers_rx, u16 ird, u16 ord,
 		    const char *rtr, unsigned int rtr_len, u16 error)
 {
-	trace_rsiw_mpa(cm_id, initiator, result, result_len, rev, crc, markers_tx,
-		       markers_rx, ird, ord, rtr, rtr_len, error);
+	u8 flags = (initiator ? RSIW_TRACE_MPA_INITIATOR : 0) | (crc ? RSIW_TRACE_MPA_CRC : 0) |
+		   (markers_tx ? RSIW_TRACE_MPA_MARKERS_TX : 0) |
+		   (markers_rx ? RSIW_TRACE_MPA_MARKERS_RX : 0);
+
+	trace_rsiw_mpa(cm_id, flags, result, result_len, rev, ird, ord, rtr, rtr_len, error);
 }
 
 void rsiw_trace_qp_state(u32 qpn, int old, int new)

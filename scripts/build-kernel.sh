@@ -17,17 +17,8 @@ mapfile -t fragments < <(kernel_fragments)
 mkdir -p "$RSIW_CACHE"
 
 tarball=$("$RSIW_ROOT/scripts/fetch-kernel-source.sh")
-# Hashing 166 MB costs a second; the name+size+mtime would be cheaper but a
-# content key survives copies between machines.
-src_key=$(sha256sum "$tarball" | cut -c1-16)
-src_dir="$RSIW_CACHE/src/$src_key"
-if [ ! -f "$src_dir/.rsiw-unpacked" ]; then
-	log "unpacking $(basename "$tarball")"
-	rm -rf "$src_dir"
-	mkdir -p "$src_dir"
-	tar -xJf "$tarball" -C "$src_dir" --strip-components=1
-	touch "$src_dir/.rsiw-unpacked"
-fi
+src_dir=$(unpack_kernel_source "$tarball")
+src_key=$(basename "$src_dir")
 version=$(make -s -C "$src_dir" kernelversion)
 
 # Everything that changes the build output: fragments, compilers, bindgen.

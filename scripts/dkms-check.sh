@@ -45,19 +45,25 @@ esac
 # The Rust build files: what a module crate compiles against (the kernel's
 # crates' metadata and its proc macros). Headers packages often leave them out.
 missing=""
-for f in rust/libcore.rmeta rust/libcompiler_builtins.rmeta rust/libkernel.rmeta \
-	rust/libffi.rmeta rust/libmacros.so rust/libpin_init.rmeta; do
+# On x86, rustc also takes the kernel's target specification.
+rust_files="rust/libcore.rmeta rust/libcompiler_builtins.rmeta rust/libkernel.rmeta
+	rust/libffi.rmeta rust/libmacros.so rust/libpin_init.rmeta"
+[ "$(conf CONFIG_X86)" != y ] || rust_files="$rust_files scripts/target.json"
+for f in $rust_files; do
 	[ -e "$kdir/$f" ] || missing="$missing $f"
 done
 if [ -n "$missing" ]; then
-	miss "the build directory lacks the kernel's Rust build files:$missing (out-of-tree Rust modules need them: use the kernel's full build tree, or headers that ship rust/*.rmeta and rust/libmacros.so)"
+	miss "the build directory lacks the kernel's Rust build files:$missing (out-of-tree Rust modules need them: use the kernel's full build tree, or headers that ship rust/*.rmeta and rust/libmacros.so; for Debian's kernel, scripts/debian-kernel.sh makes them)"
 fi
 
 [ -e "$kdir/Module.symvers" ] ||
 	miss "no Module.symvers: the kernel's modules were not built there (an unfinished build, or headers without it)"
 
-# Same compilers as the kernel: rustc exactly, clang by major version
-# (rsiw's bindings are generated with the kernel's clang flags).
+# Same compilers as the kernel: rustc exactly, and for the C parts the
+# kernel's own: clang by major version (rsiw's bindings are generated with
+# the kernel's clang flags), or the GCC it names (a GCC-built kernel, as
+# Debian's: the C files with that GCC, the bindings through libclang with
+# the flags only GCC knows left out, Kbuild).
 want_rustc=$(conf CONFIG_RUSTC_VERSION_TEXT)
 have_rustc=$(rustc --version 2>/dev/null)
 if [ -z "$have_rustc" ]; then
@@ -65,10 +71,15 @@ if [ -z "$have_rustc" ]; then
 elif [ -n "$want_rustc" ] && [ "$have_rustc" != "$want_rustc" ]; then
 	miss "rustc is '$have_rustc', the kernel was built with '$want_rustc' (crate metadata only works with the same compiler)"
 fi
-command -v bindgen >/dev/null 2>&1 || miss "no bindgen on PATH (cargo install bindgen-cli)"
-if [ "$(conf CONFIG_CC_IS_CLANG)" != y ]; then
-	miss "the kernel was not built with clang (CONFIG_CC_IS_CLANG): rsiw's bindings take the kernel's C flags, which must be clang's"
+if ! command -v bindgen >/dev/null 2>&1; then
+	miss "no bindgen on PATH (cargo install bindgen-cli)"
 else
+	want_bindgen=$(conf CONFIG_BINDGEN_VERSION_TEXT)
+	have_bindgen=$(bindgen --version 2>/dev/null)
+	[ -z "$want_bindgen" ] || [ "$have_bindgen" = "$want_bindgen" ] ||
+		say "note: bindgen is '$have_bindgen', the kernel's bindings were made by '$want_bindgen'"
+fi
+if [ "$(conf CONFIG_CC_IS_CLANG)" = y ]; then
 	want_clang=$(($(conf CONFIG_CLANG_VERSION) / 10000))
 	case "$llvm" in
 	-*) clang=clang$llvm ;;
@@ -80,9 +91,22 @@ else
 	elif [ "$have_clang" != "$want_clang" ]; then
 		miss "$clang is clang $have_clang, the kernel was built with clang $want_clang (set LLVM=-$want_clang)"
 	fi
+	compiler="clang $want_clang"
+elif [ "$(conf CONFIG_CC_IS_GCC)" = y ]; then
+	want_cc=$(conf CONFIG_CC_VERSION_TEXT)
+	cc=${want_cc%% *}
+	have_cc=$("$cc" --version 2>/dev/null | head -1)
+	if [ -z "$have_cc" ]; then
+		miss "no $cc: the kernel was built with '$want_cc'"
+	elif [ "$have_cc" != "$want_cc" ]; then
+		say "note: $cc is '$have_cc', the kernel was built with '$want_cc'"
+	fi
+	compiler=$have_cc
+else
+	miss "the kernel was built with neither clang nor GCC (CONFIG_CC_IS_CLANG, CONFIG_CC_IS_GCC)"
 fi
 
 if [ $bad = 0 ]; then
-	say "ok: CONFIG_RUST=y, Rust build files present, $have_rustc, clang $want_clang"
+	say "ok: CONFIG_RUST=y, Rust build files present, $have_rustc, $compiler"
 fi
 exit $bad

@@ -20,16 +20,9 @@ if [ -n "${RSIW_KERNEL_TARBALL:-}" ]; then
 fi
 
 apt_dir="$RSIW_CACHE/apt"
-mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial" "$apt_dir/pool"
-mirror=$(debian_mirror) || die "no Debian mirror to fetch linux-source-$KERNEL_SERIES from"
-echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror $SUITE main" >"$apt_dir/sources.list"
-apt_opts=(
-	-o "Dir::Etc::SourceList=$apt_dir/sources.list"
-	-o "Dir::Etc::SourceParts=$apt_dir/none"
-	-o "Dir::State::Lists=$apt_dir/lists"
-	-o "Dir::Cache=$apt_dir/cache"
-	-o "APT::Get::List-Cleanup=0"
-)
+mkdir -p "$apt_dir/pool"
+debian_apt_setup "$apt_dir" "$SUITE"
+apt_opts=("${DEBIAN_APT_OPTS[@]}")
 log "looking up linux-source-$KERNEL_SERIES in $SUITE"
 apt-get -qq "${apt_opts[@]}" update >&2
 version=$(apt-cache "${apt_opts[@]}" policy "linux-source-$KERNEL_SERIES" | awk '/Candidate:/ {print $2}')

@@ -89,6 +89,62 @@ kernel_source_id() {
 	fi
 }
 
+# debian_mirror [-security]: the Debian mirror (or security mirror) this
+# machine's apt sources use (deb822 or one-line sources); the main one
+# defaults to deb.debian.org, the security one to none.
+debian_mirror() {
+	local sec=${1:-} uri
+	uri=$( (cat /etc/apt/sources.list.d/*.sources 2>/dev/null |
+		awk '/^URIs:/ { for (i = 2; i <= NF; i++) print $i }'
+	grep -hE '^deb ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
+		sed -E 's/^deb (\[[^]]*\] )?//' | awk '{print $1}') |
+		grep -E "/debian$sec/?\$" | head -1 || true)
+	[ -n "$uri" ] || [ -n "$sec" ] || uri=http://deb.debian.org/debian
+	echo "${uri%/}"
+}
+
+# debian_apt_setup DIR SUITE: a private apt configuration in DIR for
+# Debian's SUITE (main) on that mirror, in DEBIAN_APT_OPTS (options for
+# apt-get and apt-cache); the machine's own apt setup is not touched.
+debian_apt_setup() {
+	mkdir -p "$1/lists/partial" "$1/cache/archives/partial"
+	echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $(debian_mirror "") $2 main" >"$1/sources.list"
+	# shellcheck disable=SC2034 # read by the scripts that source this
+	DEBIAN_APT_OPTS=(
+		-o "Dir::Etc::SourceList=$1/sources.list"
+		-o "Dir::Etc::SourceParts=$1/none"
+		-o "Dir::State::Lists=$1/lists"
+		-o "Dir::Cache=$1/cache"
+		-o "APT::Get::List-Cleanup=0"
+	)
+}
+
+# copy_checkout DEST: the checkout's source files (tracked, and new ones
+# git does not ignore; no build output) into DEST, as root if need be.
+copy_checkout() {
+	(cd "$RSIW_ROOT" && git ls-files -z --cached --others --exclude-standard |
+		while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done |
+		as_root xargs -0 cp --parents -t "$1")
+}
+
+# unpack_kernel_source TARBALL: the directory the tarball is unpacked in,
+# in the cache, keyed by its content (unpacked once; the test kernel and
+# scripts/debian-kernel.sh share it). Hashing 166 MB costs a second; a
+# content key survives copies between machines.
+unpack_kernel_source() {
+	local key dir
+	key=$(sha256sum "$1" | cut -c1-16)
+	dir="$RSIW_CACHE/src/$key"
+	if [ ! -f "$dir/.rsiw-unpacked" ]; then
+		log "unpacking $(basename "$1")"
+		rm -rf "$dir"
+		mkdir -p "$dir"
+		tar -xJf "$1" -C "$dir" --strip-components=1
+		touch "$dir/.rsiw-unpacked"
+	fi
+	echo "$dir"
+}
+
 # The file naming the kernel build directory of one configuration (source,
 # flavour, config key): checkouts with different fragments or tarballs
 # sharing one cache each find their own kernel. Written by

@@ -134,13 +134,19 @@ TRACE_EVENT(rsiw_cm_state,
  * The outcome of an MPA exchange: "accepted" (the negotiated framing,
  * IRD/ORD and RTR follow), "reject_sent", "rejected" (by the peer) or
  * "failed" (error: the RFC 6581 error, layer/type/code as one number).
+ * The four flags travel as the bits of one argument: a kernel with
+ * CONFIG_BPF_EVENTS takes at most 12 (bpf_trace_run1..12).
  */
+#define RSIW_TRACE_MPA_INITIATOR	BIT(0)
+#define RSIW_TRACE_MPA_CRC		BIT(1)
+#define RSIW_TRACE_MPA_MARKERS_TX	BIT(2)
+#define RSIW_TRACE_MPA_MARKERS_RX	BIT(3)
+
 TRACE_EVENT(rsiw_mpa,
-	TP_PROTO(u64 cm_id, bool initiator, const char *result, unsigned int result_len,
-		 u8 rev, bool crc, bool markers_tx, bool markers_rx, u16 ird, u16 ord,
-		 const char *rtr, unsigned int rtr_len, u16 error),
-	TP_ARGS(cm_id, initiator, result, result_len, rev, crc, markers_tx, markers_rx,
-		ird, ord, rtr, rtr_len, error),
+	TP_PROTO(u64 cm_id, u8 flags, const char *result, unsigned int result_len,
+		 u8 rev, u16 ird, u16 ord, const char *rtr, unsigned int rtr_len,
+		 u16 error),
+	TP_ARGS(cm_id, flags, result, result_len, rev, ird, ord, rtr, rtr_len, error),
 	TP_STRUCT__entry(
 		__field(u64, cm_id)
 		__field(bool, initiator)
@@ -156,12 +162,12 @@ TRACE_EVENT(rsiw_mpa,
 	),
 	TP_fast_assign(
 		__entry->cm_id = cm_id;
-		__entry->initiator = initiator;
+		__entry->initiator = flags & RSIW_TRACE_MPA_INITIATOR;
 		__assign_str(result);
 		__entry->rev = rev;
-		__entry->crc = crc;
-		__entry->markers_tx = markers_tx;
-		__entry->markers_rx = markers_rx;
+		__entry->crc = flags & RSIW_TRACE_MPA_CRC;
+		__entry->markers_tx = flags & RSIW_TRACE_MPA_MARKERS_TX;
+		__entry->markers_rx = flags & RSIW_TRACE_MPA_MARKERS_RX;
 		__entry->ird = ird;
 		__entry->ord = ord;
 		__assign_str(rtr);
