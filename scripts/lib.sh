@@ -42,22 +42,6 @@ need_debs() {
 	fi
 }
 
-# The Debian mirror this machine already uses (deb822 or one-line sources):
-# scripts/fetch-kernel-source.sh, build-rdma-core.sh.
-debian_mirror() {
-	local uri
-	uri=$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null |
-		awk '/^URIs:/ { for (i = 2; i <= NF; i++) print $i }' |
-		grep -v -- '-security' | grep -m1 '/debian/\?$' || true)
-	if [ -z "$uri" ]; then
-		uri=$(grep -hE '^deb ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
-			sed -E 's/^deb (\[[^]]*\] )?//' | awk '{print $1}' |
-			grep -v -- '-security' | grep -m1 '/debian/\?$' || true)
-	fi
-	[ -n "$uri" ] || { log "cannot find a Debian mirror in the apt sources"; return 1; }
-	echo "${uri%/}"
-}
-
 # The config fragments of the current flavour, one path a line.
 kernel_fragments() {
 	case "$RSIW_KERNEL_FLAVOUR" in
