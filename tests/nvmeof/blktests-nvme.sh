@@ -95,7 +95,7 @@ done
 echo "# ./check ${tests[*]}, each test on $drivers in turn, took $(($(date +%s) - t0)) s"
 for drv in $drivers; do
 	# One line per test from the results directory: status and runtime.
-	for d in results-"$drv"/nodev*/nvme/*; do
+	for d in results-"$drv"/nodev*/nvme/[0-9][0-9][0-9]; do
 		[ -f "$d" ] || continue
 		st=$(sed -n 's/^status\t//p' "$d")
 		rt=$(sed -n 's/^runtime\t//p' "$d")
