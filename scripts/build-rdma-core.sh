@@ -260,11 +260,10 @@ debian_source() {
 	codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
 	[ -n "$codename" ] || return 1
 	apt_dir=$base/apt
-	mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial"
+	debian_apt_opts "$apt_dir"
 	printf 'deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] %s %s main\n' \
 		"$mirror" "$codename" "$mirror" "$codename-updates" >"$apt_dir/sources.list"
-	local o=(-o "Dir::Etc::SourceList=$apt_dir/sources.list" -o "Dir::Etc::SourceParts=$apt_dir/none"
-		-o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache=$apt_dir/cache" -o "APT::Get::List-Cleanup=0")
+	local o=("${DEBIAN_APT_OPTS[@]}")
 	apt-get -qq "${o[@]}" update >&2 || return 1
 	rm -rf "$dir.part"
 	mkdir -p "$dir.part"

@@ -91,8 +91,14 @@ debian_mirror() {
 # Debian's SUITE (main) on that mirror, in DEBIAN_APT_OPTS (options for
 # apt-get and apt-cache); the machine's own apt setup is not touched.
 debian_apt_setup() {
-	mkdir -p "$1/lists/partial" "$1/cache/archives/partial"
+	debian_apt_opts "$1"
 	echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $(debian_mirror "") $2 main" >"$1/sources.list"
+}
+
+# debian_apt_opts DIR: DEBIAN_APT_OPTS for a private apt configuration
+# whose sources.list the caller writes into DIR.
+debian_apt_opts() {
+	mkdir -p "$1/lists/partial" "$1/cache/archives/partial"
 	# shellcheck disable=SC2034 # read by the scripts that source this
 	DEBIAN_APT_OPTS=(
 		-o "Dir::Etc::SourceList=$1/sources.list"
