@@ -46,6 +46,7 @@ pair() {
 				echo "not ok - [$name $side] the guest did not finish (guest status ${st:-none})" >>"$d/results"
 			tail -25 "$d/output.log" 2>/dev/null | sed "s/^/# [$name $side] tail: /" >>"$d/results"
 			tail -12 "$d/dmesg.txt" 2>/dev/null | sed "s/^/# [$name $side] tail: dmesg: /" >>"$d/results"
+			console_oops "$d/console.log" "# [$name $side] tail: console: " >>"$d/results"
 		fi
 		cat "$d/results"
 	done

@@ -171,3 +171,17 @@ resolve_kdir() {
 	fi
 	die "no test kernel for this configuration yet: run scripts/build-kernel.sh (or set KDIR)"
 }
+
+# console_oops CONSOLE PREFIX: why a guest stopped, each line after
+# PREFIX: its console from the first oops, BUG, WARNING, panic or QEMU
+# error (40 lines), else the console's last 15 lines.
+console_oops() {
+	local n
+	[ -f "$1" ] || return 0
+	n=$(grep -anE 'Oops|BUG:|kernel BUG|WARNING:|Kernel panic|general protection|watchdog: |blocked for more than|detected stalls|qemu-system' "$1" | head -1 | cut -d: -f1)
+	if [ -n "$n" ]; then
+		sed -n "$n,$((n + 40))p" "$1"
+	else
+		tail -n 15 "$1"
+	fi | sed "s|^|$2|"
+}

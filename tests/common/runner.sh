@@ -111,6 +111,7 @@ _vm_results() {
 	esac
 	if [ "$bad" = 1 ] || [ "$nf" -gt 0 ]; then
 		_tail "$out/output.log" 15
+		[ "$bad" = 1 ] && console_oops "$out/console.log" "# tail: console: "
 		return 1
 	fi
 }
