@@ -58,7 +58,7 @@ pub(crate) mod harness {
     pub(crate) fn netdev(name: &CStr) -> Result<NetDevRef> {
         NetDevRef::by_name(name).ok_or_else(|| {
             pr_err!(
-                "rsiw kunit: netdev {} missing: the rdma_cm suites need the guest's veth pairs (tools/vmtest/foundation.sh creates them before insmod)\n",
+                "rsiw kunit: netdev {} missing: the rdma_cm suites need the guest's veth pairs (tests/core/foundation.sh creates them before insmod)\n",
                 name
             );
             ENODEV

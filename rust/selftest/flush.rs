@@ -359,7 +359,7 @@ mod tests {
     fn pmem_persistent_flush() -> Result {
         let devt = crate::module_parameters::kunit_pmem_dev.value();
         if devt == 0 {
-            mark_skipped(c"no pmem device: rsiw.kunit_pmem_dev=0 (tools/vmtest/pmem.sh sets it)");
+            mark_skipped(c"no pmem device: rsiw.kunit_pmem_dev=0 (tests/commit/pmem.sh sets it)");
             return Ok(());
         }
         let mut pm = PmemDev::open(devt, PMEM_LEN)?;

@@ -36,7 +36,7 @@ mod tests {
     fn setup() -> Result<Devices> {
         let siw_nd = netdev(c"rsiwkt2")?;
         if !device_on(&siw_nd, DRIVER_SIW) {
-            pr_err!("rsiw kunit: no siw device on rsiwkt2: the guest loads siw and runs `rdma link add siwkt0 type siw netdev rsiwkt2` before insmod (tools/vmtest/foundation.sh)\n");
+            pr_err!("rsiw kunit: no siw device on rsiwkt2: the guest loads siw and runs `rdma link add siwkt0 type siw netdev rsiwkt2` before insmod (tests/core/foundation.sh)\n");
             return Err(ENODEV);
         }
         Devices::create(&[(c"rsiw_si0", c"rsiwkt3")])
