@@ -20,7 +20,7 @@ use crate::{
         mem::pmem,
         net::netdev::NetDev,
     },
-    mem::mr::Mr,
+    mem::mr::{Mr, MAX_MR_SIZE},
     qp::{srq::Srq, Qp},
 };
 
@@ -68,7 +68,7 @@ impl ib::Driver for Rsiw {
             // (crate::mem::atomic_locks).
             atomic_cap: AtomicCap::Hca,
             masked_atomic_cap: AtomicCap::Hca,
-            max_mr_size: u64::MAX,
+            max_mr_size: MAX_MR_SIZE,
             page_size_cap: kernel::page::PAGE_SIZE as u64,
             vendor_id: a.vendor_id,
             vendor_part_id: a.vendor_part_id,

@@ -234,6 +234,11 @@ pub(crate) fn engine_access(flags: u32) -> Access {
     a
 }
 
+/// The longest registration, the device's `max_mr_size`: a user MR's
+/// length is at most `isize::MAX` octets (`reg_user_mr` refuses more with
+/// `EINVAL`).
+pub(crate) const MAX_MR_SIZE: u64 = isize::MAX as u64;
+
 /// Checks access flags for a registration: only known flags, and remote
 /// write or atomic only together with local write (IB spec 10.6.3.1).
 pub(crate) fn check_access_flags(flags: u32) -> Result<(), MrError> {

@@ -5,7 +5,7 @@
 
 use kernel::{ffi::c_int, prelude::*, sync::Arc};
 
-use super::mr::{check_access_flags, Mr};
+use super::mr::{check_access_flags, Mr, MAX_MR_SIZE};
 use crate::{
     device::{verbs::Pd, Device, Rsiw},
     ffi::{
@@ -52,7 +52,7 @@ impl MrOps<Rsiw> for Mr {
     fn check_user(_dev: &Device, length: u64, access: u32) -> Result {
         refuse_unsupported(access)?;
         check_access_flags(access)?;
-        if length == 0 || length > isize::MAX as u64 {
+        if length == 0 || length > MAX_MR_SIZE {
             return Err(EINVAL);
         }
         Ok(())
