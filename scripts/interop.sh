@@ -19,17 +19,19 @@ port=$((46000 + RANDOM % 1000))
 tf=$RSIW_TIME_FACTOR # 4 on the debug kernel (lib.sh)
 
 # pair NAME TARGET_KIND HOST_KIND [crc]: NVMe-oF; with NFS_PAIR=1, NFS
-# (interop-nfs.sh: the target is the server, the host the client).
+# (interop-nfs.sh: the target is the server, the host the client). Each
+# guest runs its vCPUs in one thread (--tcg-single): the rsiw side turns
+# trace events on (scripts/vm-run.sh says why).
 pair() {
 	local name=$1 tk=$2 hk=$3 crc=${4:-} script=interop-nvmeof.sh tr=target hr=host
 	[ "${NFS_PAIR:-0}" = 1 ] && { script=interop-nfs.sh tr=server hr=client; }
 	port=$((port + 1))
 	log "== interop: $name (target over $tk, host over $hk)"
-	scripts/vm-run.sh --quiet --timeout $((540 * tf)) --mem 2G --append kunit.enable=0 --nic "listen:$port" --out "$out/$name-target" \
+	scripts/vm-run.sh --quiet --timeout $((540 * tf)) --mem 2G --tcg-single --append kunit.enable=0 --nic "listen:$port" --out "$out/$name-target" \
 		-- tests/interop/$script $tr "$tk" $crc &
 	local tpid=$!
 	# (vm-run.sh --nic connect: waits until the target's QEMU listens.)
-	scripts/vm-run.sh --quiet --timeout $((500 * tf)) --mem 2G --append kunit.enable=0 --nic "connect:$port" --out "$out/$name-host" \
+	scripts/vm-run.sh --quiet --timeout $((500 * tf)) --mem 2G --tcg-single --append kunit.enable=0 --nic "connect:$port" --out "$out/$name-host" \
 		-- tests/interop/$script $hr "$hk" $crc
 	wait "$tpid"
 	local side

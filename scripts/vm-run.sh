@@ -32,6 +32,10 @@
 #   --nvdimm-keep       keep nvdimm.img from an earlier run with the same
 #                       --out if it has the size (a second boot on the
 #                       same NVDIMM)
+#   --tcg-single        run every vCPU in one host thread (TCG's
+#                       thread=single) rather than one thread per vCPU: for
+#                       guests that turn trace events on and off, which
+#                       patch the kernel's code at run time (below)
 #   --quiet             do not echo the guest console
 #   --plugin SPEC       load a QEMU TCG plugin (QEMU's -plugin SPEC, e.g.
 #                       bench/qemu-plugin/insncount.so,out=FILE)
@@ -56,6 +60,7 @@ nic=""
 nvdimm=""
 nvdimm_keep=0
 quiet=0
+tcg_thread=""
 shares=()
 plugin_args=()
 while [ $# -gt 0 ]; do
@@ -69,6 +74,7 @@ while [ $# -gt 0 ]; do
 	--share) shares+=("$2"); shift 2 ;;
 	--nvdimm) nvdimm=$2; shift 2 ;;
 	--nvdimm-keep) nvdimm_keep=1; shift ;;
+	--tcg-single) tcg_thread=single; shift ;;
 	--quiet) quiet=1; shift ;;
 	--plugin) plugin_args+=(-plugin "$2"); shift 2 ;;
 	--) shift; break ;;
@@ -125,6 +131,16 @@ echo $((timeout_s - 30)) >"$out/guest-timeout"
 accel=tcg
 cpu=max
 if [ "${RSIW_KVM:-0}" = 1 ] && [ -w /dev/kvm ]; then accel=kvm; cpu=host; fi
+# Turning a static key (a trace event's, the tracer's hooks on the
+# scheduler) patches the kernel's code through text_poke_bp: an int3
+# first, the new bytes after every CPU has synced. Under multi-threaded
+# TCG a vCPU can still run its old translation of the code, int3
+# included, after the patch is done: "Oops: int3" with the int3 gone from
+# the Code: line, seen with an event enabled on the kernel command line
+# (in sched_clock_tick, during boot) and as rsiw's events were turned off
+# (in ttwu_do_activate). With one thread for every vCPU, one runs at a
+# time and none runs stale code.
+[ "$accel" = tcg ] && [ -n "$tcg_thread" ] && accel+=",thread=$tcg_thread"
 
 net_args=()
 case "$nic" in
