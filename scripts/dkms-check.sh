@@ -9,6 +9,7 @@
 # Exit status 0 when it can; otherwise 1, with one line per missing piece
 # saying what it is and what to do.
 #   LLVM=-NN    the LLVM suffix the build will use (default -19, as the Makefile)
+#   RSIW_KERNEL_ANY=1  a kernel other than Linux 7.3 is a note, not a refusal
 set -u
 kdir=${1:-/lib/modules/$(uname -r)/build}
 llvm=${LLVM:--19}
@@ -37,6 +38,19 @@ if [ "$(conf CONFIG_RUST)" != y ]; then
 	miss "the kernel has no Rust support (CONFIG_RUST is not y): rsiw is a Rust module; use a kernel built with CONFIG_RUST=y, or rsiw's test kernel in a VM (scripts/rsiw-vm.sh)"
 	exit 1
 fi
+# The kernel crate's API changes from one release to the next: rsiw is
+# built and tested against Linux 7.3 (any 7.3.y, a distribution's too).
+case "$release" in
+7.3 | 7.3.* | 7.3-* | 7.3+*) ;;
+"") say "note: the kernel's release is unknown (no include/config/kernel.release); rsiw is for Linux 7.3" ;;
+*)
+	if [ "${RSIW_KERNEL_ANY:-0}" = 1 ]; then
+		say "note: Linux $release, not 7.3: trying anyway (RSIW_KERNEL_ANY=1)"
+	else
+		miss "rsiw is for Linux 7.3 and this kernel is $release: the kernel crate's API differs between releases (RSIW_KERNEL_ANY=1 tries anyway)"
+	fi
+	;;
+esac
 case "$(conf CONFIG_INFINIBAND)" in
 y | m) ;;
 *) miss "the kernel has no RDMA core (CONFIG_INFINIBAND)" ;;
