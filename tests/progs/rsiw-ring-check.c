@@ -193,28 +193,12 @@ static void disconnect_pair(struct end *c)
 /* Polls one completion (10 s at most). */
 static int poll_one(struct end *e, struct ibv_wc *wc)
 {
-	struct timespec start, now;
-
-	clock_gettime(CLOCK_MONOTONIC, &start);
-	for (;;) {
-		int n = ibv_poll_cq(e->cq, 1, wc);
-
-		if (n < 0)
-			DIE("ibv_poll_cq");
-		if (n == 1)
-			return 0;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (now.tv_sec - start.tv_sec > 10)
-			return -1;
-	}
+	return poll_cq_one(e->cq, wc);
 }
 
 static int post_recv(struct end *e, uint64_t wr_id, void *addr, uint32_t len)
 {
-	struct ibv_sge sge = { .addr = (uintptr_t)addr, .length = len, .lkey = e->mr->lkey };
-	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1 }, *bad;
-
-	return ibv_post_recv(e->id->qp, &wr, &bad);
+	return post_recv_one(e->id->qp, e->mr->lkey, wr_id, addr, len);
 }
 
 static int post_send(struct end *e, uint64_t wr_id, enum ibv_wr_opcode op, void *addr,
