@@ -173,8 +173,9 @@ resolve_kdir() {
 }
 
 # console_oops CONSOLE PREFIX: why a guest stopped, each line after
-# PREFIX: its console from the first oops, BUG, WARNING, panic or QEMU
-# error (40 lines), else the console's last 15 lines.
+# PREFIX: its console from the first oops, BUG, WARNING, panic, lockup,
+# hung task, RCU stall or QEMU message (40 lines), else the console's last
+# 15 lines.
 console_oops() {
 	local n
 	[ -f "$1" ] || return 0
