@@ -54,6 +54,9 @@ else
 		done <"$f"
 	done
 	grep -qx 'CONFIG_RUST=y' "$build_dir/.config" || die "CONFIG_RUST did not stick: is the Rust toolchain usable? (make rustavailable)"
+	# Guests patch no code at run time (rsiw.config says why).
+	! grep -qx 'CONFIG_JUMP_LABEL=y' "$build_dir/.config" ||
+		die "CONFIG_JUMP_LABEL is on (an option selects it): guests under multi-threaded TCG would crash on int3 patching; turn off what selects it"
 	log "building linux $version with -j$jobs (about 11 minutes on 2 cores)"
 	start=$(date +%s)
 	"${mk[@]}" bzImage modules >&2 || die "kernel build failed"

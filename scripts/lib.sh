@@ -59,8 +59,9 @@ kernel_cfg_key() {
 	mapfile -t fragments < <(kernel_fragments)
 	[ ${#fragments[@]} -gt 0 ] || return 1
 	toolchain=$(rustc --version; bindgen --version; "clang$RSIW_LLVM" --version | head -1)
-	# Only the options count: a comment edited in a fragment keeps the build.
-	(grep -hvE '^[[:space:]]*(#|$)' "${fragments[@]}"; echo "$toolchain"; echo "$RSIW_LLVM") | sha256sum | cut -c1-12
+	# Only the options count (set, or "# CONFIG_X is not set"): a comment
+	# edited in a fragment keeps the build.
+	(grep -hE '^[[:space:]]*CONFIG_|^# CONFIG_[A-Za-z0-9_]+ is not set$' "${fragments[@]}"; echo "$toolchain"; echo "$RSIW_LLVM") | sha256sum | cut -c1-12
 }
 
 # Which kernel source a build uses, cheaply (no hashing of the tarball):
