@@ -345,6 +345,15 @@ nvme_connect() {
 		--hostnqn=nqn.2014-08.org.nvmexpress:uuid:$hid --hostid=$hid "$@"
 }
 
+# veth_up IP: veth0 with IP/24 and its peer veth1, both up: the link of a
+# one-guest test whose two ends (target and host, server and client) meet
+# over an RDMA device on veth0.
+veth_up() {
+	ip link add veth0 type veth peer name veth1 &&
+		ip addr add "$1/24" dev veth0 &&
+		ip link set veth0 up && ip link set veth1 up
+}
+
 # nvmeof_over_rsiw NQN IP: one guest, both ends over rsiw0 on veth0 (IP/24):
 # load rsiw, a memory-backed null_blk exported by nvmet-rdma, nvme-rdma
 # connected to it; sets $dev to the namespace's block device. The module,
@@ -353,10 +362,7 @@ nvme_connect() {
 nvmeof_over_rsiw() {
 	local nqn=$1 ip=$2
 	setup "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
-	ip link add veth0 type veth peer name veth1
-	ip addr add $ip/24 dev veth0
-	ip link set veth0 up
-	ip link set veth1 up
+	setup "veth0 ($ip/24) and veth1" veth_up $ip
 	setup "rdma link add rsiw0 on veth0" rdma link add rsiw0 type rsiw netdev veth0
 	setup "memory-backed null_blk" modprobe null_blk nr_devices=1 memory_backed=1 gb=1 queue_mode=2
 	setup "nvmet-rdma and nvme-rdma load" modprobe -a nvmet-rdma nvme-rdma

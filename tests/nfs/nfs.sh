@@ -26,10 +26,7 @@ mnt=/mnt/nfs
 dmesg -C
 mkdir -p $exp $mnt
 head -c $((mib << 20)) /dev/urandom >/tmp/pattern
-ip link add veth0 type veth peer name veth1
-ip addr add $ip/24 dev veth0
-ip link set veth0 up
-ip link set veth1 up
+setup "veth0 ($ip/24) and veth1" veth_up $ip
 
 rdma_qps() { rdma resource show qp link "$1" 2>/dev/null | grep -c "lqpn"; }
 no_qps() { [ "$(rdma_qps "$1")" = 0 ]; }

@@ -65,10 +65,7 @@ make -s >/dev/null 2>&1 || echo "# blktests' helpers did not all build (some tes
 
 export RSIW_KO=$ko
 # The network blktests binds its soft RDMA devices to: a veth pair.
-ip link add veth0 type veth peer name veth1
-ip addr add 10.99.0.1/24 dev veth0
-ip link set veth0 up
-ip link set veth1 up
+setup "veth0 (10.99.0.1/24) and veth1" veth_up 10.99.0.1
 # Each test runs on every driver before the next test starts: times are
 # compared test by test under the same load (under TCG, with anything
 # else on the host, a whole group run on one driver and then the other

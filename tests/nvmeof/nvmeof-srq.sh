@@ -21,10 +21,7 @@ elapsed() {
 
 dmesg -C
 setup "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
-ip link add veth0 type veth peer name veth1
-ip addr add $ip/24 dev veth0
-ip link set veth0 up
-ip link set veth1 up
+setup "veth0 ($ip/24) and veth1" veth_up $ip
 setup "rdma link add rsiw0 on veth0" rdma link add rsiw0 type rsiw netdev veth0
 check "two memory-backed null_blk" modprobe null_blk nr_devices=2 memory_backed=1 gb=1 queue_mode=2
 check "nvmet-rdma with use_srq=1, nvme-rdma" modprobe nvmet-rdma use_srq=1

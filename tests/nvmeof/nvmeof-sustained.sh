@@ -40,10 +40,7 @@ one_pass() {
 	local label=$1 crc=$2 t0 n
 	dmesg -C
 	check "$label: insmod rsiw.ko mpa_crc=$crc" insmod "$RSIW_ROOT/rsiw.ko" mpa_crc=$crc
-	ip link add veth0 type veth peer name veth1
-	ip addr add $ip/24 dev veth0
-	ip link set veth0 up
-	ip link set veth1 up
+	setup "veth0 ($ip/24) and veth1" veth_up $ip
 	check "$label: rdma link add rsiw0 on veth0" rdma link add rsiw0 type rsiw netdev veth0
 	check "$label: memory-backed 1 GiB null_blk" modprobe null_blk nr_devices=1 memory_backed=1 gb=1 queue_mode=2
 	check "$label: nvmet-rdma and nvme-rdma load" modprobe -a nvmet-rdma nvme-rdma

@@ -25,10 +25,7 @@ stamp() {
 
 dmesg -C
 setup "insmod rsiw.ko kunit_terminate_after_mib=$at" insmod "$RSIW_ROOT/rsiw.ko" kunit_terminate_after_mib=$at
-ip link add veth0 type veth peer name veth1
-ip addr add $ip/24 dev veth0
-ip link set veth0 up
-ip link set veth1 up
+setup "veth0 ($ip/24) and veth1" veth_up $ip
 setup "rdma link add rsiw0 on veth0" rdma link add rsiw0 type rsiw netdev veth0
 setup "memory-backed null_blk" modprobe null_blk nr_devices=1 memory_backed=1 gb=1 queue_mode=2
 setup "nvmet-rdma and nvme-rdma load" modprobe -a nvmet-rdma nvme-rdma
