@@ -24,6 +24,8 @@ APT_PACKAGES=(
 	gawk xfsprogs
 	# NFS over RDMA: rpc.nfsd, rpc.mountd, exportfs, mount.nfs4 (tests/nfs/nfs.sh)
 	nfs-kernel-server
+	# SMB Direct (tests/smb): ksmbd.mountd and ksmbd.adduser, mount.cifs
+	ksmbd-tools cifs-utils
 	# rdma-core's own test suite (tests/userspace/rdmacore.sh runs it from the package)
 	python3-pyverbs
 	# libfabric's verbs provider and fi_pingpong, Open MPI and mpi4py
