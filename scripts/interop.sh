@@ -3,7 +3,8 @@
 #
 # Interoperability with Linux siw: two guests joined by a virtual link run
 # NVMe over Fabrics, one over siw and one over rsiw, in both directions,
-# with MPA CRC off and on, and NFS over RDMA in both directions:
+# with MPA CRC off and on, and NFS over RDMA and SMB Direct in both
+# directions:
 #   scripts/interop.sh [OUTDIR]
 # Prints the guests' result lines, each tagged with its pair and side
 # (tests/common/results.sh), and ends with "interop: N passed, N failed"
@@ -18,13 +19,14 @@ rm -f "$out"/*/results
 port=$((46000 + RANDOM % 1000))
 tf=$RSIW_TIME_FACTOR # 4 on the debug kernel (lib.sh)
 
-# pair NAME TARGET_KIND HOST_KIND [crc]: NVMe-oF; with NFS_PAIR=1, NFS
-# (interop-nfs.sh: the target is the server, the host the client). Each
+# pair NAME TARGET_KIND HOST_KIND [crc]: NVMe-oF; with ULP=nfs or smb,
+# that protocol (interop-ULP.sh: the target is the server, the host
+# the client). Each
 # guest runs its vCPUs in one thread (--tcg-single): the rsiw side turns
 # trace events on (scripts/vm-run.sh says why).
 pair() {
 	local name=$1 tk=$2 hk=$3 crc=${4:-} script=interop-nvmeof.sh tr=target hr=host
-	[ "${NFS_PAIR:-0}" = 1 ] && { script=interop-nfs.sh tr=server hr=client; }
+	[ -n "${ULP:-}" ] && { script=interop-$ULP.sh tr=server hr=client; }
 	port=$((port + 1))
 	log "== interop: $name (target over $tk, host over $hk)"
 	scripts/vm-run.sh --quiet --timeout $((540 * tf)) --mem 2G --tcg-single --append kunit.enable=0 --nic "listen:$port" --out "$out/$name-target" \
@@ -59,8 +61,10 @@ pair rsiw-target-siw-host rsiw siw
 # rsiw asks for MPA CRC (siw only uses it when asked).
 pair siw-target-rsiw-host-crc siw rsiw crc
 pair rsiw-target-siw-host-crc rsiw siw crc
-NFS_PAIR=1 pair nfs-siw-server-rsiw-client siw rsiw
-NFS_PAIR=1 pair nfs-rsiw-server-siw-client rsiw siw
+for ULP in nfs smb; do
+	pair $ULP-siw-server-rsiw-client siw rsiw
+	pair $ULP-rsiw-server-siw-client rsiw siw
+done
 # The counts of everything printed above (tests/common/results.sh).
 read -r p f sk bp bf < <(cat "$out"/*/results | results_count)
 echo "interop: baseline $bp passed, $bf failed; $sk skipped"

@@ -427,3 +427,68 @@ nfs_mount() {
 	mkdir -p "$2"
 	wait_for "${4:-20}" mount -t nfs4 -o "$opts" "$1:/" "$2" 2>/dev/null
 }
+
+# dd_rates TAG FILE MIB: MIB of /tmp/pattern written to FILE by direct I/O,
+# then read back into /tmp/back (1 MiB I/Os); prints the rates as a "#"
+# line. Fails if either transfer does.
+dd_rates() {
+	local t0 t1 t2 w r
+	rm -f /tmp/back
+	t0=$(date +%s.%N)
+	dd if=/tmp/pattern of="$2" bs=1M count="$3" oflag=direct status=none || return 1
+	t1=$(date +%s.%N)
+	dd if="$2" of=/tmp/back bs=1M count="$3" iflag=direct status=none || return 1
+	t2=$(date +%s.%N)
+	w=$(echo "$3 / ($t1 - $t0)" | bc -l | cut -c1-6)
+	r=$(echo "$3 / ($t2 - $t1)" | bc -l | cut -c1-6)
+	echo "# $1: direct write $w MiB/s, read $r MiB/s ($3 MiB, 1 MiB I/Os, TCG guest)"
+}
+
+# SMB Direct (smb.sh, interop-smb.sh): ksmbd serves SMB over TCP (445)
+# and SMB Direct on iWARP's port 5445; cifs.ko mounts with `rdma`. The
+# share's user is root (ksmbd maps it to uid 0); its configuration and
+# password database are the guest's own, in /run/ksmbd-rsiw.
+SMB_USER=root
+SMB_PASS=rsiw-smb
+
+# smb_server_up DIR [TRANSPORT]: ksmbd exporting DIR as share "rsiw",
+# writable; up when it listens for TRANSPORT (rdma, the default: SMB
+# Direct's iWARP port on an RDMA device; tcp: port 445).
+smb_server_up() {
+	local conf=/run/ksmbd-rsiw
+	mkdir -p "$1" $conf || return 1
+	rm -f $conf/pwd.db
+	printf '[global]\n\tnetbios name = rsiw\n\tserver multi channel support = no\n[rsiw]\n\tpath = %s\n\tread only = no\n\tforce user = root\n' "$1" >$conf/ksmbd.conf
+	ksmbd.adduser -i $conf/pwd.db -c $conf/ksmbd.conf -a $SMB_USER -p $SMB_PASS >/dev/null 2>&1 || return 1
+	modprobe ksmbd || return 1
+	ksmbd.mountd -c $conf/ksmbd.conf -u $conf/pwd.db >/dev/null 2>&1 || return 1
+	if [ "${2:-rdma}" = tcp ]; then
+		wait_for 20 listening 445
+	else
+		# The server's RDMA listener on iWARP's SMB Direct port.
+		wait_for 20 bash -c 'rdma resource show cm_id 2>/dev/null | grep -q ":5445 "'
+	fi
+}
+
+# smb_server_down: undoes smb_server_up.
+smb_server_down() {
+	ksmbd.control -s >/dev/null 2>&1
+	wait_for 20 bash -c '! pgrep -x ksmbd.mountd >/dev/null'
+	pkill -x ksmbd.mountd
+	modprobe -r ksmbd 2>/dev/null || { sleep 2; modprobe -r ksmbd; }
+}
+
+# smb_mount ADDR MOUNTPOINT TRANSPORT [SECONDS]: mounts ADDR's share "rsiw"
+# (SMB 3.1.1, no client cache: every I/O goes to the server), over SMB
+# Direct with TRANSPORT rdma, else over TCP; retrying for SECONDS (default
+# 20) while the server comes up.
+smb_mount() {
+	local opts=vers=3.1.1,cache=none,username=$SMB_USER,password=$SMB_PASS
+	[ "$3" = rdma ] && opts=$opts,rdma
+	mkdir -p "$2"
+	wait_for "${4:-20}" mount -t cifs "//$1/rsiw" "$2" -o "$opts" 2>/dev/null
+}
+
+# smb_over_rdma: the one cifs connection is an SMB Direct one (cifs's
+# DebugData marks it "RDMA").
+smb_over_rdma() { grep -qx 'RDMA ' /proc/fs/cifs/DebugData; }
