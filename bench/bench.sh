@@ -102,6 +102,18 @@
 #            many times more. The counts stay in
 #            $RSIW_CACHE/bench/jcmiss-DATE.
 #
+#   bench/bench.sh --impair [--quick] [--out DIR]
+#            goodput (64 KiB RDMA Writes, 32 in flight; TCP: one stream)
+#            and 64-byte latency of rsiw, Linux siw, rxe (RoCE v2) and TCP
+#            under tc netem on the veth between two namespaces: no
+#            impairment, 1/10/50 ms RTT, 0.1/1/5% loss, 10 ms with 1%
+#            loss, reordering; 3 interleaved rounds in one boot
+#            (bench/impair-bench.sh; BENCH_ROUNDS, BENCH_IMPAIR,
+#            BENCH_IMPLS, BENCH_QTIME, BENCH_DEPTH passed to the guest;
+#            --quick: one round of none, delay10, loss1). Writes
+#            DIR/results.md, raw.csv and plot-goodput.png, plot-latency.png
+#            (default DIR: $RSIW_CACHE/bench/impair-DATE).
+#
 #   bench/bench.sh --engine-cost
 #            the engine's instructions per 64-byte Send message (TX and RX,
 #            no CRC), counted by callgrind on the host: two runs of the
@@ -261,6 +273,44 @@ if [ "${1:-}" = --engine-cost ]; then
 	[ -n "$a" ] && [ -n "$b" ] || die "callgrind gave no count"
 	echo "engine: $(((b - a) / 20000)) instructions per 64-byte Send message (TX + RX, no CRC; the test's mock host and libc included)"
 	exit 0
+fi
+if [ "${1:-}" = --impair ]; then
+	shift
+	out=""
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		--quick) export BENCH_ROUNDS=${BENCH_ROUNDS:-1} BENCH_IMPAIR=${BENCH_IMPAIR:-none delay10 loss1} BENCH_QTIME=${BENCH_QTIME:-3}; shift ;;
+		--out) out=$2; shift 2 ;;
+		*) die "--impair takes [--quick] [--out DIR]" ;;
+		esac
+	done
+	need_debs qperf gnuplot-nox iproute2 rdmacm-utils libibverbs-dev librdmacm-dev
+	kdir=$(resolve_kdir)
+	make -s KDIR="$kdir" modules
+	make -s -C providers/rsiw
+	make -s -C bench/qpbench
+	[ -n "$out" ] || out="$RSIW_CACHE/bench/impair-$(date +%Y%m%d-%H%M%S)"
+	mkdir -p "$out"
+	out=$(cd "$out" && pwd)
+	case "$out" in /tmp/* | /run/* | /var/tmp/* | /mnt/*)
+		die "--out $out: the guest mounts a tmpfs there; choose another directory" ;;
+	esac
+	envs=()
+	for v in ${!BENCH_@}; do envs+=("$v=${!v}"); done
+	log "impaired-link benchmark: guest output in $out/vm"
+	rc=0
+	scripts/vm-run.sh --quiet --mem 3G --timeout "${RSIW_BENCH_TIMEOUT:-10800}" --out "$out/vm" --append kunit.enable=0 \
+		-- env "${envs[@]}" bench/impair-bench.sh &
+	vm=$!
+	tail -F --pid=$vm -n +1 "$out/vm/output.log" 2>/dev/null | grep --line-buffered -E '^(bench:|not ok)' &
+	wait $vm || rc=$?
+	sleep 1
+	[ -s "$out/vm/results.md" ] || { log "no results (guest exit $rc): see $out/vm/output.log"; exit 1; }
+	cp "$out/vm/results.md" "$out/vm/raw.csv" "$out/"
+	bench/impair-plot.sh "$out/raw.csv" "$out"
+	cat "$out/results.md"
+	log "results: $out/results.md, $out/raw.csv, plots in $out"
+	exit "$rc"
 fi
 if [ "${1:-}" = --compare ]; then
 	shift
