@@ -271,6 +271,11 @@ slab_check() {
 	fi
 }
 
+# KERNEL_TROUBLE: what in a kernel log fails a test (an extended regex):
+# warnings, BUGs, oopses, a crashed or trapped user process, refcount and
+# sanitizer reports, hung tasks, RCU stalls, soft lockups.
+KERNEL_TROUBLE='WARNING:|BUG:|Oops|general protection|segfault at|traps:|refcount_t:|UBSAN:|KASAN:|hung_task|blocked for more than|rcu_sched self-detected|soft lockup'
+
 # check_dmesg_clean NAME [EXPLAINED]: fails on any kernel warning, bug,
 # oops, leak report or hung task, and on any user-space crash the kernel
 # logs (a process killed by SIGSEGV, SIGBUS, SIGILL or a trap: "segfault
@@ -297,7 +302,7 @@ check_dmesg_clean() {
 			return
 		fi
 	fi
-	bad=$(dmesg | grep -E 'WARNING:|BUG:|Oops|general protection|segfault at|traps:|refcount_t:|kmemleak:|UBSAN:|KASAN:|hung_task|blocked for more than|rcu_sched self-detected|soft lockup' || true)
+	bad=$(dmesg | grep -E "$KERNEL_TROUBLE|kmemleak:" || true)
 	if [ -n "$explained" ] && [ -n "$bad" ]; then
 		bad=$(echo "$bad" | grep -vE "$explained" || true)
 	fi

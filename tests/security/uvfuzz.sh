@@ -92,7 +92,7 @@ res_back() { [ "$(res_counts)" = "$res0" ]; }
 # kmemleak scan is check_dmesg_clean's at the end).
 # An allocation failure report counts too: a user must not be able to
 # make the kernel log one (rsiw's large rings are kvmalloc'ed).
-kernel_clean() { ! dmesg | grep -qE 'WARNING:|BUG:|Oops|general protection|refcount_t:|UBSAN:|KASAN:|hung_task|blocked for more than|segfault at|traps:|page allocation failure'; }
+kernel_clean() { ! dmesg | grep -qE "$KERNEL_TROUBLE|page allocation failure"; }
 
 # Warm-up: a short run (first-use allocations are not leaks), then the
 # baseline with no process holding anything.
