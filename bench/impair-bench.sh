@@ -62,13 +62,7 @@ setup "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
 setup "siw, rdma_rxe, sch_netem" modprobe -a siw rdma_rxe sch_netem
 setup "namespaces bA and bB joined by veth" bench_netns $A $B
 
-impair() {
-	ina tc qdisc del dev bcA root 2>/dev/null
-	inb tc qdisc del dev bcB root 2>/dev/null
-	[ $# -gt 0 ] || return 0
-	ina tc qdisc add dev bcA root netem "$@" limit 10000 &&
-		inb tc qdisc add dev bcB root netem "$@" limit 10000
-}
+impair() { netem_both bA bcA bB bcB "$@"; }
 dev_up() {
 	[ "$1" = tcp ] && return 0
 	ina rdma link add ${1}0 type "$1" netdev bcA && inb rdma link add ${1}1 type "$1" netdev bcB || return 1

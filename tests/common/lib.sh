@@ -379,6 +379,26 @@ nvmeof_over_rsiw() {
 	dev=$(ls /dev/nvme*n1 2>/dev/null | head -1)
 }
 
+# rdma_qps LINK: the QPs on LINK (DEV/PORT); no_qps LINK: none.
+rdma_qps() { rdma resource show qp link "$1" 2>/dev/null | grep -c "lqpn"; }
+no_qps() { [ "$(rdma_qps "$1")" = 0 ]; }
+
+# same_tree A B: the files under A and under B, by path and content, are
+# the same (what a client wrote, as its server holds it).
+same_tree() { (cd "$1" && find . -type f | sort | xargs md5sum) >/tmp/sum-a; (cd "$2" && find . -type f | sort | xargs md5sum) >/tmp/sum-b; cmp -s /tmp/sum-a /tmp/sum-b; }
+
+# netem_both NS_A DEV_A NS_B DEV_B [OPTIONS...]: the same tc netem on both
+# ends of a link (so an RTT is twice a delay); without OPTIONS, none.
+netem_both() {
+	local na=$1 da=$2 nb=$3 db=$4
+	shift 4
+	ip netns exec "$na" tc qdisc del dev "$da" root 2>/dev/null
+	ip netns exec "$nb" tc qdisc del dev "$db" root 2>/dev/null
+	[ $# -gt 0 ] || return 0
+	ip netns exec "$na" tc qdisc add dev "$da" root netem "$@" limit 10000 &&
+		ip netns exec "$nb" tc qdisc add dev "$db" root netem "$@" limit 10000
+}
+
 # NFS over RDMA (nfs.sh, interop-nfs.sh): NFSv4.2, RDMA on port 20049.
 NFS_RDMA_PORT=20049
 

@@ -28,8 +28,6 @@ mkdir -p $exp $mnt
 head -c $((mib << 20)) /dev/urandom >/tmp/pattern
 setup "veth0 ($ip/24) and veth1" veth_up $ip
 
-rdma_qps() { rdma resource show qp link "$1" 2>/dev/null | grep -c "lqpn"; }
-no_qps() { [ "$(rdma_qps "$1")" = 0 ]; }
 mountstat() { awk -v m=" $mnt " 'index($0, m) { f = 1 } f && /xprt:/ { print; exit }' /proc/self/mountstats; }
 secs() { echo "$2 - $1" | bc -l; }
 
@@ -54,7 +52,6 @@ small_files() {
 	for i in $(seq 1 200); do echo "small file $i $RANDOM" >$mnt/small/f$i || return 1; done
 }
 
-same_tree() { (cd "$1" && find . -type f | sort | xargs md5sum) >/tmp/sum-a; (cd "$2" && find . -type f | sort | xargs md5sum) >/tmp/sum-b; cmp -s /tmp/sum-a /tmp/sum-b; }
 
 # --- rsiw: every step checked ---
 setup "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"

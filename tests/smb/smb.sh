@@ -29,9 +29,6 @@ mkdir -p $share $mnt
 head -c $((mib << 20)) /dev/urandom >/tmp/pattern
 setup "veth0 ($ip/24) and veth1" veth_up $ip
 
-rdma_qps() { rdma resource show qp link "$1" 2>/dev/null | grep -c "lqpn"; }
-no_qps() { [ "$(rdma_qps "$1")" = 0 ]; }
-same_tree() { (cd "$1" && find . -type f | sort | xargs md5sum) >/tmp/sum-a; (cd "$2" && find . -type f | sort | xargs md5sum) >/tmp/sum-b; cmp -s /tmp/sum-a /tmp/sum-b; }
 small_files() {
 	local i
 	mkdir -p $mnt/small || return 1

@@ -49,13 +49,7 @@ no_objects() { ! rdma resource show 2>/dev/null | grep -qE '(qp|cq|pd|mr|cm_id|c
 
 # impair [OPTIONS...]: the same netem on both ends; none without OPTIONS.
 # shellcheck disable=SC2120 # check passes the options
-impair() {
-	in1 tc qdisc del dev imp1 root 2>/dev/null
-	in2 tc qdisc del dev imp2 root 2>/dev/null
-	[ $# -gt 0 ] || return 0
-	in1 tc qdisc add dev imp1 root netem "$@" limit 10000 &&
-		in2 tc qdisc add dev imp2 root netem "$@" limit 10000
-}
+impair() { netem_both n1 imp1 n2 imp2 "$@"; }
 
 # rping_v NAME COUNT: rping -V, COUNT pings of 16 KiB,
 # the server on 10.96.0.1 in n1, the client from 10.96.0.2 in n2.
