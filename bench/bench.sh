@@ -154,6 +154,21 @@ guest_build() {
 	out="$RSIW_CACHE/bench/$1-$(date +%Y%m%d-%H%M%S)"
 	mkdir -p "$out"
 }
+# guest_build_out NAME: guest_build's module and provider, and
+# bench/qpbench; $out is the --out directory made absolute, or a new
+# $RSIW_CACHE/bench/NAME-DATE, and never one the guest mounts a tmpfs on.
+guest_build_out() {
+	kdir=$(resolve_kdir)
+	make -s KDIR="$kdir" modules
+	make -s -C providers/rsiw
+	make -s -C bench/qpbench
+	[ -n "$out" ] || out="$RSIW_CACHE/bench/$1-$(date +%Y%m%d-%H%M%S)"
+	mkdir -p "$out"
+	out=$(cd "$out" && pwd)
+	case "$out" in /tmp/* | /run/* | /var/tmp/* | /mnt/*)
+		die "--out $out: the guest mounts a tmpfs there; choose another directory" ;;
+	esac
+}
 if [ "${1:-}" = --profile ]; then
 	secs=${2:-4}
 	# The guest runs the host's programs (read-only root).
@@ -285,16 +300,7 @@ if [ "${1:-}" = --impair ]; then
 		esac
 	done
 	need_debs qperf gnuplot-nox iproute2 rdmacm-utils libibverbs-dev librdmacm-dev
-	kdir=$(resolve_kdir)
-	make -s KDIR="$kdir" modules
-	make -s -C providers/rsiw
-	make -s -C bench/qpbench
-	[ -n "$out" ] || out="$RSIW_CACHE/bench/impair-$(date +%Y%m%d-%H%M%S)"
-	mkdir -p "$out"
-	out=$(cd "$out" && pwd)
-	case "$out" in /tmp/* | /run/* | /var/tmp/* | /mnt/*)
-		die "--out $out: the guest mounts a tmpfs there; choose another directory" ;;
-	esac
+	guest_build_out impair
 	envs=()
 	for v in ${!BENCH_@}; do envs+=("$v=${!v}"); done
 	log "impaired-link benchmark: guest output in $out/vm"
@@ -325,16 +331,7 @@ if [ "${1:-}" = --compare ]; then
 	done
 	# The guest runs the host's programs (read-only root): install them here.
 	need_debs perftest qperf fio nvme-cli gnuplot-nox iproute2 rdmacm-utils libibverbs-dev librdmacm-dev
-	kdir=$(resolve_kdir)
-	make -s KDIR="$kdir" modules
-	make -s -C providers/rsiw
-	make -s -C bench/qpbench
-	[ -n "$out" ] || out="$RSIW_CACHE/bench/compare-$(date +%Y%m%d-%H%M%S)"
-	mkdir -p "$out"
-	out=$(cd "$out" && pwd)
-	case "$out" in /tmp/* | /run/* | /var/tmp/* | /mnt/*)
-		die "--out $out: the guest mounts a tmpfs there; choose another directory" ;;
-	esac
+	guest_build_out compare
 	# Guest time under TCG: about 2 minutes (--quick), 1-2 hours (full).
 	if [ -n "$quick" ]; then limit=${RSIW_BENCH_TIMEOUT:-1200}; else limit=${RSIW_BENCH_TIMEOUT:-10800}; fi
 	rm -f "$out/vm/output.log"
