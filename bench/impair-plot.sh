@@ -14,7 +14,6 @@ for metric in goodput lat_64; do
 	python3 - "$raw" "$metric" >"$out/$metric.dat" <<'PY'
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
-impls = ["rsiw", "siw", "rxe", "tcp"]
 order = []
 vals = {}
 for r in rows:
@@ -23,11 +22,15 @@ for r in rows:
     if r["impairment"] not in order:
         order.append(r["impairment"])
     vals.setdefault((r["impairment"], r["impl"]), []).append(float(r["value"]))
+# Only the implementations measured (BENCH_IMPLS may leave some out): a
+# column of NaN alone stops gnuplot.
+impls = [p for p in ["rsiw", "siw", "rxe", "tcp"] if any(k[1] == p for k in vals)]
 print("impairment " + " ".join(impls))
 for i in order:
     print(i + " " + " ".join(
         "%.3f" % statistics.median(vals[(i, p)]) if (i, p) in vals else "NaN" for p in impls))
 PY
+	cols=$(head -1 "$out/$metric.dat" | wc -w)
 	case $metric in
 	goodput) name=goodput ylabel="goodput, MB/s (median, log scale)" log="set logscale y" ;;
 	lat_64) name=latency ylabel="64-byte round trip, µs (median, log scale)" log="set logscale y" ;;
@@ -42,6 +45,6 @@ set key autotitle columnhead top right
 set ylabel "$ylabel"
 set xtics rotate by -30
 $log
-plot for [c=2:5] "$out/$metric.dat" using c:xtic(1)
+plot for [c=2:$cols] "$out/$metric.dat" using c:xtic(1)
 GP
 done
