@@ -299,7 +299,7 @@ if [ "${1:-}" = --impair ]; then
 		*) die "--impair takes [--quick] [--out DIR]" ;;
 		esac
 	done
-	need_debs qperf gnuplot-nox iproute2 rdmacm-utils libibverbs-dev librdmacm-dev
+	need_debs qperf ethtool gnuplot-nox iproute2 rdmacm-utils libibverbs-dev librdmacm-dev
 	guest_build_out impair
 	envs=()
 	for v in ${!BENCH_@}; do envs+=("$v=${!v}"); done

@@ -18,6 +18,13 @@
 # progress lines ("bench: ...") and, at the end, the median table.
 # Overrides: BENCH_ROUNDS (3), BENCH_IMPAIR (the impairments, names
 # below), BENCH_IMPLS ("rsiw siw rxe tcp"), BENCH_QTIME, BENCH_DEPTH.
+# An impairment name with "-seg" appended (loss1-seg) applies the same
+# netem with the veth's segmentation offloads (TSO, GSO, GRO) off: netem
+# acts on skbs, and with the offloads on a TCP skb is a GSO super-packet
+# of up to 64 KiB, so "loss 1%" drops one in a hundred super-packets, not
+# one in a hundred wire segments as a real link does. Which skb sizes a
+# sender builds then decides how much it loses; with "-seg" every sender
+# loses the same share of its segments.
 set -u
 . "$(dirname "$0")/../tests/common/lib.sh"
 
@@ -55,14 +62,20 @@ echo "impairment,impl,round,metric,value,unit" >"$raw"
 	echo "kernel=$(uname -r)"
 	echo "vcpus=$(nproc)"
 	echo "rounds=$rounds qtime=$qtime depth=$depth"
-	for i in $impairs; do echo "netem[$i]=${netem[$i]}"; done
+	for i in $impairs; do echo "netem[$i]=${netem[${i%-seg}]}"; done
 } >"$OUT/meta.txt"
 
 setup "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
 setup "siw, rdma_rxe, sch_netem" modprobe -a siw rdma_rxe sch_netem
 setup "namespaces bA and bB joined by veth" bench_netns $A $B
+setup "ethtool" command -v ethtool
 
 impair() { netem_both bA bcA bB bcB "$@"; }
+# offloads on|off: TSO, GSO and GRO of both veth ends.
+offloads() {
+	ina ethtool -K bcA tso "$1" gso "$1" gro "$1" 2>/dev/null &&
+		inb ethtool -K bcB tso "$1" gso "$1" gro "$1" 2>/dev/null
+}
 dev_up() {
 	[ "$1" = tcp ] && return 0
 	ina rdma link add ${1}0 type "$1" netdev bcA && inb rdma link add ${1}1 type "$1" netdev bcB || return 1
@@ -116,8 +129,10 @@ latency() {
 
 for r in $(seq 1 "$rounds"); do
 	for i in $impairs; do
+		case $i in *-seg) o=off ;; *) o=on ;; esac
+		offloads $o || { progress "$i: ethtool -K ... $o refused"; continue; }
 		# shellcheck disable=SC2086 # the netem options, split
-		impair ${netem[$i]} || { progress "netem ${netem[$i]}: refused"; continue; }
+		impair ${netem[${i%-seg}]} || { progress "netem ${netem[${i%-seg}]}: refused"; continue; }
 		for impl in $impls; do
 			dev_up $impl || { progress "$impl: no devices"; dev_down $impl; continue; }
 			goodput "$i" $impl "$r"
@@ -126,6 +141,7 @@ for r in $(seq 1 "$rounds"); do
 			progress "round $r, $i, $impl done"
 		done
 		impair
+		offloads on
 	done
 done
 
@@ -139,7 +155,9 @@ ratio() { [ -n "$1" ] && [ -n "$2" ] && awk "BEGIN { if ($2 > 0) printf \"%.2f\"
 	for i in $impairs; do
 		g_r=$(med "$i" goodput rsiw) g_s=$(med "$i" goodput siw) g_x=$(med "$i" goodput rxe) g_t=$(med "$i" goodput tcp)
 		l_r=$(med "$i" lat_64 rsiw) l_s=$(med "$i" lat_64 siw) l_x=$(med "$i" lat_64 rxe) l_t=$(med "$i" lat_64 tcp)
-		echo "| $i (${netem[$i]:-none}) | ${g_r:--} | ${g_s:--} | ${g_x:--} | ${g_t:--} | $(ratio "$g_r" "$g_t") | $(ratio "$g_r" "$g_s") | ${l_r:--} | ${l_s:--} | ${l_x:--} | ${l_t:--} |"
+		n=${netem[${i%-seg}]:-none}
+		[ "$i" = "${i%-seg}" ] || n="$n; offloads off"
+		echo "| $i ($n) | ${g_r:--} | ${g_s:--} | ${g_x:--} | ${g_t:--} | $(ratio "$g_r" "$g_t") | $(ratio "$g_r" "$g_s") | ${l_r:--} | ${l_s:--} | ${l_x:--} | ${l_t:--} |"
 	done
 } >"$OUT/results.md"
 cat "$OUT/results.md"
