@@ -71,10 +71,22 @@ setup "namespaces bA and bB joined by veth" bench_netns $A $B
 setup "ethtool" command -v ethtool
 
 impair() { netem_both bA bcA bB bcB "$@"; }
-# offloads on|off: TSO, GSO and GRO of both veth ends.
+# The veth's own TSO, GSO and GRO settings (GRO is off by default), as
+# ethtool -K arguments: what a "-seg" impairment restores.
+own_offloads() {
+	ip netns exec "$1" ethtool -k "$2" | awk '
+		$1 == "tcp-segmentation-offload:" { t = $2 }
+		$1 == "generic-segmentation-offload:" { g = $2 }
+		$1 == "generic-receive-offload:" { r = $2 }
+		END { print "tso " t " gso " g " gro " r }'
+}
+own_a=$(own_offloads bA bcA) own_b=$(own_offloads bB bcB)
+# offloads off|own: TSO, GSO and GRO of both veth ends off, or as they were.
 offloads() {
-	ina ethtool -K bcA tso "$1" gso "$1" gro "$1" 2>/dev/null &&
-		inb ethtool -K bcB tso "$1" gso "$1" gro "$1" 2>/dev/null
+	local a="tso off gso off gro off" b="tso off gso off gro off"
+	[ "$1" = own ] && { a=$own_a b=$own_b; }
+	# shellcheck disable=SC2086 # the ethtool arguments, split
+	ina ethtool -K bcA $a 2>/dev/null && inb ethtool -K bcB $b 2>/dev/null
 }
 dev_up() {
 	[ "$1" = tcp ] && return 0
@@ -129,10 +141,12 @@ latency() {
 
 for r in $(seq 1 "$rounds"); do
 	for i in $impairs; do
-		case $i in *-seg) o=off ;; *) o=on ;; esac
-		offloads $o || { progress "$i: ethtool -K ... $o refused"; continue; }
+		n=${netem[${i%-seg}]}
+		if [ "$i" != "${i%-seg}" ]; then
+			offloads off || { progress "$i: ethtool -K refused"; continue; }
+		fi
 		# shellcheck disable=SC2086 # the netem options, split
-		impair ${netem[${i%-seg}]} || { progress "netem ${netem[${i%-seg}]}: refused"; continue; }
+		impair $n || { progress "netem $n: refused"; continue; }
 		for impl in $impls; do
 			dev_up $impl || { progress "$impl: no devices"; dev_down $impl; continue; }
 			goodput "$i" $impl "$r"
@@ -141,7 +155,7 @@ for r in $(seq 1 "$rounds"); do
 			progress "round $r, $i, $impl done"
 		done
 		impair
-		offloads on
+		[ "$i" = "${i%-seg}" ] || offloads own
 	done
 done
 
