@@ -13,7 +13,11 @@ KDIR ?= $(shell . scripts/lib.sh && resolve_kdir)
 # GCC (Debian's) builds its modules with its own GCC, which its Makefile
 # names: no LLVM then.
 kernel_cc_is_gcc = $(shell grep -qx 'CONFIG_CC_IS_GCC=y' $(KDIR)/include/config/auto.conf 2>/dev/null && echo y)
-KBUILD_TOOLS = $(if $(kernel_cc_is_gcc),,LLVM=$(LLVM) $(if $(filter -%,$(LLVM)),CC=clang$(LLVM) LD=ld.lld$(LLVM)))
+# A User-Mode Linux build tree (RSIW_KERNEL_FLAVOUR=uml) needs ARCH=um on
+# every make in it.
+kernel_is_uml = $(shell grep -qx 'CONFIG_UML=y' $(KDIR)/include/config/auto.conf 2>/dev/null && echo y)
+KBUILD_TOOLS = $(if $(kernel_cc_is_gcc),,LLVM=$(LLVM) $(if $(filter -%,$(LLVM)),CC=clang$(LLVM) LD=ld.lld$(LLVM))) \
+	$(if $(kernel_is_uml),ARCH=um)
 
 all: modules provider
 

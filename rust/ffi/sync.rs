@@ -114,7 +114,17 @@ unsafe impl Backend for SpinLockIrqBackend {
     #[inline]
     unsafe fn unlock(ptr: *mut Self::State, _guard_state: &Self::GuardState) {
         // SAFETY: `ptr` is initialised and held by the caller.
-        unsafe { bindings::_raw_spin_unlock_irq_enable(raw(ptr)) }
+        #[cfg(not(CONFIG_INLINE_SPIN_UNLOCK_IRQ))]
+        unsafe {
+            bindings::_raw_spin_unlock_irq_enable(raw(ptr))
+        }
+        // A kernel without preemption (User-Mode Linux's, for one) inlines
+        // the unlock and exports no function for it: the kernel's helper.
+        // SAFETY: as above.
+        #[cfg(CONFIG_INLINE_SPIN_UNLOCK_IRQ)]
+        unsafe {
+            bindings::spin_unlock_irq_enable(ptr)
+        }
     }
 
     #[inline]
