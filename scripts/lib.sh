@@ -9,7 +9,8 @@ RSIW_LLVM=${RSIW_LLVM:--19}
 export LIBCLANG_PATH=${LIBCLANG_PATH:-/usr/lib/llvm${RSIW_LLVM}/lib}
 export PATH="$HOME/.cargo/bin:$PATH"
 
-# Flavours of the test kernel: "lean" (default) and "debug" (KASAN, lockdep, kmemleak).
+# Flavours of the test kernel: "lean" (default), "debug" (KASAN, lockdep,
+# kmemleak) and "uml" (lean as User-Mode Linux, ARCH=um: the native lane).
 RSIW_KERNEL_FLAVOUR=${RSIW_KERNEL_FLAVOUR:-lean}
 # Guest time limits scale with it: the debug kernel runs several times
 # slower under TCG.
@@ -42,12 +43,16 @@ need_debs() {
 	fi
 }
 
+# The kernel architecture of the current flavour (make ARCH=...).
+kernel_arch() { if [ "$RSIW_KERNEL_FLAVOUR" = uml ]; then echo um; else echo x86_64; fi; }
+
 # The config fragments of the current flavour, one path a line.
 kernel_fragments() {
 	case "$RSIW_KERNEL_FLAVOUR" in
 	lean) echo "$RSIW_ROOT/scripts/kconfig/rsiw.config" ;;
 	debug) printf '%s\n' "$RSIW_ROOT/scripts/kconfig/rsiw.config" "$RSIW_ROOT/scripts/kconfig/debug.config" ;;
-	*) die "unknown RSIW_KERNEL_FLAVOUR=$RSIW_KERNEL_FLAVOUR (lean or debug)" ;;
+	uml) printf '%s\n' "$RSIW_ROOT/scripts/kconfig/rsiw.config" "$RSIW_ROOT/scripts/kconfig/uml.config" ;;
+	*) die "unknown RSIW_KERNEL_FLAVOUR=$RSIW_KERNEL_FLAVOUR (lean, debug or uml)" ;;
 	esac
 }
 
@@ -186,4 +191,42 @@ console_oops() {
 	else
 		tail -n 15 "$1"
 	fi | sed "s|^|$2|"
+}
+
+# guest_prepare OUT KDIR TIMEOUT COMMAND...: the files a guest's init
+# (scripts/vm-init.sh) reads from its output directory OUT, for
+# scripts/vm-run.sh and scripts/uml-run.sh alike: "shares", the paths the
+# guest needs at the same paths as here (the caller's array shares, plus
+# the checkout, the working directory, KDIR and its kernel source), each
+# with its symlinks resolved first, then as given; "host-path"; "cmd.sh",
+# COMMAND with its working directory and environment; "guest-timeout",
+# the command's limit (TIMEOUT less 30 s for the guest to end cleanly).
+guest_prepare() {
+	local out=$1 kdir=$2 timeout_s=$3 src p phys=() logical=()
+	shift 3
+	shares+=("$RSIW_ROOT" "$PWD" "$kdir")
+	# The kernel source (kunit.py for scripts/kunit-check.sh in the guest).
+	src=$(readlink -f "$kdir/source" 2>/dev/null || true)
+	[ -z "$src" ] || [ ! -d "$src" ] || shares+=("$src")
+	for p in "${shares[@]}"; do
+		[ -e "$p" ] || die "--share $p: no such file or directory"
+		case "$p" in /*) ;; *) p=$PWD/$p ;; esac
+		case "$p" in *$'\n'*) die "a path with a newline cannot be shared: $p" ;; esac
+		[ "$p" = / ] || p=${p%/}
+		logical+=("$p")
+		phys+=("$(readlink -f "$p")")
+	done
+	{
+		printf '%s\n' "${phys[@]}" | LC_ALL=C sort -u
+		printf '%s\n' "${logical[@]}" | LC_ALL=C sort -u
+	} | awk '!seen[$0]++' >"$out/shares"
+	echo "$out" >"$out/host-path"
+	{
+		echo "cd $(printf %q "$PWD")"
+		echo "export RSIW_VM_OUT=/tmp/out KDIR=$(printf %q "$kdir")"
+		echo "export RSIW_ROOT=$(printf %q "$RSIW_ROOT")"
+		printf '%q ' "$@"
+		echo
+	} >"$out/cmd.sh"
+	echo $((timeout_s - 30)) >"$out/guest-timeout"
 }

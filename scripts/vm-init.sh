@@ -1,9 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# PID 1 of the test VM (see scripts/vm-run.sh). The root filesystem is the
-# host's, read-only: everything writable is a tmpfs, and the paths the
-# command needs are mounted at their host paths. Runs /tmp/out/cmd.sh,
+# PID 1 of the test VM (see scripts/vm-run.sh and scripts/uml-run.sh). The
+# root filesystem is the host's, read-only: everything writable is a tmpfs,
+# and the paths the command needs are mounted at their host paths. Runs /tmp/out/cmd.sh,
 # writes its status and the dmesg to /tmp/out, then powers off. It must
 # never exit: PID 1 exiting panics the kernel.
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
@@ -19,10 +19,17 @@ mount -t tmpfs tmpfs /dev/shm
 # The host root as 9p shows it, taken before the tmpfs mounts below hide
 # parts of it, and the output directory with the list of paths the command
 # needs at their host paths (scripts/vm-run.sh writes both).
+# Under User-Mode Linux (scripts/uml-run.sh) the output directory is a
+# hostfs path, given on the command line.
 host=/dev/.rsiw/host
 mkdir -p $host /dev/.rsiw/out
 mount --bind / $host
-mount -t 9p -o trans=virtio,version=9p2000.L,msize=1048576 rsiwout /dev/.rsiw/out
+uml_out=$(tr ' ' '\n' </proc/cmdline | sed -n 's/^rsiw\.uml_out=//p')
+if [ -n "$uml_out" ]; then
+	mount -t hostfs -o "$uml_out" none /dev/.rsiw/out
+else
+	mount -t 9p -o trans=virtio,version=9p2000.L,msize=1048576 rsiwout /dev/.rsiw/out
+fi
 shares=()
 [ -f /dev/.rsiw/out/shares ] && mapfile -t shares </dev/.rsiw/out/shares
 
@@ -79,6 +86,23 @@ hostout=$(cat /tmp/out/host-path 2>/dev/null)
 if [ -n "$hostout" ] && [ "$hostout" != /tmp/out ]; then
 	mkdir -p "$hostout" 2>/dev/null
 	mount --bind /tmp/out "$hostout"
+fi
+# UML's /proc/cpuinfo has no "cpu MHz", from which perftest converts its
+# cycle counts into time: without it perftest ends with "Can't produce a
+# report". The guest's CPUs are the host's (UML runs natively): its
+# stanzas get the host's clock, which scripts/uml-run.sh passes.
+mhz=$(tr ' ' '\n' </proc/cmdline | sed -n 's/^rsiw\.cpu_mhz=//p')
+if [ -n "$mhz" ] && ! grep -q '^cpu MHz' /proc/cpuinfo; then
+	sed "/^processor/a cpu MHz\t\t: $mhz" /proc/cpuinfo >/dev/.rsiw/cpuinfo &&
+		mount --bind /dev/.rsiw/cpuinfo /proc/cpuinfo
+fi
+# Files shown in place of others ("SOURCE<TAB>TARGET" lines: the UML build
+# of rsiw.ko over the checkout's, scripts/uml-run.sh).
+if [ -f /tmp/out/binds ]; then
+	while IFS=$'\t' read -r from to; do
+		mount --bind "$from" "$to" ||
+			echo "rsiw-vm: cannot show $from at $to" >/dev/console
+	done </tmp/out/binds
 fi
 umount -l $host
 rmdir $host /dev/.rsiw/out 2>/dev/null

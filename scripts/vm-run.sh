@@ -95,38 +95,7 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 rm -f "$out/status" "$out/output.log" "$out/dmesg.txt" "$out/console.log"
 
-# What the guest needs at the same paths as here (scripts/vm-init.sh
-# mounts the ones its tmpfs mounts would hide): each with its symlinks
-# resolved first, then as given.
-shares+=("$RSIW_ROOT" "$PWD" "$kdir")
-# The kernel source (kunit.py for scripts/kunit-check.sh in the guest).
-src=$(readlink -f "$kdir/source" 2>/dev/null || true)
-[ -z "$src" ] || [ ! -d "$src" ] || shares+=("$src")
-phys=()
-logical=()
-for p in "${shares[@]}"; do
-	[ -e "$p" ] || die "--share $p: no such file or directory"
-	case "$p" in /*) ;; *) p=$PWD/$p ;; esac
-	case "$p" in *$'\n'*) die "a path with a newline cannot be shared: $p" ;; esac
-	[ "$p" = / ] || p=${p%/}
-	logical+=("$p")
-	phys+=("$(readlink -f "$p")")
-done
-{
-	printf '%s\n' "${phys[@]}" | LC_ALL=C sort -u
-	printf '%s\n' "${logical[@]}" | LC_ALL=C sort -u
-} | awk '!seen[$0]++' >"$out/shares"
-echo "$out" >"$out/host-path"
-
-# The command and its environment, for the guest's init to run.
-{
-	echo "cd $(printf %q "$PWD")"
-	echo "export RSIW_VM_OUT=/tmp/out KDIR=$(printf %q "$kdir")"
-	echo "export RSIW_ROOT=$(printf %q "$RSIW_ROOT")"
-	printf '%q ' "$@"
-	echo
-} >"$out/cmd.sh"
-echo $((timeout_s - 30)) >"$out/guest-timeout"
+guest_prepare "$out" "$kdir" "$timeout_s" "$@"
 
 accel=tcg
 cpu=max
