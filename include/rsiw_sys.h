@@ -161,6 +161,7 @@ void rsiw_wb_cache_pmem(void *addr, size_t len);
 void rsiw_wb_cache_pmem_page(struct page *page, size_t off, size_t len);
 void rsiw_pmem_wmb(void);
 void rsiw_wmb(void);
+void rsiw_cond_resched(void);
 /* KUnit: a pmem block device's DAX mapping. */
 struct file *rsiw_bdev_open_rw(dev_t dev);
 struct dax_device *rsiw_fs_dax_get(struct file *bdev_file, u64 *start_off);

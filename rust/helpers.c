@@ -396,6 +396,14 @@ void rsiw_pmem_wmb(void)
 	pmem_wmb();
 }
 
+void rsiw_cond_resched(void)
+{
+	/* A resched point for long loops on kernels without preemption
+	 * (cond_resched() is a macro; PREEMPT kernels make it nothing).
+	 */
+	cond_resched();
+}
+
 void rsiw_wmb(void)
 {
 	/* RDMA Commit's global visibility: the data placed so far

@@ -96,6 +96,19 @@ pub(crate) fn wait_ms(ms: u32, mut done: impl FnMut() -> bool) -> bool {
     }
 }
 
+/// Lets the scheduler run another task here if one is due: a resched
+/// point for a long loop in process context, which a kernel without
+/// preemption (`PREEMPT_NONE`/`VOLUNTARY`: Debian's default, User-Mode
+/// Linux's only mode) needs so the loop does not hold its CPU. Nothing on
+/// a preemptible kernel. May sleep. Used by the KUnit suites' busy
+/// callers.
+#[cfg(rsiw_kunit)]
+pub(crate) fn cond_resched() {
+    // SAFETY: no argument, no memory touched; a call in atomic context
+    // would be a bug the kernel reports (might_sleep), not unsafety.
+    unsafe { sys::rsiw_cond_resched() }
+}
+
 fn queue_of(q: &AtomicPtr<sys::workqueue_struct>) -> Option<&'static Queue> {
     let wq = q.load(Ordering::Acquire);
     if wq.is_null() {

@@ -24,6 +24,7 @@ mod callers {
 
     use crate::{
         engine::{error as term, rdmap::AtomicPlan, wire::atomic::RequestRepr},
+        ffi::runtime::cond_resched,
         mem::atomic::respond_on,
         mem::atomic_locks::AtomicLocks,
         mem::mr::Mr,
@@ -117,7 +118,13 @@ mod callers {
                 fsleep(Delta::from_micros(50));
             }
             let start = Instant::<Monotonic>::now();
-            for _ in 0..self.ops {
+            for i in 0..self.ops {
+                // More callers than CPUs, and the thread that ends the
+                // registration, must all get to run on a kernel without
+                // preemption too.
+                if i % 256 == 255 {
+                    cond_resched();
+                }
                 match respond_on(&self.mr, &self.locks, self.pd, &self.plan) {
                     Ok(original) => {
                         out.wrong |= out.refused > 0;
