@@ -67,8 +67,26 @@ _require_kconfig() {
 	done
 }
 
-# _require_vm: a VM can boot: QEMU and the test kernel's image.
+# _vm_lane: where this test's guest runs: "uml" (the test kernel as
+# User-Mode Linux, scripts/uml-run.sh) with RSIW_LANE=uml unless the test
+# needs QEMU (LANE=qemu: pmem, an NVDIMM, the QEMU tool itself), else
+# "qemu" (scripts/vm-run.sh). A test with LANE=uml runs only there.
+_vm_lane() {
+	case "${LANE:-any}" in
+	qemu) echo qemu ;;
+	uml) echo uml ;;
+	*) if [ "${RSIW_LANE:-qemu}" = uml ]; then echo uml; else echo qemu; fi ;;
+	esac
+}
+
+# _require_vm: a guest can boot: QEMU and the test kernel's image, or the
+# UML kernel and rsiw.ko built for it on the UML lane.
 _require_vm() {
+	if [ "$(_vm_lane)" = uml ]; then
+		[ "${RSIW_LANE:-qemu}" = uml ] || { echo "a test of the UML lane (RSIW_LANE=uml)"; return 1; }
+		[ -x "${UML_KDIR:-}/linux" ] || { echo "no UML test kernel (RSIW_KERNEL_FLAVOUR=uml scripts/build-kernel.sh)"; return 1; }
+		return 0
+	fi
 	_require_cmd qemu-system-x86_64 || return 1
 	[ -f "$KDIR/arch/x86/boot/bzImage" ] || { echo "no test kernel image in $KDIR (scripts/build-kernel.sh)"; return 1; }
 }
@@ -79,14 +97,17 @@ _require_vm() {
 # memory and CMDLINE added to the kernel command line ("" for none), runs
 # SCRIPT in it and prints the guest's result lines. The guest gets
 # VM_TIMEOUT seconds (default 600; 4x on the debug kernel); VM_ARGS adds
-# vm-run.sh options. Output in $LOGS/vm-$NAME. A guest that did not run
-# its script to the end (time limit, no boot, a non-zero status with no
-# failed check) adds a failed check saying so.
+# vm-run.sh options. On the lane _vm_lane says: scripts/vm-run.sh or
+# scripts/uml-run.sh, with the same output. Output in $LOGS/vm-$NAME. A
+# guest that did not run its script to the end (time limit, no boot, a
+# non-zero status with no failed check) adds a failed check saying so.
 _vm_test() {
-	local mem=$1 append=$2 out="$LOGS/vm-$NAME" rc
+	local mem=$1 append=$2 out="$LOGS/vm-$NAME" rc run=scripts/vm-run.sh
 	shift 2
+	[ "$(_vm_lane)" = uml ] && run=scripts/uml-run.sh
+	echo "# lane: $(_vm_lane)"
 	# shellcheck disable=SC2086 # VM_ARGS: extra vm-run.sh options, split
-	scripts/vm-run.sh --quiet --timeout $((${VM_TIMEOUT:-600} * RSIW_TIME_FACTOR)) --mem "$mem" \
+	RSIW_UML_KDIR=${UML_KDIR:-} "$run" --quiet --timeout $((${VM_TIMEOUT:-600} * RSIW_TIME_FACTOR)) --mem "$mem" \
 		--append "$append" --out "$out" ${VM_ARGS:-} -- "$@"
 	rc=$?
 	_vm_results "$NAME" "$rc" "$out"
@@ -120,7 +141,7 @@ _vm_results() {
 # dmesg (scripts/kunit-check.sh), recorded as KUnit's; skipped cases as
 # skip lines, failed ones as information.
 _kunit_check() {
-	local dmesg=$1 log="$LOGS/kunit.log" kp kf
+	local dmesg=$1 log="$LOGS/kunit-$NAME.log" kp kf
 	shift
 	if [ ! -f "$dmesg" ]; then
 		echo "# kunit: no $dmesg: the KUnit suites did not run"
@@ -130,7 +151,7 @@ _kunit_check() {
 	scripts/kunit-check.sh "$@" "$dmesg" >"$log" 2>&1
 	kp=$(sed -n 's/^kunit: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p' "$log")
 	kf=$(sed -n 's/^kunit: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p' "$log")
-	sed -n 's/^kunit: \(.*\): SKIP$/skip - KUnit \1: skipped by its suite (see out\/test\/kunit.log)/p' "$log"
+	sed -n 's/^kunit: \(.*\): SKIP$/skip - KUnit \1: skipped by its suite (see out\/test\/kunit-'"$NAME"'.log)/p' "$log"
 	grep -E '^kunit: .*(: [A-Z_]+| did not run| did not)$' "$log" | grep -v ': SKIP$' | sed 's/^/# /'
 	echo "# kunit: ${kp:-0} passed, ${kf:-?} failed"
 	_record kunit "${kp:-0}" "${kf:-1}"

@@ -36,7 +36,14 @@ setup "a writable /etc over the host's (guest only)" overlay /etc /etc
 mkdir -p /lib/modules/$krel
 setup "/lib/modules/$krel is the test kernel's module tree" \
 	overlay "$modroot/lib/modules/$krel" /lib/modules/$krel
+# The module the guest loads is what it sees at the checkout's rsiw.ko:
+# on User-Mode Linux the UML build shown over the checkout's
+# (scripts/uml-run.sh). An overlay shows its lower directory's own files,
+# not what is mounted over them, so the view gets that module copied in.
+cp "$RSIW_ROOT/rsiw.ko" $scratch/rsiw.ko
 setup "a writable view of the checkout" overlay "$RSIW_ROOT" "$RSIW_ROOT"
+cmp -s $scratch/rsiw.ko "$RSIW_ROOT/rsiw.ko" ||
+	setup "the view holds the module this kernel loads" cp $scratch/rsiw.ko "$RSIW_ROOT/rsiw.ko"
 # The system's own modprobe, as the kernel's request_module() helper too
 # (vm-init.sh points both at the test kernel's tree instead).
 PATH=$(echo "$PATH" | tr : '\n' | grep -v '^/tmp/rsiw-bin$' | paste -sd:)

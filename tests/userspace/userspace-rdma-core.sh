@@ -79,6 +79,12 @@ frc=$?
 sed -n "s/^\(not \)\{0,1\}ok - /rsiw-flush-check ($v): &/p; s/^skip - /# rsiw-flush-check ($v): skip - /p" "$OUT/flush-check$v.txt"
 # 77 is "the provider cannot post a Flush": it can, so that fails too.
 expect_eq "rsiw-flush-check (rdma-core $v): every check passed, the Flushes posted (exit 0)" 0 "$frc"
+# Persistent flush is announced where the kernel has the pmem API (x86):
+# everywhere but User-Mode Linux, which has none.
+want=yes
+grep -q 'rsiw\.uml_out=' /proc/cmdline && want=no
+expect_eq "rsiw-flush-check (rdma-core $v): the device announces persistent flush: $want" "$want" \
+	"$(sed -n 's/^# the device announces persistent flush: //p' "$OUT/flush-check$v.txt")"
 
 check "rdma link delete rsiw0" rdma link delete rsiw0
 check "rdma link delete rsiw1" rdma link delete rsiw1

@@ -126,13 +126,34 @@ qperf_known() {
 		awk '/^#0 .* in ibv_destroy_qp / { a = 1 } /^#1 .* in rdma_destroy_qp / { b = 1 }
 		     /^rdi +0x0 / { c = 1 } END { exit !(a && b && c) }'
 }
+# User-Mode Linux writes cores gdb cannot read ("Core file format not
+# supported", any program's): there each crash is read from its kernel
+# line instead, a NULL read at the faulting offset of libibverbs, which
+# must be inside ibv_destroy_qp (the caller and its argument, which only
+# the core shows, go unchecked on that lane).
+qperf_known_dmesg() {
+	local lib off
+	lib=$(echo "$1" | sed -n 's/.* in \(libibverbs[^[]*\)\[\([0-9a-f]*\),.*/\1/p')
+	off=$(echo "$1" | sed -n 's/.* in libibverbs[^[]*\[\([0-9a-f]*\),.*/\1/p')
+	[ -n "$lib" ] && [ -n "$off" ] || return 1
+	lib=$(ls /usr/lib/x86_64-linux-gnu/"$lib" /lib/x86_64-linux-gnu/"$lib" 2>/dev/null | head -1)
+	[ -n "$lib" ] && gdb -q -batch -ex "info symbol 0x$off" "$lib" 2>/dev/null | grep -q '^ibv_destroy_qp '
+}
 crashes=$(dmesg | grep -cE 'qperf\[[0-9]+\]: segfault at 0 ')
 known=0
-for core in "$OUT"/core.qperf.*; do
-	[ -e "$core" ] && qperf_known "$core" && known=$((known + 1))
-done
+how="core read"
+if grep -q 'rsiw\.uml_out=' /proc/cmdline; then
+	how="its kernel line read, on UML"
+	while read -r line; do
+		qperf_known_dmesg "$line" && known=$((known + 1))
+	done < <(dmesg | grep -E 'qperf\[[0-9]+\]: segfault at 0 ')
+else
+	for core in "$OUT"/core.qperf.*; do
+		[ -e "$core" ] && qperf_known "$core" && known=$((known + 1))
+	done
+fi
 echo "# qperf server crashes: $crashes, each qperf 0.4.11's rdma_destroy_qp(listening id): $known"
-expect_eq "every qperf crash is qperf 0.4.11's cm_close bug (core read)" "$crashes" "$known"
+expect_eq "every qperf crash is qperf 0.4.11's cm_close bug ($how)" "$crashes" "$known"
 rm -f "$OUT"/core.qperf.*
 
 check "rdma link delete rsiw0" rdma link delete rsiw0
