@@ -41,7 +41,9 @@
 #            metric (default DIR: $RSIW_CACHE/bench/compare-DATE). Builds
 #            the module, provider and bench/qpbench if needed; installs fio
 #            and gnuplot from Debian if missing. See
-#            Documentation/performance.md.
+#            Documentation/performance.md. RSIW_LANE=uml (here and for
+#            --impair): in the test kernel built as User-Mode Linux
+#            (scripts/uml-run.sh) instead of QEMU.
 #
 #   bench/bench.sh --profile [SECONDS]
 #            where a 64-byte qperf rc_lat's CPU time goes, rsiw against
@@ -154,12 +156,22 @@ guest_build() {
 	out="$RSIW_CACHE/bench/$1-$(date +%Y%m%d-%H%M%S)"
 	mkdir -p "$out"
 }
-# guest_build_out NAME: guest_build's module and provider, and
-# bench/qpbench; $out is the --out directory made absolute, or a new
-# $RSIW_CACHE/bench/NAME-DATE, and never one the guest mounts a tmpfs on.
+# guest_build_out NAME: builds what --compare and --impair boot (the
+# production module for the lane's kernel, the provider, rsiw-qpbench);
+# sets out (the --out directory made absolute, or a new
+# $RSIW_CACHE/bench/NAME-DATE, never one the guest mounts a tmpfs on) and
+# guest_run: the lane's runner, scripts/uml-run.sh with RSIW_LANE=uml (the
+# test kernel as User-Mode Linux, native speed), else scripts/vm-run.sh.
 guest_build_out() {
-	kdir=$(resolve_kdir)
-	make -s KDIR="$kdir" modules
+	if [ "${RSIW_LANE:-qemu}" = uml ]; then
+		guest_run=scripts/uml-run.sh
+		[ -f rsiw.ko ] || make -s KDIR="$(resolve_kdir)" modules
+		scripts/uml-module.sh modules >/dev/null
+	else
+		guest_run=scripts/vm-run.sh
+		kdir=$(resolve_kdir)
+		make -s KDIR="$kdir" modules
+	fi
 	make -s -C providers/rsiw
 	make -s -C bench/qpbench
 	[ -n "$out" ] || out="$RSIW_CACHE/bench/$1-$(date +%Y%m%d-%H%M%S)"
@@ -305,7 +317,7 @@ if [ "${1:-}" = --impair ]; then
 	for v in ${!BENCH_@}; do envs+=("$v=${!v}"); done
 	log "impaired-link benchmark: guest output in $out/vm"
 	rc=0
-	scripts/vm-run.sh --quiet --mem 3G --timeout "${RSIW_BENCH_TIMEOUT:-10800}" --out "$out/vm" --append kunit.enable=0 \
+	"$guest_run" --quiet --mem 3G --timeout "${RSIW_BENCH_TIMEOUT:-10800}" --out "$out/vm" --append kunit.enable=0 \
 		-- env "${envs[@]}" bench/impair-bench.sh &
 	vm=$!
 	tail -F --pid=$vm -n +1 "$out/vm/output.log" 2>/dev/null | grep --line-buffered -E '^(bench:|not ok)' &
@@ -340,7 +352,7 @@ if [ "${1:-}" = --compare ]; then
 	envs=()
 	for v in ${!BENCH_@}; do envs+=("$v=${!v}"); done
 	[ ${#envs[@]} = 0 ] || log "guest overrides: ${envs[*]}"
-	scripts/vm-run.sh --quiet --mem 4G --timeout "$limit" --out "$out/vm" --append "log_buf_len=16M kunit.enable=0${RSIW_BENCH_APPEND:+ $RSIW_BENCH_APPEND}" \
+	"$guest_run" --quiet --mem 4G --timeout "$limit" --out "$out/vm" --append "log_buf_len=16M kunit.enable=0${RSIW_BENCH_APPEND:+ $RSIW_BENCH_APPEND}" \
 		-- env "${envs[@]}" bench/bench-compare.sh $quick &
 	vm=$!
 	# Progress lines as the guest writes them (its output file is shared).

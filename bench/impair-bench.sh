@@ -164,6 +164,12 @@ done
 med() { awk -F, -v i="$1" -v m="$2" -v p="$3" '$1 == i && $2 == p && $4 == m { print $5 }' "$raw" | median; }
 ratio() { [ -n "$1" ] && [ -n "$2" ] && awk "BEGIN { if ($2 > 0) printf \"%.2f\", $1 / $2 }"; }
 {
+	if grep -q 'rsiw\.uml_out=' /proc/cmdline; then
+		echo "Lane: User-Mode Linux (kernel code native; scripts/uml-run.sh)."
+	else
+		echo "Lane: QEMU under TCG (scripts/vm-run.sh)."
+	fi
+	echo
 	echo "| impairment (netem on both ends) | rsiw MB/s | siw MB/s | rxe MB/s | TCP MB/s | rsiw/TCP | rsiw/siw | rsiw µs | siw µs | rxe µs | TCP µs |"
 	echo "|---|---|---|---|---|---|---|---|---|---|---|"
 	for i in $impairs; do

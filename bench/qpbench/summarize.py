@@ -153,10 +153,14 @@ def main():
     md = []
     md.append("# rsiw, siw and TCP side by side")
     md.append("")
-    md.append("Run %s, %s mode, kernel %s, %s vCPUs, QEMU under TCG (no KVM): absolute figures "
-              "mean little, ratios within this one boot are the result." % (
-                  meta.get("date", "?"), meta.get("mode", "?"), meta.get("kernel", "?"),
-                  meta.get("cpus", "?")))
+    if meta.get("lane") == "uml":
+        lane = ("User-Mode Linux (the kernel as a host process: its code runs natively, each "
+                "guest process switch and system call costs host signals)")
+    else:
+        lane = "QEMU under TCG (no KVM): absolute figures mean little"
+    md.append("Run %s, %s mode, kernel %s, %s vCPUs, %s; ratios within this one boot are the "
+              "result." % (meta.get("date", "?"), meta.get("mode", "?"), meta.get("kernel", "?"),
+                           meta.get("cpus", "?"), lane))
     md.append("Medians of %s interleaved round(s) (rsiw, rsiw CRC on, siw, tcp, rsiw, ...); spread = "
               "min-max over the rounds. MB/s = 10^6 octets/s. siw's MPA CRC is compiled off in "
               "Linux, so every siw figure is without CRC; the \"rsiw CRC on\" rows compare rsiw "
