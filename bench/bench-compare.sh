@@ -97,9 +97,7 @@ ulimit -n 65536
 echo "date=$(date -u +%Y-%m-%dT%H:%MZ)" >"$OUT/meta.txt"
 {
 	echo "kernel=$(uname -r)"
-	# The lane: User-Mode Linux (scripts/uml-run.sh names its output on
-	# the command line) or QEMU.
-	if grep -q 'rsiw\.uml_out=' /proc/cmdline; then echo "lane=uml"; else echo "lane=qemu"; fi
+	if uml_guest; then echo "lane=uml"; else echo "lane=qemu"; fi
 	echo "cpus=$(nproc)"
 	echo "mem=$(awk '/MemTotal/ {print $2 " kB"}' /proc/meminfo)"
 	echo "mode=$([ $quick = 1 ] && echo quick || echo full)"

@@ -164,7 +164,7 @@ done
 med() { awk -F, -v i="$1" -v m="$2" -v p="$3" '$1 == i && $2 == p && $4 == m { print $5 }' "$raw" | median; }
 ratio() { [ -n "$1" ] && [ -n "$2" ] && awk "BEGIN { if ($2 > 0) printf \"%.2f\", $1 / $2 }"; }
 {
-	if grep -q 'rsiw\.uml_out=' /proc/cmdline; then
+	if uml_guest; then
 		echo "Lane: User-Mode Linux (kernel code native; scripts/uml-run.sh)."
 	else
 		echo "Lane: QEMU under TCG (scripts/vm-run.sh)."

@@ -115,12 +115,15 @@ debian_apt_opts() {
 	)
 }
 
-# copy_checkout DEST: the checkout's source files (tracked, and new ones
-# git does not ignore; no build output) into DEST, as root if need be.
+# copy_checkout DEST [CP_OPTION...]: the checkout's source files (tracked,
+# and new ones git does not ignore; no build output) into DEST, as root if
+# need be, with cp's options (e.g. -a -u: only what is newer there).
 copy_checkout() {
+	local dest=$1
+	shift
 	(cd "$RSIW_ROOT" && git ls-files -z --cached --others --exclude-standard |
 		while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done |
-		as_root xargs -0 cp --parents -t "$1")
+		as_root xargs -0 cp "$@" --parents -t "$dest")
 }
 
 # unpack_kernel_source TARBALL: the directory the tarball is unpacked in,
@@ -195,7 +198,8 @@ console_oops() {
 
 # guest_prepare OUT KDIR TIMEOUT COMMAND...: the files a guest's init
 # (scripts/vm-init.sh) reads from its output directory OUT, for
-# scripts/vm-run.sh and scripts/uml-run.sh alike: "shares", the paths the
+# scripts/vm-run.sh and scripts/uml-run.sh alike, after removing an
+# earlier run's results and binds: "shares", the paths the
 # guest needs at the same paths as here (the caller's array shares, plus
 # the checkout, the working directory, KDIR and its kernel source), each
 # with its symlinks resolved first, then as given; "host-path"; "cmd.sh",
@@ -204,6 +208,7 @@ console_oops() {
 guest_prepare() {
 	local out=$1 kdir=$2 timeout_s=$3 src p phys=() logical=()
 	shift 3
+	rm -f "$out/status" "$out/output.log" "$out/dmesg.txt" "$out/console.log" "$out/binds"
 	shares+=("$RSIW_ROOT" "$PWD" "$kdir")
 	# The kernel source (kunit.py for scripts/kunit-check.sh in the guest).
 	src=$(readlink -f "$kdir/source" 2>/dev/null || true)
@@ -229,4 +234,47 @@ guest_prepare() {
 		echo
 	} >"$out/cmd.sh"
 	echo $((timeout_s - 30)) >"$out/guest-timeout"
+}
+
+# guest_out_dir OUT PREFIX: OUT made absolute (created), or a new
+# $RSIW_CACHE/vm/PREFIX.XXXXXX when OUT is empty.
+guest_out_dir() {
+	local out=$1
+	if [ -z "$out" ]; then
+		mkdir -p "$RSIW_CACHE/vm"
+		out=$(mktemp -d "$RSIW_CACHE/vm/$2.XXXXXX")
+	fi
+	mkdir -p "$out"
+	(cd "$out" && pwd)
+}
+
+# guest_boot OUT TIMEOUT QUIET WHAT COMMAND...: runs COMMAND (a guest:
+# QEMU, or a UML kernel) for at most TIMEOUT seconds, its console in
+# OUT/console.log (and on the terminal unless QUIET is 1), and returns
+# what the guest's command exited with (OUT/status), 124 if the guest hit
+# the limit, 125 if it never ran the command. WHAT names the guest in the
+# log lines.
+guest_boot() {
+	local out=$1 timeout_s=$2 quiet=$3 what=$4 start grc rc elapsed
+	shift 4
+	start=$(date +%s)
+	if [ "$quiet" = 1 ]; then
+		timeout --kill-after=10 "$timeout_s" "$@" </dev/null >"$out/console.log" 2>&1
+		grc=$?
+	else
+		timeout --kill-after=10 "$timeout_s" "$@" </dev/null 2>&1 | tee "$out/console.log"
+		grc=${PIPESTATUS[0]}
+	fi
+	elapsed=$(($(date +%s) - start))
+	if [ -f "$out/status" ]; then
+		rc=$(cat "$out/status")
+		log "guest command exited with $rc after ${elapsed}s"
+	elif [ "$grc" = 124 ] || [ "$grc" = 137 ]; then
+		rc=124
+		log "timeout: the $what did not finish within ${timeout_s}s"
+	else
+		rc=125
+		log "the guest did not run the command ($what exit $grc); see $out/console.log"
+	fi
+	return "$rc"
 }

@@ -31,9 +31,7 @@ esac
 mkdir -p "$tree"
 exec 9>"$tree.lock"
 flock 9
-(cd "$RSIW_ROOT" && git ls-files -z --cached --others --exclude-standard |
-	while IFS= read -r -d '' f; do [ -f "$f" ] && printf '%s\0' "$f"; done |
-	xargs -0 cp -a -u --parents -t "$tree")
+copy_checkout "$tree" -a -u
 log "building rsiw.ko ($what) for $(basename "$kdir") in $tree"
 make -s -C "$tree" KDIR="$kdir" "$what" >&2 || die "rsiw.ko does not build for the UML kernel (make -C $tree KDIR=$kdir $what)"
 echo "$tree/rsiw.ko"

@@ -56,13 +56,7 @@ ko=$("$RSIW_ROOT/scripts/uml-module.sh" path) || die "build rsiw.ko for the UML 
 [ -f "$RSIW_ROOT/rsiw.ko" ] ||
 	die "the guest shows the UML build of rsiw.ko at $RSIW_ROOT/rsiw.ko, which must exist: build the module (make test) first"
 
-if [ -z "$out" ]; then
-	mkdir -p "$RSIW_CACHE/vm"
-	out=$(mktemp -d "$RSIW_CACHE/vm/uml.XXXXXX")
-fi
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-rm -f "$out/status" "$out/output.log" "$out/dmesg.txt" "$out/console.log" "$out/binds"
+out=$(guest_out_dir "$out" uml)
 guest_prepare "$out" "$kdir" "$timeout_s" "$@"
 printf '%s\t%s\n' "$ko" "$RSIW_ROOT/rsiw.ko" >"$out/binds"
 
@@ -79,28 +73,10 @@ uml=("$kernel" "mem=$mem" "ncpus=$smp" seccomp=on root=/dev/root rootfstype=host
 	con0=null,fd:1 con=null $append)
 
 log "booting $(basename "$kdir") (UML), timeout ${timeout_s}s, output in $out"
-start=$(date +%s)
-set +e
 # A UML process is a tree (a host thread per CPU, a stub per guest
 # process): timeout signals its whole process group. No core dump on a
-# guest panic.
-if [ "$quiet" = 1 ]; then
-	(ulimit -c 0; TMPDIR=/dev/shm exec timeout --kill-after=10 "$timeout_s" "${uml[@]}") </dev/null >"$out/console.log" 2>&1
-else
-	(ulimit -c 0; TMPDIR=/dev/shm exec timeout --kill-after=10 "$timeout_s" "${uml[@]}") </dev/null 2>&1 | tee "$out/console.log"
-fi
-krc=${PIPESTATUS[0]}
-set -e
-elapsed=$(($(date +%s) - start))
-
-if [ -f "$out/status" ]; then
-	rc=$(cat "$out/status")
-	log "guest command exited with $rc after ${elapsed}s"
-elif [ "$krc" = 124 ] || [ "$krc" = 137 ]; then
-	rc=124
-	log "timeout: the UML kernel did not finish within ${timeout_s}s"
-else
-	rc=125
-	log "the guest did not run the command (UML exit $krc); see $out/console.log"
-fi
+# guest panic; its memory file in /dev/shm.
+rc=0
+guest_boot "$out" "$timeout_s" "$quiet" "UML kernel" \
+	sh -c 'ulimit -c 0; exec "$@"' uml env TMPDIR=/dev/shm "${uml[@]}" || rc=$?
 exit "$rc"

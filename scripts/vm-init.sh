@@ -16,6 +16,18 @@ mkdir -p /dev/pts /dev/shm
 mount -t devpts devpts /dev/pts
 mount -t tmpfs tmpfs /dev/shm
 
+# Kernel command line parameters of ours (uml_out and cpu_mhz come from
+# scripts/uml-run.sh).
+modroot="" vm_ip="" uml_out="" mhz=""
+for arg in $(cat /proc/cmdline); do
+	case "$arg" in
+	rsiw.modroot=*) modroot=${arg#rsiw.modroot=} ;;
+	rsiw.vm_ip=*) vm_ip=${arg#rsiw.vm_ip=} ;;
+	rsiw.uml_out=*) uml_out=${arg#rsiw.uml_out=} ;;
+	rsiw.cpu_mhz=*) mhz=${arg#rsiw.cpu_mhz=} ;;
+	esac
+done
+
 # The host root as 9p shows it, taken before the tmpfs mounts below hide
 # parts of it, and the output directory with the list of paths the command
 # needs at their host paths (scripts/vm-run.sh writes both).
@@ -24,7 +36,6 @@ mount -t tmpfs tmpfs /dev/shm
 host=/dev/.rsiw/host
 mkdir -p $host /dev/.rsiw/out
 mount --bind / $host
-uml_out=$(tr ' ' '\n' </proc/cmdline | sed -n 's/^rsiw\.uml_out=//p')
 if [ -n "$uml_out" ]; then
 	mount -t hostfs -o "$uml_out" none /dev/.rsiw/out
 else
@@ -91,7 +102,6 @@ fi
 # cycle counts into time: without it perftest ends with "Can't produce a
 # report". The guest's CPUs are the host's (UML runs natively): its
 # stanzas get the host's clock, which scripts/uml-run.sh passes.
-mhz=$(tr ' ' '\n' </proc/cmdline | sed -n 's/^rsiw\.cpu_mhz=//p')
 if [ -n "$mhz" ] && ! grep -q '^cpu MHz' /proc/cpuinfo; then
 	sed "/^processor/a cpu MHz\t\t: $mhz" /proc/cpuinfo >/dev/.rsiw/cpuinfo &&
 		mount --bind /dev/.rsiw/cpuinfo /proc/cpuinfo
@@ -118,15 +128,6 @@ if [ ! -f /tmp/out/cmd.sh ]; then
 	poweroff_now
 fi
 
-# Kernel command line parameters of ours.
-modroot=""
-vm_ip=""
-for arg in $(cat /proc/cmdline); do
-	case "$arg" in
-	rsiw.modroot=*) modroot=${arg#rsiw.modroot=} ;;
-	rsiw.vm_ip=*) vm_ip=${arg#rsiw.vm_ip=} ;;
-	esac
-done
 # The test kernel's own modules: a modprobe wrapper pointing at them, on
 # PATH and as the kernel's request_module() helper (so "rdma link add ...
 # type siw" loads siw). The host may have no /lib/modules at all, and the

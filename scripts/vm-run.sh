@@ -87,14 +87,7 @@ kdir=$(resolve_kdir)
 kernel="$kdir/arch/x86/boot/bzImage"
 [ -f "$kernel" ] || die "no kernel image at $kernel: run scripts/build-kernel.sh"
 
-if [ -z "$out" ]; then
-	mkdir -p "$RSIW_CACHE/vm"
-	out=$(mktemp -d "$RSIW_CACHE/vm/run.XXXXXX")
-fi
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-rm -f "$out/status" "$out/output.log" "$out/dmesg.txt" "$out/console.log"
-
+out=$(guest_out_dir "$out" run)
 guest_prepare "$out" "$kdir" "$timeout_s" "$@"
 
 accel=tcg
@@ -193,25 +186,6 @@ qemu=(qemu-system-x86_64 -machine "$machine" -accel "$accel" -cpu "$cpu" -smp "$
 	"${net_args[@]}" "${nvdimm_args[@]}" "${plugin_args[@]}")
 
 log "booting $(basename "$kdir") ($accel), timeout ${timeout_s}s, output in $out"
-start=$(date +%s)
-set +e
-if [ "$quiet" = 1 ]; then
-	timeout --kill-after=10 "$timeout_s" "${qemu[@]}" </dev/null >"$out/console.log" 2>&1
-else
-	timeout --kill-after=10 "$timeout_s" "${qemu[@]}" </dev/null 2>&1 | tee "$out/console.log"
-fi
-qrc=${PIPESTATUS[0]}
-set -e
-elapsed=$(($(date +%s) - start))
-
-if [ -f "$out/status" ]; then
-	rc=$(cat "$out/status")
-	log "guest command exited with $rc after ${elapsed}s"
-elif [ "$qrc" = 124 ] || [ "$qrc" = 137 ]; then
-	rc=124
-	log "timeout: the VM did not finish within ${timeout_s}s"
-else
-	rc=125
-	log "the guest did not run the command (qemu exit $qrc); see $out/console.log"
-fi
+rc=0
+guest_boot "$out" "$timeout_s" "$quiet" "QEMU guest" "${qemu[@]}" || rc=$?
 exit "$rc"

@@ -249,6 +249,9 @@ local_veth() {
 # times slower, so slab and time bounds made for the lean kernel do not
 # hold; kmemleak's scan in check_dmesg_clean decides about leaks.
 debug_kernel() { [ -w /sys/kernel/debug/kmemleak ]; }
+# uml_guest: this guest is the test kernel as User-Mode Linux
+# (scripts/uml-run.sh names its output directory on the command line).
+uml_guest() { grep -q 'rsiw\.uml_out=' /proc/cmdline; }
 # TF: what a guest's time bounds are multiplied by: 4 on the debug
 # kernel (the factor scripts/lib.sh's RSIW_TIME_FACTOR gives the guest's
 # whole time limit there), 1 on the lean one.

@@ -82,7 +82,7 @@ expect_eq "rsiw-flush-check (rdma-core $v): every check passed, the Flushes post
 # Persistent flush is announced where the kernel has the pmem API (x86):
 # everywhere but User-Mode Linux, which has none.
 want=yes
-grep -q 'rsiw\.uml_out=' /proc/cmdline && want=no
+uml_guest && want=no
 expect_eq "rsiw-flush-check (rdma-core $v): the device announces persistent flush: $want" "$want" \
 	"$(sed -n 's/^# the device announces persistent flush: //p' "$OUT/flush-check$v.txt")"
 

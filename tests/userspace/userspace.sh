@@ -142,7 +142,7 @@ qperf_known_dmesg() {
 crashes=$(dmesg | grep -cE 'qperf\[[0-9]+\]: segfault at 0 ')
 known=0
 how="core read"
-if grep -q 'rsiw\.uml_out=' /proc/cmdline; then
+if uml_guest; then
 	how="its kernel line read, on UML"
 	while read -r line; do
 		qperf_known_dmesg "$line" && known=$((known + 1))
