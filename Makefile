@@ -5,7 +5,8 @@
 # built by the same rustc and clang, works.
 
 LLVM ?= -19
-KDIR ?= $(shell . scripts/lib.sh && resolve_kdir)
+# scripts/lib.sh is bash (make runs $(shell) with /bin/sh, dash on Debian).
+KDIR ?= $(shell bash -c ". scripts/lib.sh && resolve_kdir")
 
 # The kernel's compilers by their LLVM suffix, also over a CC=clang
 # LD=ld.lld on the command line (what dkms adds for a clang-built kernel,
