@@ -53,6 +53,11 @@
 #            $RSIW_CACHE/bench/profile-DATE. PROFILE_TEST=ib_write_bw
 #            (or ib_read_bw, ib_send_bw): 64 KiB perftest bandwidth
 #            instead, PROFILE_ITERS messages (default 3000).
+#            RSIW_LANE=uml: the host samples the test kernel run as
+#            User-Mode Linux instead (bench/uml-profile.sh: 64-byte
+#            latency and 64 KiB Writes, SECONDS per window, default 8),
+#            and splits the time between the guest kernel's code, the host
+#            kernel working for UML, guest user space and idle.
 #
 #   bench/bench.sh --insncount [ITERS_A ITERS_B]
 #            the guest instructions a 64-byte ib_send_lat round trip costs,
@@ -181,6 +186,16 @@ guest_build_out() {
 		die "--out $out: the guest mounts a tmpfs there; choose another directory" ;;
 	esac
 }
+if [ "${1:-}" = --profile ] && [ "${RSIW_LANE:-qemu}" = uml ]; then
+	# The host samples the UML process (bench/uml-profile.sh).
+	need_debs linux-perf qperf rdmacm-utils iproute2
+	out=""
+	guest_build_out profile-uml
+	rc=0
+	bench/uml-profile.sh "$out" "${2:-8}" || rc=$?
+	log "perf data in $out"
+	exit "$rc"
+fi
 if [ "${1:-}" = --profile ]; then
 	secs=${2:-4}
 	# The guest runs the host's programs (read-only root).
