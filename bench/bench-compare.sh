@@ -187,7 +187,8 @@ fi
 # crc32c() whatever the module measured at load, crc32c_impl=1; rsiw-copy: no zero-copy TX, zcopy_min=0;
 # rsiw-zcl: zero-copy TX over loopback and veth too, zcopy_local=1;
 # rsiw-seg1: one TCP segment per FPDU on local routes too,
-# fpdu_segs_local=1; rsiw-alt: the module and provider of another built
+# fpdu_segs_local=1; rsiw-rxsoft: bulk read in the receive softirq,
+# rx_offload_min=0; rsiw-alt: the module and provider of another built
 # tree, BENCH_ALT, e.g. an older commit; the others: the defaults) unless it is loaded with them.
 rsiw_params=""
 rsiw_load() {
@@ -198,6 +199,7 @@ rsiw_load() {
 	rsiw-copy) want="zcopy_min=0" ;;
 	rsiw-zcl) want="zcopy_local=1" ;;
 	rsiw-seg1) want="fpdu_segs_local=1" ;;
+	rsiw-rxsoft) want="rx_offload_min=0" ;;
 	rsiw-alt) want="alt" ;;
 	esac
 	[ "$want" = "$rsiw_params" ] && grep -q '^rsiw ' /proc/modules && return 0
@@ -351,12 +353,15 @@ qperf_val() {
 		printf "%.3f\n", v; exit }' "$1"
 }
 
-# qperf_run IMPL CONFIG ROUND METRIC UNIT ARGS...: one qperf client test.
+# qperf_run IMPL CONFIG ROUND METRIC UNIT ARGS...: one qperf client test,
+# its RDMA CM connect delayed 200 ms: qperf 0.4.11's server sends its port
+# before it listens (tests/progs/perftest-connect-delay.c).
 qperf_run() {
 	local impl=$1 cfg=$2 r=$3 m=$4 unit=$5 v try
 	shift 5
 	for try in 1 2; do
-		if inb timeout 60 qperf -t $qtime "$@" >"$logs/qperf-$m.txt" 2>&1 &&
+		if inb timeout 60 env PERFTEST_CONNECT_DELAY_FIRST=1 PERFTEST_CONNECT_DELAY_MS=200 \
+			LD_PRELOAD="$PERFTEST_SHIM" qperf -t $qtime "$@" >"$logs/qperf-$m.txt" 2>&1 &&
 			v=$(qperf_val "$logs/qperf-$m.txt") && [ -n "$v" ]; then
 			emit "$m" "$cfg" "$impl" "$r" "$v" "$unit"
 			return 0
@@ -593,7 +598,7 @@ memory() {
 # ------------------------------------------------------------ the rounds
 impls_for() { # the implementations of one round at MTU $1
 	# BENCH_IMPLS: a list of its own (rsiw, rsiw-crc, rsiw-crck, rsiw-cmds, rsiw-copy,
-	# rsiw-zcl, rsiw-seg1, rsiw-alt with BENCH_ALT, rsiw-d16 (perftest -t 16),
+	# rsiw-zcl, rsiw-seg1, rsiw-rxsoft, rsiw-alt with BENCH_ALT, rsiw-d16 (perftest -t 16),
 	# rsiw-mrs (scaling: an MR per connection), siw, tcp).
 	if [ -n "${BENCH_IMPLS:-}" ]; then
 		echo "$BENCH_IMPLS"
@@ -613,7 +618,7 @@ for r in $(seq 1 "$rounds"); do
 			progress "round $r/$rounds MTU $mtu: $impl"
 			crc=""
 			case $impl in
-			rsiw | rsiw-cmds | rsiw-copy | rsiw-zcl | rsiw-seg1 | rsiw-alt | rsiw-d16) crc=off ;;
+			rsiw | rsiw-cmds | rsiw-copy | rsiw-zcl | rsiw-seg1 | rsiw-rxsoft | rsiw-alt | rsiw-d16) crc=off ;;
 			rsiw-crc | rsiw-crck) crc=on ;;
 			esac
 			if [ -n "$crc" ]; then

@@ -179,6 +179,7 @@ guest_build_out() {
 	fi
 	make -s -C providers/rsiw
 	make -s -C bench/qpbench
+	make -s -C tests/progs perftest-connect-delay.so
 	[ -n "$out" ] || out="$RSIW_CACHE/bench/$1-$(date +%Y%m%d-%H%M%S)"
 	mkdir -p "$out"
 	out=$(cd "$out" && pwd)

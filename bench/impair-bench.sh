@@ -128,8 +128,11 @@ latency() {
 	ina qperf >"$logs/qperf-server.txt" 2>&1 &
 	s=$!
 	wait_for 30 listening 19765 bA
-	# shellcheck disable=SC2086 # -cm1 or nothing
-	if inb timeout 120 qperf -t "$qtime" $cm -m 64 $A $test >"$logs/qperf.txt" 2>&1 &&
+	# -cm1 or nothing; the connect waits 200 ms for the server's listener
+	# (qperf 0.4.11 sends its port first: tests/progs/perftest-connect-delay.c)
+	# shellcheck disable=SC2086
+	if inb timeout 120 env PERFTEST_CONNECT_DELAY_FIRST=1 PERFTEST_CONNECT_DELAY_MS=200 \
+		LD_PRELOAD="$PERFTEST_SHIM" qperf -t "$qtime" $cm -m 64 $A $test >"$logs/qperf.txt" 2>&1 &&
 		v=$(qperf_us <"$logs/qperf.txt") && [ -n "$v" ]; then
 		emit "$1" "$2" "$3" lat_64 "$v" us
 	else
