@@ -78,8 +78,12 @@ command -v perf >/dev/null || die "perf is not installed (apt install linux-perf
 rm -f "$out"/perf-*.data "$out"/mark "$out"/res-*.txt
 mkdir -p "$out"
 cd "$RSIW_ROOT" || exit 1
-env PROFILE_SECS="$secs" scripts/uml-run.sh --quiet --timeout 1200 --append kunit.enable=0 --out "$out" \
-	-- "$RSIW_ROOT/bench/uml-profile.sh" --guest &
+# The guest's command carries the settings (the guest does not inherit
+# this environment).
+scripts/uml-run.sh --quiet --timeout 1200 --append kunit.enable=0 --out "$out" \
+	-- env PROFILE_SECS="$secs" PROFILE_IMPLS="${PROFILE_IMPLS:-rsiw siw}" \
+	PROFILE_WORK="${PROFILE_WORK:-lat wr4}" PROFILE_MTU="${PROFILE_MTU:-1500}" \
+	"$RSIW_ROOT/bench/uml-profile.sh" --guest &
 boot=$!
 last=""
 while kill -0 $boot 2>/dev/null; do

@@ -6,7 +6,8 @@
 
 RAW_CSV rows (bench/bench-compare.sh): metric,config,impl,round,value,unit,extra
 with impl one of rsiw, rsiw-crc (rsiw with mpa_crc=1), rsiw-cmds (no rings),
-rsiw-copy (zcopy_min=0), rsiw-zcl (zcopy_local=1), rsiw-seg1 (fpdu_segs_local=1), siw, tcp. Writes
+rsiw-copy (zcopy_min=0), rsiw-zcl (zcopy_local=1), rsiw-seg1 (fpdu_segs_local=1),
+rsiw-rxsoft (rx_offload_min=0), siw, tcp. Writes
 OUTDIR/results.md, OUTDIR/results.csv and OUTDIR/plot-METRIC.png (gnuplot).
 Figures per cell: the median over rounds, and the min-max spread.
 """
@@ -42,6 +43,7 @@ VARIANTS = [
     ("rsiw-copy", "rsiw copying (zcopy_min=0)"),
     ("rsiw-zcl", "rsiw zero-copy over veth too (zcopy_local=1)"),
     ("rsiw-seg1", "rsiw one-segment FPDUs (fpdu_segs_local=1)"),
+    ("rsiw-rxsoft", "rsiw reading in the receive softirq (rx_offload_min=0)"),
     ("rsiw-alt", "rsiw of BENCH_ALT (another build)"),
     ("rsiw-d16", "rsiw, perftest -t 16"),
     ("rsiw-mrs", "rsiw, an MR per connection"),
