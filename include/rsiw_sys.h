@@ -49,6 +49,14 @@ void rsiw_dev_put(struct net_device *ndev);
 enum ib_port_state rsiw_port_state(struct net_device *ndev);
 enum ib_mtu rsiw_mtu_int_to_enum(int mtu);
 void rsiw_mark_name_assigned_by_user(struct ib_device *ibdev);
+/* The settings' sysfs attributes (rust/ffi/ib/settings.rs). */
+struct ib_device *rsiw_device_to_ibdev(struct device *dev);
+void rsiw_setting_attr_init(struct device_attribute *attr, const char *name,
+			    ssize_t (*show)(struct device *dev, struct device_attribute *attr,
+					    char *buf),
+			    ssize_t (*store)(struct device *dev, struct device_attribute *attr,
+					     const char *buf, size_t count));
+void rsiw_attr_group_init(struct attribute_group *group, struct attribute **attrs);
 unsigned int rsiw_num_possible_cpus(void);
 struct net_device *rsiw_notifier_dev(void *info);
 void rsiw_random_mac(u8 *mac);

@@ -40,6 +40,33 @@ void rsiw_mark_name_assigned_by_user(struct ib_device *ibdev)
 	ib_mark_name_assigned_by_user(ibdev);
 }
 
+struct ib_device *rsiw_device_to_ibdev(struct device *dev)
+{
+	return rdma_device_to_ibdev(dev);
+}
+
+/*
+ * A settings attribute (rust/ffi/ib/settings.rs): read by all, written by
+ * root; one lockdep class for them all (they are allocated).
+ */
+void rsiw_setting_attr_init(struct device_attribute *attr, const char *name,
+			    ssize_t (*show)(struct device *dev, struct device_attribute *attr,
+					    char *buf),
+			    ssize_t (*store)(struct device *dev, struct device_attribute *attr,
+					     const char *buf, size_t count))
+{
+	sysfs_attr_init(&attr->attr);
+	attr->attr.name = name;
+	attr->attr.mode = 0644;
+	attr->show = show;
+	attr->store = store;
+}
+
+void rsiw_attr_group_init(struct attribute_group *group, struct attribute **attrs)
+{
+	group->attrs = attrs;
+}
+
 unsigned int rsiw_num_possible_cpus(void)
 {
 	return num_possible_cpus();

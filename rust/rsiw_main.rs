@@ -50,15 +50,15 @@ macro_rules! rsiw_module {
             params: {
                 mpa_crc: bool {
                     default: false,
-                    description: "Request MPA CRC32c on every connection (default: only when the peer asks)",
+                    description: "Request MPA CRC32c on every connection (default: only when the peer asks); the default of each device's mpa_crc in sysfs",
                 },
                 rtr_delay_ms: u32 {
                     default: 0,
-                    description: "Initiator: delay the peer-to-peer RTR after the MPA Reply by this many ms (at most 1000), for Linux siw responders on fast links",
+                    description: "Initiator: delay the peer-to-peer RTR after the MPA Reply by this many ms (at most 1000), for Linux siw responders on fast links; the default of each device's rtr_delay_ms in sysfs",
                 },
                 p2p_rtr: u32 {
                     default: 7,
-                    description: "RTR kinds an initiator offers in peer-to-peer mode: bit 0 zero-length Send, bit 1 Write, bit 2 Read (default 7: all); 0: client-server mode",
+                    description: "RTR kinds an initiator offers in peer-to-peer mode: bit 0 zero-length Send, bit 1 Write, bit 2 Read (default 7: all); 0: client-server mode; the default of each device's p2p_rtr in sysfs",
                 },
                 zcopy_min: u32 {
                     default: 1024,

@@ -39,16 +39,12 @@ impl CmConfig {
     /// MPA Rev 2, enhanced (RFC 6581) with IRD/ORD, CRC if the peer asks
     /// (always with the `mpa_crc` module parameter), markers honoured,
     /// peer-to-peer offering the RTR kinds of the `p2p_rtr` module
-    /// parameter (default: every kind), 10 s timeouts.
+    /// parameter (default: every kind), 10 s timeouts: the module-wide
+    /// defaults, which a device's settings override (`cm::tuning`).
     pub(crate) fn for_device(limits: &Limits) -> Self {
         let cap = |v: u32| u16::try_from(v).unwrap_or(u16::MAX).min(IRD_ORD_MASK - 1);
-        let crc = if crate::module_parameters::mpa_crc.value() {
-            CrcPolicy::Required
-        } else {
-            CrcPolicy::IfPeerAsks
-        };
         Self {
-            crc,
+            crc: crate::cm::tuning::default_crc(),
             markers: false,
             p2p: crate::cm::tuning::offered_rtr(),
             rtr: RtrSet::ALL,
@@ -56,7 +52,7 @@ impl CmConfig {
             max_ord: cap(limits.max_ord),
             mpa_timeout_ms: 10_000,
             rtr_timeout_ms: 10_000,
-            rtr_delay_ms: crate::module_parameters::rtr_delay_ms.value().min(1000),
+            rtr_delay_ms: crate::cm::tuning::default_rtr_delay_ms(),
             counters: None,
         }
     }

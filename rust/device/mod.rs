@@ -6,6 +6,7 @@ pub(crate) mod counters;
 pub(crate) mod crc;
 pub(crate) mod ids;
 pub(crate) mod limits;
+mod settings;
 pub(crate) mod verbs;
 
 pub(crate) use limits::{Limits, DEFAULT_LIMITS, VENDOR_ID};
@@ -52,7 +53,8 @@ pub(crate) struct Device {
     pd_ids: Pin<KBox<ids::IdTable>>,
     /// STag index -> MR (`crate::mem::mr`).
     stags: Pin<KBox<StagTable>>,
-    /// Overrides of the CM's MPA settings for this device.
+    /// Overrides of the CM's MPA settings for this device (its sysfs
+    /// settings, `device::settings`).
     cm_tuning: crate::cm::tuning::CmTuning,
     /// Serialises RFC 7306 atomics per target word (`crate::mem::atomic_locks`).
     atomic_locks: Pin<KVBox<AtomicLocks>>,

@@ -20,7 +20,15 @@ use super::super::{
     object::{CoreObj, Slot},
     sys,
 };
-use super::{cq::CqOps, iw_cm::IwCmOps, mr::MrOps, qp::QpOps, srq::SrqOps, umap::Udata};
+use super::{
+    cq::CqOps,
+    iw_cm::IwCmOps,
+    mr::MrOps,
+    qp::QpOps,
+    settings::{Settings, SettingsGroup},
+    srq::SrqOps,
+    umap::Udata,
+};
 
 /// Driver id of rsiw's devices (its uapi header), reported to userspace
 /// and used to find the devices again.
@@ -174,7 +182,16 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     fn qp_by_num(dev: &Self::Device, qpn: u32) -> Option<Arc<Self::Qp>>;
 }
 
-pub(super) type DevObj<D> = CoreObj<sys::ib_device, <D as Driver>::Device>;
+pub(super) type DevObj<D> = CoreObj<sys::ib_device, DevData<D>>;
+
+/// What a device's allocation holds after the `ib_device`: the driver's
+/// part and the sysfs attributes of its settings, which the core's
+/// `device_group` points at until the device is freed.
+pub(super) struct DevData<D: Driver> {
+    data: D::Device,
+    _settings: KBox<SettingsGroup>,
+}
+
 pub(super) type PdObj<D> = CoreObj<sys::ib_pd, <D as Driver>::Pd>;
 type UctxObj<D> = CoreObj<sys::ib_ucontext, <D as Driver>::Ucontext>;
 
@@ -205,7 +222,7 @@ impl<D: Driver> IbDevice<D> {
     pub(crate) fn data(&self) -> &D::Device {
         // SAFETY: by the type invariant this is a live `DevObj<D>` whose
         // data was initialised before the core could see it.
-        unsafe { DevObj::<D>::data(self.as_raw()) }
+        &unsafe { DevObj::<D>::data(self.as_raw()) }.data
     }
 
     /// The net_device the port is bound to, with a reference held.
@@ -259,9 +276,10 @@ pub(crate) fn random_mac() -> [u8; 6] {
     random
 }
 
-/// The ops table of `D`. Built at run time because `owner` is only known
-/// to the loaded module; `ib_set_device_ops` copies it into the device.
-fn device_ops<D: IwCmOps>() -> sys::ib_device_ops {
+/// The ops table of `D`, with the device's settings group. Built at run
+/// time because `owner` is only known to the loaded module;
+/// `ib_set_device_ops` copies it into the device.
+fn device_ops<D: IwCmOps + Settings>(settings: *const sys::attribute_group) -> sys::ib_device_ops {
     let mut ops = sys::ib_device_ops {
         owner: <<D as Driver>::OwnerModule as kernel::ModuleMetadata>::THIS_MODULE
             .as_ptr()
@@ -271,6 +289,7 @@ fn device_ops<D: IwCmOps>() -> sys::ib_device_ops {
         ..Default::default()
     };
 
+    ops.device_group = settings;
     ops.dealloc_driver = Some(dealloc_driver::<D>);
     ops.query_device = Some(query_device::<D>);
     ops.query_port = Some(query_port::<D>);
@@ -296,7 +315,7 @@ fn device_ops<D: IwCmOps>() -> sys::ib_device_ops {
 
 /// Creates and registers a device named `name` on `netdev`
 /// (`rdma link add NAME type rsiw netdev IF`): one per net_device.
-pub(crate) fn register_device<D: IwCmOps>(
+pub(crate) fn register_device<D: IwCmOps + Settings>(
     name: &CStr,
     netdev: &NetDev,
     info: DeviceInfo<D::Device>,
@@ -312,6 +331,9 @@ pub(crate) fn register_device<D: IwCmOps>(
         return Err(EEXIST);
     }
 
+    let settings = SettingsGroup::new::<D>()?;
+    let group = settings.as_ptr();
+
     // SAFETY: `netdev` is alive; `_ib_alloc_device` returns a zeroed
     // allocation of the requested size or null.
     let ib =
@@ -319,10 +341,21 @@ pub(crate) fn register_device<D: IwCmOps>(
     if ib.is_null() {
         return Err(ENOMEM);
     }
-    // SAFETY: `ib` is a fresh allocation of `DevObj::SIZE` bytes.
-    unsafe { DevObj::<D>::init(ib, info.data) };
+    // SAFETY: `ib` is a fresh allocation of `DevObj::SIZE` bytes. The
+    // group moves in as a box: its address, in the ops, stays valid until
+    // `dealloc_driver` drops it, after the core has removed the device's
+    // sysfs files.
+    unsafe {
+        DevObj::<D>::init(
+            ib,
+            DevData {
+                data: info.data,
+                _settings: settings,
+            },
+        )
+    };
 
-    let ops = device_ops::<D>();
+    let ops = device_ops::<D>(group);
     // SAFETY: `ib` is a valid, not yet registered device that only this
     // thread sees; the fields written are plain data.
     let ret = unsafe {

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 //! The RDMA core seen from a driver: `#[vtable]` traits a driver
 //! implements ([`Driver`] for the device and its PDs, [`CqOps`], [`SrqOps`],
-//! [`QpOps`], [`MrOps`], [`IwCmOps`]), the generic `extern "C"` adapters
-//! the `ib_device_ops` table points at, safe views over what the core
+//! [`QpOps`], [`MrOps`], [`IwCmOps`], [`Settings`] for its sysfs
+//! attributes), the generic `extern "C"` adapters the `ib_device_ops`
+//! table and the attributes point at, safe views over what the core
 //! passes in (work requests, attributes) and out (work completions), and
 //! handles over the core's objects.
 //!
@@ -19,6 +20,7 @@ pub(crate) mod iw_cm;
 pub(crate) mod link;
 pub(crate) mod mr;
 pub(crate) mod qp;
+pub(crate) mod settings;
 pub(crate) mod srq;
 mod umap;
 mod wr;
@@ -35,6 +37,7 @@ pub(crate) use self::{
     link::{LinkOps, Registration},
     mr::{IbMr, MrOps, MrType},
     qp::{QpAttr, QpAttrMod, QpCaps, QpInitAttr, QpLinks, QpNotifier, QpOps, QpState, ResAttrs},
+    settings::{Settings, ShowBuf},
     srq::{SrqAttr, SrqAttrMask, SrqNotifier, SrqOps, SrqSlot},
     umap::{
         abi, rsiw_alloc_ucontext_req, rsiw_alloc_ucontext_resp, rsiw_cqe, rsiw_create_cq_req,
