@@ -201,17 +201,21 @@ console_oops() {
 # scripts/vm-run.sh and scripts/uml-run.sh alike, after removing an
 # earlier run's results and binds: "shares", the paths the
 # guest needs at the same paths as here (the caller's array shares, plus
-# the checkout, the working directory, KDIR and its kernel source), each
-# with its symlinks resolved first, then as given; "host-path"; "cmd.sh",
+# the checkout, the working directory, KDIR and its kernel source, unless
+# KDIR is empty), each with its symlinks resolved first, then as given;
+# "host-path"; "cmd.sh",
 # COMMAND with its working directory and environment; "guest-timeout",
 # the command's limit (TIMEOUT less 30 s for the guest to end cleanly).
 guest_prepare() {
 	local out=$1 kdir=$2 timeout_s=$3 src p phys=() logical=()
 	shift 3
 	rm -f "$out/status" "$out/output.log" "$out/dmesg.txt" "$out/console.log" "$out/binds"
-	shares+=("$RSIW_ROOT" "$PWD" "$kdir")
+	shares+=("$RSIW_ROOT" "$PWD")
+	# No KDIR: another kernel booted without a test kernel built.
+	[ -z "$kdir" ] || shares+=("$kdir")
 	# The kernel source (kunit.py for scripts/kunit-check.sh in the guest).
-	src=$(readlink -f "$kdir/source" 2>/dev/null || true)
+	src=""
+	[ -z "$kdir" ] || src=$(readlink -f "$kdir/source" 2>/dev/null || true)
 	[ -z "$src" ] || [ ! -d "$src" ] || shares+=("$src")
 	for p in "${shares[@]}"; do
 		[ -e "$p" ] || die "--share $p: no such file or directory"

@@ -39,6 +39,14 @@
 #   --quiet             do not echo the guest console
 #   --plugin SPEC       load a QEMU TCG plugin (QEMU's -plugin SPEC, e.g.
 #                       bench/qemu-plugin/insncount.so,out=FILE)
+#   --kernel FILE       boot FILE rather than the test kernel (a
+#                       distribution's vmlinuz; KDIR is then optional)
+#   --initrd FILE       with it an initramfs whose /init mounts the 9p root
+#                       and hands over to scripts/vm-init.sh (a kernel whose
+#                       9p and virtio drivers are modules:
+#                       scripts/debian-kernel.sh initrd makes one)
+#   --modroot DIR       the module tree the guest's modprobe uses
+#                       (DIR/lib/modules/RELEASE; default KDIR/modroot)
 #
 # The command runs with the working directory of the caller (the same path
 # in the guest), HOME=/tmp, and RSIW_VM_OUT pointing at the shared output
@@ -63,6 +71,9 @@ quiet=0
 tcg_thread=""
 shares=()
 plugin_args=()
+kernel=""
+initrd=""
+modroot=""
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--timeout) timeout_s=$2; shift 2 ;;
@@ -77,15 +88,38 @@ while [ $# -gt 0 ]; do
 	--tcg-single) tcg_thread=single; shift ;;
 	--quiet) quiet=1; shift ;;
 	--plugin) plugin_args+=(-plugin "$2"); shift 2 ;;
+	--kernel) kernel=$2; shift 2 ;;
+	--initrd) initrd=$2; shift 2 ;;
+	--modroot) modroot=$2; shift 2 ;;
 	--) shift; break ;;
 	*) die "unknown option $1 (see the header of $0)" ;;
 	esac
 done
 [ $# -gt 0 ] || die "usage: $0 [options] -- COMMAND [ARGS...]"
 
-kdir=$(resolve_kdir)
-kernel="$kdir/arch/x86/boot/bzImage"
-[ -f "$kernel" ] || die "no kernel image at $kernel: run scripts/build-kernel.sh"
+test_kernel=1
+if [ -n "$kernel" ]; then
+	# Another kernel: the test kernel's tree only if there is one (the
+	# guest gets its path as KDIR).
+	[ -f "$kernel" ] || die "--kernel $kernel: no such file"
+	test_kernel=0
+	kdir=$( (resolve_kdir) 2>/dev/null || true)
+else
+	kdir=$(resolve_kdir)
+	kernel="$kdir/arch/x86/boot/bzImage"
+	[ -f "$kernel" ] || die "no kernel image at $kernel: run scripts/build-kernel.sh"
+fi
+initrd_args=()
+if [ -n "$initrd" ]; then
+	[ -f "$initrd" ] || die "--initrd $initrd: no such file"
+	initrd_args=(-initrd "$initrd")
+fi
+if [ -n "$modroot" ]; then
+	[ -d "$modroot/lib/modules" ] || die "--modroot $modroot: no lib/modules in it"
+	shares+=("$modroot")
+elif [ -n "$kdir" ]; then
+	modroot="$kdir/modroot"
+fi
 
 out=$(guest_out_dir "$out" run)
 guest_prepare "$out" "$kdir" "$timeout_s" "$@"
@@ -155,11 +189,10 @@ if [ -n "$nvdimm" ]; then
 		-device nvdimm,id=nvdimm0,memdev=nv0)
 fi
 
-modroot="$kdir/modroot"
 cmdline="console=ttyS0 root=/dev/root rootfstype=9p"
 cmdline+=" rootflags=trans=virtio,version=9p2000.L,msize=1048576 ro"
 cmdline+=" init=$RSIW_ROOT/scripts/vm-init.sh panic=-1 oops=panic"
-cmdline+=" rsiw.modroot=$modroot $append"
+cmdline+="${modroot:+ rsiw.modroot=$modroot} $append"
 # TCG's TSC follows the host's on every vCPU; the clocksource watchdog,
 # comparing it with the HPET (a QEMU device model) while the host is
 # loaded, sometimes calls it unstable ("frequency skew") and moves the
@@ -172,11 +205,12 @@ cmdline+=" tsc=reliable"
 # and that taint turns lockdep off for the boot: run it with 4-level paging.
 # (By the tree's real name: KDIR may be a symlink, as the checkout-under-/tmp
 # test makes it.)
-case "$(basename "$(readlink -f "$kdir")")" in *-debug-*) cmdline+=" no5lvl" ;; esac
+[ "$test_kernel" = 0 ] ||
+	case "$(basename "$(readlink -f "$kdir")")" in *-debug-*) cmdline+=" no5lvl" ;; esac
 
 # shellcheck disable=SC2054 # QEMU option values: commas, not separators
 qemu=(qemu-system-x86_64 -machine "$machine" -accel "$accel" -cpu "$cpu" -smp "$smp" "${mem_args[@]}"
-	-kernel "$kernel" -append "$cmdline"
+	-kernel "$kernel" "${initrd_args[@]}" -append "$cmdline"
 	-nographic -no-reboot -serial mon:stdio -nodefaults
 	-fsdev local,id=root,path=/,security_model=none,readonly=on,multidevs=remap
 	-device virtio-9p-pci,fsdev=root,mount_tag=/dev/root
@@ -185,7 +219,9 @@ qemu=(qemu-system-x86_64 -machine "$machine" -accel "$accel" -cpu "$cpu" -smp "$
 	-device virtio-rng-pci
 	"${net_args[@]}" "${nvdimm_args[@]}" "${plugin_args[@]}")
 
-log "booting $(basename "$kdir") ($accel), timeout ${timeout_s}s, output in $out"
+what=$kernel
+[ "$test_kernel" = 0 ] || what=$(basename "$kdir")
+log "booting $what ($accel), timeout ${timeout_s}s, output in $out"
 rc=0
 guest_boot "$out" "$timeout_s" "$quiet" "QEMU guest" "${qemu[@]}" || rc=$?
 exit "$rc"
