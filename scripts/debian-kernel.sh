@@ -21,8 +21,21 @@
 #                                       module and make.log:
 #                                       /usr/src/rsiw-dkms/RELEASE)
 #   scripts/debian-kernel.sh run CMD... CMD in the root, in this checkout
+#   scripts/debian-kernel.sh module     rsiw.ko (production) for Debian's
+#                                       kernel, built in the root in a copy
+#                                       of this checkout in the cache
+#                                       (incremental); prints its path
+#   scripts/debian-kernel.sh initrd     an initramfs for booting Debian's
+#                                       kernel with scripts/vm-run.sh
+#                                       (--initrd): busybox, the 9p and
+#                                       virtio modules, /init from
+#                                       scripts/vm-initrd-init.sh; prints
+#                                       its path
 #   scripts/debian-kernel.sh path       the root (host path), the KDIR (in the
-#                                       root) and Debian's image and modules
+#                                       root), Debian's image and modules,
+#                                       the release, its vmlinuz and the
+#                                       module root
+#                                       (vm-run.sh --modroot)
 #   scripts/debian-kernel.sh probe      whether Debian's packages can be had
 #                                       (status 1 and why, if not)
 #
@@ -308,6 +321,108 @@ ready() {
 	[ -f "$ROOT$KDIR/.rsiw-kdir" ] || die "no KDIR for $RELEASE yet: run scripts/debian-kernel.sh"
 }
 
+IMAGE=$D/image-$RELEASE
+# The unpacked packages' kernel image (linux-binary puts it beside the
+# modules, lib/modules/RELEASE/vmlinuz) and module root (the directory
+# whose lib/modules/RELEASE holds the modules: merged /usr or not).
+vmlinuz() {
+	local f
+	for f in "$IMAGE"/usr/lib/modules/"$RELEASE"/vmlinuz "$IMAGE"/lib/modules/"$RELEASE"/vmlinuz \
+		"$IMAGE/boot/vmlinuz-$RELEASE"; do
+		[ -f "$f" ] && { echo "$f"; return; }
+	done
+}
+modroot() {
+	local r
+	for r in "$IMAGE/usr" "$IMAGE"; do
+		[ -d "$r/lib/modules/$RELEASE/kernel" ] && { echo "$r"; return; }
+	done
+}
+
+# Debian's packages ship no modules.dep (their postinst runs depmod): made
+# once in the unpacked module tree, for modprobe -d.
+image_ready() {
+	local mr
+	[ -f "$IMAGE/.rsiw-unpacked" ] || die "no Debian image for $RELEASE yet: run scripts/debian-kernel.sh"
+	[ -n "$(vmlinuz)" ] || die "no vmlinuz-$RELEASE in $IMAGE"
+	mr=$(modroot)
+	[ -n "$mr" ] || die "no lib/modules/$RELEASE in $IMAGE"
+	if [ ! -f "$mr/lib/modules/$RELEASE/modules.dep" ] ||
+		[ "$mr/lib/modules/$RELEASE/modules.dep" -ot "$IMAGE/.rsiw-unpacked" ]; then
+		# (Its warnings about modules.order and modules.builtin, which the
+		# packages lack, left out.)
+		depmod -b "$mr" "$RELEASE" 2> >(grep -v 'WARNING: could not open modules\.' >&2) ||
+			die "depmod -b $mr $RELEASE failed"
+	fi
+}
+
+# What the initramfs loads, with what they depend on: the host's root over
+# virtio-9p (9pnet_virtio, 9p; virtio_pci is built in), and what
+# scripts/vm-init.sh mounts before its modprobe (for the rest) is set up:
+# overlay, configfs. Modules only: Debian's packages have no
+# modules.builtin, so modprobe does not know the built-in ones.
+INITRD_MODULES=(9pnet_virtio 9p overlay configfs)
+
+initrd() {
+	image_ready
+	local mr out=$D/initrd-$RELEASE.cpio.gz stage key f name a
+	mr=$(modroot)
+	local deps
+	deps=$(modprobe -d "$mr" -S "$RELEASE" -a --show-depends "${INITRD_MODULES[@]}") ||
+		die "Debian's modules lack one of ${INITRD_MODULES[*]}"
+	key=$( (cat "$RSIW_ROOT/scripts/vm-initrd-init.sh" "$IMAGE/.rsiw-unpacked"; echo "$deps"
+		busybox 2>&1 | sed -n 1p) | sha256sum)
+	if [ -f "$out" ] && [ "$(cat "$out.key" 2>/dev/null)" = "$key" ]; then
+		echo "$out"
+		return
+	fi
+	stage=$(mktemp -d)
+	mkdir -p "$stage"/{bin,dev,proc,sys,newroot,lib/modules}
+	cp "$(command -v busybox)" "$stage/bin/busybox"
+	for a in sh mount umount insmod sleep mkdir switch_root cat echo; do
+		ln -s busybox "$stage/bin/$a"
+	done
+	as_root mknod -m 600 "$stage/dev/console" c 5 1
+	cp "$RSIW_ROOT/scripts/vm-initrd-init.sh" "$stage/init"
+	chmod 755 "$stage/init"
+	: >"$stage/modules"
+	# "insmod PATH" lines, dependencies first; uncompressed here (busybox's
+	# insmod takes plain .ko files).
+	for f in $(echo "$deps" | awk '$1 == "insmod" && !seen[$2]++ {print $2}'); do
+		name=$(basename "$f")
+		case "$f" in
+		*.ko.xz) name=${name%.xz}; xz -dc "$f" >"$stage/lib/modules/$name" ;;
+		*.ko.zst) name=${name%.zst}; zstd -qdc "$f" >"$stage/lib/modules/$name" ;;
+		*.ko.gz) name=${name%.gz}; gzip -dc "$f" >"$stage/lib/modules/$name" ;;
+		*) cp "$f" "$stage/lib/modules/$name" ;;
+		esac
+		echo "$name" >>"$stage/modules"
+	done
+	log "initramfs for $RELEASE: busybox and $(paste -sd' ' "$stage/modules")"
+	(cd "$stage" && find . | cpio -o -H newc --quiet | gzip -1) >"$out.part"
+	as_root rm -rf "$stage"
+	mv "$out.part" "$out"
+	echo "$key" >"$out.key"
+	echo "$out"
+}
+
+# rsiw.ko for Debian's kernel in a copy of this checkout (one per checkout)
+# in the cache: the checkout's own build stays the test kernel's.
+module() {
+	ready
+	local tree
+	tree=$D/module-$RELEASE-$(echo "$RSIW_ROOT" | sha256sum | cut -c1-12)
+	mkdir -p "$tree"
+	exec 7>"$tree.lock"
+	flock 7
+	copy_checkout "$tree" -a -u
+	log "building rsiw.ko for $RELEASE in $tree"
+	in_root "$tree" -- "${IDLE[@]}" make -s KDIR="$KDIR" modules >&2 ||
+		die "rsiw.ko does not build for $RELEASE (scripts/debian-kernel.sh make modules)"
+	[ -f "$tree/rsiw.ko" ] || die "no $tree/rsiw.ko after make modules"
+	echo "$tree/rsiw.ko"
+}
+
 cmd=${1:-prepare}
 [ $# -eq 0 ] || shift
 case "$cmd" in
@@ -316,8 +431,13 @@ probe) probe ;;
 path)
 	echo "root $ROOT"
 	echo "kdir $KDIR"
-	echo "image $D/image-$RELEASE"
+	echo "image $IMAGE"
+	echo "release $RELEASE"
+	echo "vmlinuz $(vmlinuz)"
+	echo "modroot $(modroot)"
 	;;
+module) module ;;
+initrd) initrd ;;
 make)
 	ready
 	[ $# -gt 0 ] || set -- modules
@@ -351,5 +471,5 @@ run)
 	ready
 	in_root "$RSIW_ROOT" -- "$@"
 	;;
-*) die "unknown command $cmd (prepare, make, dkms, run, path, probe)" ;;
+*) die "unknown command $cmd (prepare, make, dkms, module, initrd, run, path, probe)" ;;
 esac
