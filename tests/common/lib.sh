@@ -520,3 +520,12 @@ smb_mount() {
 # smb_over_rdma: the one cifs connection is an SMB Direct one (cifs's
 # DebugData marks it "RDMA").
 smb_over_rdma() { grep -qx 'RDMA ' /proc/fs/cifs/DebugData; }
+
+# small_files DIR [N]: N (default 200) small files f1..fN in DIR, one line
+# each, through a mount (many small Sends); fails at the first that cannot
+# be written.
+small_files() {
+	local i
+	mkdir -p "$1" || return 1
+	for i in $(seq 1 "${2:-200}"); do echo "small file $i $RANDOM" >"$1/f$i" || return 1; done
+}
