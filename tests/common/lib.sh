@@ -402,7 +402,7 @@ netem_both() {
 		ip netns exec "$nb" tc qdisc add dev "$db" root netem "$@" limit 10000
 }
 
-# NFS over RDMA (nfs.sh, interop-nfs.sh): NFSv4.2, RDMA on port 20049.
+# NFS over RDMA (nfs.sh, interop-fs.sh): NFSv4.2, RDMA on port 20049.
 NFS_RDMA_PORT=20049
 
 # nfs_server_up DIR TRANSPORT: nfsd with NFSv4 only, listening on TCP (2049;
@@ -472,7 +472,7 @@ dd_rates() {
 	echo "# $1: direct write $w MiB/s, read $r MiB/s ($3 MiB, 1 MiB I/Os, TCG guest)"
 }
 
-# SMB Direct (smb.sh, interop-smb.sh): ksmbd serves SMB over TCP (445)
+# SMB Direct (smb.sh, interop-fs.sh): ksmbd serves SMB over TCP (445)
 # and SMB Direct on iWARP's port 5445; cifs.ko mounts with `rdma`. The
 # share's user is root (ksmbd maps it to uid 0); its configuration and
 # password database are the guest's own, in /run/ksmbd-rsiw.
