@@ -362,20 +362,24 @@ veth_up() {
 		ip link set veth0 up && ip link set veth1 up
 }
 
-# nvmeof_over_rsiw NQN IP: one guest, both ends over rsiw0 on veth0 (IP/24):
-# load rsiw, a memory-backed null_blk exported by nvmet-rdma, nvme-rdma
-# connected to it; sets $dev to the namespace's block device. The module,
-# link and ULP loads are setup; nvmet-rdma's listener on rsiw, the
-# connection and its namespace are checks.
+# nvmeof_over_rsiw NQN IP [PARAM...] [-- OPTION...]: one guest, both ends
+# over rsiw0 on veth0 (IP/24): load rsiw (with module PARAMs), a
+# memory-backed null_blk exported by nvmet-rdma, nvme-rdma connected to it
+# (with nvme connect OPTIONs); sets $dev to the namespace's block device.
+# The module, link and ULP loads are setup; nvmet-rdma's listener on rsiw,
+# the connection and its namespace are checks.
 nvmeof_over_rsiw() {
-	local nqn=$1 ip=$2
-	setup "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
+	local nqn=$1 ip=$2 params=()
+	shift 2
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do params+=("$1"); shift; done
+	[ $# -gt 0 ] && shift
+	setup "insmod rsiw.ko${params[*]:+ ${params[*]}}" insmod "$RSIW_ROOT/rsiw.ko" "${params[@]}"
 	setup "veth0 ($ip/24) and veth1" veth_up $ip
 	setup "rdma link add rsiw0 on veth0" rdma link add rsiw0 type rsiw netdev veth0
 	setup "memory-backed null_blk" modprobe null_blk nr_devices=1 memory_backed=1 gb=1 queue_mode=2
 	setup "nvmet-rdma and nvme-rdma load" modprobe -a nvmet-rdma nvme-rdma
 	check "nvmet port on rsiw" nvmet_export $nqn /dev/nullb0 $ip
-	check "nvme connect over rsiw" nvme_connect $nqn $ip
+	check "nvme connect over rsiw" nvme_connect $nqn $ip "$@"
 	# 10 s: the namespace's block device appears within a second of the
 	# connect on the lean kernel; TF for the debug kernel.
 	check "namespace appears" wait_for $((10 * TF)) bash -c 'ls /dev/nvme*n1 >/dev/null 2>&1'
