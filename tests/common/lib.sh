@@ -533,3 +533,23 @@ small_files() {
 	mkdir -p "$1" || return 1
 	for i in $(seq 1 "${2:-200}"); do echo "small file $i $RANDOM" >"$1/f$i" || return 1; done
 }
+
+# nobody_bin DIR PROGRAM: tests/progs/PROGRAM and the provider copied into
+# DIR, readable by all (the checkout may be private to root), and
+# RDMAV_DRIVERS set to that copy of the provider: for a program run as
+# nobody.
+nobody_bin() {
+	mkdir -p "$1" &&
+		cp "$RSIW_ROOT/tests/progs/$2" "$RSIW_ROOT"/providers/rsiw/librsiw-rdmav*.so "$1/" &&
+		chmod -R a+rX "$1" || return 1
+	export RDMAV_DRIVERS=$1/librsiw
+}
+
+# local_rsiw_pair IF0 ADDR0 IF1 ADDR1: rsiw loaded, a local_veth pair,
+# rsiw0 on IF0 and rsiw1 on IF1; each step a setup.
+local_rsiw_pair() {
+	setup "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
+	setup "veth pair $1/$3" local_veth "$@"
+	setup "rdma link add rsiw0 on $1" rdma link add rsiw0 type rsiw netdev "$1"
+	setup "rdma link add rsiw1 on $3" rdma link add rsiw1 type rsiw netdev "$3"
+}
