@@ -553,3 +553,34 @@ local_rsiw_pair() {
 	setup "rdma link add rsiw0 on $1" rdma link add rsiw0 type rsiw netdev "$1"
 	setup "rdma link add rsiw1 on $3" rdma link add rsiw1 type rsiw netdev "$3"
 }
+
+# pmem_kunit_commit LEN: RDMA Commit from the kernel into /dev/pmem0 (an
+# fsdax namespace; the guest's command line has
+# kunit.filter_glob=rsiw_flush). Its first MiB zeroed (the pattern can only
+# come from the test), loading rsiw with kunit_pmem_dev runs the rsiw_flush
+# suite, whose pmem case RDMA-Writes LEN octets of "rsiw-pmem-flush\n"
+# there and commits them. After rmmod: the suite's verdict, and the octets
+# read back by O_DIRECT with a zero after them. Leaves the pattern in
+# /tmp/pmem-expected.
+pmem_kunit_commit() {
+	local len=$1 maj min
+	setup "zero the first MiB of /dev/pmem0" dd if=/dev/zero of=/dev/pmem0 bs=1M count=1 oflag=direct status=none
+	# The case opens the device by number (KUnit cases run in kthreads,
+	# which do not see this root filesystem's /dev).
+	IFS=: read -r maj min </sys/block/pmem0/dev
+	# The load runs the suite; its verdict is checked below.
+	setup "insmod rsiw.ko (runs rsiw_flush on pmem0 = $maj:$min)" \
+		insmod "$RSIW_ROOT/rsiw.ko" kunit_pmem_dev=$(((maj << 20) | min))
+	dmesg >"$OUT/kunit-dmesg.txt"
+	check "rmmod rsiw (after the KUnit suite)" rmmod rsiw
+	check "rsiw_flush passed, pmem case included (not skipped)" \
+		"$RSIW_ROOT/scripts/kunit-check.sh" --suites rsiw_flush \
+		--require rsiw_flush.pmem_persistent_flush "$OUT/kunit-dmesg.txt"
+	check "the pmem case says it committed $len octets" \
+		grep -q "rsiw kunit: $len octets written and committed to /dev/pmem0" "$OUT/kunit-dmesg.txt"
+	yes rsiw-pmem-flush | head -c "$len" >/tmp/pmem-expected
+	dd if=/dev/pmem0 of=/tmp/pmem-got bs=4096 count=$((len / 4096)) iflag=direct status=none
+	check "/dev/pmem0 holds the RDMA-written pattern after rmmod (O_DIRECT)" cmp /tmp/pmem-expected /tmp/pmem-got
+	check "and only there: the next octet is still zero" \
+		test "$(dd if=/dev/pmem0 bs=1 skip="$len" count=1 status=none | od -An -tx1 | tr -d ' ')" = 00
+}
