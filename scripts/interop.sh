@@ -20,13 +20,13 @@ port=$((46000 + RANDOM % 1000))
 tf=$RSIW_TIME_FACTOR # 4 on the debug kernel (lib.sh)
 
 # pair NAME TARGET_KIND HOST_KIND [crc]: NVMe-oF; with ULP=nfs or smb,
-# that protocol (interop-ULP.sh: the target is the server, the host
+# that protocol (interop-fs.sh ULP: the target is the server, the host
 # the client). Each
 # guest runs its vCPUs in one thread (--tcg-single): the rsiw side turns
 # trace events on (scripts/vm-run.sh says why).
 pair() {
 	local name=$1 tk=$2 hk=$3 crc=${4:-} script=interop-nvmeof.sh tr=target hr=host
-	[ -n "${ULP:-}" ] && { script=interop-$ULP.sh tr=server hr=client; }
+	[ -n "${ULP:-}" ] && { script=interop-fs.sh tr="$ULP server" hr="$ULP client"; }
 	port=$((port + 1))
 	log "== interop: $name (target over $tk, host over $hk)"
 	scripts/vm-run.sh --quiet --timeout $((540 * tf)) --mem 2G --tcg-single --append kunit.enable=0 --nic "listen:$port" --out "$out/$name-target" \

@@ -362,20 +362,24 @@ veth_up() {
 		ip link set veth0 up && ip link set veth1 up
 }
 
-# nvmeof_over_rsiw NQN IP: one guest, both ends over rsiw0 on veth0 (IP/24):
-# load rsiw, a memory-backed null_blk exported by nvmet-rdma, nvme-rdma
-# connected to it; sets $dev to the namespace's block device. The module,
-# link and ULP loads are setup; nvmet-rdma's listener on rsiw, the
-# connection and its namespace are checks.
+# nvmeof_over_rsiw NQN IP [PARAM...] [-- OPTION...]: one guest, both ends
+# over rsiw0 on veth0 (IP/24): load rsiw (with module PARAMs), a
+# memory-backed null_blk exported by nvmet-rdma, nvme-rdma connected to it
+# (with nvme connect OPTIONs); sets $dev to the namespace's block device.
+# The module, link and ULP loads are setup; nvmet-rdma's listener on rsiw,
+# the connection and its namespace are checks.
 nvmeof_over_rsiw() {
-	local nqn=$1 ip=$2
-	setup "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
+	local nqn=$1 ip=$2 params=()
+	shift 2
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do params+=("$1"); shift; done
+	[ $# -gt 0 ] && shift
+	setup "insmod rsiw.ko${params[*]:+ ${params[*]}}" insmod "$RSIW_ROOT/rsiw.ko" "${params[@]}"
 	setup "veth0 ($ip/24) and veth1" veth_up $ip
 	setup "rdma link add rsiw0 on veth0" rdma link add rsiw0 type rsiw netdev veth0
 	setup "memory-backed null_blk" modprobe null_blk nr_devices=1 memory_backed=1 gb=1 queue_mode=2
 	setup "nvmet-rdma and nvme-rdma load" modprobe -a nvmet-rdma nvme-rdma
 	check "nvmet port on rsiw" nvmet_export $nqn /dev/nullb0 $ip
-	check "nvme connect over rsiw" nvme_connect $nqn $ip
+	check "nvme connect over rsiw" nvme_connect $nqn $ip "$@"
 	# 10 s: the namespace's block device appears within a second of the
 	# connect on the lean kernel; TF for the debug kernel.
 	check "namespace appears" wait_for $((10 * TF)) bash -c 'ls /dev/nvme*n1 >/dev/null 2>&1'
@@ -402,7 +406,7 @@ netem_both() {
 		ip netns exec "$nb" tc qdisc add dev "$db" root netem "$@" limit 10000
 }
 
-# NFS over RDMA (nfs.sh, interop-nfs.sh): NFSv4.2, RDMA on port 20049.
+# NFS over RDMA (nfs.sh, interop-fs.sh): NFSv4.2, RDMA on port 20049.
 NFS_RDMA_PORT=20049
 
 # nfs_server_up DIR TRANSPORT: nfsd with NFSv4 only, listening on TCP (2049;
@@ -472,7 +476,7 @@ dd_rates() {
 	echo "# $1: direct write $w MiB/s, read $r MiB/s ($3 MiB, 1 MiB I/Os, TCG guest)"
 }
 
-# SMB Direct (smb.sh, interop-smb.sh): ksmbd serves SMB over TCP (445)
+# SMB Direct (smb.sh, interop-fs.sh): ksmbd serves SMB over TCP (445)
 # and SMB Direct on iWARP's port 5445; cifs.ko mounts with `rdma`. The
 # share's user is root (ksmbd maps it to uid 0); its configuration and
 # password database are the guest's own, in /run/ksmbd-rsiw.
@@ -520,3 +524,63 @@ smb_mount() {
 # smb_over_rdma: the one cifs connection is an SMB Direct one (cifs's
 # DebugData marks it "RDMA").
 smb_over_rdma() { grep -qx 'RDMA ' /proc/fs/cifs/DebugData; }
+
+# small_files DIR [N]: N (default 200) small files f1..fN in DIR, one line
+# each, through a mount (many small Sends); fails at the first that cannot
+# be written.
+small_files() {
+	local i
+	mkdir -p "$1" || return 1
+	for i in $(seq 1 "${2:-200}"); do echo "small file $i $RANDOM" >"$1/f$i" || return 1; done
+}
+
+# nobody_bin DIR PROGRAM: tests/progs/PROGRAM and the provider copied into
+# DIR, readable by all (the checkout may be private to root), and
+# RDMAV_DRIVERS set to that copy of the provider: for a program run as
+# nobody.
+nobody_bin() {
+	mkdir -p "$1" &&
+		cp "$RSIW_ROOT/tests/progs/$2" "$RSIW_ROOT"/providers/rsiw/librsiw-rdmav*.so "$1/" &&
+		chmod -R a+rX "$1" || return 1
+	export RDMAV_DRIVERS=$1/librsiw
+}
+
+# local_rsiw_pair IF0 ADDR0 IF1 ADDR1: rsiw loaded, a local_veth pair,
+# rsiw0 on IF0 and rsiw1 on IF1; each step a setup.
+local_rsiw_pair() {
+	setup "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
+	setup "veth pair $1/$3" local_veth "$@"
+	setup "rdma link add rsiw0 on $1" rdma link add rsiw0 type rsiw netdev "$1"
+	setup "rdma link add rsiw1 on $3" rdma link add rsiw1 type rsiw netdev "$3"
+}
+
+# pmem_kunit_commit LEN: RDMA Commit from the kernel into /dev/pmem0 (an
+# fsdax namespace; the guest's command line has
+# kunit.filter_glob=rsiw_flush). Its first MiB zeroed (the pattern can only
+# come from the test), loading rsiw with kunit_pmem_dev runs the rsiw_flush
+# suite, whose pmem case RDMA-Writes LEN octets of "rsiw-pmem-flush\n"
+# there and commits them. After rmmod: the suite's verdict, and the octets
+# read back by O_DIRECT with a zero after them. Leaves the pattern in
+# /tmp/pmem-expected.
+pmem_kunit_commit() {
+	local len=$1 maj min
+	setup "zero the first MiB of /dev/pmem0" dd if=/dev/zero of=/dev/pmem0 bs=1M count=1 oflag=direct status=none
+	# The case opens the device by number (KUnit cases run in kthreads,
+	# which do not see this root filesystem's /dev).
+	IFS=: read -r maj min </sys/block/pmem0/dev
+	# The load runs the suite; its verdict is checked below.
+	setup "insmod rsiw.ko (runs rsiw_flush on pmem0 = $maj:$min)" \
+		insmod "$RSIW_ROOT/rsiw.ko" kunit_pmem_dev=$(((maj << 20) | min))
+	dmesg >"$OUT/kunit-dmesg.txt"
+	check "rmmod rsiw (after the KUnit suite)" rmmod rsiw
+	check "rsiw_flush passed, pmem case included (not skipped)" \
+		"$RSIW_ROOT/scripts/kunit-check.sh" --suites rsiw_flush \
+		--require rsiw_flush.pmem_persistent_flush "$OUT/kunit-dmesg.txt"
+	check "the pmem case says it committed $len octets" \
+		grep -q "rsiw kunit: $len octets written and committed to /dev/pmem0" "$OUT/kunit-dmesg.txt"
+	yes rsiw-pmem-flush | head -c "$len" >/tmp/pmem-expected
+	dd if=/dev/pmem0 of=/tmp/pmem-got bs=4096 count=$((len / 4096)) iflag=direct status=none
+	check "/dev/pmem0 holds the RDMA-written pattern after rmmod (O_DIRECT)" cmp /tmp/pmem-expected /tmp/pmem-got
+	check "and only there: the next octet is still zero" \
+		test "$(dd if=/dev/pmem0 bs=1 skip="$len" count=1 status=none | od -An -tx1 | tr -d ' ')" = 00
+}

@@ -29,29 +29,6 @@ head -c $((mib << 20)) /dev/urandom >/tmp/pattern
 setup "veth0 ($ip/24) and veth1" veth_up $ip
 
 mountstat() { awk -v m=" $mnt " 'index($0, m) { f = 1 } f && /xprt:/ { print; exit }' /proc/self/mountstats; }
-secs() { echo "$2 - $1" | bc -l; }
-
-# timed_io TAG: MIB through the mount by direct I/O, written then read
-# back; prints the rates and leaves the copy in /tmp/back.
-timed_io() {
-	local t0 t1 t2
-	rm -f $mnt/big /tmp/back
-	t0=$(date +%s.%N)
-	dd if=/tmp/pattern of=$mnt/big bs=1M oflag=direct status=none || return 1
-	t1=$(date +%s.%N)
-	dd if=$mnt/big of=/tmp/back bs=1M iflag=direct status=none || return 1
-	t2=$(date +%s.%N)
-	w=$(echo "$mib / $(secs "$t0" "$t1")" | bc -l | cut -c1-6)
-	r=$(echo "$mib / $(secs "$t1" "$t2")" | bc -l | cut -c1-6)
-	echo "# $1: direct write $w MiB/s, read $r MiB/s (${mib} MiB, 1 MiB I/Os, TCG guest)"
-}
-
-small_files() {
-	local i
-	mkdir -p $mnt/small || return 1
-	for i in $(seq 1 200); do echo "small file $i $RANDOM" >$mnt/small/f$i || return 1; done
-}
-
 
 # --- rsiw: every step checked ---
 setup "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
@@ -69,10 +46,10 @@ if ! mountpoint -q $mnt; then
 fi
 check "the mount's transport is RDMA" nfs_proto $mnt rdma
 expect_eq "client's and server's connections are rsiw0's QPs (2)" 2 "$(rdma_qps rsiw0/1)"
-check "direct write and read of $mib MiB" timed_io rsiw
+check "direct write and read of $mib MiB" dd_rates rsiw $mnt/big $mib
 check "data read back through NFS equals data written" cmp /tmp/pattern /tmp/back
 check "the server's file equals data written" cmp /tmp/pattern $exp/big
-check "200 small files created" small_files
+check "200 small files created" small_files $mnt/small
 check "small files: the server holds what the client wrote" same_tree $mnt/small $exp/small
 check "buffered write of 8 MiB" dd if=/tmp/pattern of=$mnt/buffered bs=64k count=128 status=none conv=fsync
 sync
@@ -127,7 +104,7 @@ for b in $baselines; do
 	esac
 	tr=rdma
 	[ $b = tcp ] && tr=tcp
-	if [ $ok = 1 ] && nfs_server_up $exp $tr && nfs_mount $ip $mnt $tr && timed_io "$b" && cmp -s /tmp/pattern /tmp/back; then
+	if [ $ok = 1 ] && nfs_server_up $exp $tr && nfs_mount $ip $mnt $tr && dd_rates "$b" $mnt/big $mib && cmp -s /tmp/pattern /tmp/back; then
 		base_pass "$b: NFS over $tr: direct write and read of $mib MiB, data identical"
 	else
 		base_fail "$b: NFS over $tr: the round did not complete"

@@ -24,16 +24,8 @@ stamp() {
 }
 
 dmesg -C
-setup "insmod rsiw.ko kunit_terminate_after_mib=$at" insmod "$RSIW_ROOT/rsiw.ko" kunit_terminate_after_mib=$at
-setup "veth0 ($ip/24) and veth1" veth_up $ip
-setup "rdma link add rsiw0 on veth0" rdma link add rsiw0 type rsiw netdev veth0
-setup "memory-backed null_blk" modprobe null_blk nr_devices=1 memory_backed=1 gb=1 queue_mode=2
-setup "nvmet-rdma and nvme-rdma load" modprobe -a nvmet-rdma nvme-rdma
-check "nvmet port on rsiw" nvmet_export $nqn /dev/nullb0 $ip
 # Reconnect a second after a failure (the default waits 10 s).
-check "nvme connect over rsiw" nvme_connect $nqn $ip --reconnect-delay=1 --ctrl-loss-tmo=120
-check "namespace appears" wait_for 10 bash -c 'ls /dev/nvme*n1 >/dev/null 2>&1'
-dev=$(ls /dev/nvme*n1 2>/dev/null | head -1)
+nvmeof_over_rsiw $nqn $ip kunit_terminate_after_mib=$at -- --reconnect-delay=1 --ctrl-loss-tmo=120
 if [ -n "$dev" ]; then
 	head -c $((mib << 20)) /dev/urandom >/tmp/pattern
 	t0=$(date +%s.%N)

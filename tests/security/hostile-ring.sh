@@ -27,16 +27,10 @@ b=10.98.0.2
 
 # The program and the provider where nobody can read them.
 bin=/tmp/hostile-ring
-mkdir -p $bin
-cp "$RSIW_ROOT/tests/progs/rsiw-hostile-ring" "$RSIW_ROOT"/providers/rsiw/librsiw-rdmav*.so $bin/
-chmod -R a+rX $bin
-export RDMAV_DRIVERS=$bin/librsiw
+setup "rsiw-hostile-ring and the provider where nobody can read them" nobody_bin $bin rsiw-hostile-ring
 
 dmesg -C
-setup "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
-local_veth rsiwh0 $a rsiwh1 $b
-setup "rdma link add rsiw0 on rsiwh0" rdma link add rsiw0 type rsiw netdev rsiwh0
-setup "rdma link add rsiw1 on rsiwh1" rdma link add rsiw1 type rsiw netdev rsiwh1
+local_rsiw_pair rsiwh0 $a rsiwh1 $b
 check "ports ACTIVE" wait_for 10 bash -c 'grep -q ACTIVE /sys/class/infiniband/rsiw0/ports/1/state && grep -q ACTIVE /sys/class/infiniband/rsiw1/ports/1/state'
 check "nobody is not root" [ "$(setpriv --reuid=65534 --regid=65534 --clear-groups id -u)" = 65534 ]
 

@@ -26,16 +26,10 @@ limit=${1:-64M}
 a=10.97.0.1
 b=10.97.0.2
 bin=/tmp/uvfuzz
-mkdir -p $bin
-cp "$RSIW_ROOT/tests/progs/rsiw-uvfuzz" "$RSIW_ROOT"/providers/rsiw/librsiw-rdmav*.so $bin/
-chmod -R a+rX $bin
-export RDMAV_DRIVERS=$bin/librsiw
+setup "rsiw-uvfuzz and the provider where nobody can read them" nobody_bin $bin rsiw-uvfuzz
 
 dmesg -C
-setup "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
-local_veth rsiwu0 $a rsiwu1 $b
-setup "rdma link add rsiw0 on rsiwu0" rdma link add rsiw0 type rsiw netdev rsiwu0
-setup "rdma link add rsiw1 on rsiwu1" rdma link add rsiw1 type rsiw netdev rsiwu1
+local_rsiw_pair rsiwu0 $a rsiwu1 $b
 
 # cgroup v2 with the memory controller (the guest mounts none itself).
 cg=/sys/fs/cgroup

@@ -33,11 +33,9 @@ b=10.97.0.2
 # The fuzzer and the provider where nobody can read them (the checkout
 # may be private to root).
 bin=/tmp/uvfuzz
-mkdir -p $bin /tmp/cores
+mkdir -p /tmp/cores
 chmod 1777 /tmp/cores
-cp "$RSIW_ROOT/tests/progs/rsiw-uvfuzz" "$RSIW_ROOT"/providers/rsiw/librsiw-rdmav*.so $bin/
-chmod -R a+rX $bin
-export RDMAV_DRIVERS=$bin/librsiw
+setup "rsiw-uvfuzz and the provider where nobody can read them" nobody_bin $bin rsiw-uvfuzz
 FUZZ=$bin/rsiw-uvfuzz
 # A crash of the fuzzer leaves a core (and fails check_dmesg_clean).
 ulimit -c unlimited
@@ -47,10 +45,7 @@ echo "/tmp/cores/core.%e.%p" >/proc/sys/kernel/core_pattern
 nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"; }
 
 dmesg -C
-setup "insmod rsiw.ko" insmod "$RSIW_ROOT/rsiw.ko"
-local_veth rsiwu0 $a rsiwu1 $b
-setup "rdma link add rsiw0 on rsiwu0" rdma link add rsiw0 type rsiw netdev rsiwu0
-setup "rdma link add rsiw1 on rsiwu1" rdma link add rsiw1 type rsiw netdev rsiwu1
+local_rsiw_pair rsiwu0 $a rsiwu1 $b
 check "ports ACTIVE" wait_for 10 bash -c 'grep -q ACTIVE /sys/class/infiniband/rsiw0/ports/1/state && grep -q ACTIVE /sys/class/infiniband/rsiw1/ports/1/state'
 
 # What an unprivileged user gets: the uverbs and rdma_cm nodes are 0666.

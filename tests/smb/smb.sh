@@ -29,11 +29,6 @@ mkdir -p $share $mnt
 head -c $((mib << 20)) /dev/urandom >/tmp/pattern
 setup "veth0 ($ip/24) and veth1" veth_up $ip
 
-small_files() {
-	local i
-	mkdir -p $mnt/small || return 1
-	for i in $(seq 1 200); do echo "small file $i $RANDOM" >$mnt/small/f$i || return 1; done
-}
 hw=/sys/class/infiniband/rsiw0/ports/1/hw_counters
 
 # --- rsiw: every step checked ---
@@ -55,7 +50,7 @@ check "the client's connection is to port 5445" bash -c "rdma resource show cm_i
 check "direct write and read of $mib MiB" dd_rates rsiw $mnt/big $mib
 check "data read back through SMB equals data written" cmp /tmp/pattern /tmp/back
 check "the server's file equals data written" cmp /tmp/pattern $share/big
-check "200 small files created" small_files
+check "200 small files created" small_files $mnt/small
 check "small files: the server holds what the client wrote" same_tree $mnt/small $share/small
 check "buffered write of 8 MiB" dd if=/tmp/pattern of=$mnt/buffered bs=64k count=128 status=none conv=fsync
 sync
