@@ -78,8 +78,7 @@ check "namespace appears" wait_for $((10 * TF)) bash -c 'ls /dev/nvme*n1 >/dev/n
 dev=$(ls /dev/nvme*n1 2>/dev/null | head -1)
 if [ -n "$dev" ]; then
 	head -c $((16 << 20)) /dev/urandom >/tmp/pattern
-	check "write 16 MiB to $dev (direct)" dd if=/tmp/pattern of="$dev" bs=1M oflag=direct status=none
-	check "read back 16 MiB (direct)" dd if="$dev" of=/tmp/back bs=1M count=16 iflag=direct status=none
+	check "write 16 MiB to $dev and read it back (direct)" dd_rates nvme-rdma "$dev" 16
 	check "data read back equals data written" cmp /tmp/pattern /tmp/back
 fi
 check "nvme disconnect" bash -c "nvme disconnect -n $nqn | grep -q 'disconnected 1'"
