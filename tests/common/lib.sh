@@ -460,6 +460,23 @@ nfs_mount() {
 	wait_for "${4:-20}" mount -t nfs4 -o "$opts" "$1:/" "$2" 2>/dev/null
 }
 
+# rping_verified SERVER CLIENT ROUNDS LABEL: rping's server on SERVER and
+# its client from CLIENT, ROUNDS rounds of 4 KiB (Sends, RDMA Read and
+# Write) with every payload checked (-V). Checks the client, the server's
+# exit status and that the client counted ROUNDS rounds. Output in
+# $OUT/rping-server.txt and $OUT/rping-client.txt.
+rping_verified() {
+	local server
+	timeout 120 rping -s -a "$1" -C "$3" -S 4096 -v >"$OUT/rping-server.txt" 2>&1 &
+	server=$!
+	wait_for $((30 * TF)) listening 7174
+	check "$4: $3 rounds of 4 KiB, data verified" \
+		to "$OUT/rping-client.txt" timeout 120 rping -c -a "$1" -I "$2" -C "$3" -S 4096 -V -v
+	wait $server
+	expect_eq "rping server exit status" 0 $?
+	expect_eq "rping client rounds" "$3" "$(grep -c 'ping data' "$OUT/rping-client.txt")"
+}
+
 # dd_rates TAG FILE MIB: MIB of /tmp/pattern written to FILE by direct I/O,
 # then read back into /tmp/back (1 MiB I/Os); prints the rates as a "#"
 # line. Fails if either transfer does.

@@ -171,13 +171,7 @@ check "no core dumped" bash -c '! ls /tmp/cores/core.* 2>/dev/null | grep -q .'
 # The devices still work: rping (Sends, RDMA Read and Write, data
 # verified) and the user verbs check.
 export RDMAV_DRIVERS="$RSIW_ROOT/providers/rsiw/librsiw"
-timeout 120 rping -s -a $a -C 10 -S 4096 -v >"$OUT/rping-server.txt" 2>&1 &
-server=$!
-wait_for 30 listening 7174
-check "rping afterwards: 10 rounds of 4 KiB, data verified" \
-	to "$OUT/rping-client.txt" timeout 120 rping -c -a $a -I $b -C 10 -S 4096 -V -v
-wait $server
-expect_eq "rping server exit status" 0 $?
+rping_verified $a $b 10 "rping afterwards"
 to "$OUT/uverbs-check.txt" "$RSIW_ROOT/tests/progs/rsiw-uverbs-check" $a $b
 check "rsiw-uverbs-check afterwards: every check passed" grep -qx PASSED "$OUT/uverbs-check.txt"
 

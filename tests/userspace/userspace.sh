@@ -36,14 +36,7 @@ setup "rdma link add rsiw0 on rsiwu0" rdma link add rsiw0 type rsiw netdev rsiwu
 setup "rdma link add rsiw1 on rsiwu1" rdma link add rsiw1 type rsiw netdev rsiwu1
 
 # --- rping: Sends and RDMA Read/Write, every payload checked (-V) ---
-timeout 120 rping -s -a $a -C 20 -S 4096 -v >"$OUT/rping-server.txt" 2>&1 &
-server=$!
-wait_for $((30 * TF)) listening 7174
-check "rping client: 20 rounds of 4 KiB, data verified" \
-	to "$OUT/rping-client.txt" timeout 120 rping -c -a $a -I $b -C 20 -S 4096 -V -v
-wait $server
-expect_eq "rping server exit status" 0 $?
-expect_eq "rping client rounds" 20 "$(grep -c 'ping data' "$OUT/rping-client.txt")"
+rping_verified $a $b 20 "rping client"
 
 # --- what the tools do not check: atomics, Write with Immediate, inline,
 # the extended verbs (ibv_wr_*, ibv_start_poll), QP state after create ---
