@@ -135,11 +135,19 @@ unpack_kernel_source() {
 	key=$(sha256sum "$1" | cut -c1-16)
 	dir="$RSIW_CACHE/src/$key"
 	if [ ! -f "$dir/.rsiw-unpacked" ]; then
-		log "unpacking $(basename "$1")"
-		rm -rf "$dir"
-		mkdir -p "$dir"
-		tar -xJf "$1" -C "$dir" --strip-components=1
-		touch "$dir/.rsiw-unpacked"
+		# One unpacker at a time: the test kernels' builds and
+		# scripts/debian-kernel.sh share the tree and may start together.
+		mkdir -p "$RSIW_CACHE/src"
+		(
+			flock 9
+			if [ ! -f "$dir/.rsiw-unpacked" ]; then
+				log "unpacking $(basename "$1")"
+				rm -rf "$dir"
+				mkdir -p "$dir"
+				tar -xJf "$1" -C "$dir" --strip-components=1 && touch "$dir/.rsiw-unpacked"
+			fi
+		) 9>"$dir.lock"
+		[ -f "$dir/.rsiw-unpacked" ] || die "cannot unpack $1 into $dir"
 	fi
 	echo "$dir"
 }
