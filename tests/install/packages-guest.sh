@@ -4,20 +4,22 @@
 # packages-guest.sh DIR: the Debian packages that tests/install/packages.sh
 # built into DIR, installed with dpkg into the guest's own system as a
 # user installs them: rsiw-dkms (its postinst adds rsiw to DKMS) and
-# ibverbs-providers-rsiw. The module comes from DKMS: the host built the
-# package's /usr/src tree against this kernel (tests/install/005, a private
+# ibverbs-providers-rsiw. The guest runs the test kernel (tests/install/005)
+# or Debian's own (tests/debian/003). The module comes from DKMS: the host
+# built the package's /usr/src tree against the running kernel (a private
 # DKMS tree in DIR/dkms), because compiling it here, under TCG, takes
 # about 15 minutes (tests/install/install.sh); this guest hands DKMS that
 # build and `dkms install` puts it into /lib/modules. Then `rdma link add`
-# loads it by its alias and libibverbs finds the packaged provider through
+# loads it by its alias, libibverbs finds the packaged provider through
 # the packaged rsiw.driver, without RDMAV_DRIVERS (ibv_devices,
-# ibv_devinfo); dpkg -r takes module and provider away again.
+# ibv_devinfo), and rping -V runs between two devices through it; dpkg -r
+# takes module and provider away again.
 #
 # The guest's root is the host's, read-only: /usr, /etc, /var/lib and
 # /var/log become overlays here (the host's files below, the guest's
 # writes, dpkg's database included, in a tmpfs above), and
-# /lib/modules/RELEASE starts as the test kernel's module tree less its
-# build link, so the postinst's own build is skipped, as on a system
+# /lib/modules/RELEASE starts as the running kernel's module tree
+# (rsiw.modroot) less its build link, so the postinst's own build is skipped, as on a system
 # without the kernel's headers. Nothing reaches the host.
 set -u
 . "$(dirname "$0")/../common/lib.sh"
@@ -40,7 +42,7 @@ for d in /usr /etc /var/lib /var/log; do
 	setup "a writable $d over the host's (guest only)" overlay $d $d
 done
 mkdir -p "/lib/modules/$krel"
-setup "/lib/modules/$krel is the test kernel's module tree" \
+setup "/lib/modules/$krel is the running kernel's module tree" \
 	overlay "$modroot/lib/modules/$krel" "/lib/modules/$krel"
 rm -f "/lib/modules/$krel/build" "/lib/modules/$krel/source"
 check "no rsiw provider or module before the packages" \
@@ -88,15 +90,28 @@ check "dkms install rsiw/$ver -k $krel" to "$OUT/dkms-install.txt" dkms install 
 sed 's/^/#   /' "$OUT/dkms-install.txt" | tail -6
 check "modinfo finds DKMS's rsiw.ko in /lib/modules/$krel/updates/dkms" \
 	bash -c 'case "$(modinfo -n rsiw)" in /lib/modules/*/updates/dkms/rsiw.ko*) ;; *) false ;; esac'
+# What rdma-core's udev rules load on a real system (modules in Debian's
+# kernel, built in or modules in the test kernel): the user verbs and the
+# RDMA CM's user interface.
+check "modprobe ib_uverbs rdma_ucm" modprobe -a ib_uverbs rdma_ucm
 check "rdma link add rsiw0 type rsiw (loads rsiw by its alias)" rdma link add rsiw0 type rsiw netdev rsiwp0
 check "rsiw is loaded" loaded
+# An out-of-tree module taints the kernel (O, 4096), and one that is not
+# signed by a key the kernel trusts also E (8192) where the kernel checks
+# signatures (Debian's); nothing else may.
+echo "# /proc/sys/kernel/tainted: $(cat /proc/sys/kernel/tainted); rsiw: $(cat /sys/module/rsiw/taint 2>/dev/null)"
+expect_eq "the kernel's taint is only rsiw's out-of-tree (and unsigned) flags" 0 \
+	$(($(cat /proc/sys/kernel/tainted) & ~(4096 | 8192)))
 check "ibv_devices lists rsiw0 (packaged provider, no RDMAV_DRIVERS)" bash -c 'ibv_devices | grep -qw rsiw0'
 to "$OUT/ibv_devinfo.txt" ibv_devinfo -d rsiw0
 sed 's/^/#   /' "$OUT/ibv_devinfo.txt"
 check "ibv_devinfo -d rsiw0: transport iWARP" grep -qE 'transport:[[:space:]]+iWARP' "$OUT/ibv_devinfo.txt"
 check "ibv_devinfo -d rsiw0: port active" grep -q 'PORT_ACTIVE' "$OUT/ibv_devinfo.txt"
 check "ibv_devinfo: no provider warnings" bash -c "! grep -qi 'warning\|couldn.t load' $OUT/ibv_devinfo.txt"
-setup "rdma link delete rsiw0, rmmod rsiw" bash -c 'rdma link delete rsiw0 && rmmod rsiw'
+check "rdma link add rsiw1 type rsiw" rdma link add rsiw1 type rsiw netdev rsiwp1
+rping_verified 10.95.0.1 10.95.0.2 10 "rping -V rsiw1 -> rsiw0 through the packaged provider"
+setup "rdma link delete rsiw0 and rsiw1, rmmod rsiw" \
+	bash -c 'rdma link delete rsiw0 && rdma link delete rsiw1 && rmmod rsiw'
 
 # --- removal ---
 check "dpkg -r ibverbs-providers-rsiw rsiw-dkms" to "$OUT/dpkg-remove.txt" dpkg -r ibverbs-providers-rsiw rsiw-dkms
