@@ -24,13 +24,18 @@
 #   scripts/debian-kernel.sh module     rsiw.ko (production) for Debian's
 #                                       kernel, built in the root in a copy
 #                                       of this checkout in the cache
-#                                       (incremental); prints its path
+#                                       (incremental, make's output on
+#                                       stderr); prints its path
 #   scripts/debian-kernel.sh initrd     an initramfs for booting Debian's
 #                                       kernel with scripts/vm-run.sh
 #                                       (--initrd): busybox, the 9p and
 #                                       virtio modules, /init from
 #                                       scripts/vm-initrd-init.sh; prints
 #                                       its path
+#   scripts/debian-kernel.sh warm       prepare, module and initrd: what
+#                                       the tests need, made ahead (the
+#                                       test runner starts it in the
+#                                       background, tests/README.md)
 #   scripts/debian-kernel.sh path       the root (host path), the KDIR (in the
 #                                       root), Debian's image and modules,
 #                                       the release, its vmlinuz and the
@@ -366,6 +371,9 @@ INITRD_MODULES=(9pnet_virtio 9p overlay configfs)
 initrd() {
 	image_ready
 	local mr out=$D/initrd-$RELEASE.cpio.gz stage key f name a
+	# One maker at a time (tests and the test runner's warm-up call it).
+	exec 6>"$out.lock"
+	flock 6
 	mr=$(modroot)
 	local deps
 	deps=$(modprobe -d "$mr" -S "$RELEASE" -a --show-depends "${INITRD_MODULES[@]}") ||
@@ -417,7 +425,10 @@ module() {
 	flock 7
 	copy_checkout "$tree" -a -u
 	log "building rsiw.ko for $RELEASE in $tree"
-	in_root "$tree" -- "${IDLE[@]}" make -s KDIR="$KDIR" modules >&2 ||
+	# Linked anew each time (seconds), so that modpost runs and says what it
+	# found (tests/debian/001 reads its output).
+	rm -f "$tree/rsiw.ko"
+	in_root "$tree" -- "${IDLE[@]}" make KDIR="$KDIR" modules >&2 ||
 		die "rsiw.ko does not build for $RELEASE (scripts/debian-kernel.sh make modules)"
 	[ -f "$tree/rsiw.ko" ] || die "no $tree/rsiw.ko after make modules"
 	echo "$tree/rsiw.ko"
@@ -438,6 +449,11 @@ path)
 	;;
 module) module ;;
 initrd) initrd ;;
+warm)
+	prepare >/dev/null
+	module >/dev/null
+	initrd >/dev/null
+	;;
 make)
 	ready
 	[ $# -gt 0 ] || set -- modules
@@ -471,5 +487,5 @@ run)
 	ready
 	in_root "$RSIW_ROOT" -- "$@"
 	;;
-*) die "unknown command $cmd (prepare, make, dkms, module, initrd, run, path, probe)" ;;
+*) die "unknown command $cmd (prepare, make, dkms, module, initrd, warm, run, path, probe)" ;;
 esac
