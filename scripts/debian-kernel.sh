@@ -25,7 +25,9 @@
 #                                       kernel, built in the root in a copy
 #                                       of this checkout in the cache
 #                                       (incremental, make's output on
-#                                       stderr); prints its path
+#                                       stderr); prints the path of a copy
+#                                       that the next build replaces
+#                                       atomically
 #   scripts/debian-kernel.sh initrd     an initramfs for booting Debian's
 #                                       kernel with scripts/vm-run.sh
 #                                       (--initrd): busybox, the 9p and
@@ -425,13 +427,17 @@ module() {
 	flock 7
 	copy_checkout "$tree" -a -u
 	log "building rsiw.ko for $RELEASE in $tree"
-	# Linked anew each time (seconds), so that modpost runs and says what it
-	# found (tests/debian/001 reads its output).
-	rm -f "$tree/rsiw.ko"
+	# modpost and the link anew each time (seconds), so that modpost says
+	# what it found (tests/debian/001 reads its output).
+	rm -f "$tree/rsiw.ko" "$tree/Module.symvers"
 	in_root "$tree" -- "${IDLE[@]}" make KDIR="$KDIR" modules >&2 ||
 		die "rsiw.ko does not build for $RELEASE (scripts/debian-kernel.sh make modules)"
 	[ -f "$tree/rsiw.ko" ] || die "no $tree/rsiw.ko after make modules"
-	echo "$tree/rsiw.ko"
+	# Published beside the tree, replaced atomically: the next caller's
+	# relink never takes away the file an earlier one is reading.
+	cp "$tree/rsiw.ko" "$tree.ko.part"
+	mv -f "$tree.ko.part" "$tree.ko"
+	echo "$tree.ko"
 }
 
 cmd=${1:-prepare}
