@@ -17,13 +17,8 @@ dmesg -C
 nvmeof_over_rsiw $nqn $ip
 if [ -n "$dev" ]; then
 	head -c $((mib << 20)) /dev/urandom >/tmp/pattern
-	t0=$(date +%s.%N)
-	check "write ${mib} MiB" dd if=/tmp/pattern of="$dev" bs=1M oflag=direct status=none
-	t1=$(date +%s.%N)
-	check "read back ${mib} MiB" dd if="$dev" of=/tmp/back bs=1M count="$mib" iflag=direct status=none
-	t2=$(date +%s.%N)
+	check "write ${mib} MiB and read it back (direct)" dd_rates nvme-rdma "$dev" "$mib"
 	check "data read back equals data written" cmp /tmp/pattern /tmp/back
-	echo "# write $(echo "$mib / ($t1 - $t0)" | bc -l | cut -c1-6) MiB/s, read $(echo "$mib / ($t2 - $t1)" | bc -l | cut -c1-6) MiB/s (TCG guest)"
 fi
 # The RDMA core tracks rsiw's objects like any driver's.
 rdma resource show >"$OUT/rdma-resource.txt" 2>&1
