@@ -26,11 +26,7 @@ rdma resource show qp >>"$OUT/rdma-resource.txt" 2>&1
 check "rdma resource show lists rsiw0's QPs" bash -c 'rdma resource show qp | grep -q "rsiw0"'
 check "rdma resource show lists rsiw0's CQs" bash -c 'rdma resource show cq | grep -q "rsiw0"'
 check "rdma resource show counts rsiw0's MRs and PDs" bash -c 'rdma resource show | grep "rsiw0" | grep -Eq "pd [1-9].*mr [1-9]"' 
-check "nvme disconnect" bash -c "nvme disconnect -n $nqn | grep -q 'disconnected 1'"
-nvmet_unexport $nqn
-check "unload the ULPs" modprobe -r nvme-rdma nvmet-rdma
-check "rdma link delete rsiw0" rdma link delete rsiw0
-check "rmmod rsiw" rmmod rsiw
+nvmeof_down $nqn
 
 # Unloading rsiw under a live ULP: the core removes nvme-rdma's and
 # nvmet-rdma's queues from the device first (their ib_client remove).
