@@ -55,9 +55,9 @@
 #include <string.h>
 #include <pthread.h>
 
-#include "qemu-plugin-abi.h"
+#include "plugin.h"
 
-__attribute__((visibility("default"))) int qemu_plugin_version = 1;
+const char plugin_name[] = "insncount";
 
 /* One translated block: its address, size and execution count. A block
  * translated again (after a flush) gets a new record; the dump sums by
@@ -80,7 +80,6 @@ struct rec {
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct rec *recs;
-static FILE *out;
 static bool mem_on;
 static bool xpage_on;
 static volatile int window_open;
@@ -204,7 +203,7 @@ static int cmp_snap(const void *a, const void *b)
 	return x->vaddr < y->vaddr ? -1 : x->vaddr > y->vaddr;
 }
 
-static void window_start(void)
+void plugin_window_start(void)
 {
 	pthread_mutex_lock(&lock);
 	for (struct rec *r = recs; r; r = r->next)
@@ -220,7 +219,7 @@ static void window_start(void)
 	pthread_mutex_unlock(&lock);
 }
 
-static void window_end(void)
+void plugin_window_end(void)
 {
 	pthread_mutex_lock(&lock);
 	window_open = 0;
@@ -236,17 +235,17 @@ static void window_end(void)
 			v[n++] = (struct snap){ r->vaddr, e, r->xin, r->insns, r->bytes, r->cls };
 	}
 	windows++;
-	if (v && out) {
+	if (v && plugin_out) {
 		/* Notable instructions run, kernel and user. */
 		uint64_t kc[C_N] = { 0 }, uc[C_N] = { 0 };
 		for (size_t i = 0; i < n; i++)
 			for (int c = 0; c < C_N; c++)
 				(kernel_addr(v[i].vaddr) ? kc : uc)[c] += v[i].execs * v[i].cls[c];
 		qsort(v, n, sizeof(*v), cmp_snap);
-		fprintf(out, "window %d\n", windows);
-		fprintf(out, "tr %llu %llu\n", (unsigned long long)trans_k, (unsigned long long)trans_u);
+		fprintf(plugin_out, "window %d\n", windows);
+		fprintf(plugin_out, "tr %llu %llu\n", (unsigned long long)trans_k, (unsigned long long)trans_u);
 		for (int c = 0; c < C_N; c++)
-			fprintf(out, "op %s %llu %llu\n", cls_name[c], (unsigned long long)kc[c], (unsigned long long)uc[c]);
+			fprintf(plugin_out, "op %s %llu %llu\n", cls_name[c], (unsigned long long)kc[c], (unsigned long long)uc[c]);
 		for (size_t i = 0; i < n;) {
 			uint64_t execs = 0, insns = 0, pauses = 0, xin = 0;
 			uint32_t bytes = 0;
@@ -260,10 +259,10 @@ static void window_end(void)
 				if (v[j].bytes > bytes)
 					bytes = v[j].bytes;
 			}
-			fprintf(out, "tb %llx %llu %llu %u %llu\n", (unsigned long long)v[i].vaddr,
+			fprintf(plugin_out, "tb %llx %llu %llu %u %llu\n", (unsigned long long)v[i].vaddr,
 				(unsigned long long)insns, (unsigned long long)execs, bytes, (unsigned long long)pauses);
 			if (xin)
-				fprintf(out, "xp %llx %llu\n", (unsigned long long)v[i].vaddr, (unsigned long long)xin);
+				fprintf(plugin_out, "xp %llx %llu\n", (unsigned long long)v[i].vaddr, (unsigned long long)xin);
 			i = j;
 		}
 		for (int c = 0; c < MAX_VCPUS; c++) {
@@ -271,33 +270,24 @@ static void window_end(void)
 				continue;
 			for (uint32_t s = 0; s < PG_SLOTS; s++)
 				if (pages[c][s].page)
-					fprintf(out, "pg %llx %llu\n", (unsigned long long)(pages[c][s].page - 1),
+					fprintf(plugin_out, "pg %llx %llu\n", (unsigned long long)(pages[c][s].page - 1),
 						(unsigned long long)pages[c][s].n);
 		}
 		pthread_mutex_lock(&wlock);
 		for (unsigned w = 0; w < W_SLOTS; w++) {
 			if (!wpaths[w].n)
 				continue;
-			fprintf(out, "wp %llu", (unsigned long long)wpaths[w].n);
+			fprintf(plugin_out, "wp %llu", (unsigned long long)wpaths[w].n);
 			for (int i = 0; i < PATH; i++)
-				fprintf(out, " %llx", (unsigned long long)wpaths[w].path[i]);
-			fprintf(out, "\n");
+				fprintf(plugin_out, " %llx", (unsigned long long)wpaths[w].path[i]);
+			fprintf(plugin_out, "\n");
 		}
 		pthread_mutex_unlock(&wlock);
-		fprintf(out, "end %d\n", windows);
-		fflush(out);
+		fprintf(plugin_out, "end %d\n", windows);
+		fflush(plugin_out);
 	}
 	free(v);
 	pthread_mutex_unlock(&lock);
-}
-
-static void marker(unsigned int vcpu, void *u)
-{
-	(void)vcpu;
-	if ((uintptr_t)u == '0')
-		window_start();
-	else
-		window_end();
 }
 
 /* The class of one x86 instruction, from its bytes (prefixes skipped);
@@ -352,7 +342,7 @@ static int classify(const uint8_t *d, size_t n)
 	return C_N;
 }
 
-static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
+void plugin_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
 	(void)id;
 	size_t n = qemu_plugin_tb_n_insns(tb);
@@ -382,62 +372,33 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 		int c = classify(qemu_plugin_insn_data(insn), qemu_plugin_insn_size(insn));
 		if (c < C_N && r->cls[c] < 255)
 			r->cls[c]++;
-		if (qemu_plugin_insn_size(insn) == 8) {
-			const uint8_t *d = qemu_plugin_insn_data(insn);
-			if (!memcmp(d, marker_magic, sizeof(marker_magic)) && (d[7] == '0' || d[7] == '1'))
-				qemu_plugin_register_vcpu_insn_exec_cb(insn, marker, QEMU_PLUGIN_CB_NO_REGS,
-								       (void *)(uintptr_t)d[7]);
-		}
+		plugin_marker(insn);
 		if (mem_on && kernel_addr(va))
 			qemu_plugin_register_vcpu_mem_cb(insn, mem_access, QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW,
 							 NULL);
 	}
 }
 
-static void at_exit(qemu_plugin_id_t id, void *u)
+bool plugin_arg(const char *arg)
 {
-	(void)id;
-	(void)u;
-	if (out)
-		fclose(out);
-	out = NULL;
+	if (!strcmp(arg, "mem=on"))
+		mem_on = true;
+	else if (!strcmp(arg, "xpage=on"))
+		xpage_on = true;
+	else if (!strncmp(arg, "watch=", 6))
+		watch = strtoull(arg + 6, NULL, 16);
+	else
+		return false;
+	return true;
 }
 
-__attribute__((visibility("default"))) int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info,
-								int argc, char **argv)
+int plugin_init(void)
 {
-	(void)info;
-	const char *path = NULL;
-	for (int i = 0; i < argc; i++) {
-		if (!strncmp(argv[i], "out=", 4))
-			path = argv[i] + 4;
-		else if (!strcmp(argv[i], "mem=on"))
-			mem_on = true;
-		else if (!strcmp(argv[i], "xpage=on"))
-			xpage_on = true;
-		else if (!strncmp(argv[i], "watch=", 6))
-			watch = strtoull(argv[i] + 6, NULL, 16);
-		else {
-			fprintf(stderr, "insncount: unknown argument %s\n", argv[i]);
-			return -1;
-		}
-	}
-	if (!path) {
-		fprintf(stderr, "insncount: out=FILE is required\n");
-		return -1;
-	}
-	out = fopen(path, "w");
-	if (!out) {
-		perror(path);
-		return -1;
-	}
 	if (mem_on)
 		for (int v = 0; v < MAX_VCPUS; v++) {
 			pages[v] = calloc(PG_SLOTS, sizeof(struct pg));
 			if (!pages[v])
 				return -1;
 		}
-	qemu_plugin_register_vcpu_tb_trans_cb(id, tb_trans);
-	qemu_plugin_register_atexit_cb(id, at_exit, NULL);
 	return 0;
 }

@@ -7,16 +7,18 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "qemu-plugin-abi.h"
+
 int main(int argc, char **argv)
 {
 	if (argc == 2 && !strcmp(argv[1], "start")) {
 		/* nopl 0x30495352(%rax,%rax,1): "RSI0" */
-		__asm__ volatile(".byte 0x0f, 0x1f, 0x84, 0x00, 0x52, 0x53, 0x49, 0x30" ::: "memory");
+		__asm__ volatile(MARKER_INSN(0x30) ::: "memory");
 		return 0;
 	}
 	if (argc == 2 && !strcmp(argv[1], "stop")) {
 		/* nopl 0x31495352(%rax,%rax,1): "RSI1" */
-		__asm__ volatile(".byte 0x0f, 0x1f, 0x84, 0x00, 0x52, 0x53, 0x49, 0x31" ::: "memory");
+		__asm__ volatile(MARKER_INSN(0x31) ::: "memory");
 		return 0;
 	}
 	fprintf(stderr, "usage: marker start|stop\n");

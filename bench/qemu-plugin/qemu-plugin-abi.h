@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * What rsiw's QEMU plugins (insncount.c, stamp.c) use of QEMU's plugin
- * ABI, version 1 (QEMU 7.2 and later keep it): only these calls, declared
- * as qemu-plugin.h declares them, so no QEMU source tree is needed; and
- * the guest's window markers (bench/qemu-plugin/marker).
+ * What rsiw's QEMU plugins (insncount.c, stamp.c, plugin.c) use of QEMU's
+ * plugin ABI, version 1 (QEMU 7.2 and later keep it): only these calls,
+ * declared as qemu-plugin.h declares them, so no QEMU source tree is
+ * needed; and the window markers the guest executes
+ * (bench/qemu-plugin/marker) and the plugins look for.
  */
 #ifndef RSIW_QEMU_PLUGIN_ABI_H
 #define RSIW_QEMU_PLUGIN_ABI_H
@@ -42,9 +43,14 @@ const void *qemu_plugin_insn_data(const struct qemu_plugin_insn *insn);
 size_t qemu_plugin_insn_size(const struct qemu_plugin_insn *insn);
 uint64_t qemu_plugin_insn_vaddr(const struct qemu_plugin_insn *insn);
 
-
-/* The markers: nopl 0x3?495352(%rax,%rax,1), its last displacement octet
- * '0' (open a window) or '1' (close it); no compiler emits them. */
-static const uint8_t marker_magic[7] = { 0x0f, 0x1f, 0x84, 0x00, 'R', 'S', 'I' };
+/* The markers: nopl 0x3?495352(%rax,%rax,1), "RSI" and a last
+ * displacement octet '0' (open a window) or '1' (close it); no compiler
+ * emits them. MARKER_PREFIX: the first seven octets, for the plugins'
+ * compare (plugin.c); MARKER_INSN(LAST): the instruction as an assembler
+ * string, for the guest (marker.c). */
+#define MARKER_PREFIX 0x0f, 0x1f, 0x84, 0x00, 0x52, 0x53, 0x49
+#define MARKER_STR(...) #__VA_ARGS__
+#define MARKER_XSTR(...) MARKER_STR(__VA_ARGS__)
+#define MARKER_INSN(last) ".byte " MARKER_XSTR(MARKER_PREFIX) ", " #last
 
 #endif

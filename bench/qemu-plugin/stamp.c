@@ -29,9 +29,9 @@
 #include <time.h>
 #include <pthread.h>
 
-#include "qemu-plugin-abi.h"
+#include "plugin.h"
 
-__attribute__((visibility("default"))) int qemu_plugin_version = 1;
+const char plugin_name[] = "stamp";
 
 #define MAX_AT 16
 #define MAX_STAMPS (1u << 22)
@@ -48,7 +48,6 @@ static struct stamp *stamps;
 static uint32_t n_stamps; /* atomic */
 static volatile int window_open;
 static int windows;
-static FILE *out;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 static uint64_t now(void)
@@ -69,14 +68,18 @@ static void hit(unsigned int vcpu, void *u)
 	stamps[i] = (struct stamp){ .ns = t, .vcpu = (uint16_t)vcpu, .k = (uint16_t)(uintptr_t)u };
 }
 
-static void marker(unsigned int vcpu, void *u)
+void plugin_window_start(void)
 {
-	(void)vcpu;
 	pthread_mutex_lock(&lock);
-	if ((uintptr_t)u == '0') {
-		__atomic_store_n(&n_stamps, 0, __ATOMIC_RELAXED);
-		window_open = 1;
-	} else if (window_open) {
+	__atomic_store_n(&n_stamps, 0, __ATOMIC_RELAXED);
+	window_open = 1;
+	pthread_mutex_unlock(&lock);
+}
+
+void plugin_window_end(void)
+{
+	pthread_mutex_lock(&lock);
+	if (window_open) {
 		window_open = 0;
 		/* A stamp racing the close may still land: it is written
 		 * before the next window clears the count, and dropped. */
@@ -84,19 +87,19 @@ static void marker(unsigned int vcpu, void *u)
 		if (n > MAX_STAMPS)
 			n = MAX_STAMPS;
 		windows++;
-		fprintf(out, "window %d\n", windows);
+		fprintf(plugin_out, "window %d\n", windows);
 		for (uint32_t i = 0; i < n; i++)
 			if (stamps[i].ns)
-				fprintf(out, "s %llu %u %u\n", (unsigned long long)stamps[i].ns, stamps[i].vcpu,
-					stamps[i].k);
-		fprintf(out, "end %d\n", windows);
-		fflush(out);
+				fprintf(plugin_out, "s %llu %u %u\n", (unsigned long long)stamps[i].ns,
+					stamps[i].vcpu, stamps[i].k);
+		fprintf(plugin_out, "end %d\n", windows);
+		fflush(plugin_out);
 		memset(stamps, 0, (size_t)n * sizeof(*stamps));
 	}
 	pthread_mutex_unlock(&lock);
 }
 
-static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
+void plugin_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
 	(void)id;
 	size_t n = qemu_plugin_tb_n_insns(tb);
@@ -107,50 +110,28 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 			if (va == at[k])
 				qemu_plugin_register_vcpu_insn_exec_cb(insn, hit, QEMU_PLUGIN_CB_NO_REGS,
 								       (void *)(uintptr_t)k);
-		if (qemu_plugin_insn_size(insn) == 8) {
-			const uint8_t *d = qemu_plugin_insn_data(insn);
-			if (!memcmp(d, marker_magic, sizeof(marker_magic)) && (d[7] == '0' || d[7] == '1'))
-				qemu_plugin_register_vcpu_insn_exec_cb(insn, marker, QEMU_PLUGIN_CB_NO_REGS,
-								       (void *)(uintptr_t)d[7]);
-		}
+		plugin_marker(insn);
 	}
 }
 
-static void at_exit(qemu_plugin_id_t id, void *u)
+bool plugin_arg(const char *arg)
 {
-	(void)id;
-	(void)u;
-	if (out)
-		fclose(out);
-	out = NULL;
+	if (strncmp(arg, "at=", 3) || n_at >= MAX_AT)
+		return false;
+	at[n_at++] = strtoull(arg + 3, NULL, 16);
+	return true;
 }
 
-__attribute__((visibility("default"))) int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info,
-								int argc, char **argv)
+int plugin_init(void)
 {
-	(void)info;
-	const char *path = NULL;
-	for (int i = 0; i < argc; i++) {
-		if (!strncmp(argv[i], "out=", 4))
-			path = argv[i] + 4;
-		else if (!strncmp(argv[i], "at=", 3) && n_at < MAX_AT)
-			at[n_at++] = strtoull(argv[i] + 3, NULL, 16);
-		else {
-			fprintf(stderr, "stamp: bad argument %s\n", argv[i]);
-			return -1;
-		}
-	}
-	if (!path || !n_at) {
-		fprintf(stderr, "stamp: out=FILE and at least one at=ADDR are required\n");
+	if (!n_at) {
+		fprintf(stderr, "stamp: at least one at=ADDR is required\n");
 		return -1;
 	}
 	stamps = calloc(MAX_STAMPS, sizeof(*stamps));
-	out = fopen(path, "w");
-	if (!stamps || !out) {
-		perror(path);
+	if (!stamps) {
+		perror("stamp");
 		return -1;
 	}
-	qemu_plugin_register_vcpu_tb_trans_cb(id, tb_trans);
-	qemu_plugin_register_atexit_cb(id, at_exit, NULL);
 	return 0;
 }

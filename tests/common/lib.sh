@@ -386,6 +386,17 @@ nvmeof_over_rsiw() {
 	dev=$(ls /dev/nvme*n1 2>/dev/null | head -1)
 }
 
+# nvmeof_down NQN: the end of what nvmeof_over_rsiw NQN set up: nvme-rdma
+# disconnected, the export removed, the ULPs unloaded, rsiw0 deleted and
+# rsiw unloaded; all checks but the export's removal.
+nvmeof_down() {
+	check "nvme disconnect" bash -c "nvme disconnect -n $1 | grep -q 'disconnected 1'"
+	nvmet_unexport "$1"
+	check "unload the ULPs" modprobe -r nvme-rdma nvmet-rdma
+	check "rdma link delete rsiw0" rdma link delete rsiw0
+	check "rmmod rsiw" rmmod rsiw
+}
+
 # rdma_qps LINK: the QPs on LINK (DEV/PORT); no_qps LINK: none.
 rdma_qps() { rdma resource show qp link "$1" 2>/dev/null | grep -c "lqpn"; }
 no_qps() { [ "$(rdma_qps "$1")" = 0 ]; }

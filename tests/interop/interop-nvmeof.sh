@@ -91,8 +91,7 @@ else
 	dev=$(ls /dev/nvme*n1 2>/dev/null | head -1)
 	if [ -n "$dev" ]; then
 		head -c $((64 << 20)) /dev/urandom >/tmp/pattern
-		check "write 64 MiB" dd if=/tmp/pattern of="$dev" bs=1M oflag=direct status=none
-		check "read back 64 MiB" dd if="$dev" of=/tmp/back bs=1M count=64 iflag=direct status=none
+		check "write 64 MiB and read it back (direct)" dd_rates "nvme-rdma over $kind" "$dev" 64
 		check "data read back equals data written" cmp /tmp/pattern /tmp/back
 	fi
 	check "nvme disconnect" bash -c "nvme disconnect -n $nqn | grep -q 'disconnected 1'"

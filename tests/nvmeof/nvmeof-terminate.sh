@@ -53,10 +53,6 @@ if [ -n "$dev" ]; then
 		bash -c "dd if=$dev bs=1M count=$mib iflag=direct status=none | cmp -s - /tmp/pattern"
 fi
 dmesg >"$OUT/dmesg-terminate.txt"
-check "nvme disconnect" bash -c "nvme disconnect -n $nqn | grep -q 'disconnected 1'"
-nvmet_unexport $nqn
-check "unload the ULPs" modprobe -r nvme-rdma nvmet-rdma
-check "rdma link delete rsiw0" rdma link delete rsiw0
-check "rmmod rsiw" rmmod rsiw
+nvmeof_down $nqn
 check_dmesg_clean "dmesg has no warnings, oopses or leaks"
 finish

@@ -17,13 +17,8 @@ dmesg -C
 nvmeof_over_rsiw $nqn $ip
 if [ -n "$dev" ]; then
 	head -c $((mib << 20)) /dev/urandom >/tmp/pattern
-	t0=$(date +%s.%N)
-	check "write ${mib} MiB" dd if=/tmp/pattern of="$dev" bs=1M oflag=direct status=none
-	t1=$(date +%s.%N)
-	check "read back ${mib} MiB" dd if="$dev" of=/tmp/back bs=1M count="$mib" iflag=direct status=none
-	t2=$(date +%s.%N)
+	check "write ${mib} MiB and read it back (direct)" dd_rates nvme-rdma "$dev" "$mib"
 	check "data read back equals data written" cmp /tmp/pattern /tmp/back
-	echo "# write $(echo "$mib / ($t1 - $t0)" | bc -l | cut -c1-6) MiB/s, read $(echo "$mib / ($t2 - $t1)" | bc -l | cut -c1-6) MiB/s (TCG guest)"
 fi
 # The RDMA core tracks rsiw's objects like any driver's.
 rdma resource show >"$OUT/rdma-resource.txt" 2>&1
@@ -31,11 +26,7 @@ rdma resource show qp >>"$OUT/rdma-resource.txt" 2>&1
 check "rdma resource show lists rsiw0's QPs" bash -c 'rdma resource show qp | grep -q "rsiw0"'
 check "rdma resource show lists rsiw0's CQs" bash -c 'rdma resource show cq | grep -q "rsiw0"'
 check "rdma resource show counts rsiw0's MRs and PDs" bash -c 'rdma resource show | grep "rsiw0" | grep -Eq "pd [1-9].*mr [1-9]"' 
-check "nvme disconnect" bash -c "nvme disconnect -n $nqn | grep -q 'disconnected 1'"
-nvmet_unexport $nqn
-check "unload the ULPs" modprobe -r nvme-rdma nvmet-rdma
-check "rdma link delete rsiw0" rdma link delete rsiw0
-check "rmmod rsiw" rmmod rsiw
+nvmeof_down $nqn
 
 # Unloading rsiw under a live ULP: the core removes nvme-rdma's and
 # nvmet-rdma's queues from the device first (their ib_client remove).
