@@ -12,8 +12,11 @@
 #       holds libibverbs, librdmacm, their tools (bin/) and the provider
 #       (lib/libibverbs/librsiw-rdmavNN.so, etc/libibverbs.d/rsiw.driver,
 #       lib/librsiw.so.1 with the direct verbs, include/infiniband/
-#       rsiwdv.h). Nothing lands outside the prefix. A later run copies the
-#       provider's source in again and rebuilds it if it changed (seconds).
+#       rsiwdv.h), and from 59 on pyverbs (lib/python3/dist-packages, for
+#       /usr/bin/python3, with Debian's cython3) and rdma-core's own test
+#       suite (share/doc/rdma-core/tests). Nothing lands outside the
+#       prefix. A later run copies the provider's source in again and
+#       rebuilds it if it changed (seconds).
 #       Sources: 55 is the tree the ibverbs-sys crate vendors (crates.io),
 #       59 the one in PyPI's pyverbs 59.0 source distribution, each checked
 #       against the sha256 below.
@@ -66,15 +69,27 @@ pabi_of_known() {
 # cmake_var SRC NAME: a set(NAME "value") of SRC's top CMakeLists.txt.
 cmake_var() { sed -n "s/^set($2 \"\([^\"]*\)\")$/\1/p" "$1/CMakeLists.txt" | head -1; }
 
-# A private prefix: libraries in lib (no multiarch directory), providers
-# in lib/libibverbs, their configuration in etc/libibverbs.d. No man
-# pages, pyverbs, udev/systemd files or static libraries; every warning
-# an error (rdma-core's own ENABLE_WERROR: the provider builds without one).
+# The Python pyverbs is built for and its tests run with: Debian's, the
+# guest's (not one of PATH's own, such as pyenv's).
+PYTHON=/usr/bin/python3
+
+# cmake_opts PREFIX [pyverbs]: a private prefix: libraries in lib (no
+# multiarch directory), providers in lib/libibverbs, their configuration
+# in etc/libibverbs.d. No man pages, udev/systemd files or static
+# libraries; every warning an error (rdma-core's own ENABLE_WERROR: the
+# provider builds without one). pyverbs only when asked (59 and later:
+# rdma-core's own test suite, tests/userspace/rdmacore.sh), into
+# lib/python3/dist-packages and the suite into share/doc/rdma-core/tests.
 cmake_opts() {
-	local prefix=$1
+	local prefix=$1 py
+	if [ "${2:-}" = pyverbs ]; then
+		py=("-DPYTHON_EXECUTABLE=$PYTHON" "-DCMAKE_INSTALL_PYTHON_ARCH_LIB=$prefix/lib/python3/dist-packages")
+	else
+		py=(-DNO_PYVERBS=1)
+	fi
 	printf '%s\n' -GNinja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 		"-DCMAKE_INSTALL_PREFIX=$prefix" -DCMAKE_INSTALL_LIBDIR=lib \
-		-DNO_MAN_PAGES=1 -DNO_PYVERBS=1 -DENABLE_STATIC=0 -DENABLE_VALGRIND=0 \
+		-DNO_MAN_PAGES=1 "${py[@]}" -DENABLE_STATIC=0 -DENABLE_VALGRIND=0 \
 		-DENABLE_WERROR=1 \
 		-DCMAKE_DISABLE_FIND_PACKAGE_Systemd=1 -DCMAKE_DISABLE_FIND_PACKAGE_UDev=1 \
 		"-DCMAKE_INSTALL_UDEV_RULESDIR=$prefix/lib/udev/rules.d" \
@@ -92,6 +107,16 @@ need_build_tools() {
 	pkg-config --exists libnl-3.0 libnl-route-3.0 ||
 		die "libnl-3 development files not found: run scripts/setup-toolchain.sh"
 }
+
+# pyverbs's build: Cython (Debian 12's 0.29 builds rdma-core 59's) and
+# Python's headers, for $PYTHON.
+need_pyverbs_tools() {
+	need_debs cython3 python3-dev
+	"$PYTHON" -c 'import Cython' 2>/dev/null || die "$PYTHON cannot import Cython (cython3)"
+}
+
+# cython_version: the Cython pyverbs is built with (part of the build's key).
+cython_version() { "$PYTHON" -c 'import Cython; print(Cython.__version__)' 2>/dev/null || echo none; }
 
 # lock NAME: one build of NAME at a time (other callers wait).
 lock() {
@@ -190,14 +215,17 @@ provider_key() {
 	} | sha256sum | cut -c1-12
 }
 
-# full_build SRC ID: rdma-core from SRC (rsiw dropped in) into a prefix.
+# full_build SRC ID: rdma-core from SRC (rsiw dropped in) into a prefix,
+# and from 59 on pyverbs and the suite into it too (pyverbs_build).
 full_build() {
 	local src=$1 id=$2 version pabi prefix build stamp key pkey outside jobs start lib stage
 	version=$(cmake_var "$src" PACKAGE_VERSION)
 	pabi=$(cmake_var "$src" IBVERBS_PABI_VERSION)
 	[ -n "$version" ] && [ -n "$pabi" ] || die "$src: no PACKAGE_VERSION or IBVERBS_PABI_VERSION in its CMakeLists.txt"
 	prefix=${RSIW_RDMA_CORE_PREFIX:-$base/${version%.0}}
+	# One build directory a prefix (its CMake cache names the prefix).
 	build=$base/build-$id
+	[ "$prefix" = "$base/${version%.0}" ] || build=$build-$(echo "$prefix" | sha256sum | cut -c1-8)
 	stamp=$prefix/.rsiw-built
 	mapfile -t opts < <(cmake_opts "$prefix")
 	# What changes rdma-core's build: its source and the options.
@@ -205,49 +233,108 @@ full_build() {
 	pkey=$(provider_key)
 	if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$key $pkey" ]; then
 		log "rdma-core $version with rsiw's provider is up to date in $prefix"
-		echo "$prefix"
+	else
+		need_build_tools
+		lock "build-$id"
+		drop_in "$src"
+		if [ ! -f "$stamp" ] || [ "$(cut -d' ' -f1 "$stamp")" != "$key" ] || [ ! -f "$build/build.ninja" ]; then
+			# Only ever remove a prefix this script made (or an empty one).
+			if [ -d "$prefix" ] && [ ! -f "$stamp" ] && [ -n "$(ls -A "$prefix")" ]; then
+				die "$prefix exists and was not made by $0: choose another RSIW_RDMA_CORE_PREFIX"
+			fi
+			log "configuring rdma-core $version (private ABI $pabi) for $prefix (the whole build: two or three minutes on 2 cores)"
+			rm -rf "$build" "$prefix"
+			mkdir -p "$build"
+			(cd "$build" && cmake "${opts[@]}" "$src" >"$build/cmake.log" 2>&1) ||
+				{ tail -30 "$build/cmake.log" >&2; die "cmake failed (log: $build/cmake.log)"; }
+		fi
+		jobs=${RSIW_JOBS:-$(nproc)}
+		log "building rdma-core $version with rsiw's provider, -j$jobs"
+		start=$(date +%s)
+		ninja -C "$build" -j"$jobs" >"$build/ninja.log" 2>&1 ||
+			{ grep -E 'error|warning' "$build/ninja.log" | head -30 >&2; die "rdma-core $version build failed (log: $build/ninja.log)"; }
+		# Installed into a staging directory first: nothing may land outside
+		# the prefix (the system's rdma-core stays as is; rdma-core 60 and
+		# later install a sysusers.d file wherever systemd keeps them unless
+		# told, say).
+		stage=$build/stage
+		rm -rf "$stage"
+		DESTDIR=$stage ninja -C "$build" install >"$build/install.log" 2>&1 ||
+			{ tail -30 "$build/install.log" >&2; die "rdma-core $version install failed (log: $build/install.log)"; }
+		outside=$(cd "$stage" && find . ! -type d | sed 's|^\.||' | grep -v "^$prefix/" || true)
+		[ -z "$outside" ] || die "rdma-core would install files outside $prefix: $outside"
+		mkdir -p "$prefix"
+		cp -a "$stage$prefix/." "$prefix/"
+		lib=$prefix/lib/libibverbs/librsiw-rdmav$pabi.so
+		[ -e "$lib" ] || die "no $lib after the build (is providers/rsiw in $src/CMakeLists.txt?)"
+		[ "$(cat "$prefix/etc/libibverbs.d/rsiw.driver" 2>/dev/null)" = "driver rsiw" ] ||
+			die "$prefix/etc/libibverbs.d/rsiw.driver does not name the provider"
+		[ "$(cat "$prefix/etc/libibverbs.d/siw.driver" 2>/dev/null)" = "driver siw" ] &&
+			[ -e "$prefix/lib/libibverbs/libsiw-rdmav$pabi.so" ] ||
+			die "no siw provider in $prefix (libsiw-rdmav$pabi.so, siw.driver): the suite's baseline"
+		echo "$version" >"$prefix/VERSION"
+		echo "$pkey" >"$prefix/share/rsiw-provider.key"
+		log "rdma-core $version (ABI $pabi) with $(basename "$lib"): $(($(date +%s) - start)) s, $prefix"
+		echo "$key $pkey" >"$stamp"
+	fi
+	# pyverbs and the suite from 59 on (tests/userspace/rdmacore.sh runs
+	# them); 55 stays without.
+	[ "${version%%.*}" -lt 59 ] || pyverbs_build "$src" "$id" "$prefix" "$build-pyverbs"
+	echo "$prefix"
+}
+
+# pyverbs_build SRC ID PREFIX BUILD: pyverbs (for $PYTHON) and rdma-core's
+# test suite of SRC into PREFIX, from a configuration of their own in
+# BUILD: the prefix's main build stays the one without pyverbs, its key
+# unchanged (a checkout whose script knows no pyverbs rebuilds none of
+# it), and a provider's change rebuilds no pyverbs. Only pyverbs
+# (lib/python3/dist-packages) and the suite (share/doc/rdma-core/tests)
+# of this build go into the prefix; they use its libibverbs (the same
+# source), and are put in again, from BUILD, when the prefix lacks them
+# (a rebuild of the prefix removes them). The key holds the options and
+# the Cython version, so a cached build without pyverbs gets it.
+pyverbs_build() {
+	local src=$1 id=$2 prefix=$3 build=$4 key pstamp version stage outside start
+	pstamp=$prefix/.rsiw-pyverbs
+	version=$(cmake_var "$src" PACKAGE_VERSION)
+	mapfile -t opts < <(cmake_opts "$prefix" pyverbs)
+	key=$( (echo "$id $src pyverbs"; printf '%s\n' "${opts[@]}"; echo "cython $(cython_version)") | sha256sum | cut -c1-12)
+	if [ -f "$pstamp" ] && [ "$(cat "$pstamp")" = "$key" ]; then
+		log "pyverbs and the test suite of rdma-core $version are up to date in $prefix"
 		return
 	fi
 	need_build_tools
+	need_pyverbs_tools
 	lock "build-$id"
-	drop_in "$src"
-	if [ ! -f "$stamp" ] || [ "$(cut -d' ' -f1 "$stamp")" != "$key" ] || [ ! -f "$build/build.ninja" ]; then
-		# Only ever remove a prefix this script made (or an empty one).
-		if [ -d "$prefix" ] && [ ! -f "$stamp" ] && [ -n "$(ls -A "$prefix")" ]; then
-			die "$prefix exists and was not made by $0: choose another RSIW_RDMA_CORE_PREFIX"
-		fi
-		log "configuring rdma-core $version (private ABI $pabi) for $prefix (the whole build: two or three minutes on 2 cores)"
-		rm -rf "$build" "$prefix"
+	stage=$build/stage
+	if [ "$(cat "$build/.rsiw-pyverbs" 2>/dev/null)" != "$key" ]; then
+		drop_in "$src"
+		log "building pyverbs and the test suite of rdma-core $version (its own configuration: three or four minutes on 2 cores)"
+		start=$(date +%s)
+		rm -rf "$build"
 		mkdir -p "$build"
 		(cd "$build" && cmake "${opts[@]}" "$src" >"$build/cmake.log" 2>&1) ||
-			{ tail -30 "$build/cmake.log" >&2; die "cmake failed (log: $build/cmake.log)"; }
+			{ tail -30 "$build/cmake.log" >&2; die "cmake with pyverbs failed (log: $build/cmake.log)"; }
+		grep -q 'Found cython' "$build/cmake.log" || die "CMake found no Cython for pyverbs (log: $build/cmake.log)"
+		ninja -C "$build" -j"${RSIW_JOBS:-$(nproc)}" >"$build/ninja.log" 2>&1 ||
+			{ grep -E 'error|warning' "$build/ninja.log" | head -30 >&2; die "rdma-core $version with pyverbs: build failed (log: $build/ninja.log)"; }
+		DESTDIR=$stage ninja -C "$build" install >"$build/install.log" 2>&1 ||
+			{ tail -30 "$build/install.log" >&2; die "rdma-core $version with pyverbs: install failed (log: $build/install.log)"; }
+		outside=$(cd "$stage" && find . ! -type d | sed 's|^\.||' | grep -v "^$prefix/" || true)
+		[ -z "$outside" ] || die "rdma-core with pyverbs would install files outside $prefix: $outside"
+		ls "$stage$prefix"/lib/python3/dist-packages/pyverbs/device.*so >/dev/null 2>&1 ||
+			die "no pyverbs in the install of $build (log: $build/cmake.log)"
+		[ -f "$stage$prefix/share/doc/rdma-core/tests/run_tests.py" ] ||
+			die "no test suite in the install of $build"
+		echo "$key" >"$build/.rsiw-pyverbs"
+		log "pyverbs of rdma-core $version (Cython $(cython_version)): $(($(date +%s) - start)) s"
 	fi
-	jobs=${RSIW_JOBS:-$(nproc)}
-	log "building rdma-core $version with rsiw's provider, -j$jobs"
-	start=$(date +%s)
-	ninja -C "$build" -j"$jobs" >"$build/ninja.log" 2>&1 ||
-		{ grep -E 'error|warning' "$build/ninja.log" | head -30 >&2; die "rdma-core $version build failed (log: $build/ninja.log)"; }
-	# Installed into a staging directory first: nothing may land outside
-	# the prefix (the system's rdma-core stays as is; rdma-core 60 and
-	# later install a sysusers.d file wherever systemd keeps them unless
-	# told, say).
-	stage=$build/stage
-	rm -rf "$stage"
-	DESTDIR=$stage ninja -C "$build" install >"$build/install.log" 2>&1 ||
-		{ tail -30 "$build/install.log" >&2; die "rdma-core $version install failed (log: $build/install.log)"; }
-	outside=$(cd "$stage" && find . ! -type d | sed 's|^\.||' | grep -v "^$prefix/" || true)
-	[ -z "$outside" ] || die "rdma-core would install files outside $prefix: $outside"
-	mkdir -p "$prefix"
-	cp -a "$stage$prefix/." "$prefix/"
-	lib=$prefix/lib/libibverbs/librsiw-rdmav$pabi.so
-	[ -e "$lib" ] || die "no $lib after the build (is providers/rsiw in $src/CMakeLists.txt?)"
-	[ "$(cat "$prefix/etc/libibverbs.d/rsiw.driver" 2>/dev/null)" = "driver rsiw" ] ||
-		die "$prefix/etc/libibverbs.d/rsiw.driver does not name the provider"
-	echo "$version" >"$prefix/VERSION"
-	echo "$pkey" >"$prefix/share/rsiw-provider.key"
-	log "rdma-core $version (ABI $pabi) with $(basename "$lib"): $(($(date +%s) - start)) s, $prefix"
-	echo "$key $pkey" >"$stamp"
-	echo "$prefix"
+	rm -rf "$prefix/lib/python3" "$prefix/share/doc/rdma-core/tests"
+	mkdir -p "$prefix/lib" "$prefix/share/doc/rdma-core"
+	cp -a "$stage$prefix/lib/python3" "$prefix/lib/"
+	cp -a "$stage$prefix/share/doc/rdma-core/tests" "$prefix/share/doc/rdma-core/"
+	log "pyverbs in $prefix/lib/python3/dist-packages, the test suite in $prefix/share/doc/rdma-core/tests"
+	echo "$key" >"$pstamp"
 }
 
 # ---- --headers: the private headers for the out-of-tree provider ----

@@ -2,19 +2,25 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # A thin wrapper around rdma-core's own test suite (the copy Debian's
-# python3-pyverbs installs under /usr/share/doc/rdma-core/tests), run the
-# way its run_tests.py runs it, with two differences and no test changed:
+# python3-pyverbs installs under /usr/share/doc/rdma-core/tests, or the
+# tests/ of a private rdma-core prefix with its pyverbs on PYTHONPATH), run
+# the way its run_tests.py runs it, with two differences and no test
+# changed:
 #
-# - the device's IP: the suite reads it from the netdev it finds under
-#   /sys/class/infiniband/DEV/device/net/, which soft RNICs (rsiw, siw)
-#   have no parent device for; here it is the one --netdev names. With
-#   --gid 0 (the suite drops iWARP's GID, whose tail is all zeros, when it
-#   picks one itself) its rdma_cm tests run.
+# - the device's IP: rdma-core 44's suite reads it from the netdev it
+#   finds under /sys/class/infiniband/DEV/device/net/, which soft RNICs
+#   (rsiw, siw) have no parent device for; here it is the one NETDEV
+#   names (NETDEV "-": the suite's own lookup, which in rdma-core 55 and
+#   later asks `rdma link show` first and finds it). With --gid 0 (the suite
+#   drops iWARP's GID, whose tail is all zeros, when it picks one itself)
+#   its rdma_cm tests run.
 # - a per-test timeout (SIGALRM in the test, then any child process left
 #   is killed), and one "RESULT <test id> <ok|fail|error|skip|timeout>
 #   <reason>" line per test for tests/userspace/rdmacore.sh to compare, and
 #   "DONE <tests run>" once the whole suite has run (a run cut short by
-#   a crash or the outer timeout lacks it).
+#   a crash or the outer timeout lacks it). Before the tests, "PYVERBS
+#   <path>" and "LIBIBVERBS <path>": the pyverbs and the libibverbs the
+#   run uses.
 #
 #   rdmacore-run.py TESTS-DIR NETDEV TIMEOUT [run_tests.py args: --dev D --gid 0 ...]
 import multiprocessing
@@ -34,6 +40,21 @@ from args_parser import parser  # noqa: E402  (the suite's own)
 tests = SourceFileLoader('tests', os.path.join(tests_dir, '__init__.py')).load_module()
 parser.parse_args()
 import tests.base as base  # noqa: E402
+import pyverbs  # noqa: E402
+
+
+def _mapped(name):
+    """The path of the shared object NAME this process mapped."""
+    with open('/proc/self/maps') as maps:
+        for line in maps:
+            path = line.split()[-1]
+            if os.path.basename(path).startswith(name):
+                return path
+    return 'none'
+
+
+print(f'PYVERBS {os.path.dirname(pyverbs.__file__)}', flush=True)
+print(f'LIBIBVERBS {_mapped("libibverbs.so")}', flush=True)
 
 
 def _get_ip_mac(self, dev, port, idx):
@@ -46,7 +67,8 @@ def _get_ip_mac(self, dev, port, idx):
         self.args.append([dev, port, idx, ip_addr, mac_addr])
 
 
-base.RDMATestCase._get_ip_mac = _get_ip_mac
+if netdev != '-':
+    base.RDMATestCase._get_ip_mac = _get_ip_mac
 
 
 class TestTimeout(Exception):
