@@ -34,10 +34,6 @@
 #                                       virtio modules, /init from
 #                                       scripts/vm-initrd-init.sh; prints
 #                                       its path
-#   scripts/debian-kernel.sh warm       prepare, module and initrd: what
-#                                       the tests need, made ahead (the
-#                                       test runner starts it in the
-#                                       background, tests/README.md)
 #   scripts/debian-kernel.sh path       the root (host path), the KDIR (in the
 #                                       root), Debian's image and modules,
 #                                       the release, its vmlinuz and the
@@ -373,7 +369,7 @@ INITRD_MODULES=(9pnet_virtio 9p overlay configfs)
 initrd() {
 	image_ready
 	local mr out=$D/initrd-$RELEASE.cpio.gz stage key f name a
-	# One maker at a time (tests and the test runner's warm-up call it).
+	# One maker at a time (debian/002 and debian/003 each call it).
 	exec 6>"$out.lock"
 	flock 6
 	mr=$(modroot)
@@ -455,11 +451,6 @@ path)
 	;;
 module) module ;;
 initrd) initrd ;;
-warm)
-	prepare >/dev/null
-	module >/dev/null
-	initrd >/dev/null
-	;;
 make)
 	ready
 	[ $# -gt 0 ] || set -- modules
@@ -493,5 +484,5 @@ run)
 	ready
 	in_root "$RSIW_ROOT" -- "$@"
 	;;
-*) die "unknown command $cmd (prepare, make, dkms, module, initrd, warm, run, path, probe)" ;;
+*) die "unknown command $cmd (prepare, make, dkms, module, initrd, run, path, probe)" ;;
 esac
